@@ -1,0 +1,41 @@
+package monoid
+
+// Kind names a monoid's algebra, so stores and tools can tell monoids apart.
+type Kind string
+
+// Kinds of the monoids pipestate ships; KindCustom is for everything else.
+const (
+	KindSum    Kind = "sum"
+	KindCount  Kind = "count"
+	KindMin    Kind = "min"
+	KindMax    Kind = "max"
+	KindFirst  Kind = "first"
+	KindLast   Kind = "last"
+	KindSet    Kind = "set"
+	KindHLL    Kind = "hll"
+	KindTopK   Kind = "topk"
+	KindBloom  Kind = "bloom"
+	KindMap    Kind = "map"
+	KindCustom Kind = "custom"
+)
+
+// Monoid is an associative Combine with an Identity: Combine(Identity(), v) == v,
+// Combine(v, Identity()) == v and Combine(Combine(a, b), c) == Combine(a, Combine(b, c)).
+// Combine must not modify its arguments.
+type Monoid[V any] interface {
+	Identity() V
+	Combine(a, b V) V
+	Kind() Kind
+}
+
+// Commutative is implemented by monoids that declare Combine(a, b) == Combine(b, a).
+// Sharding and out-of-order coalescing require it.
+type Commutative interface {
+	Commutative() bool
+}
+
+// IsCommutative reports whether m declares itself commutative.
+func IsCommutative(m any) bool {
+	c, ok := m.(Commutative)
+	return ok && c.Commutative()
+}

@@ -1,0 +1,101 @@
+// Package provider defines the Provider: the state a pipeline orchestrator keeps —
+// pipeline configs, TTL'd trait evaluations, run state with compare-and-swap, an
+// append-only event log with cursors, run logs, reruns, replays, late arrivals,
+// cascade markers, locks and leases, and a readiness cache.
+//
+// The package holds interfaces, sentinel errors and the argument checks shared by
+// every backend; it does no I/O. Built-in backends live in provider/memory,
+// provider/redis and provider/dynamodb; a third-party backend proves it behaves the
+// same by passing providertest.Run.
+//
+// # Semantics
+//
+// Every backend meets these rules; providertest checks each one.
+//
+//	topic          rule
+//	-------------  ---------------------------------------------------------------------
+//	missing        every Get* returns (nil, nil) for a missing or expired entity;
+//	               DeletePipeline of a missing pipeline returns nil; a List* that
+//	               matches nothing returns an empty slice and no error.
+//	bad input      an invalid ID (types.ValidateID), an invalid lock key, a negative
+//	               ttl, limit < 1, count < 1, an invalid status or a malformed cursor
+//	               returns an error wrapping ErrInvalidArgument and writes nothing.
+//	too large      a value the backend cannot store returns an error wrapping
+//	               ErrTooLarge and writes nothing; every backend stores at least
+//	               256 KB of metadata.
+//	round trip     a Get returns what was put, after a JSON round trip: numbers in
+//	               map[string]any come back as float64; times are Equal to the
+//	               nanosecond. Fields a method fills (below) are part of what is stored.
+//	no aliasing    mutating a value after Put, or a value returned by Get, never
+//	               changes what is stored.
+//	TTL            ttl == 0 means no expiry. An expired trait, readiness result, lock
+//	               or lease is invisible to every read, even before the backend has
+//	               deleted it.
+//	pipelines      RegisterPipeline replaces a config with the same ID; ListPipelines
+//	               is sorted by ID.
+//	traits         PutTrait sets ExpiresAt (nil when ttl == 0) and PipelineID (when
+//	               empty; a different one is ErrInvalidArgument); GetTraits is sorted
+//	               by TraitType.
+//	readiness      PutReadiness keeps the result for the backend's ReadinessTTL
+//	               option (default 5 minutes).
+//	runs           PutRunState stores the run as given (CreatedAt and UpdatedAt filled
+//	               from the clock when zero); re-putting a RunID under another
+//	               PipelineID is ErrInvalidArgument. CompareAndSwapRunState succeeds
+//	               only if the stored Version equals expectedVersion; it stores
+//	               newState with Version = expectedVersion+1, UpdatedAt = now and the
+//	               stored CreatedAt (CreatedAt never changes through CAS). It returns
+//	               (false, nil) on a version mismatch or a missing run; a newState
+//	               whose RunID differs from runID, or whose PipelineID differs from the
+//	               stored run's, is ErrInvalidArgument. Of N concurrent CAS calls from
+//	               one version exactly one wins. ListRuns is newest CreatedAt first
+//	               (ties by RunID, descending) and always reflects the latest CAS.
+//	events         AppendEvent fills a zero Timestamp from the clock. ListEvents(limit)
+//	               returns the most recent limit events, oldest first. ReadEventsSince
+//	               returns events strictly after the cursor, oldest first, at most
+//	               count; "" reads from the start. Cursors are opaque, per pipeline, and
+//	               only meaningful to the backend that made them. A reader paging with
+//	               cursors while writers append sees every event exactly once, in the
+//	               one order all readers agree on (commit order, not Timestamp order).
+//	               A well-formed cursor older than the retained log reads from the
+//	               oldest retained event.
+//	run logs       keyed by (pipeline, date, schedule); an empty schedule is
+//	               types.DefaultScheduleID on put and get, and is stored as such;
+//	               ListRunLogs is newest Date first (string order), ties by schedule.
+//	reruns         upsert by RerunID; ListReruns and ListAllReruns are newest
+//	               RequestedAt first (ties by RerunID, descending); the lists and the
+//	               record never disagree. Re-putting a RerunID under another
+//	               PipelineID moves it to that pipeline's list.
+//	replays        upsert by (pipeline, date, schedule), empty schedule = default;
+//	               ListReplays is newest CreatedAt first, across pipelines. A zero
+//	               CreatedAt is filled from the clock.
+//	late arrivals  PutLateArrival appends (a zero DetectedAt is filled from the
+//	               clock); ListLateArrivals is oldest DetectedAt first.
+//	cascade        one marker per (pipeline, schedule, date); writing it again updates
+//	               Source and WrittenAt (= now); ListCascadeMarkers is newest
+//	               WrittenAt first.
+//	locks          AcquireLock is (true, nil) only if the key is free or expired; a
+//	               held key is (false, nil), also for the holder (not re-entrant).
+//	               Each provider instance has its own owner identity (random by
+//	               default, settable by option). ReleaseLock releases only a lock this
+//	               instance holds; otherwise it changes nothing and returns an error
+//	               wrapping ErrLockNotHeld. Of N concurrent acquirers, across
+//	               instances, exactly one wins.
+//	leases         AcquireLease needs ttl > 0 and returns ErrLockHeld while another
+//	               lease (or lock) of the key is live. Fence strictly increases across
+//	               successive leases of the same key, forever, whoever holds them.
+//	               RenewLease extends only the current lease (ErrLockNotHeld after
+//	               expiry or takeover); ReleaseLease frees only the current lease.
+//	               Locks and leases share the key space: a key held by one is held
+//	               for the other.
+//	lifecycle      calls work once New returns; Start is idempotent; Stop is
+//	               idempotent; after Stop every call, Start included, returns an error
+//	               wrapping ErrClosed; Ping reports whether the backend answers.
+//	context        every call honours ctx: a cancelled context returns an error for
+//	               which errors.Is(err, context.Canceled) holds.
+//
+// # Writing a backend
+//
+// Implement Provider (and, if you can, Leaser and CascadeReader), start each method
+// with the Check* helpers or Validate so bad input is rejected the same way
+// everywhere, and run providertest.Run from your tests.
+package provider

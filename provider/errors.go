@@ -1,0 +1,110 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pipestate/pipestate/types"
+)
+
+// Sentinel errors. Backends wrap them, together with any cause, so that both
+// errors.Is(err, ErrX) and errors.As to the cause's type work.
+var (
+	// ErrInvalidArgument: an argument broke the contract; nothing was written.
+	ErrInvalidArgument = errors.New("provider: invalid argument")
+	// ErrTooLarge: a value is larger than the backend can store; nothing was written.
+	ErrTooLarge = errors.New("provider: value too large")
+	// ErrClosed: the provider was stopped.
+	ErrClosed = errors.New("provider: closed")
+	// ErrLockHeld: another holder has the lock or lease.
+	ErrLockHeld = errors.New("provider: lock held")
+	// ErrLockNotHeld: the caller does not hold the lock or lease.
+	ErrLockNotHeld = errors.New("provider: lock not held")
+)
+
+// Invalid wraps cause (usually a types validation error) in ErrInvalidArgument.
+func Invalid(cause error) error {
+	return fmt.Errorf("%w: %w", ErrInvalidArgument, cause)
+}
+
+// Invalidf returns an error wrapping ErrInvalidArgument with a formatted message.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// The Check* functions are the argument checks shared by every backend, built in or
+// third-party. Each returns nil or an error wrapping ErrInvalidArgument.
+
+// CheckID checks an identifier with types.ValidateID.
+func CheckID(what, id string) error {
+	if err := types.ValidateID(what, id); err != nil {
+		return Invalid(err)
+	}
+	return nil
+}
+
+// CheckIDs checks pairs of (what, id) in order and returns the first error.
+func CheckIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := CheckID(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckSchedule checks a schedule ID that may be empty and returns it with the
+// default applied.
+func CheckSchedule(scheduleID string) (string, error) {
+	s := types.ScheduleOrDefault(scheduleID)
+	return s, CheckID("schedule ID", s)
+}
+
+// CheckLockKey checks a lock or lease key with types.ValidateLockKey.
+func CheckLockKey(key string) error {
+	if err := types.ValidateLockKey(key); err != nil {
+		return Invalid(err)
+	}
+	return nil
+}
+
+// CheckTTL rejects a negative ttl.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < 0 {
+		return Invalidf("ttl %v is negative", ttl)
+	}
+	return nil
+}
+
+// CheckLeaseTTL rejects a ttl that is not positive: a lease always expires.
+func CheckLeaseTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return Invalidf("lease ttl %v must be positive", ttl)
+	}
+	return nil
+}
+
+// CheckLimit rejects a limit below 1.
+func CheckLimit(limit int) error {
+	if limit < 1 {
+		return Invalidf("limit %d is below 1", limit)
+	}
+	return nil
+}
+
+// CheckCount rejects a count below 1.
+func CheckCount(count int64) error {
+	if count < 1 {
+		return Invalidf("count %d is below 1", count)
+	}
+	return nil
+}
+
+// Validate runs v.Validate and wraps its error in ErrInvalidArgument.
+func Validate(v interface{ Validate() error }) error {
+	if err := v.Validate(); err != nil {
+		return Invalid(err)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Key names one value in a store: an entity and, for windowed values, a bucket.
+type Key struct {
+	Entity string
+	Bucket int64 // 0 = not windowed
+}
+
+// Store keeps values of type V that callers merge into with a monoid.
+type Store[V any] interface {
+	// Get returns the value of k and whether it exists (and has not expired).
+	Get(ctx context.Context, k Key) (V, bool, error)
+	// GetMany returns one value and one found flag per key, in the order of ks;
+	// duplicate keys are allowed.
+	GetMany(ctx context.Context, ks []Key) ([]V, []bool, error)
+	// MergeUpdate combines delta into the value of k (starting from the monoid's
+	// identity when k is missing or expired) and sets its expiry to now+ttl
+	// (ttl == 0: no expiry).
+	MergeUpdate(ctx context.Context, k Key, delta V, ttl time.Duration) error
+	// Close releases what the store owns; later calls return ErrClosed.
+	Close() error
+}
+
+// OnceStore is an optional interface for stores that apply a delta exactly once per
+// event ID: claiming the ID and merging happen atomically.
+type OnceStore[V any] interface {
+	Store[V]
+	// MergeUpdateOnce applies delta to k unless eventID was applied before; applied
+	// reports whether it was applied now.
+	MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (applied bool, err error)
+}
+
+// Deduper remembers event IDs.
+type Deduper interface {
+	// MarkSeen claims eventID; firstSeen is true for exactly one caller per ID
+	// (until the claim expires or is released).
+	MarkSeen(ctx context.Context, eventID string) (firstSeen bool, err error)
+	// Release gives up a claim so the event can be processed again; releasing an
+	// unclaimed ID is not an error.
+	Release(ctx context.Context, eventID string) error
+	// Close releases what the deduper owns; later calls return ErrClosed.
+	Close() error
+}
+
+// Sentinel errors; backends wrap them together with any cause.
+var (
+	// ErrInvalidArgument: an argument broke the contract; nothing was written.
+	ErrInvalidArgument = errors.New("state: invalid argument")
+	// ErrMaxRetriesExceeded: a compare-and-swap merge lost the race MaxRetries times.
+	ErrMaxRetriesExceeded = errors.New("state: max retries exceeded")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("state: closed")
+	// ErrIncompatible: values cannot be combined (e.g. sketches of different shapes).
+	ErrIncompatible = errors.New("state: incompatible values")
+)
