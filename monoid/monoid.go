@@ -1,5 +1,7 @@
 package monoid
 
+import "errors"
+
 // Kind names a monoid's algebra, so stores and tools can tell monoids apart.
 type Kind string
 
@@ -38,4 +40,15 @@ type Commutative interface {
 func IsCommutative(m any) bool {
 	c, ok := m.(Commutative)
 	return ok && c.Commutative()
+}
+
+// ErrIncompatible is wrapped by TryCombine errors: the values cannot be combined
+// (for example sketches of different shapes, or bytes that do not decode).
+var ErrIncompatible = errors.New("monoid: incompatible values")
+
+// Fallible is implemented by monoids whose values can fail to combine (byte-encoded
+// sketches). Stores call TryCombine when it is there and return its error, wrapping
+// ErrIncompatible, instead of storing a bad value.
+type Fallible[V any] interface {
+	TryCombine(a, b V) (V, error)
 }

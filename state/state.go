@@ -56,6 +56,4 @@ var (
 	ErrMaxRetriesExceeded = errors.New("state: max retries exceeded")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("state: closed")
-	// ErrIncompatible: values cannot be combined (e.g. sketches of different shapes).
-	ErrIncompatible = errors.New("state: incompatible values")
 )
