@@ -32,7 +32,8 @@
 //	               or lease is invisible to every read, even before the backend has
 //	               deleted it.
 //	pipelines      RegisterPipeline replaces a config with the same ID; ListPipelines
-//	               is sorted by ID.
+//	               is sorted by ID; DeletePipeline removes the config only (traits,
+//	               runs and logs of the pipeline stay).
 //	traits         PutTrait sets ExpiresAt (nil when ttl == 0) and PipelineID (when
 //	               empty; a different one is ErrInvalidArgument); GetTraits is sorted
 //	               by TraitType.
@@ -60,16 +61,19 @@
 //	               oldest retained event.
 //	run logs       keyed by (pipeline, date, schedule); an empty schedule is
 //	               types.DefaultScheduleID on put and get, and is stored as such;
-//	               ListRunLogs is newest Date first (string order), ties by schedule.
-//	reruns         upsert by RerunID; ListReruns and ListAllReruns are newest
+//	               ListRunLogs is newest Date first (string order), entries of one
+//	               date by ScheduleID descending.
+//	reruns         upsert by RerunID (a zero RequestedAt is filled from the clock);
+//	               ListReruns and ListAllReruns are newest
 //	               RequestedAt first (ties by RerunID, descending); the lists and the
 //	               record never disagree. Re-putting a RerunID under another
 //	               PipelineID moves it to that pipeline's list.
 //	replays        upsert by (pipeline, date, schedule), empty schedule = default;
 //	               ListReplays is newest CreatedAt first, across pipelines. A zero
-//	               CreatedAt is filled from the clock.
+//	               CreatedAt is filled from the clock. Ties keep no promised order.
 //	late arrivals  PutLateArrival appends (a zero DetectedAt is filled from the
-//	               clock); ListLateArrivals is oldest DetectedAt first.
+//	               clock); ListLateArrivals is oldest DetectedAt first (ties keep no
+//	               promised order).
 //	cascade        one marker per (pipeline, schedule, date); writing it again updates
 //	               Source and WrittenAt (= now); ListCascadeMarkers is newest
 //	               WrittenAt first.
