@@ -1,0 +1,80 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/backoff"
+	"github.com/pipestate/pipestate/monoid"
+)
+
+// Defaults of the compare-and-swap merge loop (RetryCAS) used by every BytesStore.
+const (
+	// DefaultMaxRetries is how many times a BytesStore retries a merge that lost a
+	// compare-and-swap race before returning ErrMaxRetriesExceeded (so at most
+	// DefaultMaxRetries+1 attempts).
+	DefaultMaxRetries = 10
+	// DefaultRetryBase is the delay ceiling before the first retry.
+	DefaultRetryBase = 2 * time.Millisecond
+	// DefaultRetryMax caps the delay ceiling of later retries.
+	DefaultRetryMax = 100 * time.Millisecond
+)
+
+// CASRead reads the current value of a key for RetryCAS: found is false when the key
+// is missing or expired (the merge then starts from the identity), and version is
+// whatever the backend's conditional write compares (a counter, the old bytes...).
+type CASRead[V, Ver any] func(ctx context.Context) (cur V, found bool, version Ver, err error)
+
+// CASWrite writes next only if the key still has the version read (or is still
+// missing or expired when found is false). swapped is false when another writer got
+// there first; err is for every other failure and stops the loop.
+type CASWrite[V, Ver any] func(ctx context.Context, next V, found bool, version Ver) (swapped bool, err error)
+
+// RetryCAS runs the read, combine, conditional-write loop of a BytesStore merge:
+// it reads the current value, combines delta into it with m (TryCombine when m is
+// monoid.Fallible: an incompatible stored value or delta returns an error wrapping
+// ErrInvalidArgument and monoid.ErrIncompatible, and nothing is written), and writes it
+// conditionally. On a lost race it waits with capped exponential backoff and full
+// jitter (base DefaultRetryBase, cap DefaultRetryMax) and tries again, at most
+// maxRetries times; then it returns an error wrapping ErrMaxRetriesExceeded. retries
+// is the number of lost races. ctx cancellation during a wait returns ctx.Err().
+// maxRetries < 0 is ErrInvalidArgument.
+func RetryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, read CASRead[V, Ver], write CASWrite[V, Ver]) (retries int, err error) {
+	return retryCAS(ctx, m, delta, maxRetries, backoff.Policy{Base: DefaultRetryBase, Max: DefaultRetryMax}, read, write)
+}
+
+func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, p backoff.Policy, read CASRead[V, Ver], write CASWrite[V, Ver]) (int, error) {
+	if maxRetries < 0 {
+		return 0, Invalidf("max retries %d is negative", maxRetries)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return attempt, err
+		}
+		cur, found, ver, err := read(ctx)
+		if err != nil {
+			return attempt, err
+		}
+		if !found {
+			cur = m.Identity()
+		}
+		next, err := Combine(m, cur, delta)
+		if err != nil {
+			return attempt, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		}
+		swapped, err := write(ctx, next, found, ver)
+		if err != nil {
+			return attempt, err
+		}
+		if swapped {
+			return attempt, nil
+		}
+		if attempt >= maxRetries {
+			return attempt + 1, fmt.Errorf("%w: lost %d compare-and-swap races", ErrMaxRetriesExceeded, attempt+1)
+		}
+		if err := p.Wait(ctx, attempt); err != nil {
+			return attempt + 1, err
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package state
+
+import (
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pipestate/pipestate/monoid"
+)
+
+// Limits on the strings every backend accepts. They are the same for all backends so
+// that data and code move between them unchanged.
+const (
+	// MaxEntityLen is the longest Key.Entity, in bytes.
+	MaxEntityLen = 512
+	// MaxEventIDLen is the longest event ID (Deduper.MarkSeen, OnceStore.MergeUpdateOnce), in bytes.
+	MaxEventIDLen = 512
+)
+
+// Invalidf returns an error wrapping ErrInvalidArgument with a formatted message.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// checkText is the one rule for entities and event IDs: 1..max bytes of valid UTF-8
+// without control characters (so no NUL, newline or tab). Anything else, including
+// ':' '#' '{' '}' '/' and spaces, is allowed: backends must encode it injectively.
+func checkText(what, s string, max int) error {
+	switch {
+	case s == "":
+		return Invalidf("%s is empty", what)
+	case len(s) > max:
+		return Invalidf("%s is %d bytes, more than %d", what, len(s), max)
+	case !utf8.ValidString(s):
+		return Invalidf("%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return Invalidf("%s %q has a control character", what, s)
+		}
+	}
+	return nil
+}
+
+// CheckKey checks a key: Entity is 1..MaxEntityLen bytes of valid UTF-8 without
+// control characters; every Bucket is valid (0 means not windowed). It returns nil or
+// an error wrapping ErrInvalidArgument. Every backend calls it before any I/O.
+func CheckKey(k Key) error {
+	return checkText("entity", k.Entity, MaxEntityLen)
+}
+
+// CheckKeys runs CheckKey on every key and returns the first error, naming its index.
+// An empty or nil slice is valid.
+func CheckKeys(ks []Key) error {
+	for i, k := range ks {
+		if err := CheckKey(k); err != nil {
+			return fmt.Errorf("key %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// CheckEventID checks an event ID by the same rule as an entity (1..MaxEventIDLen
+// bytes of valid UTF-8 without control characters).
+func CheckEventID(id string) error {
+	return checkText("event ID", id, MaxEventIDLen)
+}
+
+// CheckTTL rejects a negative ttl. ttl == 0 means no expiry.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < 0 {
+		return Invalidf("ttl %v is negative", ttl)
+	}
+	return nil
+}
+
+// CheckDelta rejects a delta the monoid cannot combine: when m implements
+// monoid.Fallible, the delta must combine with the identity (a sketch delta must
+// decode and have a valid shape). The error wraps both ErrInvalidArgument and
+// monoid.ErrIncompatible. For other monoids every value is valid.
+func CheckDelta[V any](m monoid.Monoid[V], delta V) error {
+	f, ok := m.(monoid.Fallible[V])
+	if !ok {
+		return nil
+	}
+	if _, err := f.TryCombine(m.Identity(), delta); err != nil {
+		return fmt.Errorf("%w: delta: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// CheckMerge runs the checks of a MergeUpdate: CheckKey, CheckTTL and CheckDelta.
+func CheckMerge[V any](m monoid.Monoid[V], k Key, delta V, ttl time.Duration) error {
+	if err := CheckKey(k); err != nil {
+		return err
+	}
+	if err := CheckTTL(ttl); err != nil {
+		return err
+	}
+	return CheckDelta(m, delta)
+}
+
+// Combine combines a and b with m, through TryCombine when m implements
+// monoid.Fallible; its error wraps monoid.ErrIncompatible. Stores use it so a value
+// that does not combine is reported, never stored.
+func Combine[V any](m monoid.Monoid[V], a, b V) (V, error) {
+	if f, ok := m.(monoid.Fallible[V]); ok {
+		return f.TryCombine(a, b)
+	}
+	return m.Combine(a, b), nil
+}
