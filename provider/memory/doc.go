@@ -1,0 +1,24 @@
+// Package memory is the in-memory reference backend of provider.Provider: a
+// mutex-guarded set of maps that behaves exactly like the networked backends, for
+// tests, examples and single-process use.
+//
+// A Store is the shared data, like a server; each Provider opened on it is one client
+// with its own lock owner identity:
+//
+//	store := memory.NewStore()
+//	p1, _ := memory.New(store, memory.WithClock(clock)) // clock: func() time.Time
+//	p2, _ := memory.New(store)                          // another instance, another owner
+//
+// Guarantees and decisions:
+//   - Every call is atomic: one lock over the store.
+//   - Values are deep-copied through JSON on the way in and out, so they come back as
+//     a networked backend returns them (numbers in map[string]any as float64) and are
+//     never aliased. A value JSON cannot encode is ErrInvalidArgument.
+//   - There is no size limit (ErrTooLarge is never returned) and no event retention:
+//     the store grows until it is dropped.
+//   - TTLs are judged by the provider's clock at read time; expired entries are
+//     invisible and removed lazily.
+//   - Event cursors are per-pipeline sequence numbers in decimal.
+//
+// Round trips: none; every method takes the store lock once.
+package memory

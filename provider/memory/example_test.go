@@ -1,0 +1,41 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/types"
+)
+
+// A run moves from PENDING to RUNNING with compare-and-swap; a second writer holding
+// the old version loses.
+func Example() {
+	ctx := context.Background()
+	p, err := memory.New(memory.NewStore())
+	if err != nil {
+		panic(err)
+	}
+	run := types.RunState{RunID: "run-1", PipelineID: "orders", Status: types.RunPending}
+	if err := p.PutRunState(ctx, run); err != nil {
+		panic(err)
+	}
+	run.Status = types.RunRunning
+	won, _ := p.CompareAndSwapRunState(ctx, "run-1", 0, run)
+	lateWriter, _ := p.CompareAndSwapRunState(ctx, "run-1", 0, run)
+	got, _ := p.GetRunState(ctx, "run-1")
+	fmt.Println(won, lateWriter, got.Status, got.Version)
+	// Output: true false RUNNING 1
+}
+
+// Two providers on one store are two lock owners.
+func Example_locks() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	a, _ := memory.New(store)
+	b, _ := memory.New(store)
+	gotA, _ := a.AcquireLock(ctx, "eval:orders:daily", 0)
+	gotB, _ := b.AcquireLock(ctx, "eval:orders:daily", 0)
+	fmt.Println(gotA, gotB, b.ReleaseLock(ctx, "eval:orders:daily") != nil)
+	// Output: true false true
+}

@@ -1,0 +1,260 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// Store is the data that Providers share. The zero value is not usable; call NewStore.
+type Store struct {
+	mu           sync.Mutex
+	pipelines    map[string]types.PipelineConfig
+	traits       map[string]map[string]types.TraitEvaluation // pipeline -> trait type
+	runs         map[string]types.RunState                   // run ID
+	events       map[string]*eventLog                        // pipeline
+	runLogs      map[slot]types.RunLogEntry
+	reruns       map[string]types.RerunRecord // rerun ID
+	replays      map[slot]types.ReplayRequest
+	lateArrivals map[slot][]types.LateArrival
+	markers      map[slot]types.CascadeMarker
+	readiness    map[string]readiness
+	locks        map[string]lock
+	fences       map[string]int64 // survive expiry and release, forever
+}
+
+// slot is a (pipeline, date, schedule) key.
+type slot struct{ pipeline, date, schedule string }
+
+type eventLog struct {
+	seq     int64 // last sequence number handed out
+	records []record
+}
+
+type record struct {
+	seq int64
+	ev  types.Event
+}
+
+type readiness struct {
+	result  types.ReadinessResult
+	expires time.Time
+}
+
+// lock is a held lock or lease; holder is "lock:"+owner or "lease:"+token.
+type lock struct {
+	holder  string
+	expires time.Time // zero: never
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{
+		pipelines:    map[string]types.PipelineConfig{},
+		traits:       map[string]map[string]types.TraitEvaluation{},
+		runs:         map[string]types.RunState{},
+		events:       map[string]*eventLog{},
+		runLogs:      map[slot]types.RunLogEntry{},
+		reruns:       map[string]types.RerunRecord{},
+		replays:      map[slot]types.ReplayRequest{},
+		lateArrivals: map[slot][]types.LateArrival{},
+		markers:      map[slot]types.CascadeMarker{},
+		readiness:    map[string]readiness{},
+		locks:        map[string]lock{},
+		fences:       map[string]int64{},
+	}
+}
+
+// DefaultReadinessTTL is how long PutReadiness keeps a result unless WithReadinessTTL says otherwise.
+const DefaultReadinessTTL = 5 * time.Minute
+
+// Option configures a Provider.
+type Option func(*Provider) error
+
+// WithClock sets the clock that fills timestamps and judges TTLs (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(p *Provider) error {
+		if now == nil {
+			return errors.New("memory: WithClock: nil clock")
+		}
+		p.now = now
+		return nil
+	}
+}
+
+// WithOwner sets the lock owner identity (default: 16 random bytes in hex).
+func WithOwner(owner string) Option {
+	return func(p *Provider) error {
+		if owner == "" {
+			return errors.New("memory: WithOwner: empty owner")
+		}
+		p.owner = owner
+		return nil
+	}
+}
+
+// WithReadinessTTL sets how long readiness results are kept (default DefaultReadinessTTL).
+func WithReadinessTTL(ttl time.Duration) Option {
+	return func(p *Provider) error {
+		if ttl <= 0 {
+			return errors.New("memory: WithReadinessTTL: ttl must be positive")
+		}
+		p.readinessTTL = ttl
+		return nil
+	}
+}
+
+// Provider is one client of a Store. It implements provider.Provider,
+// provider.Leaser and provider.CascadeReader and is safe for concurrent use.
+type Provider struct {
+	s            *Store
+	now          func() time.Time
+	owner        string
+	readinessTTL time.Duration
+	closed       atomic.Bool
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Leaser        = (*Provider)(nil)
+	_ provider.CascadeReader = (*Provider)(nil)
+)
+
+// New returns a Provider on store. It fails only on a nil store or an invalid option.
+func New(store *Store, opts ...Option) (*Provider, error) {
+	if store == nil {
+		return nil, errors.New("memory: New: nil store")
+	}
+	p := &Provider{s: store, now: time.Now, owner: randomID(), readinessTTL: DefaultReadinessTTL}
+	for _, o := range opts {
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Owner returns the lock owner identity of p.
+func (p *Provider) Owner() string { return p.owner }
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}
+
+// begin checks the context and the lifecycle, then takes the store lock; the caller
+// must call p.s.mu.Unlock.
+func (p *Provider) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	p.s.mu.Lock()
+	return nil
+}
+
+// clone deep-copies v through JSON, as a networked backend would store it.
+func clone[T any](v T) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out, provider.Invalid(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, provider.Invalid(err)
+	}
+	return out, nil
+}
+
+// mustClone copies a value that came out of the store, which always encodes.
+func mustClone[T any](v T) T {
+	out, err := clone(v)
+	if err != nil {
+		panic("memory: stored value does not round-trip: " + err.Error())
+	}
+	return out
+}
+
+func clonePtr[T any](v T) *T {
+	out := mustClone(v)
+	return &out
+}
+
+func cloneAll[T any](vs []T) []T {
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		out[i] = mustClone(v)
+	}
+	return out
+}
+
+func firstN[T any](vs []T, n int) []T {
+	if len(vs) > n {
+		return vs[:n]
+	}
+	return vs
+}
+
+// live reports whether something expiring at expires (zero: never) is visible at now.
+func live(expires, now time.Time) bool { return expires.IsZero() || now.Before(expires) }
+
+// expiry returns now+ttl, or the zero time for ttl == 0.
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		return time.Time{}
+	}
+	return now.Add(ttl)
+}
+
+// Start implements provider.Provider. It does nothing but report ErrClosed after Stop.
+func (p *Provider) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	return nil
+}
+
+// Stop implements provider.Provider. The Store stays usable by other Providers.
+func (p *Provider) Stop(ctx context.Context) error {
+	p.closed.Store(true)
+	return nil
+}
+
+// Ping implements provider.Provider.
+func (p *Provider) Ping(ctx context.Context) error { return p.Start(ctx) }
+
+// newestFirst orders by time descending, then by ID descending.
+func newestFirst(at1, at2 time.Time, id1, id2 string) int {
+	if c := at2.Compare(at1); c != 0 {
+		return c
+	}
+	return cmp.Compare(id2, id1)
+}
+
+// sortedValues returns the map's values ordered by cmpFn.
+func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, cmpFn func(a, b V) int) []V {
+	var out []V
+	for _, v := range m {
+		if keep == nil || keep(v) {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, cmpFn)
+	return out
+}

@@ -1,0 +1,354 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// PutRunLog implements provider.RunLogStore.
+func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	if err := provider.Validate(entry); err != nil {
+		return err
+	}
+	e, err := clone(entry)
+	if err != nil {
+		return err
+	}
+	e.ScheduleID = types.ScheduleOrDefault(e.ScheduleID)
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	p.s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e
+	return nil
+}
+
+// GetRunLog implements provider.RunLogStore.
+func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
+	k, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	e, ok := p.s.runLogs[k]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(e), nil
+}
+
+// checkSlot validates a (pipeline, date, schedule) key and applies the default schedule.
+func checkSlot(pipelineID, date, scheduleID string) (slot, error) {
+	if err := provider.CheckIDs("pipeline ID", pipelineID, "date", date); err != nil {
+		return slot{}, err
+	}
+	s, err := provider.CheckSchedule(scheduleID)
+	return slot{pipelineID, date, s}, err
+}
+
+// ListRunLogs implements provider.RunLogStore.
+func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.runLogs,
+		func(e types.RunLogEntry) bool { return e.PipelineID == pipelineID },
+		func(a, b types.RunLogEntry) int {
+			return cmp.Or(cmp.Compare(b.Date, a.Date), cmp.Compare(b.ScheduleID, a.ScheduleID))
+		})
+	return cloneAll(firstN(out, limit)), nil
+}
+
+// PutRerun implements provider.RerunStore.
+func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	if err := provider.Validate(rerun); err != nil {
+		return err
+	}
+	r, err := clone(rerun)
+	if err != nil {
+		return err
+	}
+	if r.RequestedAt.IsZero() {
+		r.RequestedAt = p.now()
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	p.s.reruns[r.RerunID] = r
+	return nil
+}
+
+// GetRerun implements provider.RerunStore.
+func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	r, ok := p.s.reruns[rerunID]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(r), nil
+}
+
+// ListReruns implements provider.RerunStore.
+func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	return p.listReruns(ctx, func(r types.RerunRecord) bool { return r.PipelineID == pipelineID }, limit)
+}
+
+// ListAllReruns implements provider.RerunStore.
+func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	return p.listReruns(ctx, nil, limit)
+}
+
+func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) bool, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.reruns, keep, func(a, b types.RerunRecord) int {
+		return newestFirst(a.RequestedAt, b.RequestedAt, a.RerunID, b.RerunID)
+	})
+	return cloneAll(firstN(out, limit)), nil
+}
+
+// PutReplay implements provider.ReplayStore.
+func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	if err := provider.Validate(req); err != nil {
+		return err
+	}
+	r, err := clone(req)
+	if err != nil {
+		return err
+	}
+	r.ScheduleID = types.ScheduleOrDefault(r.ScheduleID)
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = p.now()
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	p.s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r
+	return nil
+}
+
+// GetReplay implements provider.ReplayStore.
+func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
+	k, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	r, ok := p.s.replays[k]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(r), nil
+}
+
+// ListReplays implements provider.ReplayStore.
+func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.replays, nil, func(a, b types.ReplayRequest) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return cloneAll(firstN(out, limit)), nil
+}
+
+// PutLateArrival implements provider.LateArrivalStore.
+func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	if err := provider.Validate(la); err != nil {
+		return err
+	}
+	l, err := clone(la)
+	if err != nil {
+		return err
+	}
+	l.ScheduleID = types.ScheduleOrDefault(l.ScheduleID)
+	if l.DetectedAt.IsZero() {
+		l.DetectedAt = p.now()
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	k := slot{l.PipelineID, l.Date, l.ScheduleID}
+	p.s.lateArrivals[k] = append(p.s.lateArrivals[k], l)
+	return nil
+}
+
+// ListLateArrivals implements provider.LateArrivalStore.
+func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
+	k, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := cloneAll(p.s.lateArrivals[k])
+	slices.SortStableFunc(out, func(a, b types.LateArrival) int { return a.DetectedAt.Compare(b.DetectedAt) })
+	return out, nil
+}
+
+// WriteCascadeMarker implements provider.CascadeStore.
+func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source}
+	if err := provider.Validate(m); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	m.WrittenAt = p.now()
+	p.s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = mustClone(m)
+	return nil
+}
+
+// ListCascadeMarkers implements provider.CascadeReader.
+func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.markers,
+		func(m types.CascadeMarker) bool { return m.PipelineID == pipelineID },
+		func(a, b types.CascadeMarker) int { return b.WrittenAt.Compare(a.WrittenAt) })
+	return cloneAll(firstN(out, limit)), nil
+}
+
+// AcquireLock implements provider.Locker.
+func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return false, err
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+		return false, nil
+	}
+	p.s.locks[key] = lock{holder: "lock:" + p.owner, expires: expiry(now, ttl)}
+	return true, nil
+}
+
+// ReleaseLock implements provider.Locker.
+func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := provider.CheckLockKey(key); err != nil {
+		return err
+	}
+	return p.release(ctx, key, "lock:"+p.owner)
+}
+
+// release frees key if holder holds it live.
+func (p *Provider) release(ctx context.Context, key, holder string) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if l, ok := p.s.locks[key]; !ok || l.holder != holder || !live(l.expires, p.now()) {
+		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
+	}
+	delete(p.s.locks, key)
+	return nil
+}
+
+// AcquireLease implements provider.Leaser.
+func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
+	}
+	p.s.fences[key]++
+	lease := &types.Lease{Key: key, Token: randomID(), Fence: p.s.fences[key], ExpiresAt: now.Add(ttl)}
+	p.s.locks[key] = lock{holder: "lease:" + lease.Token, expires: lease.ExpiresAt}
+	return lease, nil
+}
+
+// RenewLease implements provider.Leaser.
+func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.Validate(lease); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	l, ok := p.s.locks[lease.Key]
+	if !ok || l.holder != "lease:"+lease.Token || !live(l.expires, now) {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockNotHeld, lease.Key)
+	}
+	l.expires = now.Add(ttl)
+	p.s.locks[lease.Key] = l
+	lease.ExpiresAt = l.expires
+	return &lease, nil
+}
+
+// ReleaseLease implements provider.Leaser.
+func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := provider.Validate(lease); err != nil {
+		return err
+	}
+	return p.release(ctx, lease.Key, "lease:"+lease.Token)
+}

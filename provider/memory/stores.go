@@ -1,0 +1,353 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RegisterPipeline implements provider.PipelineStore.
+func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	if err := provider.Validate(cfg); err != nil {
+		return err
+	}
+	c, err := clone(cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	p.s.pipelines[c.ID] = c
+	return nil
+}
+
+// GetPipeline implements provider.PipelineStore.
+func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	c, ok := p.s.pipelines[id]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(c), nil
+}
+
+// ListPipelines implements provider.PipelineStore.
+func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) })
+	return cloneAll(out), nil
+}
+
+// DeletePipeline implements provider.PipelineStore.
+func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	delete(p.s.pipelines, id)
+	return nil
+}
+
+// PutTrait implements provider.TraitStore.
+func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return err
+	}
+	if err := provider.Validate(trait); err != nil {
+		return err
+	}
+	if trait.PipelineID != "" && trait.PipelineID != pipelineID {
+		return provider.Invalidf("trait pipeline ID %q differs from %q", trait.PipelineID, pipelineID)
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return err
+	}
+	t, err := clone(trait)
+	if err != nil {
+		return err
+	}
+	t.PipelineID = pipelineID
+	t.ExpiresAt = nil
+	if ttl > 0 {
+		exp := p.now().Add(ttl)
+		t.ExpiresAt = &exp
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if p.s.traits[pipelineID] == nil {
+		p.s.traits[pipelineID] = map[string]types.TraitEvaluation{}
+	}
+	p.s.traits[pipelineID][t.TraitType] = t
+	return nil
+}
+
+func (p *Provider) traitLive(t types.TraitEvaluation) bool {
+	return t.ExpiresAt == nil || p.now().Before(*t.ExpiresAt)
+}
+
+// GetTraits implements provider.TraitStore.
+func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.traits[pipelineID], p.traitLive, func(a, b types.TraitEvaluation) int {
+		return cmp.Compare(a.TraitType, b.TraitType)
+	})
+	return cloneAll(out), nil
+}
+
+// GetTrait implements provider.TraitStore.
+func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
+	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	t, ok := p.s.traits[pipelineID][traitType]
+	if !ok || !p.traitLive(t) {
+		return nil, nil
+	}
+	return clonePtr(t), nil
+}
+
+// PutReadiness implements provider.Provider.
+func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	if err := provider.Validate(result); err != nil {
+		return err
+	}
+	r, err := clone(result)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	p.s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
+	return nil
+}
+
+// GetReadiness implements provider.Provider.
+func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	r, ok := p.s.readiness[pipelineID]
+	if !ok || !live(r.expires, p.now()) {
+		delete(p.s.readiness, pipelineID)
+		return nil, nil
+	}
+	return clonePtr(r.result), nil
+}
+
+// PutRunState implements provider.RunStore.
+func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := provider.Validate(run); err != nil {
+		return err
+	}
+	r, err := clone(run)
+	if err != nil {
+		return err
+	}
+	now := p.now()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = now
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if old, ok := p.s.runs[r.RunID]; ok && old.PipelineID != r.PipelineID {
+		return provider.Invalidf("run %s belongs to pipeline %s, not %s", r.RunID, old.PipelineID, r.PipelineID)
+	}
+	p.s.runs[r.RunID] = r
+	return nil
+}
+
+// GetRunState implements provider.RunStore.
+func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	r, ok := p.s.runs[runID]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(r), nil
+}
+
+// ListRuns implements provider.RunStore.
+func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.runs,
+		func(r types.RunState) bool { return r.PipelineID == pipelineID },
+		func(a, b types.RunState) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.RunID, b.RunID) })
+	return cloneAll(firstN(out, limit)), nil
+}
+
+// CompareAndSwapRunState implements provider.RunStore.
+func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return false, err
+	}
+	if err := provider.Validate(newState); err != nil {
+		return false, err
+	}
+	if newState.RunID != runID {
+		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
+	}
+	if expectedVersion < 0 {
+		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
+	}
+	r, err := clone(newState)
+	if err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	defer p.s.mu.Unlock()
+	old, ok := p.s.runs[runID]
+	if !ok {
+		return false, nil
+	}
+	if old.PipelineID != r.PipelineID {
+		return false, provider.Invalidf("run %s belongs to pipeline %s, not %s", runID, old.PipelineID, r.PipelineID)
+	}
+	if old.Version != expectedVersion {
+		return false, nil
+	}
+	r.Version = expectedVersion + 1
+	r.CreatedAt = old.CreatedAt
+	r.UpdatedAt = p.now()
+	p.s.runs[runID] = r
+	return true, nil
+}
+
+// AppendEvent implements provider.EventStore.
+func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	if err := provider.Validate(ev); err != nil {
+		return err
+	}
+	e, err := clone(ev)
+	if err != nil {
+		return err
+	}
+	if e.Timestamp.IsZero() {
+		e.Timestamp = p.now()
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	log := p.s.events[e.PipelineID]
+	if log == nil {
+		log = &eventLog{}
+		p.s.events[e.PipelineID] = log
+	}
+	log.seq++
+	log.records = append(log.records, record{seq: log.seq, ev: e})
+	return nil
+}
+
+// ListEvents implements provider.EventStore.
+func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	var recs []record
+	if log := p.s.events[pipelineID]; log != nil {
+		recs = log.records[max(0, len(log.records)-limit):]
+	}
+	out := make([]types.Event, len(recs))
+	for i, r := range recs {
+		out[i] = mustClone(r.ev)
+	}
+	return out, nil
+}
+
+// ReadEventsSince implements provider.EventStore. Cursors are decimal sequence numbers.
+func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckCount(count); err != nil {
+		return nil, err
+	}
+	var since int64
+	if sinceID != "" {
+		n, err := strconv.ParseInt(sinceID, 10, 64)
+		if err != nil || n < 0 {
+			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
+		}
+		since = n
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	var out []types.EventRecord
+	if log := p.s.events[pipelineID]; log != nil {
+		// Sequence numbers start at 1 and have no gaps, so record i has seq i+1.
+		for _, r := range log.records[min(since, int64(len(log.records))):] {
+			if int64(len(out)) == count {
+				break
+			}
+			out = append(out, types.EventRecord{StreamID: strconv.FormatInt(r.seq, 10), Event: mustClone(r.ev)})
+		}
+	}
+	return out, nil
+}
