@@ -1,0 +1,111 @@
+-- Schema of the SQLite backend. Applied on every Open; every statement is idempotent.
+--
+-- Each entity is one table. The full value is stored as JSON in `body` (so a Get
+-- returns exactly what was put, after a JSON round trip); the columns beside it are
+-- the key and what the queries filter and order by. Times used for ordering or
+-- expiry are TEXT in one fixed-width UTC format (see sortTime in backend.go), so
+-- string order is time order. `expires_at` is NULL for "never expires".
+
+CREATE TABLE IF NOT EXISTS pipelines (
+	id   TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS traits (
+	pipeline_id TEXT NOT NULL,
+	trait_type  TEXT NOT NULL,
+	expires_at  TEXT,
+	body        TEXT NOT NULL,
+	PRIMARY KEY (pipeline_id, trait_type)
+);
+
+CREATE TABLE IF NOT EXISTS readiness (
+	pipeline_id TEXT PRIMARY KEY,
+	expires_at  TEXT,
+	body        TEXT NOT NULL
+);
+
+-- runs.version is the compare-and-swap version: CAS is
+-- UPDATE runs ... WHERE run_id = ? AND version = ?.
+CREATE TABLE IF NOT EXISTS runs (
+	run_id      TEXT PRIMARY KEY,
+	pipeline_id TEXT NOT NULL,
+	version     INTEGER NOT NULL,
+	created_at  TEXT NOT NULL,
+	body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline_id, created_at DESC, run_id DESC);
+
+-- events.seq is the cursor. SQLite has one writer at a time, so seq order is commit
+-- order: a reader never sees seq N+1 before seq N.
+CREATE TABLE IF NOT EXISTS events (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	pipeline_id TEXT NOT NULL,
+	body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_pipeline ON events (pipeline_id, seq);
+
+CREATE TABLE IF NOT EXISTS run_logs (
+	pipeline_id TEXT NOT NULL,
+	date        TEXT NOT NULL,
+	schedule_id TEXT NOT NULL,
+	body        TEXT NOT NULL,
+	PRIMARY KEY (pipeline_id, date, schedule_id)
+);
+
+CREATE TABLE IF NOT EXISTS reruns (
+	rerun_id     TEXT PRIMARY KEY,
+	pipeline_id  TEXT NOT NULL,
+	requested_at TEXT NOT NULL,
+	body         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reruns_by_pipeline ON reruns (pipeline_id, requested_at DESC, rerun_id DESC);
+CREATE INDEX IF NOT EXISTS reruns_by_time ON reruns (requested_at DESC, rerun_id DESC);
+
+CREATE TABLE IF NOT EXISTS replays (
+	pipeline_id TEXT NOT NULL,
+	date        TEXT NOT NULL,
+	schedule_id TEXT NOT NULL,
+	created_at  TEXT NOT NULL,
+	body        TEXT NOT NULL,
+	PRIMARY KEY (pipeline_id, date, schedule_id)
+);
+CREATE INDEX IF NOT EXISTS replays_by_time ON replays (created_at DESC);
+
+CREATE TABLE IF NOT EXISTS late_arrivals (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	pipeline_id TEXT NOT NULL,
+	date        TEXT NOT NULL,
+	schedule_id TEXT NOT NULL,
+	detected_at TEXT NOT NULL,
+	body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS late_arrivals_by_key ON late_arrivals (pipeline_id, date, schedule_id, detected_at, seq);
+
+-- cascade_markers.seq orders markers written at the same WrittenAt: the later write first.
+CREATE TABLE IF NOT EXISTS cascade_markers (
+	pipeline_id TEXT NOT NULL,
+	schedule_id TEXT NOT NULL,
+	date        TEXT NOT NULL,
+	written_at  TEXT NOT NULL,
+	seq         INTEGER NOT NULL,
+	body        TEXT NOT NULL,
+	PRIMARY KEY (pipeline_id, schedule_id, date)
+);
+CREATE INDEX IF NOT EXISTS cascade_markers_by_time ON cascade_markers (pipeline_id, written_at DESC, seq DESC);
+
+-- locks holds both locks and leases (they share one key space). holder is the
+-- provider instance's owner for a lock and the lease token for a lease.
+CREATE TABLE IF NOT EXISTS locks (
+	key        TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	fence      INTEGER NOT NULL,
+	expires_at TEXT
+);
+
+-- fences is the fencing-token counter of each lease key. Rows are never deleted, so a
+-- fence keeps increasing after the lease expires or is released.
+CREATE TABLE IF NOT EXISTS fences (
+	key   TEXT PRIMARY KEY,
+	fence INTEGER NOT NULL
+);
