@@ -1,0 +1,195 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/backoff"
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+)
+
+// BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
+// sketch from monoid/sketch. Each value is a hash {v: bytes, ver: version token};
+// MergeUpdate reads it, combines in Go (TryCombine when the monoid is
+// monoid.Fallible) and writes it back with a Lua compare-and-swap on the version,
+// retrying lost races with capped exponential backoff and full jitter. It is safe for
+// concurrent use by any number of processes.
+type BytesStore struct {
+	base
+	m          monoid.Monoid[[]byte]
+	maxRetries int
+	policy     backoff.Policy
+	dedupTTL   time.Duration
+	retries    atomic.Int64 // lost races since creation, for benchmarks
+}
+
+var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
+
+// NewBytesStore returns a BytesStore merging with m over client, which it uses but
+// does not own. Options: WithKeyPrefix, WithDedupTTL, WithMaxRetries, WithBackoff.
+func NewBytesStore(client goredis.UniversalClient, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
+	const name = "BytesStore"
+	c, err := newConfig("New"+name, targetBytes, opts)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, state.Invalidf("New%s: nil monoid", name)
+	}
+	b, err := newBase(name, client, c)
+	if err != nil {
+		return nil, err
+	}
+	return &BytesStore{base: b, m: m, maxRetries: c.maxRetries, policy: c.backoff, dedupTTL: c.dedupTTL}, nil
+}
+
+func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {
+	return c.HGet(ctx, key, "v")
+}
+
+func decodeBytes(raw string) ([]byte, error) { return []byte(raw), nil }
+
+// Get returns a copy of the value of k and whether it exists; a missing or expired key
+// returns the monoid's identity and false. One round trip (HGET).
+func (s *BytesStore) Get(ctx context.Context, k Key) ([]byte, bool, error) {
+	return readOne(ctx, &s.base, kindBytes, k, getBytes, decodeBytes, s.m.Identity())
+}
+
+// GetMany returns one value and one found flag per key, in the order of ks
+// (duplicates allowed; missing keys hold the monoid's identity). One pipeline of
+// HGETs: one round trip, or one per node concurrently on a Redis Cluster.
+func (s *BytesStore) GetMany(ctx context.Context, ks []Key) ([][]byte, []bool, error) {
+	return readMany(ctx, &s.base, kindBytes, ks, getBytes, decodeBytes, s.m.Identity())
+}
+
+// MergeUpdate combines delta into the value of k and sets its expiry to now+ttl
+// (ttl == 0 clears any expiry). Round trips: 1 read + 1 conditional write when
+// uncontended; a lost race returns the current value with the refusal, so each retry
+// costs 1 more. After the configured MaxRetries lost races it returns an error
+// wrapping state.ErrMaxRetriesExceeded. A delta or stored value the monoid rejects is
+// an error wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument) and nothing
+// is written.
+func (s *BytesStore) MergeUpdate(ctx context.Context, k Key, delta []byte, ttl time.Duration) error {
+	_, err := s.merge(ctx, "", k, delta, ttl)
+	return err
+}
+
+// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: the
+// conditional-write script also checks and writes the claim key of eventID under
+// k.Entity (which lives for the store's dedup TTL), so the claim is taken exactly when
+// the merged value is written. applied is false, and nothing is written, when the
+// event was applied before to any bucket of k.Entity by a BytesStore with this
+// prefix. Round trips as MergeUpdate.
+func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta []byte, ttl time.Duration) (bool, error) {
+	if err := state.CheckEventID(eventID); err != nil {
+		return false, err
+	}
+	return s.merge(ctx, eventID, k, delta, ttl)
+}
+
+// casRead is what a lost compare-and-swap hands to the next attempt.
+type casRead struct {
+	value []byte
+	found bool
+	ver   string
+}
+
+func (s *BytesStore) merge(ctx context.Context, eventID string, k Key, delta []byte, ttl time.Duration) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, err
+	}
+	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+		return false, err
+	}
+	keys := s.keys.scriptKeys(kindBytes, k, eventID)
+	ttlMS, dedupMS := millis(ttl), millis(s.dedupTTL)
+	var (
+		last     *casRead // set by a lost race
+		claimed  bool     // the event was applied before
+		readErrs = func(op string, err error) error { return s.wrap(op, keys[0], err) }
+	)
+	read := func(ctx context.Context) ([]byte, bool, string, error) {
+		if last != nil {
+			r := *last
+			last = nil
+			return r.value, r.found, r.ver, nil
+		}
+		vals, err := s.client.HMGet(ctx, keys[0], "v", "ver").Result()
+		if err != nil {
+			return nil, false, "", readErrs("read", err)
+		}
+		r := casFields(vals)
+		return r.value, r.found, r.ver, nil
+	}
+	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
+		res, err := scriptCAS.Run(ctx, s.client, keys, ttlMS, dedupMS, ver, next, newVersion()).Result()
+		if err != nil {
+			return false, readErrs("write", err)
+		}
+		switch res := res.(type) {
+		case int64:
+			claimed = res == 0
+			return true, nil
+		case []any:
+			r := casFields(res)
+			last = &r
+			return false, nil
+		default:
+			return false, readErrs("write", fmt.Errorf("unexpected script reply %T", res))
+		}
+	}
+	retries, err := retryCAS(ctx, s.m, delta, s.maxRetries, s.policy, read, write)
+	s.retries.Add(int64(retries))
+	if err != nil {
+		return false, err
+	}
+	return !claimed, nil
+}
+
+// casFields decodes the [v, ver] reply of HMGET or of a refused compare-and-swap.
+func casFields(vals []any) casRead {
+	var r casRead
+	if len(vals) != 2 {
+		return r
+	}
+	if v, ok := vals[0].(string); ok {
+		r.value, r.found = []byte(v), true
+	}
+	if ver, ok := vals[1].(string); ok {
+		r.ver = ver
+	}
+	return r
+}
+
+// newVersion returns a fresh 128-bit random version token. Tokens are never reused, so
+// a value that expired and was re-created cannot match a version read before (no ABA).
+func newVersion() string {
+	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
+}
+
+// retryCAS runs state.RetryCAS one attempt at a time so that the delays between
+// attempts follow this store's backoff policy (state.RetryCAS always uses the default
+// policy). It returns the number of lost races.
+// TODO(pipestate): call a state.RetryCAS variant that takes a policy once it exists.
+func retryCAS(ctx context.Context, m monoid.Monoid[[]byte], delta []byte, maxRetries int, p backoff.Policy, read state.CASRead[[]byte, string], write state.CASWrite[[]byte, string]) (int, error) {
+	for attempt := 0; ; attempt++ {
+		_, err := state.RetryCAS(ctx, m, delta, 0, read, write)
+		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
+			return attempt, err
+		}
+		if attempt >= maxRetries {
+			return attempt + 1, fmt.Errorf("state/redis: %w: lost %d compare-and-swap races", state.ErrMaxRetriesExceeded, attempt+1)
+		}
+		if err := p.Wait(ctx, attempt); err != nil {
+			return attempt + 1, err
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package redis
+
+import (
+	"context"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/state"
+)
+
+// Deduper is a state.Deduper over Redis: a claim is the key "prefix:seen:eventID",
+// written with SET NX PX, so exactly one caller across all processes wins it until it
+// expires (WithTTL) or is released. It is safe for concurrent use.
+type Deduper struct {
+	base
+	ttl time.Duration
+}
+
+var _ state.Deduper = (*Deduper)(nil)
+
+// NewDeduper returns a Deduper over client, which it uses but does not own. Options:
+// WithKeyPrefix, WithTTL (default state.DefaultDedupTTL; 0 = claims never expire).
+func NewDeduper(client goredis.UniversalClient, opts ...Option) (*Deduper, error) {
+	const name = "Deduper"
+	c, err := newConfig("New"+name, targetDeduper, opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBase(name, client, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Deduper{base: b, ttl: c.ttl}, nil
+}
+
+// MarkSeen claims eventID with SET NX PX (one round trip); firstSeen is true for
+// exactly one caller until the claim expires or is released.
+func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
+	key, err := d.key(ctx, eventID)
+	if err != nil {
+		return false, err
+	}
+	// SetNX with ttl 0 sets no expiry; a positive ttl is sent as PX (or EX when whole
+	// seconds), rounded up to whole milliseconds.
+	ok, err := d.client.SetNX(ctx, key, "1", time.Duration(millis(d.ttl))*time.Millisecond).Result()
+	if err != nil {
+		return false, d.wrap("mark seen", key, err)
+	}
+	return ok, nil
+}
+
+// Release deletes the claim on eventID (DEL, one round trip), so the next MarkSeen
+// wins again; releasing an unclaimed ID is not an error.
+func (d *Deduper) Release(ctx context.Context, eventID string) error {
+	key, err := d.key(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	if err := d.client.Del(ctx, key).Err(); err != nil {
+		return d.wrap("release", key, err)
+	}
+	return nil
+}
+
+func (d *Deduper) key(ctx context.Context, eventID string) (string, error) {
+	if err := d.begin(ctx); err != nil {
+		return "", err
+	}
+	if err := state.CheckEventID(eventID); err != nil {
+		return "", err
+	}
+	return d.keys.seenKey(eventID), nil
+}

@@ -1,0 +1,25 @@
+-- Int64MaxStore: ARGV[3] is the delta (a canonical base-10 int64, as Go's
+-- strconv.FormatInt writes it). Values are compared as decimal strings, not as Lua
+-- numbers, which are doubles and would round int64s above 2^53.
+local function less(a, b)
+  local an, bn = string.byte(a, 1) == 45, string.byte(b, 1) == 45 -- 45 is '-'
+  if an ~= bn then
+    return an
+  end
+  if #a ~= #b then
+    return (#a < #b) ~= an
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return (x < y) ~= an
+    end
+  end
+  return false
+end
+
+local cur = redis.call('GET', KEYS[1])
+if not cur or less(cur, ARGV[3]) then
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+return finish()

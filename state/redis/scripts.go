@@ -1,0 +1,38 @@
+package redis
+
+import (
+	_ "embed"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/common.lua
+	luaCommon string
+	//go:embed lua/incrby.lua
+	luaIncrBy string
+	//go:embed lua/incrbyfloat.lua
+	luaIncrByFloat string
+	//go:embed lua/max.lua
+	luaMax string
+	//go:embed lua/cas.lua
+	luaCAS string
+)
+
+// The merge scripts: the common head (claim check and finish) followed by one body.
+// goredis.Script runs EVALSHA and falls back to EVAL once per server on NOSCRIPT.
+var (
+	scriptIncrBy      = goredis.NewScript(luaCommon + luaIncrBy)
+	scriptIncrByFloat = goredis.NewScript(luaCommon + luaIncrByFloat)
+	scriptMax         = goredis.NewScript(luaCommon + luaMax)
+	scriptCAS         = goredis.NewScript(luaCommon + luaCAS)
+)
+
+// scriptKeys returns the KEYS of a merge script: the value key, plus the claim key
+// for MergeUpdateOnce (eventID != "").
+func (ks keyspace) scriptKeys(kind string, k Key, eventID string) []string {
+	if eventID == "" {
+		return []string{ks.valueKey(kind, k)}
+	}
+	return []string{ks.valueKey(kind, k), ks.onceKey(kind, k, eventID)}
+}
