@@ -1,0 +1,158 @@
+package ddbx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ErrSchemaMismatch is wrapped by EnsureTable's error when the table exists with
+// another key schema, another GSI key schema or projection, or TTL on another
+// attribute.
+var ErrSchemaMismatch = errors.New("ddbx: table exists with a different schema")
+
+// TableAPI is the subset of *ddb.Client that EnsureTable calls.
+type TableAPI interface {
+	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *ddb.DescribeTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *ddb.UpdateTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
+}
+
+// EnsureTable creates the table described by in unless a table of that name
+// exists, waits up to maxWait until it is ACTIVE, and enables TTL on ttlAttribute
+// (when not empty). An existing table is accepted when its key schema, the key
+// types, and the key schema and projection type of every GSI in in match; extra
+// GSIs, billing mode and stream settings are not compared. A mismatch returns an
+// error wrapping ErrSchemaMismatch and changes nothing. Creating concurrently from
+// several processes is safe.
+func EnsureTable(ctx context.Context, api TableAPI, in *ddb.CreateTableInput, ttlAttribute string, maxWait time.Duration) error {
+	name := deref(in.TableName)
+	desc, err := describe(ctx, api, name)
+	if err != nil {
+		return err
+	}
+	if desc == nil {
+		out, err := api.CreateTable(ctx, in)
+		var inUse *ddbtypes.ResourceInUseException
+		switch {
+		case errors.As(err, &inUse): // created concurrently: compare below
+			if desc, err = describe(ctx, api, name); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("create table %s: %w", name, err)
+		default:
+			desc = out.TableDescription
+		}
+	}
+	if desc == nil {
+		return fmt.Errorf("create table %s: table vanished while being created", name)
+	}
+	if err := sameSchema(in, desc); err != nil {
+		return fmt.Errorf("table %s: %w: %v", name, ErrSchemaMismatch, err)
+	}
+	if desc.TableStatus != ddbtypes.TableStatusActive {
+		w := ddb.NewTableExistsWaiter(api, func(o *ddb.TableExistsWaiterOptions) {
+			o.MinDelay, o.MaxDelay = time.Second, 10*time.Second
+		})
+		if err := w.Wait(ctx, &ddb.DescribeTableInput{TableName: &name}, maxWait); err != nil {
+			return fmt.Errorf("wait for table %s: %w", name, err)
+		}
+	}
+	if ttlAttribute == "" {
+		return nil
+	}
+	return ensureTTL(ctx, api, name, ttlAttribute)
+}
+
+// describe returns the table's description, or nil when it does not exist.
+func describe(ctx context.Context, api TableAPI, name string) (*ddbtypes.TableDescription, error) {
+	out, err := api.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &name})
+	var notFound *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	return out.Table, nil
+}
+
+func ensureTTL(ctx context.Context, api TableAPI, name, attr string) error {
+	out, err := api.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		return fmt.Errorf("describe ttl of %s: %w", name, err)
+	}
+	if d := out.TimeToLiveDescription; d != nil {
+		switch d.TimeToLiveStatus {
+		case ddbtypes.TimeToLiveStatusEnabled, ddbtypes.TimeToLiveStatusEnabling:
+			if got := deref(d.AttributeName); got != attr {
+				return fmt.Errorf("table %s: %w: ttl is on %q, want %q", name, ErrSchemaMismatch, got, attr)
+			}
+			return nil
+		}
+	}
+	enabled := true
+	_, err = api.UpdateTimeToLive(ctx, &ddb.UpdateTimeToLiveInput{
+		TableName:               &name,
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: &attr, Enabled: &enabled},
+	})
+	if err != nil {
+		return fmt.Errorf("enable ttl on %s: %w", name, err)
+	}
+	return nil
+}
+
+func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) error {
+	if !sameKeys(want.KeySchema, got.KeySchema) {
+		return fmt.Errorf("key schema %s, want %s", keysString(got.KeySchema), keysString(want.KeySchema))
+	}
+	types := map[string]ddbtypes.ScalarAttributeType{}
+	for _, a := range got.AttributeDefinitions {
+		types[deref(a.AttributeName)] = a.AttributeType
+	}
+	for _, a := range want.AttributeDefinitions {
+		if t := types[deref(a.AttributeName)]; t != a.AttributeType {
+			return fmt.Errorf("attribute %s has type %q, want %q", deref(a.AttributeName), t, a.AttributeType)
+		}
+	}
+	for _, w := range want.GlobalSecondaryIndexes {
+		i := slices.IndexFunc(got.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndexDescription) bool {
+			return deref(g.IndexName) == deref(w.IndexName)
+		})
+		if i < 0 {
+			return fmt.Errorf("missing index %s", deref(w.IndexName))
+		}
+		g := got.GlobalSecondaryIndexes[i]
+		if !sameKeys(w.KeySchema, g.KeySchema) {
+			return fmt.Errorf("index %s key schema %s, want %s", deref(w.IndexName), keysString(g.KeySchema), keysString(w.KeySchema))
+		}
+		if w.Projection != nil && (g.Projection == nil || g.Projection.ProjectionType != w.Projection.ProjectionType) {
+			return fmt.Errorf("index %s has another projection", deref(w.IndexName))
+		}
+	}
+	return nil
+}
+
+func sameKeys(a, b []ddbtypes.KeySchemaElement) bool {
+	return slices.EqualFunc(a, b, func(x, y ddbtypes.KeySchemaElement) bool {
+		return deref(x.AttributeName) == deref(y.AttributeName) && x.KeyType == y.KeyType
+	})
+}
+
+func keysString(ks []ddbtypes.KeySchemaElement) string {
+	s := ""
+	for i, k := range ks {
+		if i > 0 {
+			s += ","
+		}
+		s += deref(k.AttributeName) + "/" + string(k.KeyType)
+	}
+	return "[" + s + "]"
+}

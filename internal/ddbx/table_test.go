@@ -1,0 +1,138 @@
+package ddbx
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+)
+
+func tableInput(name, sk string) *ddb.CreateTableInput {
+	return &ddb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String("PK"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(sk), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String("PK"), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String(sk), KeyType: ddbtypes.KeyTypeRange},
+		},
+	}
+}
+
+func newTable(t *testing.T) (*ddb.Client, string) {
+	t.Helper()
+	c := testenv.DynamoDBClient(t)
+	name := testenv.UniqueName(t)
+	ctx := context.Background()
+	if err := EnsureTable(ctx, c, tableInput(name, "SK"), "ttl", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &name}) })
+	return c, name
+}
+
+func TestEnsureTable(t *testing.T) {
+	c, name := newTable(t)
+	ctx := context.Background()
+	if err := EnsureTable(ctx, c, tableInput(name, "SK"), "ttl", time.Minute); err != nil {
+		t.Fatalf("second call: %v", err)
+	}
+	if err := EnsureTable(ctx, c, tableInput(name, "OTHER"), "", time.Minute); !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("other sort key: err %v, want ErrSchemaMismatch", err)
+	}
+	if err := EnsureTable(ctx, c, tableInput(name, "SK"), "expires", time.Minute); !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("other ttl attribute: err %v, want ErrSchemaMismatch", err)
+	}
+	ttl, err := c.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "ttl" {
+		t.Fatalf("ttl: %+v, %v", ttl, err)
+	}
+}
+
+// TestItemSizeMatchesDynamoDB puts items right at and over the estimated limit.
+func TestItemSizeMatchesDynamoDB(t *testing.T) {
+	c, name := newTable(t)
+	item := func(pad int) map[string]ddbtypes.AttributeValue {
+		it := map[string]ddbtypes.AttributeValue{
+			"PK": &ddbtypes.AttributeValueMemberS{Value: "k"},
+			"SK": &ddbtypes.AttributeValueMemberS{Value: "s"},
+			"n":  &ddbtypes.AttributeValueMemberN{Value: "1234567"},
+			"d":  &ddbtypes.AttributeValueMemberS{},
+		}
+		it["d"] = &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", MaxItemSize-ItemSize(it)+pad)}
+		return it
+	}
+	ctx := context.Background()
+	at := item(0)
+	if ItemSize(at) != MaxItemSize {
+		t.Fatalf("test item is %d bytes", ItemSize(at))
+	}
+	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: at}); err != nil {
+		t.Fatalf("item of estimated size MaxItemSize rejected: %v", err)
+	}
+	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: item(64)}); err == nil {
+		t.Fatal("item 64 bytes over the limit accepted: the estimate is too small")
+	}
+}
+
+func TestBatchAgainstDynamoDB(t *testing.T) {
+	c, name := newTable(t)
+	ctx := context.Background()
+	var reqs []ddbtypes.WriteRequest
+	var keys []map[string]ddbtypes.AttributeValue
+	for i := range 230 {
+		k := keyOf(i)
+		k["SK"] = &ddbtypes.AttributeValueMemberS{Value: "x"}
+		keys = append(keys, k)
+		reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: k}})
+	}
+	if err := BatchWrite(ctx, c, name, reqs, BatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := BatchGet(ctx, c, name, keys, BatchOptions{ConsistentRead: true})
+	if err != nil || len(got) != 230 {
+		t.Fatalf("BatchGet: %d items, %v", len(got), err)
+	}
+	for i := range 5 {
+		k := keyOf(1000)
+		k["SK"] = &ddbtypes.AttributeValueMemberS{Value: string(rune('a' + i))}
+		if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		stopAfter int
+		want      string
+		pages     int
+	}{
+		{name: "all", stopAfter: 99, want: "abcde", pages: 4}, // the last page is empty: DynamoDB stopped at the limit,
+		{name: "stop", stopAfter: 3, want: "abc", pages: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, pages := "", 0
+			err := Query(ctx, c, &ddb.QueryInput{
+				TableName:                 &name,
+				KeyConditionExpression:    aws.String("PK = :pk"),
+				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": keyOf(1000)["PK"]},
+				Limit:                     aws.Int32(1),
+			}, func() int32 { pages++; return 2 }, func(it map[string]ddbtypes.AttributeValue) (bool, error) {
+				got += it["SK"].(*ddbtypes.AttributeValueMemberS).Value
+				return len(got) < tc.stopAfter, nil
+			})
+			if err != nil || got != tc.want || pages+1 != tc.pages {
+				t.Fatalf("got %q in %d pages, %v; want %q in %d", got, pages+1, err, tc.want, tc.pages)
+			}
+		})
+	}
+}
