@@ -1,0 +1,40 @@
+// Package testenv hands tests their real backends: a Redis server, a Redis Cluster and
+// DynamoDB Local.
+//
+// Every lookup follows the same order:
+//
+//  1. the address in the environment (REDIS_ADDR, REDIS_CLUSTER_ADDRS,
+//     DYNAMODB_ENDPOINT), which is what `make test` exports after starting real
+//     servers on loopback ports;
+//  2. otherwise, where a Docker engine answers (probed once per process with a short
+//     timeout), a container started through testcontainers-go and shared by every test
+//     of the process (Redis and DynamoDB Local only; there is no Redis Cluster
+//     container). Containers are removed by testcontainers' reaper when the test binary
+//     exits;
+//  3. otherwise the test is skipped with a message that says how to run it.
+//
+// When PIPESTATE_REQUIRE_SERVERS=1 (set by `make test`), step 3 is a test failure
+// instead of a skip, so a broken harness can never turn into a green run of skipped
+// tests. A container that fails to start is likewise a skip (with the error) or, under
+// PIPESTATE_REQUIRE_SERVERS=1, a failure.
+//
+// Servers are shared between tests and between packages: every test must isolate its
+// data under its own key prefix or table, for which UniqueName gives a short name that
+// is unique across tests, processes and runs.
+//
+// CountRedis and CountingHTTPClient count network round trips so that tests can hold
+// the round-trip budgets documented by each backend.
+//
+// Example:
+//
+//	func TestPing(t *testing.T) {
+//		c := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)})
+//		t.Cleanup(func() { c.Close() })
+//		n := testenv.CountRedis(c)
+//		prefix := testenv.UniqueName(t)
+//		if err := c.Set(ctx, prefix+":k", "v", 0).Err(); err != nil {
+//			t.Fatal(err)
+//		}
+//		if n.Load() != 1 { ... }
+//	}
+package testenv

@@ -1,0 +1,115 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// RedisAddr returns the host:port of a standalone Redis server: REDIS_ADDR if set,
+// else a shared redis container when a Docker engine answers, else it skips t (fails
+// it under PIPESTATE_REQUIRE_SERVERS=1). The server is shared: isolate keys under
+// UniqueName(t).
+func RedisAddr(t testing.TB) string {
+	t.Helper()
+	return lookup(t, "Redis server", EnvRedisAddr, redisContainer.get)
+}
+
+// RedisClusterAddrs returns the seed addresses of a Redis Cluster from
+// REDIS_CLUSTER_ADDRS (comma-separated host:port), else it skips t (fails it under
+// PIPESTATE_REQUIRE_SERVERS=1). There is no container fallback for a cluster.
+func RedisClusterAddrs(t testing.TB) []string {
+	t.Helper()
+	return splitAddrs(lookup(t, "Redis Cluster", EnvRedisClusterAddrs, nil))
+}
+
+// splitAddrs splits a comma-separated address list, dropping blanks.
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// CountRedis installs a hook on c that counts network round trips and returns the
+// counter. What counts as one:
+//
+//   - one command (Process, Do, Eval, EvalSha, ...);
+//   - one Pipeline or TxPipeline (MULTI/EXEC) execution, however many commands it holds;
+//   - on a *goredis.ClusterClient (and *goredis.Ring) the hook is installed on every
+//     node client through OnNewNode, so a pipeline fanned out to three nodes counts 3,
+//     and a MOVED/ASK redirect or cluster topology discovery (CLUSTER SLOTS, COMMAND)
+//     counts as the round trip it is. Call CountRedis before the cluster client's first
+//     command: node clients created earlier are not hooked. Warm the client up (e.g.
+//     one Ping) and Reset the counter before measuring.
+//
+// Retries performed inside go-redis after a network error are not counted separately.
+// Connection handshakes are not counted: go-redis sends them through the same hooks
+// when it opens a connection (HELLO, AUTH, SELECT, READONLY, CLIENT SETINFO/SETNAME/
+// TRACKING/MAINT_NOTIFICATIONS), so commands with those names, and pipelines made only
+// of them, are ignored wherever they come from; otherwise counts would depend on how
+// many connections the pool happened to open.
+func CountRedis(c goredis.UniversalClient) *Counter {
+	n := new(Counter)
+	h := countHook{n: n}
+	switch cc := c.(type) {
+	case *goredis.ClusterClient:
+		cc.OnNewNode(func(node *goredis.Client) { node.AddHook(h) })
+	case *goredis.Ring:
+		cc.OnNewNode(func(shard *goredis.Client) { shard.AddHook(h) })
+	default:
+		c.AddHook(h)
+	}
+	return n
+}
+
+// countHook is a goredis.Hook that adds one to n per command or pipeline.
+type countHook struct{ n *Counter }
+
+func (h countHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h countHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if !isHandshake(cmd) {
+			h.n.add()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, cmd := range cmds {
+			if !isHandshake(cmd) {
+				h.n.add()
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// isHandshake reports whether cmd is one of the commands go-redis sends while
+// initialising a connection.
+func isHandshake(cmd goredis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "auth", "select", "readonly":
+		return true
+	case "client":
+		args := cmd.Args()
+		if len(args) < 2 {
+			return false
+		}
+		sub, _ := args[1].(string)
+		switch strings.ToLower(sub) {
+		case "setinfo", "setname", "tracking", "maint_notifications":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,242 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+func TestChoose(t *testing.T) {
+	up := func() bool { return true }
+	down := func() bool { return false }
+	tests := []struct {
+		name    string
+		env     string
+		require bool
+		docker  func() bool
+		want    plan
+	}{
+		{"env", "127.0.0.1:1", false, down, planEnv},
+		{"env wins over docker", "127.0.0.1:1", false, up, planEnv},
+		{"env when required", "127.0.0.1:1", true, nil, planEnv},
+		{"docker", "", false, up, planContainer},
+		{"docker when required", "", true, up, planContainer},
+		{"skip", "", false, down, planSkip},
+		{"fatal", "", true, down, planFatal},
+		{"no fallback skip", "", false, nil, planSkip},
+		{"no fallback fatal", "", true, nil, planFatal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := choose(tt.env, tt.require, tt.docker); got != tt.want {
+				t.Errorf("choose(%q, %v) = %v, want %v", tt.env, tt.require, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestChooseProbesDockerOnlyWithoutEnv(t *testing.T) {
+	probed := false
+	probe := func() bool { probed = true; return true }
+	choose("127.0.0.1:1", false, probe)
+	if probed {
+		t.Error("docker probed although the environment names a server")
+	}
+}
+
+// fakeTB records Skip and Fatal instead of stopping the goroutine.
+type fakeTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (f *fakeTB) Helper()                        {}
+func (f *fakeTB) Name() string                   { return "TestFake" }
+func (f *fakeTB) Skip(args ...any)               { f.skipped = fmt.Sprint(args...) }
+func (f *fakeTB) Fatalf(format string, a ...any) { f.failed = fmt.Sprintf(format, a...) }
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        string
+		require    string
+		want       string
+		wantSkip   bool
+		wantFailed bool
+	}{
+		{name: "env", env: " 127.0.0.1:7000 ", want: "127.0.0.1:7000"},
+		{name: "env required", env: "127.0.0.1:7000", require: "1", want: "127.0.0.1:7000"},
+		{name: "skip", wantSkip: true},
+		{name: "skip unless exactly 1", require: "true", wantSkip: true},
+		{name: "fatal", require: "1", wantFailed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvRedisClusterAddrs, tt.env)
+			t.Setenv(EnvRequireServers, tt.require)
+			f := &fakeTB{}
+			got := lookup(f, "Redis Cluster", EnvRedisClusterAddrs, nil)
+			if got != tt.want {
+				t.Errorf("lookup = %q, want %q", got, tt.want)
+			}
+			if (f.skipped != "") != tt.wantSkip || (f.failed != "") != tt.wantFailed {
+				t.Fatalf("skipped=%q failed=%q, want skip=%v fail=%v", f.skipped, f.failed, tt.wantSkip, tt.wantFailed)
+			}
+			for _, msg := range []string{f.skipped, f.failed} {
+				if msg != "" && (!strings.Contains(msg, "make test") || !strings.Contains(msg, EnvRedisClusterAddrs)) {
+					t.Errorf("message %q does not say how to run the test", msg)
+				}
+			}
+			if tt.wantFailed && !strings.Contains(f.failed, EnvRequireServers) {
+				t.Errorf("failure %q does not name %s", f.failed, EnvRequireServers)
+			}
+		})
+	}
+}
+
+func TestSplitAddrs(t *testing.T) {
+	got := splitAddrs(" a:1, b:2,,c:3 ,")
+	if strings.Join(got, "|") != "a:1|b:2|c:3" {
+		t.Errorf("splitAddrs = %q", got)
+	}
+	if got := splitAddrs(""); len(got) != 0 {
+		t.Errorf("splitAddrs(\"\") = %q, want empty", got)
+	}
+}
+
+func TestNameFragment(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"simple", "TestFoo", "testfoo"},
+		{"subtests", "TestFoo/bar_baz#01", "testfoo-bar-baz-01"},
+		{"runs collapse", "a//__b", "a-b"},
+		{"trim", "/x/", "x"},
+		{"empty", "", "t"},
+		{"only symbols", "#/_", "t"},
+		{"unicode", "TestÄrger/µ", "test-rger"},
+		{"long keeps tail", "TestAVeryLongName/with/many/subtests/deep_inside", "th-many-subtests-deep-inside"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := nameFragment(tt.in)
+			if got != tt.want {
+				t.Errorf("nameFragment(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if len(got) > maxFragment {
+				t.Errorf("nameFragment(%q) has %d bytes, max %d", tt.in, len(got), maxFragment)
+			}
+		})
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$`)
+
+func TestUniqueName(t *testing.T) {
+	seen := make(map[string]bool)
+	for i := 0; i < 1000; i++ {
+		n := UniqueName(t)
+		if !nameRE.MatchString(n) {
+			t.Fatalf("UniqueName = %q, want 3..40 bytes of [a-z0-9-] not starting or ending with '-'", n)
+		}
+		if seen[n] {
+			t.Fatalf("UniqueName repeated %q", n)
+		}
+		seen[n] = true
+	}
+	t.Run(strings.Repeat("x", 100)+"/"+strings.Repeat("é", 50), func(t *testing.T) {
+		if n := UniqueName(t); !nameRE.MatchString(n) {
+			t.Errorf("UniqueName = %q (%d bytes)", n, len(n))
+		}
+	})
+}
+
+func TestCountRedis(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	n := CountRedis(c)
+
+	steps := []struct {
+		name string
+		run  func() error
+		want int64
+	}{
+		{"single command", func() error { return c.Set(ctx, "k", "v", 0).Err() }, 1},
+		{"do", func() error { return c.Do(ctx, "GET", "k").Err() }, 1},
+		{"pipeline", func() error {
+			_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Incr(ctx, "a")
+				p.Incr(ctx, "b")
+				p.Get(ctx, "k")
+				return nil
+			})
+			return err
+		}, 1},
+		{"tx pipeline", func() error {
+			_, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Incr(ctx, "a")
+				p.Incr(ctx, "b")
+				return nil
+			})
+			return err
+		}, 1},
+		{"watch", func() error {
+			return c.Watch(ctx, func(tx *goredis.Tx) error {
+				if err := tx.Get(ctx, "a").Err(); err != nil {
+					return err
+				}
+				_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+					p.Incr(ctx, "a")
+					return nil
+				})
+				return err
+			}, "a")
+		}, 3}, // WATCH, GET, MULTI/EXEC
+		{"error reply still counts", func() error {
+			if err := c.Do(ctx, "NOSUCHCOMMAND").Err(); err == nil {
+				return fmt.Errorf("want an error")
+			}
+			return nil
+		}, 1},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			n.Reset()
+			if err := s.run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Load(); got != s.want {
+				t.Errorf("counted %d round trips, want %d", got, s.want)
+			}
+		})
+	}
+}
+
+func TestCountingHTTPClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	hc, n := CountingHTTPClient()
+	for i := 0; i < 3; i++ {
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if got := n.Load(); got != 3 {
+		t.Errorf("counted %d requests, want 3", got)
+	}
+	n.Reset()
+	if got := n.Load(); got != 0 {
+		t.Errorf("after Reset: %d, want 0", got)
+	}
+}
