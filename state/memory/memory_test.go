@@ -1,0 +1,113 @@
+package memory_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/statetest"
+)
+
+// fakeClock is a manually advanced clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// perTest keeps one clock and one root per test name, so stores opened within a
+// test share data and tests never do.
+type perTest[R any] struct {
+	mu     sync.Mutex
+	clocks map[string]*fakeClock
+	roots  map[string]R
+}
+
+func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *fakeClock) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.roots == nil {
+		p.clocks, p.roots = map[string]*fakeClock{}, map[string]R{}
+	}
+	c, ok := p.clocks[t.Name()]
+	if !ok {
+		c = &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+		p.clocks[t.Name()] = c
+		p.roots[t.Name()] = open(c.Now)
+	}
+	return p.roots[t.Name()], c
+}
+
+// storeHarness returns a statetest harness over memory stores with fake clocks.
+func storeHarness[V any](m monoid.Monoid[V], delta func(int) V, eq func(a, b V) bool) statetest.Harness[V] {
+	var p perTest[*memory.Store[V]]
+	open := func(t *testing.T) *memory.Store[V] {
+		root, _ := p.get(t, func(now func() time.Time) *memory.Store[V] {
+			s, err := memory.New(m, memory.WithClock(now))
+			if err != nil {
+				t.Fatalf("memory.New: %v", err)
+			}
+			return s
+		})
+		return root.NewHandle()
+	}
+	return statetest.Harness[V]{
+		Open:   func(t *testing.T) state.Store[V] { return open(t) },
+		Sleep:  func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
+		Monoid: m,
+		Delta:  delta,
+		Equal:  eq,
+	}
+}
+
+func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
+	var p perTest[*memory.Deduper]
+	return statetest.DeduperHarness{
+		Open: func(t *testing.T) state.Deduper {
+			root, _ := p.get(t, func(now func() time.Time) *memory.Deduper {
+				d, err := memory.NewDeduper(memory.WithClock(now), memory.WithTTL(ttl))
+				if err != nil {
+					t.Fatalf("memory.NewDeduper: %v", err)
+				}
+				return d
+			})
+			return root.NewHandle()
+		},
+		Sleep: func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
+		TTL:   ttl,
+	}
+}
+
+func eq[V comparable](a, b V) bool { return a == b }
+
+func TestInt64SumStore(t *testing.T) {
+	statetest.RunStore(t, storeHarness[int64](monoid.Sum[int64]{}, func(i int) int64 { return int64(i) + 1 }, eq))
+}
+
+func TestFloat64SumStore(t *testing.T) {
+	statetest.RunStore(t, storeHarness[float64](monoid.Sum[float64]{}, func(i int) float64 { return float64(i) + 0.5 }, eq))
+}
+
+func TestInt64MaxStore(t *testing.T) {
+	statetest.RunStore(t, storeHarness[int64](monoid.Max[int64]{}, func(i int) int64 { return int64(i*7919%10007) - 5000 }, eq))
+}
+
+func TestDeduper(t *testing.T) {
+	t.Run("ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(time.Minute)) })
+	t.Run("no ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(0)) })
+}

@@ -1,0 +1,166 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+)
+
+// Compile-time interface checks.
+var (
+	_ state.Store[int64]     = (*Store[int64])(nil)
+	_ state.OnceStore[int64] = (*Store[int64])(nil)
+)
+
+// Store is an in-memory state.Store and state.OnceStore over any monoid: the
+// reference backend. Every method runs under one lock, so MergeUpdate and
+// MergeUpdateOnce are atomic and linearizable. It is safe for concurrent use.
+type Store[V any] struct {
+	lifecycle
+	d *storeData[V]
+}
+
+type entry[V any] struct {
+	v   V
+	exp time.Time // zero: no expiry
+}
+
+type storeData[V any] struct {
+	mutexed
+	m      monoid.Monoid[V]
+	values map[state.Key]entry[V]
+	events claims
+	writes int
+}
+
+// New returns an empty store merging with m. Options: WithClock, WithDedupTTL.
+// A nil m, a nil option or WithTTL (a Deduper option) is an error wrapping
+// state.ErrInvalidArgument.
+func New[V any](m monoid.Monoid[V], opts ...Option) (*Store[V], error) {
+	if m == nil {
+		return nil, state.Invalidf("memory.New: nil monoid")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ttlSet {
+		return nil, state.Invalidf("memory.New: WithTTL is a Deduper option; use WithDedupTTL")
+	}
+	d := &storeData[V]{m: m, values: map[state.Key]entry[V]{}}
+	d.cfg = cfg
+	return &Store[V]{d: d}, nil
+}
+
+// NewHandle returns another handle on the same data (as a second process would
+// open the same Redis keys). Handles are closed independently.
+func (s *Store[V]) NewHandle() *Store[V] { return &Store[V]{d: s.d} }
+
+// Monoid returns the store's monoid.
+func (s *Store[V]) Monoid() monoid.Monoid[V] { return s.d.m }
+
+// Get returns the value of k and whether it exists and has not expired. A missing
+// value is the monoid's Identity with found == false.
+func (s *Store[V]) Get(ctx context.Context, k state.Key) (V, bool, error) {
+	vs, found, err := s.GetMany(ctx, []state.Key{k})
+	if err != nil {
+		var zero V
+		return zero, false, err
+	}
+	return vs[0], found[0], nil
+}
+
+// GetMany returns one value and found flag per key, in order; duplicates are
+// allowed. Missing or expired keys read as Identity with found == false.
+func (s *Store[V]) GetMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := state.CheckKeys(ks); err != nil {
+		return nil, nil, err
+	}
+	vs, found := make([]V, len(ks)), make([]bool, len(ks))
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.cfg.now()
+	for i, k := range ks {
+		if e, ok := d.values[k]; ok && live(e.exp, now) {
+			vs[i], found[i] = cloneValue(e.v), true
+		} else {
+			vs[i] = d.m.Identity()
+		}
+	}
+	return vs, found, nil
+}
+
+// MergeUpdate combines delta into k's value (from Identity when k is missing or
+// expired) and sets its expiry to now+ttl (ttl 0: no expiry, clearing an earlier
+// one). Bad input (see state.CheckMerge) is an error wrapping
+// state.ErrInvalidArgument and writes nothing.
+func (s *Store[V]) MergeUpdate(ctx context.Context, k state.Key, delta V, ttl time.Duration) error {
+	_, err := s.merge(ctx, "", k, delta, ttl)
+	return err
+}
+
+// MergeUpdateOnce applies delta as MergeUpdate does unless eventID was applied by
+// this store's data within the dedup TTL (WithDedupTTL); claiming the ID and merging
+// happen under one lock, so they are atomic. Event IDs are store-wide, not per key.
+// applied is false for a repeated event.
+func (s *Store[V]) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+	if err := state.CheckEventID(eventID); err != nil {
+		return false, err
+	}
+	return s.merge(ctx, eventID, k, delta, ttl)
+}
+
+// merge is MergeUpdate with an optional event claim.
+func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+	if err := s.enter(ctx); err != nil {
+		return false, err
+	}
+	d := s.d
+	if err := state.CheckMerge(d.m, k, delta, ttl); err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.cfg.now()
+	if eventID != "" && d.events.claimed(eventID, now) {
+		return false, nil
+	}
+	cur := d.m.Identity()
+	if e, ok := d.values[k]; ok && live(e.exp, now) {
+		cur = e.v
+	}
+	next, err := state.Combine(d.m, cur, cloneValue(delta))
+	if err != nil {
+		return false, fmt.Errorf("memory: merge %q/%d: %w", k.Entity, k.Bucket, err)
+	}
+	if eventID != "" {
+		d.events.set(eventID, now, d.cfg.dedupTTL)
+	}
+	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl)}
+	d.sweep(now)
+	return true, nil
+}
+
+// sweep deletes expired values now and then, amortised O(1) per write.
+func (d *storeData[V]) sweep(now time.Time) {
+	if d.writes++; d.writes <= 1024 || d.writes <= len(d.values) {
+		return
+	}
+	d.writes = 0
+	for k, e := range d.values {
+		if !live(e.exp, now) {
+			delete(d.values, k)
+		}
+	}
+}
+
+// Close closes this handle; later calls on it return an error wrapping
+// state.ErrClosed. Other handles on the same data stay open. It is idempotent.
+func (s *Store[V]) Close() error { return s.lifecycle.Close() }

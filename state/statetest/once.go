@@ -1,0 +1,156 @@
+package statetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pipestate/pipestate/state"
+)
+
+// RunOnceStore runs the OnceStore conformance suite: Open must return stores that
+// implement state.OnceStore. RunStore calls it for such stores.
+func RunOnceStore[V any](t *testing.T, h Harness[V]) {
+	h.check(t)
+	t.Run("applies once", func(t *testing.T) { testAppliesOnce(t, &h) })
+	t.Run("redelivery", func(t *testing.T) { testRedelivery(t, &h) })
+	t.Run("bad input", func(t *testing.T) { testOnceBadInput(t, &h) })
+	t.Run("failed merge does not claim", func(t *testing.T) { testFailedMergeDoesNotClaim(t, &h) })
+}
+
+// openOnce opens a store and fails the test unless it is a state.OnceStore.
+func (h *Harness[V]) openOnce(t *testing.T) state.OnceStore[V] {
+	t.Helper()
+	s, ok := h.open(t).(state.OnceStore[V])
+	if !ok {
+		t.Fatal("the store does not implement state.OnceStore")
+	}
+	return s
+}
+
+func mustOnce[V any](t *testing.T, s state.OnceStore[V], id string, k state.Key, delta V) bool {
+	t.Helper()
+	applied, err := s.MergeUpdateOnce(t.Context(), id, k, delta, 0)
+	if err != nil {
+		t.Fatalf("MergeUpdateOnce(%q, %v): %v", id, k, err)
+	}
+	return applied
+}
+
+func testAppliesOnce[V any](t *testing.T, h *Harness[V]) {
+	s1, s2 := h.openOnce(t), h.openOnce(t)
+	k := state.Key{Entity: "once", Bucket: 2}
+	if !mustOnce(t, s1, "event-1", k, h.Delta(0)) {
+		t.Fatal("first delivery of event-1 not applied")
+	}
+	if mustOnce(t, s2, "event-1", k, h.Delta(0)) {
+		t.Error("second delivery of event-1 applied")
+	}
+	if !mustOnce(t, s2, "event-2", k, h.Delta(1)) {
+		t.Error("first delivery of event-2 not applied")
+	}
+	// IDs that differ only in delimiters are different events.
+	if !mustOnce(t, s1, "event:1", k, h.Delta(2)) {
+		t.Error("event:1 treated as a redelivery of another event")
+	}
+	wantValue(t, h, s1, k, h.fold(0, 3))
+}
+
+func testRedelivery[V any](t *testing.T, h *Harness[V]) {
+	stores := []state.OnceStore[V]{h.openOnce(t), h.openOnce(t)}
+	keys := []state.Key{{Entity: "redelivered"}, {Entity: "redelivered", Bucket: 1}}
+	// Every event is delivered Deliveries times; each deliverer walks all
+	// deliveries in its own order.
+	type delivery struct{ event int }
+	var queue []delivery
+	for range Deliveries {
+		for e := range RedeliveryEvents {
+			queue = append(queue, delivery{e})
+		}
+	}
+	var (
+		next    atomic.Int64
+		applied [RedeliveryEvents]atomic.Int32
+		wg      sync.WaitGroup
+		errs    = make(chan error, Deliverers)
+	)
+	for g := range Deliverers {
+		wg.Go(func() {
+			s := stores[g%len(stores)]
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(queue) {
+					return
+				}
+				e := queue[i].event
+				ok, err := s.MergeUpdateOnce(t.Context(), fmt.Sprintf("evt-%d", e), keys[e%2], h.Delta(e), 0)
+				for errors.Is(err, state.ErrMaxRetriesExceeded) {
+					ok, err = s.MergeUpdateOnce(t.Context(), fmt.Sprintf("evt-%d", e), keys[e%2], h.Delta(e), 0)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("deliverer %d event %d: %w", g, e, err)
+					return
+				}
+				if ok {
+					applied[e].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for e := range RedeliveryEvents {
+		if n := applied[e].Load(); n != 1 {
+			t.Errorf("event %d applied %d times, want exactly once", e, n)
+		}
+	}
+	for j, k := range keys {
+		want := h.Monoid.Identity()
+		for e := j; e < RedeliveryEvents; e += 2 {
+			want = h.Monoid.Combine(want, h.Delta(e))
+		}
+		wantValue(t, h, stores[0], k, want)
+	}
+}
+
+func testOnceBadInput[V any](t *testing.T, h *Harness[V]) {
+	s := h.openOnce(t)
+	ctx := t.Context()
+	k := state.Key{Entity: "once-bad"}
+	for _, id := range []string{"", "a\nb", "a\xffb", strings.Repeat("x", state.MaxEventIDLen+1)} {
+		_, err := s.MergeUpdateOnce(ctx, id, k, h.Delta(0), 0)
+		wantInvalid(t, fmt.Sprintf("MergeUpdateOnce(event %q)", id), err)
+	}
+	for _, bk := range badKeys {
+		_, err := s.MergeUpdateOnce(ctx, "bad-key-"+bk.name, bk.key, h.Delta(0), 0)
+		wantInvalid(t, "MergeUpdateOnce("+bk.name+")", err)
+	}
+	_, err := s.MergeUpdateOnce(ctx, "negative-ttl", k, h.Delta(0), -1)
+	wantInvalid(t, "MergeUpdateOnce(negative ttl)", err)
+	wantMissing(t, s, k)
+	// None of the rejected calls claimed its event.
+	if !mustOnce(t, s, "negative-ttl", k, h.Delta(0)) {
+		t.Error("a rejected MergeUpdateOnce claimed its event ID")
+	}
+}
+
+func testFailedMergeDoesNotClaim[V any](t *testing.T, h *Harness[V]) {
+	if len(h.BadDeltas) == 0 {
+		t.Skip("no Harness.BadDeltas")
+	}
+	s := h.openOnce(t)
+	k := state.Key{Entity: "once-bad-delta"}
+	mustMerge(t, s, k, h.Delta(0), 0)
+	_, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.BadDeltas[0], 0)
+	wantInvalid(t, "MergeUpdateOnce(bad delta)", err)
+	if !mustOnce(t, s, "evt", k, h.Delta(1)) {
+		t.Error("the event of a failed merge was claimed")
+	}
+	wantValue(t, h, s, k, h.fold(0, 2))
+}

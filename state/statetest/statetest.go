@@ -1,0 +1,131 @@
+// Package statetest is the conformance suite for state stores: every backend, built
+// in or third-party, runs it to prove it behaves like the reference (state/memory).
+// It imports only the standard library, testing, monoid and state.
+//
+// Wire it up in a backend's tests:
+//
+//	func TestConformance(t *testing.T) {
+//		statetest.RunStore(t, statetest.Harness[int64]{
+//			Open:   func(t *testing.T) state.Store[int64] { ... }, // same storage within one test
+//			Sleep:  func(t *testing.T, d time.Duration) { clock.Advance(d) },
+//			Monoid: monoid.Sum[int64]{},
+//			Delta:  func(i int) int64 { return int64(i) + 1 },
+//			Equal:  func(a, b int64) bool { return a == b },
+//		})
+//		statetest.RunDeduper(t, statetest.DeduperHarness{Open: ..., Sleep: ..., TTL: time.Minute})
+//	}
+//
+// Stores (and dedupers) opened within one (sub)test must share storage — they are
+// different instances, as two processes would be — and different (sub)tests must
+// never see each other's data: key the storage (key prefix, table, fake clock) by
+// t.Name(). Test names are stable: one t.Run per behaviour.
+package statetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+)
+
+// Harness describes a Store backend under test.
+type Harness[V any] struct {
+	// Open returns an open store. Stores opened within one (sub)test share storage;
+	// different (sub)tests never do. The suite closes what it opens.
+	Open func(t *testing.T) state.Store[V]
+	// Sleep moves time forward by d as the stores of the test see it (a fake
+	// clock's Advance, miniredis FastForward). Nil means time.Sleep.
+	Sleep func(t *testing.T, d time.Duration)
+	// TTL is the ttl the expiry tests use; they sleep multiples of it. Default
+	// time.Hour (right for fake clocks); use milliseconds on real servers and a
+	// few seconds where the backend stores expiry in whole seconds.
+	TTL time.Duration
+	// Monoid is the monoid the store merges with; the suite computes expected
+	// values with it.
+	Monoid monoid.Monoid[V]
+	// Delta returns the i-th test delta (i >= 0). Deltas should differ from the
+	// identity; the exact-value tests combine many of them.
+	Delta func(i int) V
+	// Equal reports whether two values are equal (for sketches: same content).
+	Equal func(a, b V) bool
+	// BadDeltas are deltas MergeUpdate must reject with state.ErrInvalidArgument
+	// without writing anything (for example undecodable sketch bytes). Optional.
+	BadDeltas []V
+}
+
+// DeduperHarness describes a Deduper backend under test.
+type DeduperHarness struct {
+	// Open returns an open deduper. Dedupers opened within one (sub)test share
+	// storage; different (sub)tests never do. The suite closes what it opens.
+	Open func(t *testing.T) state.Deduper
+	// Sleep moves time forward by d as the dedupers of the test see it. Nil means
+	// time.Sleep.
+	Sleep func(t *testing.T, d time.Duration)
+	// TTL is the claim TTL the dedupers were opened with (their WithTTL option);
+	// 0 means claims never expire and the expiry test checks that they do not
+	// after a while (Sleep of a day).
+	TTL time.Duration
+}
+
+func (h *Harness[V]) sleep(t *testing.T, d time.Duration) {
+	t.Helper()
+	if h.Sleep == nil {
+		time.Sleep(d)
+		return
+	}
+	h.Sleep(t, d)
+}
+
+func (h *Harness[V]) ttl() time.Duration {
+	if h.TTL > 0 {
+		return h.TTL
+	}
+	return time.Hour
+}
+
+// open opens a store and closes it at the end of the test.
+func (h *Harness[V]) open(t *testing.T) state.Store[V] {
+	t.Helper()
+	s := h.Open(t)
+	if s == nil {
+		t.Fatal("Harness.Open returned nil")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// fold combines deltas i in [from, to) onto the identity.
+func (h *Harness[V]) fold(from, to int) V {
+	v := h.Monoid.Identity()
+	for i := from; i < to; i++ {
+		v = h.Monoid.Combine(v, h.Delta(i))
+	}
+	return v
+}
+
+func (h *Harness[V]) check(t *testing.T) {
+	t.Helper()
+	if h.Open == nil || h.Monoid == nil || h.Delta == nil || h.Equal == nil {
+		t.Fatal("statetest: Harness needs Open, Monoid, Delta and Equal")
+	}
+}
+
+func (h *DeduperHarness) sleep(t *testing.T, d time.Duration) {
+	t.Helper()
+	if h.Sleep == nil {
+		time.Sleep(d)
+		return
+	}
+	h.Sleep(t, d)
+}
+
+func (h *DeduperHarness) open(t *testing.T) state.Deduper {
+	t.Helper()
+	d := h.Open(t)
+	if d == nil {
+		t.Fatal("DeduperHarness.Open returned nil")
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}

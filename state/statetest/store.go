@@ -1,0 +1,366 @@
+package statetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/state"
+)
+
+// Sizes of the concurrency tests.
+const (
+	Writers          = 16  // goroutines merging concurrently
+	MergesPerWriter  = 200 // merges per goroutine
+	Deliverers       = 8   // goroutines redelivering events to MergeUpdateOnce
+	Deliveries       = 3   // times every event is delivered
+	RedeliveryEvents = 60  // distinct events in the redelivery test
+	Racers           = 32  // goroutines racing for one Deduper claim
+)
+
+// adversarialKeys are distinct keys that naive encodings (delimiters, hash tags,
+// bucket suffixes) collapse into one.
+var adversarialKeys = []state.Key{
+	{Entity: "a", Bucket: 12},
+	{Entity: "a", Bucket: 1},
+	{Entity: "a:1", Bucket: 2},
+	{Entity: "a:12", Bucket: 0},
+	{Entity: "a", Bucket: 0},
+	{Entity: "a", Bucket: -12},
+	{Entity: "a:", Bucket: 12},
+	{Entity: "a#12", Bucket: 0},
+	{Entity: "{a}", Bucket: 0},
+	{Entity: "{a}:b", Bucket: 0},
+	{Entity: "a b", Bucket: 0},
+	{Entity: "a/b", Bucket: 0},
+	{Entity: "é", Bucket: 0},
+	{Entity: "e\u0301", Bucket: 0},
+	{Entity: ":", Bucket: 0},
+	{Entity: "#", Bucket: 0},
+	{Entity: strings.Repeat("x", state.MaxEntityLen), Bucket: 1<<63 - 1},
+	{Entity: strings.Repeat("x", state.MaxEntityLen), Bucket: -1 << 63},
+}
+
+// badKeys break state.CheckKey.
+var badKeys = []struct {
+	name string
+	key  state.Key
+}{
+	{"empty entity", state.Key{}},
+	{"long entity", state.Key{Entity: strings.Repeat("x", state.MaxEntityLen+1)}},
+	{"invalid utf8", state.Key{Entity: "a\xffb"}},
+	{"control character", state.Key{Entity: "a\nb"}},
+	{"nul", state.Key{Entity: "a\x00b"}},
+}
+
+// RunStore runs the Store conformance suite, and the OnceStore suite too when the
+// store implements state.OnceStore.
+func RunStore[V any](t *testing.T, h Harness[V]) {
+	h.check(t)
+	t.Run("get missing", func(t *testing.T) { testGetMissing(t, &h) })
+	t.Run("merge and get", func(t *testing.T) { testMergeAndGet(t, &h) })
+	t.Run("keys are distinct", func(t *testing.T) { testDistinctKeys(t, &h) })
+	t.Run("get many", func(t *testing.T) { testGetMany(t, &h) })
+	t.Run("get many empty", func(t *testing.T) { testGetManyEmpty(t, &h) })
+	t.Run("ttl expires", func(t *testing.T) { testTTLExpires(t, &h) })
+	t.Run("merge resets expiry", func(t *testing.T) { testMergeResetsExpiry(t, &h) })
+	t.Run("ttl zero clears expiry", func(t *testing.T) { testTTLZeroClears(t, &h) })
+	t.Run("expired then merged", func(t *testing.T) { testExpiredThenMerged(t, &h) })
+	t.Run("concurrent merges", func(t *testing.T) { testConcurrentMerges(t, &h) })
+	t.Run("bad input", func(t *testing.T) { testBadInput(t, &h) })
+	t.Run("closed", func(t *testing.T) { testClosed(t, &h) })
+	t.Run("cancelled context", func(t *testing.T) { testCancelled(t, &h) })
+	probe := h.open(t)
+	if _, ok := probe.(state.OnceStore[V]); ok {
+		t.Run("once", func(t *testing.T) { RunOnceStore(t, h) })
+	}
+}
+
+// mustGet reads k and fails the test on error.
+func mustGet[V any](t *testing.T, s state.Store[V], k state.Key) (V, bool) {
+	t.Helper()
+	v, found, err := s.Get(t.Context(), k)
+	if err != nil {
+		t.Fatalf("Get(%v): %v", k, err)
+	}
+	return v, found
+}
+
+// mustMerge merges and fails the test on error.
+func mustMerge[V any](t *testing.T, s state.Store[V], k state.Key, delta V, ttl time.Duration) {
+	t.Helper()
+	if err := s.MergeUpdate(t.Context(), k, delta, ttl); err != nil {
+		t.Fatalf("MergeUpdate(%v): %v", k, err)
+	}
+}
+
+// wantValue fails the test unless k is found with value want.
+func wantValue[V any](t *testing.T, h *Harness[V], s state.Store[V], k state.Key, want V) {
+	t.Helper()
+	got, found := mustGet(t, s, k)
+	if !found {
+		t.Fatalf("Get(%v): not found, want %v", k, want)
+	}
+	if !h.Equal(got, want) {
+		t.Fatalf("Get(%v) = %v, want %v", k, got, want)
+	}
+}
+
+// wantMissing fails the test unless k is not found.
+func wantMissing[V any](t *testing.T, s state.Store[V], k state.Key) {
+	t.Helper()
+	if got, found := mustGet(t, s, k); found {
+		t.Fatalf("Get(%v) = %v, found; want missing", k, got)
+	}
+}
+
+func testGetMissing[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	wantMissing(t, s, state.Key{Entity: "nothing"})
+	wantMissing(t, s, state.Key{Entity: "nothing", Bucket: 7})
+}
+
+func testMergeAndGet[V any](t *testing.T, h *Harness[V]) {
+	s1, s2 := h.open(t), h.open(t)
+	k := state.Key{Entity: "counter"}
+	mustMerge(t, s1, k, h.Delta(0), 0)
+	wantValue(t, h, s2, k, h.fold(0, 1))
+	mustMerge(t, s2, k, h.Delta(1), 0)
+	mustMerge(t, s1, k, h.Delta(2), 0)
+	wantValue(t, h, s1, k, h.fold(0, 3))
+	wantValue(t, h, s2, k, h.fold(0, 3))
+}
+
+func testDistinctKeys[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	for i, k := range adversarialKeys {
+		mustMerge(t, s, k, h.Delta(i), 0)
+	}
+	vs, found, err := s.GetMany(t.Context(), adversarialKeys)
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if len(vs) != len(adversarialKeys) || len(found) != len(adversarialKeys) {
+		t.Fatalf("GetMany returned %d values and %d flags for %d keys", len(vs), len(found), len(adversarialKeys))
+	}
+	for i, k := range adversarialKeys {
+		if want := h.fold(i, i+1); !found[i] || !h.Equal(vs[i], want) {
+			t.Errorf("key %q/%d: got %v (found %v), want %v: keys collide", k.Entity, k.Bucket, vs[i], found[i], want)
+		}
+	}
+}
+
+func testGetMany[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	a, b, c := state.Key{Entity: "a"}, state.Key{Entity: "b", Bucket: 3}, state.Key{Entity: "c"}
+	mustMerge(t, s, a, h.Delta(0), 0)
+	mustMerge(t, s, b, h.Delta(1), 0)
+	mustMerge(t, s, b, h.Delta(2), 0)
+	missing := state.Key{Entity: "missing"}
+	ks := []state.Key{b, missing, a, b, c, a}
+	type slot struct {
+		found bool
+		want  V
+	}
+	want := []slot{{true, h.fold(1, 3)}, {false, h.Monoid.Identity()}, {true, h.fold(0, 1)}, {true, h.fold(1, 3)}, {false, h.Monoid.Identity()}, {true, h.fold(0, 1)}}
+	vs, found, err := s.GetMany(t.Context(), ks)
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if len(vs) != len(ks) || len(found) != len(ks) {
+		t.Fatalf("GetMany returned %d values and %d flags for %d keys", len(vs), len(found), len(ks))
+	}
+	for i, w := range want {
+		if found[i] != w.found || (w.found && !h.Equal(vs[i], w.want)) {
+			t.Errorf("slot %d (%v): got %v (found %v), want %v (found %v)", i, ks[i], vs[i], found[i], w.want, w.found)
+		}
+	}
+}
+
+func testGetManyEmpty[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	vs, found, err := s.GetMany(t.Context(), nil)
+	if err != nil || len(vs) != 0 || len(found) != 0 {
+		t.Fatalf("GetMany(nil) = %v, %v, %v; want empty, nil", vs, found, err)
+	}
+}
+
+func testTTLExpires[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ttl := h.ttl()
+	k, keep := state.Key{Entity: "session", Bucket: 1}, state.Key{Entity: "forever"}
+	mustMerge(t, s, k, h.Delta(0), ttl)
+	mustMerge(t, s, keep, h.Delta(1), 0)
+	wantValue(t, h, s, k, h.fold(0, 1))
+	h.sleep(t, 2*ttl)
+	wantMissing(t, s, k)
+	_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if !found[0] || found[1] {
+		t.Errorf("GetMany after expiry: found = %v, want [true false]", found)
+	}
+}
+
+func testMergeResetsExpiry[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ttl := h.ttl()
+	k := state.Key{Entity: "sliding"}
+	mustMerge(t, s, k, h.Delta(0), ttl)
+	h.sleep(t, ttl*6/10)
+	mustMerge(t, s, k, h.Delta(1), ttl)
+	h.sleep(t, ttl*6/10)
+	// 1.2 ttl after the first merge, 0.6 ttl after the second: still there.
+	wantValue(t, h, s, k, h.fold(0, 2))
+	h.sleep(t, ttl)
+	wantMissing(t, s, k)
+}
+
+func testTTLZeroClears[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ttl := h.ttl()
+	k := state.Key{Entity: "pinned"}
+	mustMerge(t, s, k, h.Delta(0), ttl)
+	mustMerge(t, s, k, h.Delta(1), 0)
+	h.sleep(t, 2*ttl)
+	wantValue(t, h, s, k, h.fold(0, 2))
+}
+
+func testExpiredThenMerged[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ttl := h.ttl()
+	k := state.Key{Entity: "reborn", Bucket: 9}
+	mustMerge(t, s, k, h.Delta(0), ttl)
+	h.sleep(t, 2*ttl)
+	mustMerge(t, s, k, h.Delta(1), 0)
+	wantValue(t, h, s, k, h.fold(1, 2))
+}
+
+// mergeRetrying merges, retrying a merge that lost too many compare-and-swap races
+// (state.ErrMaxRetriesExceeded promises nothing was written).
+func mergeRetrying[V any](ctx context.Context, s state.Store[V], k state.Key, delta V) error {
+	for {
+		err := s.MergeUpdate(ctx, k, delta, 0)
+		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
+			return err
+		}
+	}
+}
+
+func testConcurrentMerges[V any](t *testing.T, h *Harness[V]) {
+	stores := []state.Store[V]{h.open(t), h.open(t)}
+	k := state.Key{Entity: "hot", Bucket: 1}
+	var wg sync.WaitGroup
+	errs := make(chan error, Writers)
+	for w := range Writers {
+		wg.Go(func() {
+			s := stores[w%len(stores)]
+			for i := range MergesPerWriter {
+				if err := mergeRetrying(t.Context(), s, k, h.Delta(w*MergesPerWriter+i)); err != nil {
+					errs <- fmt.Errorf("writer %d merge %d: %w", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := h.fold(0, Writers*MergesPerWriter)
+	wantValue(t, h, stores[0], k, want)
+	wantValue(t, h, stores[1], k, want)
+}
+
+// wantInvalid fails the test unless err wraps state.ErrInvalidArgument.
+func wantInvalid(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, state.ErrInvalidArgument) {
+		t.Errorf("%s: err = %v, want state.ErrInvalidArgument", what, err)
+	}
+}
+
+func testBadInput[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ctx := t.Context()
+	for _, bk := range badKeys {
+		t.Run(bk.name, func(t *testing.T) {
+			err := s.MergeUpdate(ctx, bk.key, h.Delta(0), 0)
+			wantInvalid(t, "MergeUpdate", err)
+			_, _, err = s.Get(ctx, bk.key)
+			wantInvalid(t, "Get", err)
+			_, _, err = s.GetMany(ctx, []state.Key{{Entity: "fine"}, bk.key})
+			wantInvalid(t, "GetMany", err)
+		})
+	}
+	t.Run("negative ttl", func(t *testing.T) {
+		k := state.Key{Entity: "negative-ttl"}
+		wantInvalid(t, "MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(0), -time.Second))
+		wantMissing(t, s, k)
+	})
+	for i, bad := range h.BadDeltas {
+		t.Run(fmt.Sprintf("bad delta %d", i), func(t *testing.T) {
+			k := state.Key{Entity: fmt.Sprintf("bad-delta-%d", i)}
+			wantInvalid(t, "MergeUpdate onto missing", s.MergeUpdate(ctx, k, bad, 0))
+			wantMissing(t, s, k)
+			mustMerge(t, s, k, h.Delta(0), 0)
+			wantInvalid(t, "MergeUpdate onto existing", s.MergeUpdate(ctx, k, bad, 0))
+			wantValue(t, h, s, k, h.fold(0, 1))
+		})
+	}
+}
+
+func testClosed[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	k := state.Key{Entity: "closed"}
+	mustMerge(t, s, k, h.Delta(0), 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	ctx := t.Context()
+	wantClosed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, state.ErrClosed) {
+			t.Errorf("%s after Close: err = %v, want state.ErrClosed", what, err)
+		}
+	}
+	_, _, err := s.Get(ctx, k)
+	wantClosed("Get", err)
+	_, _, err = s.GetMany(ctx, []state.Key{k})
+	wantClosed("GetMany", err)
+	wantClosed("MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(1), 0))
+	if os, ok := s.(state.OnceStore[V]); ok {
+		_, err := os.MergeUpdateOnce(ctx, "e", k, h.Delta(1), 0)
+		wantClosed("MergeUpdateOnce", err)
+	}
+	wantValue(t, h, h.open(t), k, h.fold(0, 1))
+}
+
+func testCancelled[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	k := state.Key{Entity: "cancelled"}
+	wantCanceled := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: err = %v, want context.Canceled", what, err)
+		}
+	}
+	wantCanceled("MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(0), 0))
+	_, _, err := s.Get(ctx, k)
+	wantCanceled("Get", err)
+	_, _, err = s.GetMany(ctx, []state.Key{k})
+	wantCanceled("GetMany", err)
+	if os, ok := s.(state.OnceStore[V]); ok {
+		_, err := os.MergeUpdateOnce(ctx, "e", k, h.Delta(0), 0)
+		wantCanceled("MergeUpdateOnce", err)
+	}
+	wantMissing(t, s, k)
+}
