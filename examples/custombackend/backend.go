@@ -541,13 +541,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if expectedVersion < 0 {
 		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
 	}
+	if err := provider.Validate(newState); err != nil {
+		return false, err
+	}
 	if newState.RunID != runID {
 		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
 	}
 	newState.Version = expectedVersion + 1
-	if err := provider.Validate(newState); err != nil {
-		return false, err
-	}
 	swapped := false
 	err := p.inTx(ctx, "compare and swap run state", func(tx *sql.Tx) error {
 		var storedPipeline, storedBody string
@@ -720,7 +720,7 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 		return nil, err
 	}
 	return getAll[types.RunLogEntry](ctx, p, "list run logs",
-		`SELECT body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id LIMIT ?`, pipelineID, limit)
+		`SELECT body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id DESC LIMIT ?`, pipelineID, limit)
 }
 
 // PutRerun implements provider.RerunStore. The record is one row, so re-putting it
