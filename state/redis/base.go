@@ -19,7 +19,7 @@ type Key = state.Key
 type base struct {
 	client goredis.UniversalClient
 	keys   keyspace
-	name   string // type name for errors, e.g. "Int64SumStore"
+	name   string       // type name for errors, e.g. "Int64SumStore"
 	closed *atomic.Bool // shared by copies made during construction
 }
 

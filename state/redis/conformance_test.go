@@ -1,0 +1,97 @@
+package redis_test
+
+import (
+	"bytes"
+	"math"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/statetest"
+)
+
+// opener adapts a store constructor to a statetest Open for backend b.
+func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalClient, ...redis.Option) (S, error)) func(t *testing.T) state.Store[V] {
+	return func(t *testing.T) state.Store[V] {
+		t.Helper()
+		s, err := newStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// ttlFor is the expiry-test ttl: an hour under miniredis's FastForward, milliseconds
+// on real servers.
+func ttlFor(b backend) time.Duration {
+	if b.mini != nil {
+		return time.Hour
+	}
+	return 150 * time.Millisecond
+}
+
+func sleeper(b backend) func(t *testing.T, d time.Duration) {
+	return func(t *testing.T, d time.Duration) { b.sleep(t, d) }
+}
+
+func TestConformance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		t.Run("int64 sum", func(t *testing.T) {
+			statetest.RunStore(t, statetest.Harness[int64]{
+				Open: opener[int64](b, redis.NewInt64SumStore), Sleep: sleeper(b), TTL: ttlFor(b),
+				Monoid: monoid.Sum[int64]{}, Delta: func(i int) int64 { return int64(i%7) + 1 },
+				Equal: func(a, b int64) bool { return a == b },
+			})
+		})
+		t.Run("float64 sum", func(t *testing.T) {
+			statetest.RunStore(t, statetest.Harness[float64]{
+				Open: opener[float64](b, redis.NewFloat64SumStore), Sleep: sleeper(b), TTL: ttlFor(b),
+				Monoid: monoid.Sum[float64]{}, Delta: func(i int) float64 { return float64(i%5) + 0.5 },
+				Equal:     func(a, b float64) bool { return a == b },
+				BadDeltas: []float64{math.NaN(), math.Inf(1), math.Inf(-1)},
+			})
+		})
+		t.Run("int64 max", func(t *testing.T) {
+			statetest.RunStore(t, statetest.Harness[int64]{
+				Open: opener[int64](b, redis.NewInt64MaxStore), Sleep: sleeper(b), TTL: ttlFor(b),
+				Monoid: monoid.Max[int64]{}, Delta: func(i int) int64 { return int64(i*7919%1000) - 500 },
+				Equal: func(a, b int64) bool { return a == b },
+			})
+		})
+		t.Run("bytes", func(t *testing.T) {
+			statetest.RunStore(t, statetest.Harness[[]byte]{
+				Open: func(t *testing.T) state.Store[[]byte] {
+					t.Helper()
+					s, err := redis.NewBytesStore(b.client(t), counter{}, redis.WithKeyPrefix(prefixFor(t)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				},
+				Sleep: sleeper(b), TTL: ttlFor(b),
+				Monoid: counter{}, Delta: func(i int) []byte { return counter{}.of(int64(i%3) + 1) },
+				Equal:     bytes.Equal,
+				BadDeltas: [][]byte{{1, 2, 3}},
+			})
+		})
+		t.Run("deduper", func(t *testing.T) {
+			ttl := ttlFor(b)
+			statetest.RunDeduper(t, statetest.DeduperHarness{
+				Open: func(t *testing.T) state.Deduper {
+					t.Helper()
+					d, err := redis.NewDeduper(b.client(t), redis.WithKeyPrefix(prefixFor(t)), redis.WithTTL(ttl))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				},
+				Sleep: sleeper(b), TTL: ttl,
+			})
+		})
+	})
+}

@@ -1,0 +1,205 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/redis"
+)
+
+func TestMaxIsExactOverInt64(t *testing.T) {
+	// Lua numbers are doubles: a script comparing them would call 2^60 and 2^60+1
+	// equal. The store compares decimal strings.
+	cases := []struct {
+		name   string
+		deltas []int64
+		want   int64
+	}{
+		{"near 2^60", []int64{1<<60 + 1, 1 << 60, 1<<60 - 1}, 1<<60 + 1},
+		{"max last", []int64{math.MaxInt64 - 1, math.MaxInt64}, math.MaxInt64},
+		{"negatives", []int64{-1 << 60, -1<<60 - 1, -1<<60 + 1}, -1<<60 + 1},
+		{"min", []int64{math.MinInt64, math.MinInt64 + 1}, math.MinInt64 + 1},
+		{"only min", []int64{math.MinInt64}, math.MinInt64},
+		{"signs", []int64{-10, 9, -100, 0}, 9},
+		{"lengths", []int64{99, 100, -1000, 101}, 101},
+	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, err := redis.NewInt64MaxStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				k := state.Key{Entity: tc.name}
+				for _, d := range tc.deltas {
+					if err := s.MergeUpdate(t.Context(), k, d, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got, found, err := s.Get(t.Context(), k); err != nil || !found || got != tc.want {
+					t.Fatalf("Get = %d, %v, %v; want %d", got, found, err, tc.want)
+				}
+			})
+		}
+	})
+}
+
+func TestOverflowWritesNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		k := state.Key{Entity: "big"}
+		if err := s.MergeUpdate(ctx, k, math.MaxInt64, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MergeUpdate(ctx, k, 1, time.Hour); err == nil {
+			t.Fatal("overflowing MergeUpdate succeeded")
+		}
+		// The failed once-merge must not claim its event.
+		if _, err := s.MergeUpdateOnce(ctx, "ev", k, 1, 0); err == nil {
+			t.Fatal("overflowing MergeUpdateOnce succeeded")
+		}
+		if ok, err := s.MergeUpdateOnce(ctx, "ev", k, -7, 0); err != nil || !ok {
+			t.Fatalf("MergeUpdateOnce after a failed one = %v, %v; want applied", ok, err)
+		}
+		if got, _, err := s.Get(ctx, k); err != nil || got != math.MaxInt64-7 {
+			t.Fatalf("Get = %d, %v; want MaxInt64-7", got, err)
+		}
+	})
+}
+
+func TestOnceIsPerEntity(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		apply := func(entity string, bucket int64) bool {
+			t.Helper()
+			ok, err := s.MergeUpdateOnce(ctx, "ev-1", state.Key{Entity: entity, Bucket: bucket}, 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		steps := []struct {
+			entity string
+			bucket int64
+			want   bool
+		}{{"a", 1, true}, {"a", 2, false}, {"b", 1, true}, {"b", 1, false}}
+		for _, st := range steps {
+			if got := apply(st.entity, st.bucket); got != st.want {
+				t.Errorf("MergeUpdateOnce(ev-1, %s/%d) applied = %v, want %v", st.entity, st.bucket, got, st.want)
+			}
+		}
+	})
+}
+
+func TestDedupTTL(t *testing.T) {
+	b := miniBackend
+	s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)), redis.WithDedupTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, k := t.Context(), state.Key{Entity: "e"}
+	for i, want := range []bool{true, false} {
+		if ok, err := s.MergeUpdateOnce(ctx, "ev", k, 1, 0); err != nil || ok != want {
+			t.Fatalf("delivery %d: applied = %v, %v; want %v", i, ok, err, want)
+		}
+	}
+	b.sleep(t, time.Minute)
+	if ok, err := s.MergeUpdateOnce(ctx, "ev", k, 1, 0); err != nil || !ok {
+		t.Fatalf("after the dedup ttl: applied = %v, %v; want true", ok, err)
+	}
+	if got, _, _ := s.Get(ctx, k); got != 2 {
+		t.Fatalf("Get = %d, want 2", got)
+	}
+}
+
+func TestBytesMaxRetries(t *testing.T) {
+	// A monoid whose Combine writes the key behind the store's back loses every race.
+	b := miniBackend
+	c := b.client(t)
+	prefix := prefixFor(t)
+	k := state.Key{Entity: "contended"}
+	m := &meddler{t: t}
+	s, err := redis.NewBytesStore(c, m, redis.WithKeyPrefix(prefix), redis.WithMaxRetries(2), redis.WithBackoff(time.Microsecond, time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := redis.NewBytesStore(c, concat{}, redis.WithKeyPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.other, m.key = other, k
+	err = s.MergeUpdate(t.Context(), k, []byte("x"), 0)
+	if !errors.Is(err, state.ErrMaxRetriesExceeded) {
+		t.Fatalf("err = %v, want ErrMaxRetriesExceeded", err)
+	}
+	if m.calls != 3 {
+		t.Errorf("combined %d times, want 3 (1 attempt + 2 retries)", m.calls)
+	}
+	if got, _, _ := other.Get(t.Context(), k); strings.Contains(string(got), "x") {
+		t.Errorf("value %q holds the failed delta", got)
+	}
+}
+
+// meddler is concat, but every Combine first merges "m" into key through other, so
+// the caller's compare-and-swap always fails.
+type meddler struct {
+	concat
+	t     *testing.T
+	other *redis.BytesStore
+	key   state.Key
+	calls int
+}
+
+func (m *meddler) Combine(a, b []byte) []byte {
+	if m.other != nil {
+		m.calls++
+		if err := m.other.MergeUpdate(context.Background(), m.key, []byte("m"), 0); err != nil {
+			m.t.Error(err)
+		}
+	}
+	return m.concat.Combine(a, b)
+}
+
+func TestOptions(t *testing.T) {
+	c := miniBackend.client(t)
+	cases := []struct {
+		name string
+		open func() error
+	}{
+		{"empty prefix", func() error { _, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix("")); return err }},
+		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix("a{b}")); return err }},
+		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, nil); return err }},
+		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil); return err }},
+		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, nil); return err }},
+		{"negative retries", func() error { _, err := redis.NewBytesStore(c, concat{}, redis.WithMaxRetries(-1)); return err }},
+		{"retries on sum", func() error { _, err := redis.NewInt64SumStore(c, redis.WithMaxRetries(3)); return err }},
+		{"bad backoff", func() error {
+			_, err := redis.NewBytesStore(c, concat{}, redis.WithBackoff(time.Second, time.Millisecond))
+			return err
+		}},
+		{"ttl on store", func() error { _, err := redis.NewFloat64SumStore(c, redis.WithTTL(time.Second)); return err }},
+		{"dedup ttl on deduper", func() error { _, err := redis.NewDeduper(c, redis.WithDedupTTL(time.Second)); return err }},
+		{"negative ttl", func() error { _, err := redis.NewDeduper(c, redis.WithTTL(-time.Second)); return err }},
+		{"negative dedup ttl", func() error { _, err := redis.NewInt64SumStore(c, redis.WithDedupTTL(-1)); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.open(); !errors.Is(err, state.ErrInvalidArgument) {
+				t.Fatalf("err = %v, want state.ErrInvalidArgument", err)
+			}
+		})
+	}
+}
