@@ -1,0 +1,208 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+)
+
+// Key prefixes and fixed sort keys; see the key schema in the package doc.
+const (
+	pipelinePrefix = "PIPELINE#"
+	runPrefix      = "RUN#"
+	rerunPrefix    = "RERUN#"
+	lockPrefix     = "LOCK#"
+	markerPrefix   = "MARKER#"
+
+	skConfig    = "CONFIG"
+	skState     = "STATE"
+	skReadiness = "READINESS"
+	skEventSeq  = "EVENTSEQ"
+	skLock      = "LOCK"
+
+	skTrait        = "TRAIT#"
+	skRun          = "RUN#"
+	skRunLog       = "RUNLOG#"
+	skEvent        = "EVENT#"
+	skRerun        = "RERUN#"
+	skReplay       = "REPLAY#"
+	skLate         = "LATE#"
+	skMarkerByTime = "#BYTIME#" // '#' sorts before every ID byte: no date can collide
+
+	gsiPipelines = "PIPELINES"
+	gsiReruns    = "RERUNS"
+	gsiReplays   = "REPLAYS"
+)
+
+// get reads one item with a strongly consistent GetItem; ok is false when it is
+// missing.
+func (p *Provider) get(ctx context.Context, op, pk, sk string) (it item, ok bool, err error) {
+	consistent := true
+	out, err := p.api.GetItem(ctx, &ddb.GetItemInput{TableName: &p.table, Key: key(pk, sk), ConsistentRead: &consistent})
+	if err != nil {
+		return it, false, fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	if len(out.Item) == 0 {
+		return it, false, nil
+	}
+	it, err = unmarshal(out.Item)
+	return it, err == nil, err
+}
+
+// getData reads one live item and decodes its data; nil when missing or expired.
+func getData[T any](ctx context.Context, p *Provider, op, pk, sk string) (*T, error) {
+	it, ok, err := p.get(ctx, op, pk, sk)
+	if err != nil || !ok || !it.live(p.now()) {
+		return nil, err
+	}
+	v, err := decodeData[T](it)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// put writes one item unconditionally.
+func (p *Provider) put(ctx context.Context, op string, it item) error {
+	av, err := marshal(it)
+	if err != nil {
+		return err
+	}
+	if _, err := p.api.PutItem(ctx, &ddb.PutItemInput{TableName: &p.table, Item: av}); err != nil {
+		return fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	return nil
+}
+
+// queryIn says what query collects.
+type queryIn struct {
+	index string // "" or indexGSI1
+	key   expression.KeyConditionBuilder
+	desc  bool // newest (largest sort key) first
+	limit int  // live items wanted; 0: all
+}
+
+// query runs q page by page, dropping items expired at the provider clock, until it
+// has q.limit live items or the query is exhausted. Base-table queries are strongly
+// consistent; GSI queries cannot be.
+func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, error) {
+	expr, err := expression.NewBuilder().WithKeyCondition(q.key).Build()
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: %s: build query: %w", op, err)
+	}
+	fwd := !q.desc
+	in := &ddb.QueryInput{
+		TableName:                 &p.table,
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          &fwd,
+	}
+	if q.index != "" {
+		in.IndexName = &q.index
+	} else {
+		consistent := true
+		in.ConsistentRead = &consistent
+	}
+	var out []item
+	pageLimit := func() int32 {
+		if q.limit == 0 {
+			return 0
+		}
+		return int32(min(q.limit-len(out), math.MaxInt32))
+	}
+	in.Limit = nil
+	if l := pageLimit(); l > 0 {
+		in.Limit = &l
+	}
+	now := p.now()
+	err = ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
+		it, err := unmarshal(av)
+		if err != nil {
+			return false, err
+		}
+		if it.live(now) {
+			out = append(out, it)
+		}
+		return q.limit == 0 || len(out) < q.limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// queryData is query followed by decoding every item's data.
+func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([]T, error) {
+	items, err := p.query(ctx, op, q)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll[T](items)
+}
+
+// partition is the key condition PK = pk AND begins_with(SK, prefix).
+func partition(pk, skPrefix string) expression.KeyConditionBuilder {
+	kc := expression.Key(attrPK).Equal(expression.Value(pk))
+	if skPrefix == "" {
+		return kc
+	}
+	return kc.And(expression.Key(attrSK).BeginsWith(skPrefix))
+}
+
+// gsi1 is the key condition GSI1PK = pk.
+func gsi1(pk string) expression.KeyConditionBuilder {
+	return expression.Key(attrGSI1PK).Equal(expression.Value(pk))
+}
+
+// txPut is a TransactWriteItem that puts av if cond (when set) holds, returning the
+// old item when it does not.
+func (p *Provider) txPut(av map[string]ddbtypes.AttributeValue, cond *expression.ConditionBuilder) (ddbtypes.TransactWriteItem, error) {
+	put := &ddbtypes.Put{TableName: &p.table, Item: av}
+	if cond != nil {
+		expr, err := expression.NewBuilder().WithCondition(*cond).Build()
+		if err != nil {
+			return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build condition: %w", err)
+		}
+		put.ConditionExpression = expr.Condition()
+		put.ExpressionAttributeNames = expr.Names()
+		put.ExpressionAttributeValues = expr.Values()
+		put.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	return ddbtypes.TransactWriteItem{Put: put}, nil
+}
+
+// txDelete is a TransactWriteItem that deletes (pk, sk).
+func (p *Provider) txDelete(pk, sk string) ddbtypes.TransactWriteItem {
+	return ddbtypes.TransactWriteItem{Delete: &ddbtypes.Delete{TableName: &p.table, Key: key(pk, sk)}}
+}
+
+// transact runs one TransactWriteItems call.
+func (p *Provider) transact(ctx context.Context, items ...ddbtypes.TransactWriteItem) error {
+	_, err := p.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: items})
+	return err
+}
+
+// conflictWait backs off before retrying a transaction that lost to a concurrent
+// one; it returns ErrContention once maxTxAttempts are used up.
+func (p *Provider) conflictWait(ctx context.Context, op string, attempt int, cause error) error {
+	if attempt+1 >= maxTxAttempts {
+		return fmt.Errorf("dynamodb: %s: %w after %d attempts: %w", op, ErrContention, maxTxAttempts, cause)
+	}
+	return p.retry.Wait(ctx, attempt)
+}
+
+// expiresAt returns now+ttl, or the zero time (never) for ttl == 0.
+func expiresAt(now time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		return time.Time{}
+	}
+	return now.Add(ttl)
+}

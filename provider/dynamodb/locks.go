@@ -1,0 +1,174 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// Locks and leases share one item per key, LOCK#{key}/LOCK, updated in place with
+// conditional UpdateItem calls and never deleted, so its fence counter outlives
+// every lease: holder is "lock:"+owner or "lease:"+token (absent when free), exp the
+// expiry in Unix nanoseconds (absent: no expiry).
+
+// free is the condition that the key is free or its holder expired at now.
+func free(now time.Time) expression.ConditionBuilder {
+	return expression.AttributeNotExists(expression.Name(attrHolder)).
+		Or(expression.Name(attrExp).LessThanEqual(expression.Value(unixNano(now))))
+}
+
+// heldBy is the condition that holder holds the key, unexpired at now.
+func heldBy(holder string, now time.Time) expression.ConditionBuilder {
+	return expression.Name(attrHolder).Equal(expression.Value(holder)).And(
+		expression.AttributeNotExists(expression.Name(attrExp)).
+			Or(expression.Name(attrExp).GreaterThan(expression.Value(unixNano(now)))))
+}
+
+// take sets holder and expiry (zero: none).
+func take(holder string, exp time.Time) expression.UpdateBuilder {
+	u := expression.Set(expression.Name(attrHolder), expression.Value(holder))
+	if exp.IsZero() {
+		return u.Remove(expression.Name(attrExp))
+	}
+	return u.Set(expression.Name(attrExp), expression.Value(unixNano(exp)))
+}
+
+// releaseUpdate frees the key, keeping the fence.
+func releaseUpdate() expression.UpdateBuilder {
+	return expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
+}
+
+// updateLock runs one conditional UpdateItem on key's lock item; ok is false when
+// the condition failed.
+func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, ok bool, err error) {
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
+	}
+	out, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
+		TableName:                 &p.table,
+		Key:                       key(lockPrefix+lockKey, skLock),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              ret,
+	})
+	if ddbx.IsConditionFailed(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	return out.Attributes, true, nil
+}
+
+// AcquireLock implements provider.Locker with one conditional UpdateItem.
+func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return false, err
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	now := p.now()
+	_, ok, err := p.updateLock(ctx, "acquire lock", key, take("lock:"+p.owner, expiresAt(now, ttl)), free(now), ddbtypes.ReturnValueNone)
+	return ok, err
+}
+
+// ReleaseLock implements provider.Locker with one conditional UpdateItem.
+func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := provider.CheckLockKey(key); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return p.release(ctx, "release lock", key, "lock:"+p.owner)
+}
+
+func (p *Provider) release(ctx context.Context, op, key, holder string) error {
+	_, ok, err := p.updateLock(ctx, op, key, releaseUpdate(), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
+	}
+	return nil
+}
+
+// AcquireLease implements provider.Leaser with one conditional UpdateItem that also
+// increments the key's fence counter and returns it.
+func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	now := p.now()
+	lease := types.Lease{Key: key, Token: randomID(), ExpiresAt: now.Add(ttl)}
+	upd := take("lease:"+lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
+	attrs, ok, err := p.updateLock(ctx, "acquire lease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
+	}
+	if err := attributevalue.Unmarshal(attrs[attrFence], &lease.Fence); err != nil {
+		return nil, fmt.Errorf("dynamodb: acquire lease: fence: %w", err)
+	}
+	return &lease, nil
+}
+
+// RenewLease implements provider.Leaser with one conditional UpdateItem.
+func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.Validate(lease); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	now := p.now()
+	lease.ExpiresAt = now.Add(ttl)
+	upd := expression.Set(expression.Name(attrExp), expression.Value(unixNano(lease.ExpiresAt)))
+	_, ok, err := p.updateLock(ctx, "renew lease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockNotHeld, lease.Key)
+	}
+	return &lease, nil
+}
+
+// ReleaseLease implements provider.Leaser with one conditional UpdateItem.
+func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := provider.Validate(lease); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return p.release(ctx, "release lease", lease.Key, "lease:"+lease.Token)
+}

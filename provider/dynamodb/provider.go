@@ -1,0 +1,356 @@
+package dynamodb
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/backoff"
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/provider"
+)
+
+// API is the subset of *ddb.Client that Provider calls. Wrap a client in your own
+// implementation to add tracing, metrics or fault injection.
+type API interface {
+	GetItem(ctx context.Context, in *ddb.GetItemInput, optFns ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *ddb.PutItemInput, optFns ...func(*ddb.Options)) (*ddb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *ddb.UpdateItemInput, optFns ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *ddb.DeleteItemInput, optFns ...func(*ddb.Options)) (*ddb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *ddb.QueryInput, optFns ...func(*ddb.Options)) (*ddb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *ddb.TransactWriteItemsInput, optFns ...func(*ddb.Options)) (*ddb.TransactWriteItemsOutput, error)
+	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
+}
+
+var _ API = (*ddb.Client)(nil)
+
+// DefaultReadinessTTL is how long PutReadiness keeps a result unless
+// WithReadinessTTL says otherwise.
+const DefaultReadinessTTL = 5 * time.Minute
+
+// maxTxAttempts bounds the attempts of one transactional write that loses to
+// concurrent writers (transaction conflicts, or a lost race for an event sequence
+// number) before the call gives up with ErrContention.
+const maxTxAttempts = 64
+
+// ErrContention is wrapped by the error of a write that lost to concurrent writers
+// of the same items maxTxAttempts times in a row; nothing was written. It is rare
+// (hundreds of writers on one run or one pipeline's event log) and safe to retry.
+var ErrContention = errors.New("dynamodb: too much contention")
+
+// Option configures a Provider; see New.
+type Option func(*Provider) error
+
+// WithOwner sets the lock owner identity of the provider instance (default: 16
+// random bytes in hex). Two instances with the same owner hold each other's locks.
+func WithOwner(owner string) Option {
+	return func(p *Provider) error {
+		if owner == "" {
+			return errors.New("dynamodb: WithOwner: empty owner")
+		}
+		p.owner = owner
+		return nil
+	}
+}
+
+// WithClock sets the clock that fills timestamps and judges every TTL (default
+// time.Now). All instances sharing a table should agree on time to within the
+// shortest TTL they use; events never depend on it (see the package doc).
+func WithClock(now func() time.Time) Option {
+	return func(p *Provider) error {
+		if now == nil {
+			return errors.New("dynamodb: WithClock: nil clock")
+		}
+		p.now = now
+		return nil
+	}
+}
+
+// WithReadinessTTL sets how long PutReadiness keeps a result (default
+// DefaultReadinessTTL); it must be positive.
+func WithReadinessTTL(ttl time.Duration) Option {
+	return func(p *Provider) error {
+		if ttl <= 0 {
+			return fmt.Errorf("dynamodb: WithReadinessTTL: %v is not positive", ttl)
+		}
+		p.readinessTTL = ttl
+		return nil
+	}
+}
+
+// WithEventRetention keeps each event for d after it is appended (by the provider
+// clock): older events are invisible to ListEvents and ReadEventsSince and carry a
+// `ttl` attribute so DynamoDB deletes them. The default, 0, keeps events forever; a
+// negative d is an error.
+func WithEventRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if d < 0 {
+			return fmt.Errorf("dynamodb: WithEventRetention: %v is negative", d)
+		}
+		p.eventRetention = d
+		return nil
+	}
+}
+
+// Provider is a provider.Provider (plus provider.Leaser and provider.CascadeReader)
+// on one DynamoDB table. It is safe for concurrent use; instances in many processes
+// may share a table. See the package doc for the schema and the guarantees.
+type Provider struct {
+	api            API
+	table          string
+	now            func() time.Time
+	owner          string
+	readinessTTL   time.Duration
+	eventRetention time.Duration
+	retry          backoff.Policy
+	closed         atomic.Bool
+
+	seqMu sync.Mutex
+	seqs  map[string]int64 // pipeline ID -> last event sequence number seen (a hint)
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Leaser        = (*Provider)(nil)
+	_ provider.CascadeReader = (*Provider)(nil)
+)
+
+// New returns a Provider on table through client. It does no I/O: the table must
+// exist (see CreateTable), and calls work as soon as New returns. It fails on a nil
+// client, an empty table name or an invalid option.
+func New(client API, table string, opts ...Option) (*Provider, error) {
+	if client == nil {
+		return nil, errors.New("dynamodb: New: nil client")
+	}
+	if table == "" {
+		return nil, errors.New("dynamodb: New: empty table name")
+	}
+	p := &Provider{
+		api:          client,
+		table:        table,
+		now:          time.Now,
+		owner:        randomID(),
+		readinessTTL: DefaultReadinessTTL,
+		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
+		seqs:         map[string]int64{},
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("dynamodb: New: nil option")
+		}
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Owner returns the lock owner identity of p.
+func (p *Provider) Owner() string { return p.owner }
+
+// Table returns the name of p's table.
+func (p *Provider) Table() string { return p.table }
+
+// Start implements provider.Provider. It does no I/O (use Ping to check the table);
+// after Stop it returns ErrClosed.
+func (p *Provider) Start(ctx context.Context) error { return p.begin(ctx) }
+
+// Stop implements provider.Provider: every later call returns an error wrapping
+// provider.ErrClosed. It never closes the client, and calls in flight finish.
+func (p *Provider) Stop(ctx context.Context) error {
+	p.closed.Store(true)
+	return nil
+}
+
+// Ping implements provider.Provider with one DescribeTable call.
+func (p *Provider) Ping(ctx context.Context) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	if _, err := p.api.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &p.table}); err != nil {
+		return fmt.Errorf("dynamodb: ping: %w", err)
+	}
+	return nil
+}
+
+// begin checks ctx and the lifecycle at the start of every call.
+func (p *Provider) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	return nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}
+
+// item is the stored form of every entity; see the key schema in the package doc.
+// Entity bodies are JSON in Data, so a Get returns exactly what a JSON round trip
+// gives.
+type item struct {
+	PK     string `dynamodbav:"PK"`
+	SK     string `dynamodbav:"SK"`
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
+	Data   string `dynamodbav:"data,omitempty"`
+	// Exp is the expiry in Unix nanoseconds by the provider clock (0: never); reads
+	// and lock conditions compare it with the provider clock.
+	Exp int64 `dynamodbav:"exp,omitempty"`
+	// TTL is Exp in Unix seconds, rounded up, for DynamoDB's TTL deletion. Lock items
+	// never carry it: their fence counter must outlive every lease.
+	TTL int64 `dynamodbav:"ttl,omitempty"`
+	// ListPK and ListSK, on a truth item, are the key of its list copy.
+	ListPK string `dynamodbav:"listPK,omitempty"`
+	ListSK string `dynamodbav:"listSK,omitempty"`
+	// Version is a run's CAS version (runs only; a pointer so 0 is stored).
+	Version *int `dynamodbav:"version,omitempty"`
+	// Seq is an event's sequence number, or the last one handed out on the counter.
+	Seq int64 `dynamodbav:"seq,omitempty"`
+	// Holder and Fence are a lock item's holder ("lock:"+owner or "lease:"+token)
+	// and lease fence counter.
+	Holder string `dynamodbav:"holder,omitempty"`
+	Fence  int64  `dynamodbav:"fence,omitempty"`
+}
+
+// Attribute names used in expressions.
+const (
+	attrPK     = "PK"
+	attrSK     = "SK"
+	attrGSI1PK = "GSI1PK"
+	attrGSI1SK = "GSI1SK"
+	attrExp    = "exp"
+	attrTTL    = "ttl"
+	attrListPK = "listPK"
+	attrListSK = "listSK"
+	attrVer    = "version"
+	attrSeq    = "seq"
+	attrHolder = "holder"
+	attrFence  = "fence"
+	indexGSI1  = "GSI1"
+)
+
+// setExpiry sets Exp and TTL for an expiry at t (zero: never).
+func (it *item) setExpiry(t time.Time) {
+	if t.IsZero() {
+		it.Exp, it.TTL = 0, 0
+		return
+	}
+	it.Exp = unixNano(t)
+	it.TTL = t.Unix() + 1
+}
+
+// live reports whether it has not expired at now.
+func (it *item) live(now time.Time) bool { return it.Exp == 0 || unixNano(now) < it.Exp }
+
+// unixNano is t.UnixNano, saturated outside the years 1678-2262 where it overflows.
+func unixNano(t time.Time) int64 {
+	switch s := t.Unix(); {
+	case s >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	case s <= math.MinInt64/int64(time.Second):
+		return math.MinInt64 + 1
+	}
+	return t.UnixNano()
+}
+
+// timeKey encodes t as a fixed-width string whose byte order is time order, for any
+// time.Time: 16 hex digits of the Unix second with the sign bit flipped, then 8 of
+// the nanosecond.
+func timeKey(t time.Time) string {
+	return fmt.Sprintf("%016x%08x", uint64(t.Unix())^(1<<63), t.Nanosecond())
+}
+
+// encode returns v as compact JSON (no HTML escaping, to save item space). A value
+// JSON cannot encode is ErrInvalidArgument.
+func encode(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", provider.Invalid(err)
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// decodeData unmarshals it.Data.
+func decodeData[T any](it item) (T, error) {
+	var v T
+	if err := json.Unmarshal([]byte(it.Data), &v); err != nil {
+		return v, fmt.Errorf("dynamodb: corrupt item %s/%s: %w", it.PK, it.SK, err)
+	}
+	return v, nil
+}
+
+// decodeAll decodes the data of items.
+func decodeAll[T any](items []item) ([]T, error) {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		v, err := decodeData[T](it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// clone deep-copies v through JSON, as storing and reading it would.
+func clone[T any](v T) (T, error) {
+	var out T
+	s, err := encode(v)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return out, provider.Invalid(err)
+	}
+	return out, nil
+}
+
+// marshal returns it as an attribute map and checks DynamoDB's item size limit.
+func marshal(it item) (map[string]ddbtypes.AttributeValue, error) {
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: marshal %s/%s: %w", it.PK, it.SK, err)
+	}
+	if n := ddbx.ItemSize(av); n > ddbx.MaxItemSize {
+		return nil, fmt.Errorf("%w: item %s/%s would be about %d bytes, over DynamoDB's %d",
+			provider.ErrTooLarge, it.PK, it.SK, n, ddbx.MaxItemSize)
+	}
+	return av, nil
+}
+
+// unmarshal decodes an attribute map into an item.
+func unmarshal(av map[string]ddbtypes.AttributeValue) (item, error) {
+	var it item
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return it, fmt.Errorf("dynamodb: corrupt item: %w", err)
+	}
+	return it, nil
+}
+
+// key returns the primary key attributes of (pk, sk).
+func key(pk, sk string) map[string]ddbtypes.AttributeValue {
+	return map[string]ddbtypes.AttributeValue{
+		attrPK: &ddbtypes.AttributeValueMemberS{Value: pk},
+		attrSK: &ddbtypes.AttributeValueMemberS{Value: sk},
+	}
+}

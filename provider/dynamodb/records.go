@@ -1,0 +1,236 @@
+package dynamodb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// slotSK is the sort key suffix of a (date, schedule) pair: '#' sorts before every
+// ID byte, so string order of the suffix is (date, schedule) order.
+func slotSK(date, scheduleID string) string { return date + "#" + scheduleID }
+
+// checkSlot validates a (pipeline, date, schedule) key and applies the default
+// schedule.
+func checkSlot(pipelineID, date, scheduleID string) (string, error) {
+	if err := provider.CheckIDs("pipeline ID", pipelineID, "date", date); err != nil {
+		return "", err
+	}
+	return provider.CheckSchedule(scheduleID)
+}
+
+// PutRunLog implements provider.RunLogStore with one PutItem.
+func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	if err := provider.Validate(entry); err != nil {
+		return err
+	}
+	entry.ScheduleID = types.ScheduleOrDefault(entry.ScheduleID)
+	data, err := encode(entry)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return p.put(ctx, "put run log", item{
+		PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data,
+	})
+}
+
+// GetRunLog implements provider.RunLogStore with one GetItem.
+func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
+	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return getData[types.RunLogEntry](ctx, p, "get run log", pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
+}
+
+// ListRunLogs implements provider.RunLogStore with one strongly consistent Query,
+// newest Date first, ties by ScheduleID descending.
+func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RunLogEntry](ctx, p, "list run logs",
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRunLog), desc: true, limit: limit}))
+}
+
+// PutReplay implements provider.ReplayStore with one PutItem; the item is also in
+// GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
+func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	if err := provider.Validate(req); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	req.ScheduleID = types.ScheduleOrDefault(req.ScheduleID)
+	if req.CreatedAt.IsZero() {
+		req.CreatedAt = p.now()
+	}
+	data, err := encode(req)
+	if err != nil {
+		return err
+	}
+	slot := slotSK(req.Date, req.ScheduleID)
+	return p.put(ctx, "put replay", item{
+		PK: pipelinePrefix + req.PipelineID, SK: skReplay + slot,
+		GSI1PK: gsiReplays, GSI1SK: timeKey(req.CreatedAt) + "#" + req.PipelineID + "#" + slot,
+		Data: data,
+	})
+}
+
+// GetReplay implements provider.ReplayStore with one GetItem.
+func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
+	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return getData[types.ReplayRequest](ctx, p, "get replay", pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
+}
+
+// ListReplays implements provider.ReplayStore with one Query of GSI1 (eventually
+// consistent), newest CreatedAt first, ties by (pipeline, date, schedule)
+// descending.
+func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.ReplayRequest](ctx, p, "list replays",
+		queryIn{index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit}))
+}
+
+// PutLateArrival implements provider.LateArrivalStore with one PutItem. Each record
+// is a new item whose sort key ends with DetectedAt and an insertion stamp, so
+// records with equal DetectedAt list in insertion order (within one process;
+// across processes, by wall clock).
+func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	if err := provider.Validate(la); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	la.ScheduleID = types.ScheduleOrDefault(la.ScheduleID)
+	if la.DetectedAt.IsZero() {
+		la.DetectedAt = p.now()
+	}
+	data, err := encode(la)
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "put late arrival", item{
+		PK:   pipelinePrefix + la.PipelineID,
+		SK:   skLate + slotSK(la.Date, la.ScheduleID) + "#" + timeKey(la.DetectedAt) + "#" + insertionStamp(),
+		Data: data,
+	})
+}
+
+// ListLateArrivals implements provider.LateArrivalStore with one strongly consistent
+// Query (more past 1 MB), oldest DetectedAt first.
+func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
+	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.LateArrival](ctx, p, "list late arrivals",
+		queryIn{key: partition(pipelinePrefix+pipelineID, skLate+slotSK(date, schedule)+"#")}))
+}
+
+var (
+	lastStamp atomic.Int64
+	stampTail = randomTail()
+)
+
+func randomTail() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// insertionStamp returns a string that increases with every call in this process
+// (wall-clock nanoseconds, bumped past the previous stamp) and ends with a random
+// per-process tail, so stamps of two processes never collide.
+func insertionStamp() string {
+	for {
+		prev := lastStamp.Load()
+		next := max(prev+1, time.Now().UnixNano())
+		if lastStamp.CompareAndSwap(prev, next) {
+			return fmt.Sprintf("%016x%s", next, stampTail)
+		}
+	}
+}
+
+// markerItems returns a cascade marker's truth item, keyed by (date, schedule), and
+// its list copy, keyed by WrittenAt.
+func markerItems(m types.CascadeMarker) (truth, list item, err error) {
+	data, err := encode(m)
+	if err != nil {
+		return truth, list, err
+	}
+	slot := slotSK(m.Date, m.ScheduleID)
+	list = item{PK: markerPrefix + m.PipelineID, SK: skMarkerByTime + timeKey(m.WrittenAt) + "#" + slot, Data: data}
+	truth = item{PK: list.PK, SK: slot, Data: data, ListPK: list.PK, ListSK: list.SK}
+	return truth, list, nil
+}
+
+// WriteCascadeMarker implements provider.CascadeStore: the marker and its by-time
+// list copy change in one TransactWriteItems (two when the marker existed: the
+// second also deletes the old list copy).
+func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source}
+	if err := provider.Validate(m); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	m.WrittenAt = p.now()
+	truth, list, err := markerItems(m)
+	if err != nil {
+		return err
+	}
+	return p.putPair(ctx, "write cascade marker", truth, list, nil)
+}
+
+// ListCascadeMarkers implements provider.CascadeReader with one strongly consistent
+// Query of the by-time list copies, newest WrittenAt first.
+func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.CascadeMarker](ctx, p, "list cascade markers",
+		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit}))
+}
+

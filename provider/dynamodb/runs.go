@@ -1,0 +1,335 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// runItems returns a run's truth item and list copy.
+func runItems(r types.RunState) (truth, list item, err error) {
+	data, err := encode(r)
+	if err != nil {
+		return truth, list, err
+	}
+	v := r.Version
+	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRun + timeKey(r.CreatedAt) + "#" + r.RunID, Data: data}
+	truth = item{PK: runPrefix + r.RunID, SK: skState, Data: data, Version: &v, ListPK: list.PK, ListSK: list.SK}
+	return truth, list, nil
+}
+
+// PutRunState implements provider.RunStore: the truth item and the pipeline's list
+// copy change in one TransactWriteItems. A re-put that changes CreatedAt moves the
+// list copy (a second transaction deletes the old copy and writes the new one);
+// re-putting a run under another pipeline is ErrInvalidArgument.
+func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := provider.Validate(run); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	now := p.now()
+	if run.CreatedAt.IsZero() {
+		run.CreatedAt = now
+	}
+	if run.UpdatedAt.IsZero() {
+		run.UpdatedAt = now
+	}
+	truth, list, err := runItems(run)
+	if err != nil {
+		return err
+	}
+	return p.putPair(ctx, "put run", truth, list, func(old item) error {
+		if old.ListPK != list.PK {
+			return provider.Invalidf("run %s belongs to another pipeline than %s", run.RunID, run.PipelineID)
+		}
+		return nil
+	})
+}
+
+// putPair writes a truth item and its list copy (truth.ListPK/ListSK name the copy)
+// in one TransactWriteItems whose condition says the truth item is new or points at
+// the same copy. When it points elsewhere, check (if set) may refuse the move;
+// otherwise the write is repeated with the old copy's deletion in the same
+// transaction, conditioned on the truth item still pointing at it. So the truth and
+// its one list copy always change together.
+func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error) error {
+	tav, err := marshal(truth)
+	if err != nil {
+		return err
+	}
+	lav, err := marshal(list)
+	if err != nil {
+		return err
+	}
+	putList, _ := p.txPut(lav, nil)
+	var old *item // the copy the truth item points at, once known
+	for attempt := 0; ; attempt++ {
+		var cond expression.ConditionBuilder
+		if old == nil {
+			cond = expression.AttributeNotExists(expression.Name(attrPK)).Or(pointsAt(list.PK, list.SK))
+		} else {
+			cond = pointsAt(old.ListPK, old.ListSK)
+		}
+		putTruth, err := p.txPut(tav, &cond)
+		if err != nil {
+			return err
+		}
+		items := []ddbtypes.TransactWriteItem{putTruth, putList}
+		if old != nil && (old.ListPK != list.PK || old.ListSK != list.SK) {
+			items = append(items, p.txDelete(old.ListPK, old.ListSK))
+		}
+		err = p.transact(ctx, items...)
+		if err == nil {
+			return nil
+		}
+		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
+			if attempt+1 >= maxTxAttempts {
+				return fmt.Errorf("dynamodb: %s: %w: %w", op, ErrContention, err)
+			}
+			if av == nil { // deleted meanwhile: write it as new
+				old = nil
+				continue
+			}
+			o, err := unmarshal(av)
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if err := check(o); err != nil {
+					return err
+				}
+			}
+			old = &o
+			continue
+		}
+		if !ddbx.IsTxConflict(err) {
+			return fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+			return err
+		}
+	}
+}
+
+// pointsAt is the condition that a truth item's list copy is (pk, sk).
+func pointsAt(pk, sk string) expression.ConditionBuilder {
+	return expression.Name(attrListPK).Equal(expression.Value(pk)).
+		And(expression.Name(attrListSK).Equal(expression.Value(sk)))
+}
+
+// GetRunState implements provider.RunStore with one GetItem.
+func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return getData[types.RunState](ctx, p, "get run", runPrefix+runID, skState)
+}
+
+// ListRuns implements provider.RunStore with one strongly consistent Query of the
+// list copies, newest CreatedAt first (ties by RunID, descending).
+func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RunState](ctx, p, "list runs",
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit}))
+}
+
+// CompareAndSwapRunState implements provider.RunStore with one TransactWriteItems:
+// the truth item is replaced on condition that its version is expectedVersion and
+// it belongs to newState's pipeline with the same list copy, and the list copy is
+// replaced with it. A failed condition returns the stored item
+// (ReturnValuesOnConditionCheckFailure), which tells a missing run or a version
+// mismatch ((false, nil)) from another pipeline (ErrInvalidArgument) from a
+// newState.CreatedAt that is not the stored one: then the swap is retried once with
+// the stored CreatedAt, which CAS never changes. A zero newState.CreatedAt costs a
+// GetItem first.
+func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return false, err
+	}
+	if err := provider.Validate(newState); err != nil {
+		return false, err
+	}
+	if newState.RunID != runID {
+		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
+	}
+	if expectedVersion < 0 {
+		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	const op = "compare and swap run"
+	// stale reports how an old truth item fails the swap: (false, nil) to give up
+	// with (false, nil), an error, or (true, nil) when only CreatedAt differs.
+	stale := func(o item) (retry bool, err error) {
+		if o.ListPK != pipelinePrefix+newState.PipelineID {
+			return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
+		}
+		if o.Version == nil || *o.Version != expectedVersion {
+			return false, nil
+		}
+		old, err := decodeData[types.RunState](o)
+		if err != nil {
+			return false, err
+		}
+		newState.CreatedAt = old.CreatedAt
+		return true, nil
+	}
+	if newState.CreatedAt.IsZero() {
+		o, ok, err := p.get(ctx, op, runPrefix+runID, skState)
+		if err != nil || !ok {
+			return false, err
+		}
+		if retry, err := stale(o); !retry {
+			return false, err
+		}
+	}
+	newState.Version = expectedVersion + 1
+	newState.UpdatedAt = p.now()
+	createdFixed := false
+	for attempt := 0; ; attempt++ {
+		truth, list, err := runItems(newState)
+		if err != nil {
+			return false, err
+		}
+		tav, err := marshal(truth)
+		if err != nil {
+			return false, err
+		}
+		lav, err := marshal(list)
+		if err != nil {
+			return false, err
+		}
+		cond := expression.Name(attrVer).Equal(expression.Value(expectedVersion)).And(pointsAt(list.PK, list.SK))
+		putTruth, err := p.txPut(tav, &cond)
+		if err != nil {
+			return false, err
+		}
+		putList, _ := p.txPut(lav, nil)
+		err = p.transact(ctx, putTruth, putList)
+		if err == nil {
+			return true, nil
+		}
+		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
+			if av == nil || createdFixed {
+				return false, nil
+			}
+			o, err := unmarshal(av)
+			if err != nil {
+				return false, err
+			}
+			if retry, err := stale(o); !retry {
+				return false, err
+			}
+			createdFixed = true
+			continue
+		}
+		if !ddbx.IsTxConflict(err) {
+			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+			return false, err
+		}
+	}
+}
+
+// nonNil turns a nil slice without error into an empty one.
+func nonNil[T any](vs []T, err error) ([]T, error) {
+	if vs == nil && err == nil {
+		vs = []T{}
+	}
+	return vs, err
+}
+
+// rerunItems returns a rerun's truth item (also in GSI1 for ListAllReruns) and its
+// list copy in the pipeline's partition.
+func rerunItems(r types.RerunRecord) (truth, list item, err error) {
+	data, err := encode(r)
+	if err != nil {
+		return truth, list, err
+	}
+	at := timeKey(r.RequestedAt) + "#" + r.RerunID
+	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRerun + at, Data: data}
+	truth = item{PK: rerunPrefix + r.RerunID, SK: skState, GSI1PK: gsiReruns, GSI1SK: at, Data: data, ListPK: list.PK, ListSK: list.SK}
+	return truth, list, nil
+}
+
+// PutRerun implements provider.RerunStore: the record and its pipeline's list copy
+// change in one TransactWriteItems (two when RequestedAt or PipelineID changed,
+// the second also deleting the old list copy). A zero RequestedAt is filled from
+// the clock.
+func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	if err := provider.Validate(rerun); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	if rerun.RequestedAt.IsZero() {
+		rerun.RequestedAt = p.now()
+	}
+	truth, list, err := rerunItems(rerun)
+	if err != nil {
+		return err
+	}
+	return p.putPair(ctx, "put rerun", truth, list, nil)
+}
+
+// GetRerun implements provider.RerunStore with one GetItem.
+func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return getData[types.RerunRecord](ctx, p, "get rerun", rerunPrefix+rerunID, skState)
+}
+
+// ListReruns implements provider.RerunStore with one strongly consistent Query of
+// the pipeline's list copies.
+func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RerunRecord](ctx, p, "list reruns",
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit}))
+}
+
+// ListAllReruns implements provider.RerunStore with one Query of GSI1, which is
+// eventually consistent (see the package doc).
+func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RerunRecord](ctx, p, "list all reruns",
+		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit}))
+}
