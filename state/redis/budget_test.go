@@ -1,0 +1,89 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/redis"
+)
+
+// TestRoundTrips holds the round-trip budgets of the package doc's table.
+func TestRoundTrips(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		n := testenv.CountRedis(c)
+		nodes := int64(1)
+		if cc, ok := c.(*goredis.ClusterClient); ok {
+			nodes = 0
+			if err := cc.ForEachMaster(t.Context(), func(context.Context, *goredis.Client) error {
+				nodes++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := redis.WithKeyPrefix(prefixFor(t))
+		sum, err1 := redis.NewInt64SumStore(c, p)
+		fsum, err2 := redis.NewFloat64SumStore(c, p)
+		max, err3 := redis.NewInt64MaxStore(c, p)
+		bs, err4 := redis.NewBytesStore(c, counter{}, p)
+		dd, err5 := redis.NewDeduper(c, p)
+		for _, err := range []error{err1, err2, err3, err4, err5} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := state.Key{Entity: "k", Bucket: 1}
+		many := make([]state.Key, 50)
+		for i := range many {
+			many[i] = state.Key{Entity: fmt.Sprint("e", i)}
+		}
+		seq := 0
+		id := func() string { seq++; return fmt.Sprint("ev", seq) }
+		cases := []struct {
+			name string
+			max  int64
+			op   func(ctx context.Context) error
+		}{
+			{"sum merge", 1, func(ctx context.Context) error { return sum.MergeUpdate(ctx, k, 1, 0) }},
+			{"sum merge ttl", 1, func(ctx context.Context) error { return sum.MergeUpdate(ctx, k, 1, 1e12) }},
+			{"sum once", 1, func(ctx context.Context) error { _, err := sum.MergeUpdateOnce(ctx, id(), k, 1, 0); return err }},
+			{"sum get", 1, func(ctx context.Context) error { _, _, err := sum.Get(ctx, k); return err }},
+			{"sum get many", nodes, func(ctx context.Context) error { _, _, err := sum.GetMany(ctx, many); return err }},
+			{"get many empty", 0, func(ctx context.Context) error { _, _, err := sum.GetMany(ctx, nil); return err }},
+			{"float merge", 1, func(ctx context.Context) error { return fsum.MergeUpdate(ctx, k, 0.5, 0) }},
+			{"float once", 1, func(ctx context.Context) error { _, err := fsum.MergeUpdateOnce(ctx, id(), k, 1, 0); return err }},
+			{"max merge", 1, func(ctx context.Context) error { return max.MergeUpdate(ctx, k, 3, 0) }},
+			{"max once", 1, func(ctx context.Context) error { _, err := max.MergeUpdateOnce(ctx, id(), k, 4, 0); return err }},
+			{"bytes merge", 2, func(ctx context.Context) error { return bs.MergeUpdate(ctx, k, counter{}.of(1), 0) }},
+			{"bytes once", 2, func(ctx context.Context) error {
+				_, err := bs.MergeUpdateOnce(ctx, id(), k, counter{}.of(1), 0)
+				return err
+			}},
+			{"bytes get", 1, func(ctx context.Context) error { _, _, err := bs.Get(ctx, k); return err }},
+			{"bytes get many", nodes, func(ctx context.Context) error { _, _, err := bs.GetMany(ctx, many); return err }},
+			{"mark seen", 1, func(ctx context.Context) error { _, err := dd.MarkSeen(ctx, id()); return err }},
+			{"release", 1, func(ctx context.Context) error { return dd.Release(ctx, "x") }},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				// The first run loads scripts (NOSCRIPT then EVAL) and cluster slots.
+				if err := tc.op(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				n.Reset()
+				if err := tc.op(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if got := n.Load(); got > tc.max || (tc.max > 0 && got == 0) {
+					t.Errorf("%d round trips, budget %d", got, tc.max)
+				}
+			})
+		}
+	})
+}
