@@ -1,0 +1,135 @@
+package redis
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// eventField is the stream entry field holding an event's JSON.
+const eventField = "e"
+
+// AppendEvent implements provider.EventStore with one XADD ... MAXLEN ~ retention,
+// filling a zero Timestamp from the clock. The entry's stream ID is its cursor; the
+// order of stream IDs is the commit order every reader sees.
+func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	if err := provider.Validate(ev); err != nil {
+		return err
+	}
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = p.now()
+	}
+	data, err := p.encode(ev)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	err = p.c.XAdd(ctx, &goredis.XAddArgs{
+		Stream: p.k.events(ev.PipelineID),
+		MaxLen: p.retention,
+		Approx: true,
+		Values: []any{eventField, data},
+	}).Err()
+	return p.wrap("append event", err)
+}
+
+// ListEvents implements provider.EventStore with one XREVRANGE ... COUNT limit,
+// returned oldest first.
+func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	msgs, err := p.c.XRevRangeN(ctx, p.k.events(pipelineID), "+", "-", int64(limit)).Result()
+	if err != nil {
+		return nil, p.wrap("list events", err)
+	}
+	slices.Reverse(msgs)
+	out := make([]types.Event, len(msgs))
+	for i, m := range msgs {
+		if out[i], err = decodeEvent("list events", m); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ReadEventsSince implements provider.EventStore with one XRANGE from the exclusive
+// start "(sinceID". A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
+// else is ErrInvalidArgument.
+func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckCount(count); err != nil {
+		return nil, err
+	}
+	start := "-"
+	if sinceID != "" {
+		ms, seq, ok := parseStreamID(sinceID)
+		if !ok {
+			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
+		}
+		if ms == math.MaxUint64 && seq == math.MaxUint64 {
+			if err := p.begin(ctx); err != nil {
+				return nil, err
+			}
+			return []types.EventRecord{}, nil // nothing can follow the largest ID
+		}
+		start = "(" + sinceID
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	msgs, err := p.c.XRangeN(ctx, p.k.events(pipelineID), start, "+", count).Result()
+	if err != nil {
+		return nil, p.wrap("read events", err)
+	}
+	out := make([]types.EventRecord, len(msgs))
+	for i, m := range msgs {
+		ev, err := decodeEvent("read events", m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = types.EventRecord{StreamID: m.ID, Event: ev}
+	}
+	return out, nil
+}
+
+// parseStreamID parses "<ms>-<seq>" in canonical decimal form (no sign, no leading
+// zeros), so that each cursor has one spelling.
+func parseStreamID(s string) (ms, seq uint64, ok bool) {
+	a, b, found := strings.Cut(s, "-")
+	if !found {
+		return 0, 0, false
+	}
+	parse := func(x string) (uint64, bool) {
+		if x == "" || (len(x) > 1 && x[0] == '0') || x[0] == '+' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(x, 10, 64)
+		return n, err == nil
+	}
+	ms, ok1 := parse(a)
+	seq, ok2 := parse(b)
+	return ms, seq, ok1 && ok2
+}
+
+func decodeEvent(op string, m goredis.XMessage) (types.Event, error) {
+	s, _ := m.Values[eventField].(string)
+	return decode[types.Event](op, s)
+}

@@ -1,0 +1,189 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/redis"
+	providertest "github.com/pipestate/pipestate/provider/redis/internal/ptcopy"
+)
+
+// fakeClock is a test's clock: real time plus what Sleep added, so that
+// timestamps keep moving while TTLs can be jumped over.
+type fakeClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// miniEnv is the storage of one test on miniredis: its own server and clock.
+type miniEnv struct {
+	m     *miniredis.Miniredis
+	c     *goredis.Client
+	clock *fakeClock
+}
+
+// miniHarness opens providers on one miniredis per test (keyed by t.Name()), whose
+// Sleep fast-forwards the server's TTLs and the providers' clock together.
+type miniHarness struct {
+	mu   sync.Mutex
+	envs map[string]*miniEnv
+}
+
+func newMiniHarness() *miniHarness { return &miniHarness{envs: map[string]*miniEnv{}} }
+
+func (h *miniHarness) env(t *testing.T) *miniEnv {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.envs[t.Name()]; ok {
+		return e
+	}
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	e := &miniEnv{m: m, c: c, clock: &fakeClock{}}
+	h.envs[t.Name()] = e
+	name := t.Name()
+	t.Cleanup(func() {
+		_ = c.Close()
+		h.mu.Lock()
+		delete(h.envs, name)
+		h.mu.Unlock()
+	})
+	return e
+}
+
+func (h *miniHarness) open(t *testing.T, opts ...redis.Option) *redis.Provider {
+	t.Helper()
+	e := h.env(t)
+	return openProvider(t, e.c, append([]redis.Option{redis.WithClock(e.clock.now)}, opts...)...)
+}
+
+func (h *miniHarness) sleep(t *testing.T, d time.Duration) {
+	t.Helper()
+	e := h.env(t)
+	e.clock.add(d)
+	e.m.FastForward(d)
+}
+
+func (h *miniHarness) harness() providertest.Harness {
+	return providertest.Harness{
+		Open:  func(t *testing.T) provider.Provider { return h.open(t) },
+		Sleep: h.sleep,
+	}
+}
+
+// openProvider opens and starts a provider on c, stopped when t ends.
+func openProvider(t *testing.T, c goredis.UniversalClient, opts ...redis.Option) *redis.Provider {
+	t.Helper()
+	p, err := redis.New(c, opts...)
+	if err != nil {
+		t.Fatalf("redis.New: %v", err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return p
+}
+
+// serverHarness opens providers on a real server (standalone or cluster) with a key
+// prefix per test name and real sleeps.
+type serverHarness struct {
+	c        goredis.UniversalClient
+	mu       sync.Mutex
+	prefixes map[string]string
+}
+
+func newServerHarness(c goredis.UniversalClient) *serverHarness {
+	return &serverHarness{c: c, prefixes: map[string]string{}}
+}
+
+func (h *serverHarness) prefix(t *testing.T) string {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.prefixes[t.Name()]
+	if !ok {
+		p = "pst:" + testenv.UniqueName(t)
+		h.prefixes[t.Name()] = p
+	}
+	return p
+}
+
+func (h *serverHarness) open(t *testing.T, opts ...redis.Option) *redis.Provider {
+	t.Helper()
+	return openProvider(t, h.c, append([]redis.Option{redis.WithKeyPrefix(h.prefix(t)), redis.WithReadinessTTL(3 * time.Second)}, opts...)...)
+}
+
+func (h *serverHarness) harness() providertest.Harness {
+	return providertest.Harness{
+		Open:         func(t *testing.T) provider.Provider { return h.open(t) },
+		ReadinessTTL: 3 * time.Second,
+	}
+}
+
+// realClient returns a client of the standalone server in REDIS_ADDR (or skips).
+func realClient(t testing.TB) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// clusterClient returns a client of the cluster in REDIS_CLUSTER_ADDRS (or skips).
+func clusterClient(t testing.TB) *goredis.ClusterClient {
+	t.Helper()
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: testenv.RedisClusterAddrs(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// cleanPrefix deletes the keys under prefix when t ends (standalone servers only).
+func cleanPrefix(t *testing.T, c *goredis.Client, prefix string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+		}
+		if len(batch) > 0 {
+			_ = c.Del(ctx, batch...).Err()
+		}
+	})
+}
+
+var _ = strings.Contains
+
+func TestProviderMiniredis(t *testing.T) {
+	providertest.Run(t, newMiniHarness().harness())
+}
+
+func TestProviderRedis(t *testing.T) {
+	providertest.Run(t, newServerHarness(realClient(t)).harness())
+}
+
+func TestProviderRedisCluster(t *testing.T) {
+	providertest.Run(t, newServerHarness(clusterClient(t)).harness())
+}

@@ -1,0 +1,282 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// This file holds the one mechanism behind every list whose records live in another
+// hash slot than the list: pipelines (global list), runs (per-pipeline list),
+// reruns (per-pipeline and global lists) and replays (global list).
+//
+// A record's truth is a hash with fields s (a sequence bumped by every write), m (the
+// member the record wants in its lists, "" once deleted), p (its pipeline) and j (its
+// JSON). A list is an index: a sorted set of members (score 0, so ordered by bytes)
+// plus a hash id -> "<seq>|<member>". Writes go in this order:
+//
+//  1. a provisional entry is added to each list the record will be in (nothing is
+//     added where the ID already has an entry);
+//  2. the truth is written by one script, which returns the new sequence;
+//  3. each list entry is set to (sequence, member), or removed (member ""), and this
+//     only if the list has not already seen a later sequence.
+//
+// Readers show a list entry only if the truth exists and wants exactly that member
+// in that list, so a crash between the steps never makes anything wrong visible: a
+// provisional entry without truth, or a stale member, is invisible. Readers also
+// repair what they skip, with the sequence read from the truth, so the sequence
+// guard makes repairs and late writers commute: the list converges to the latest
+// truth whatever the interleaving.
+
+// record is one truth hash as read by fetchRecords.
+type record struct {
+	exists   bool   // the hash exists (has a sequence)
+	seq      int64  // s
+	member   string // m
+	pipeline string // p
+	json     string // j
+	hasJSON  bool
+	created  string // c (runs only)
+}
+
+// call is one script invocation of a batch.
+type call struct {
+	s    *goredis.Script
+	keys []string
+	args []any
+}
+
+// isNoScript reports whether err is Redis's NOSCRIPT error.
+func isNoScript(err error) bool { return err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// runBatch runs calls in one pipeline (one round trip per node), falling back to
+// EVAL for a script the server does not have. The calls must not depend on each
+// other's order: on a cluster they run on several nodes at once.
+func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*goredis.Cmd, error) {
+	cmds := make([]*goredis.Cmd, len(calls))
+	if len(calls) == 1 {
+		c := calls[0]
+		cmds[0] = c.s.Run(ctx, p.c, c.keys, c.args...)
+		return cmds, p.wrap(op, cmds[0].Err())
+	}
+	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = c.s.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		return nil
+	})
+	for i, c := range calls {
+		if isNoScript(cmds[i].Err()) {
+			cmds[i] = c.s.Run(ctx, p.c, c.keys, c.args...)
+		}
+		if err := cmds[i].Err(); err != nil {
+			return cmds, p.wrap(op, err)
+		}
+	}
+	return cmds, nil
+}
+
+// idxCall is an idx_apply call on list ix.
+func idxCall(ix index, mode, id, member string, seq int64) call {
+	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, seq}}
+}
+
+// listEntry names one list a write puts its record in.
+type listEntry struct {
+	ix     index
+	member string
+}
+
+// putIndexed writes a record's truth at key and its entries in lists, in the order
+// described above. pipeline is stored in the truth's p field; strict refuses (and
+// undoes step 1) when the stored pipeline differs. moved, when not nil, names the
+// list to leave when the write moves the record away from oldPipeline. It returns
+// the previous pipeline and whether the write was accepted.
+func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pipeline string, strict bool,
+	lists []listEntry, moved func(oldPipeline string) (index, bool), extra ...any) (oldPipeline string, ok bool, err error) {
+	calls := make([]call, len(lists))
+	for i, l := range lists {
+		calls[i] = idxCall(l.ix, "p", id, l.member, 0)
+	}
+	if _, err := p.runBatch(ctx, op, calls); err != nil {
+		return "", false, err
+	}
+	mode := "move"
+	if strict {
+		mode = "strict"
+	}
+	args := append([]any{member, data, pipeline, mode}, extra...)
+	res, err := scriptRecordPut.Run(ctx, p.c, []string{key}, args...).Slice()
+	if err != nil {
+		return "", false, p.wrap(op, err)
+	}
+	seq, old, err := seqAndString(res)
+	if err != nil {
+		return "", false, p.wrap(op, err)
+	}
+	for i, l := range lists {
+		if seq < 0 {
+			calls[i] = idxCall(l.ix, "d", id, "", 0)
+		} else {
+			calls[i] = idxCall(l.ix, "s", id, l.member, seq)
+		}
+	}
+	if seq >= 0 && moved != nil && old != "" && old != pipeline {
+		if ix, ok := moved(old); ok {
+			calls = append(calls, idxCall(ix, "s", id, "", seq))
+		}
+	}
+	if _, err := p.runBatch(ctx, op, calls); err != nil {
+		return old, seq >= 0, err
+	}
+	return old, seq >= 0, nil
+}
+
+// seqAndString reads a script's {int, string} reply.
+func seqAndString(res []any) (int64, string, error) {
+	if len(res) != 2 {
+		return 0, "", fmt.Errorf("unexpected script reply %v", res)
+	}
+	n, ok1 := res[0].(int64)
+	s, ok2 := res[1].(string)
+	if !ok1 || !ok2 {
+		return 0, "", fmt.Errorf("unexpected script reply %v", res)
+	}
+	return n, s, nil
+}
+
+// fetchRecords reads the truth hashes at keys in one pipeline (one round trip per
+// node on a cluster).
+func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) ([]record, error) {
+	cmds := make([]*goredis.SliceCmd, len(keys))
+	_, err := p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = pipe.HMGet(ctx, k, "s", "m", "p", "j", "c")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	out := make([]record, len(keys))
+	for i, c := range cmds {
+		v := c.Val()
+		str := func(j int) (string, bool) { s, ok := v[j].(string); return s, ok }
+		s, ok := str(0)
+		if !ok {
+			continue
+		}
+		seq, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, p.wrap(op, fmt.Errorf("corrupt sequence %q at %s", s, keys[i]))
+		}
+		r := record{exists: true, seq: seq}
+		r.member, _ = str(1)
+		r.pipeline, _ = str(2)
+		r.json, r.hasJSON = str(3)
+		r.created, _ = str(4)
+		out[i] = r
+	}
+	return out, nil
+}
+
+// listSpec describes how to read one list.
+type listSpec struct {
+	ix   index
+	desc bool                      // highest member first
+	key  func(member string) string // the truth key of a member's record
+	id   func(member string) string // the record ID in a member
+	want func(r record) string      // the member r wants in this list ("" = none)
+}
+
+// pageSize bounds one read of a list index.
+const pageSize = 256
+
+// errRetry is never returned; it marks a listing that repaired entries out of order.
+var errRetry = errors.New("retry")
+
+// listIndexed returns up to limit (all when limit <= 0) visible records of a list,
+// in list order, repairing the entries it skips. See the comment at the top of the
+// file. A listing that re-adds entries (so that the order it read may be stale) is
+// redone, at most twice.
+func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := p.listOnce(ctx, op, s, limit)
+		if errors.Is(err, errRetry) {
+			if attempt < 2 {
+				continue
+			}
+			return out, nil
+		}
+		return out, err
+	}
+}
+
+func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+	var out []record
+	readded := false
+	bound := "-"
+	if s.desc {
+		bound = "+"
+	}
+	for {
+		n := int64(pageSize)
+		if limit > 0 {
+			n = int64(min(pageSize, max(limit-len(out), 1)))
+		}
+		var members []string
+		var err error
+		if s.desc {
+			members, err = p.c.ZRevRangeByLex(ctx, s.ix.z, &goredis.ZRangeBy{Max: bound, Min: "-", Count: n}).Result()
+		} else {
+			members, err = p.c.ZRangeByLex(ctx, s.ix.z, &goredis.ZRangeBy{Min: bound, Max: "+", Count: n}).Result()
+		}
+		if err != nil {
+			return nil, p.wrap(op, err)
+		}
+		if len(members) == 0 {
+			break
+		}
+		bound = "(" + members[len(members)-1]
+		keys := make([]string, len(members))
+		for i, m := range members {
+			keys[i] = s.key(m)
+		}
+		recs, err := p.fetchRecords(ctx, op, keys)
+		if err != nil {
+			return nil, err
+		}
+		var fixes []call
+		for i, m := range members {
+			r := recs[i]
+			if !r.exists {
+				fixes = append(fixes, idxCall(s.ix, "d", s.id(m), "", 0))
+				continue
+			}
+			w := s.want(r)
+			if w == m {
+				if limit <= 0 || len(out) < limit {
+					out = append(out, r)
+				}
+				continue
+			}
+			fixes = append(fixes, idxCall(s.ix, "s", s.id(m), w, r.seq))
+			readded = readded || w != ""
+		}
+		if len(fixes) > 0 {
+			if _, err := p.runBatch(ctx, op, fixes); err != nil {
+				return nil, err
+			}
+		}
+		if (limit > 0 && len(out) >= limit) || int64(len(members)) < n {
+			break
+		}
+	}
+	if readded {
+		return out, errRetry
+	}
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package redis
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// keys builds every key of one provider; see "Key schema" in the package doc.
+type keys struct{ prefix string }
+
+// index is a list index: a sorted set of lex-ordered members (all scores 0) and a
+// hash from record ID to "<seq>|<member>", both in one hash slot.
+type index struct{ z, h string }
+
+// pipeline returns the hash-tagged base of a pipeline's keys: prefix:{pipelineID}.
+// Pipeline IDs never contain ':', '{' or '}', so the other tags below, which all
+// contain ':', never equal a pipeline's.
+func (k keys) pipeline(id string) string { return k.prefix + ":{" + id + "}" }
+
+func (k keys) config(pid string) string    { return k.pipeline(pid) + ":config" }
+func (k keys) traits(pid string) string    { return k.pipeline(pid) + ":traits" }
+func (k keys) readiness(pid string) string { return k.pipeline(pid) + ":readiness" }
+func (k keys) events(pid string) string    { return k.pipeline(pid) + ":events" }
+func (k keys) runs(pid string) index {
+	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
+}
+func (k keys) reruns(pid string) index {
+	return index{k.pipeline(pid) + ":reruns", k.pipeline(pid) + ":reruns:ids"}
+}
+func (k keys) runLogs(pid string) index {
+	return index{k.pipeline(pid) + ":runlogs:order", k.pipeline(pid) + ":runlogs"}
+}
+func (k keys) markers(pid string) index {
+	return index{k.pipeline(pid) + ":markers:order", k.pipeline(pid) + ":markers"}
+}
+func (k keys) late(pid, date, schedule string) string {
+	return k.pipeline(pid) + ":late:" + date + ":" + schedule
+}
+func (k keys) replay(pid, date, schedule string) string {
+	return k.pipeline(pid) + ":replay:" + date + ":" + schedule
+}
+
+func (k keys) run(runID string) string     { return k.prefix + ":{run:" + runID + "}" }
+func (k keys) rerun(rerunID string) string { return k.prefix + ":{rerun:" + rerunID + "}" }
+
+// lock returns the key of a lock or lease and of its fence counter. Both carry the
+// whole lock key, escaped, as their hash tag, so they share a slot; the escaping
+// ('%' '{' '}' as %25 %7B %7D) is injective and keeps '}' out of the tag.
+func (k keys) lock(key string) (lock, fence string) {
+	l := k.prefix + ":{lock:" + lockEscaper.Replace(key) + "}"
+	return l, l + ":fence"
+}
+
+var lockEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+func (k keys) globalPipelines() index { return k.global("pipelines") }
+func (k keys) globalReruns() index    { return k.global("reruns") }
+func (k keys) globalReplays() index   { return k.global("replays") }
+
+func (k keys) global(name string) index {
+	base := k.prefix + ":{:" + name + "}"
+	return index{base, base + ":ids"}
+}
+
+// timeKeyLen is the length of a timeKey.
+const timeKeyLen = 24
+
+// timeKey encodes t so that byte order is time order, to the nanosecond, for every
+// time.Time: the Unix seconds with the sign bit flipped, then the nanoseconds, in
+// fixed-width hex.
+func timeKey(t time.Time) string {
+	return fmt.Sprintf("%016x%08x", uint64(t.Unix())^(1<<63), t.Nanosecond())
+}
+
+// sep joins the parts of members and hash fields. It sorts before every byte an ID
+// may hold, so "a"+sep+x sorts before "a-b"+sep+y, as "a" sorts before "a-b".
+const sep = "\x00"
+
+// slotField is the hash field and sorted-set member of a (date, schedule) record.
+func slotField(date, schedule string) string { return date + sep + schedule }

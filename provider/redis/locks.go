@@ -1,0 +1,133 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// lockHolder and leaseHolder are the values of a held lock key.
+func (p *Provider) lockHolder() string { return "lock:" + p.owner }
+func leaseHolder(token string) string   { return "lease:" + token }
+
+// AcquireLock implements provider.Locker with one SET key owner NX [PX ttl]; ttl is
+// rounded up to whole milliseconds and 0 means until released. Expiry is judged by
+// the server.
+func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return false, err
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	lk, _ := p.k.lock(key)
+	args := goredis.SetArgs{Mode: "NX", TTL: time.Duration(ceilMillis(ttl)) * time.Millisecond}
+	err := p.c.SetArgs(ctx, lk, p.lockHolder(), args).Err()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return false, nil
+	case err != nil:
+		return false, p.wrap("acquire lock", err)
+	}
+	return true, nil
+}
+
+// ReleaseLock implements provider.Locker with one script that deletes the key only
+// if this instance holds it; otherwise it returns an error wrapping
+// provider.ErrLockNotHeld.
+func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := provider.CheckLockKey(key); err != nil {
+		return err
+	}
+	return p.release(ctx, "release lock", key, p.lockHolder())
+}
+
+func (p *Provider) release(ctx context.Context, op, key, holder string) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	lk, _ := p.k.lock(key)
+	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk}, holder).Int64()
+	if err != nil {
+		return p.wrap(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redis: %s: %w: %q", op, provider.ErrLockNotHeld, key)
+	}
+	return nil
+}
+
+// AcquireLease implements provider.Leaser with one script: SET NX PX on the key
+// shared with locks, then INCR of the key's fence counter, which has no TTL, so
+// fences strictly increase forever. The key expires on the server after ttl
+// (rounded up to whole milliseconds); the returned ExpiresAt is the clock's now +
+// ttl, taken before the call.
+func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	lk, fk := p.k.lock(key)
+	token := randomID()
+	ms := ceilMillis(ttl)
+	now := p.now()
+	fence, err := scriptLeaseAcquire.Run(ctx, p.c, []string{lk, fk}, leaseHolder(token), ms).Int64()
+	if err != nil {
+		return nil, p.wrap("acquire lease", err)
+	}
+	if fence == 0 {
+		return nil, fmt.Errorf("redis: acquire lease: %w: %q", provider.ErrLockHeld, key)
+	}
+	return &types.Lease{Key: key, Token: token, Fence: fence, ExpiresAt: now.Add(ttl)}, nil
+}
+
+// RenewLease implements provider.Leaser with one script that extends the key only
+// while it still holds this lease; otherwise it returns an error wrapping
+// provider.ErrLockNotHeld.
+func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.Validate(lease); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	lk, _ := p.k.lock(lease.Key)
+	ms := ceilMillis(ttl)
+	now := p.now()
+	n, err := scriptLeaseRenew.Run(ctx, p.c, []string{lk}, leaseHolder(lease.Token), ms).Int64()
+	if err != nil {
+		return nil, p.wrap("renew lease", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("redis: renew lease: %w: %q", provider.ErrLockNotHeld, lease.Key)
+	}
+	lease.ExpiresAt = now.Add(ttl)
+	return &lease, nil
+}
+
+// ReleaseLease implements provider.Leaser with one script that deletes the key only
+// while it holds this lease; otherwise it returns an error wrapping
+// provider.ErrLockNotHeld.
+func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := provider.Validate(lease); err != nil {
+		return err
+	}
+	return p.release(ctx, "release lease", lease.Key, leaseHolder(lease.Token))
+}

@@ -1,0 +1,239 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RegisterPipeline implements provider.PipelineStore: it writes the global list
+// entry (provisional), the config, then the final list entry — three round trips;
+// see "Cross-slot writes" in the package doc.
+func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	if err := provider.Validate(cfg); err != nil {
+		return err
+	}
+	data, err := p.encode(cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	_, _, err = p.putIndexed(ctx, "register pipeline", p.k.config(cfg.ID), cfg.ID, cfg.ID, data, cfg.ID, false,
+		[]listEntry{{p.k.globalPipelines(), cfg.ID}}, nil)
+	return err
+}
+
+// GetPipeline implements provider.PipelineStore with one HGET.
+func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return nil, err
+	}
+	return getJSON[types.PipelineConfig](ctx, p, "get pipeline", func() *goredis.StringCmd {
+		return p.c.HGet(ctx, p.k.config(id), "j")
+	})
+}
+
+// ListPipelines implements provider.PipelineStore: it pages through the global list
+// (sorted by ID) and reads the configs, skipping (and repairing) entries whose config
+// is gone.
+func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := p.listIndexed(ctx, "list pipelines", listSpec{
+		ix:  p.k.globalPipelines(),
+		key: p.k.config,
+		id:  func(m string) string { return m },
+		want: func(r record) string {
+			if !r.hasJSON {
+				return ""
+			}
+			return r.member
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecords[types.PipelineConfig]("list pipelines", recs, nil)
+}
+
+// DeletePipeline implements provider.PipelineStore: it deletes the config (one
+// script), then its global list entry; deleting a missing pipeline is one round trip
+// and returns nil. Other data of the pipeline (runs, events, ...) is kept.
+func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	seq, err := scriptRecordDel.Run(ctx, p.c, []string{p.k.config(id)}).Int64()
+	if err != nil || seq == 0 {
+		return p.wrap("delete pipeline", err)
+	}
+	_, err = p.runBatch(ctx, "delete pipeline", []call{idxCall(p.k.globalPipelines(), "s", id, "", seq)})
+	return err
+}
+
+// getJSON runs cmd, after the lifecycle checks, and decodes the one stored JSON
+// value it returns; goredis.Nil is (nil, nil).
+func getJSON[T any](ctx context.Context, p *Provider, op string, cmd func() *goredis.StringCmd) (*T, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	s, err := cmd().Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	v, err := decode[T](op, s)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// decodeRecords decodes the JSON of records, applying fix to each when not nil.
+func decodeRecords[T any](op string, recs []record, fix func(*T, record) error) ([]T, error) {
+	out := make([]T, 0, len(recs))
+	for _, r := range recs {
+		v, err := decode[T](op, r.json)
+		if err != nil {
+			return nil, err
+		}
+		if fix != nil {
+			if err := fix(&v, r); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// PutTrait implements provider.TraitStore with one script, which stores the trait
+// with its ExpiresAt (the clock's now + ttl; nil for ttl 0) and prunes the
+// pipeline's expired traits.
+func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return err
+	}
+	if err := provider.Validate(trait); err != nil {
+		return err
+	}
+	if trait.PipelineID != "" && trait.PipelineID != pipelineID {
+		return provider.Invalidf("trait pipeline ID %q differs from %q", trait.PipelineID, pipelineID)
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return err
+	}
+	trait.PipelineID = pipelineID
+	now := p.now()
+	trait.ExpiresAt = nil
+	var expUS int64
+	if ttl > 0 {
+		exp := now.Add(ttl)
+		trait.ExpiresAt = &exp
+		expUS = exp.UnixMicro()
+	}
+	data, err := p.encode(trait)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	err = scriptTraitPut.Run(ctx, p.c, []string{p.k.traits(pipelineID)}, trait.TraitType, expUS, data, now.UnixMicro()).Err()
+	return p.wrap("put trait", err)
+}
+
+// GetTraits implements provider.TraitStore with one script that returns the live
+// traits and prunes expired ones.
+func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	out, err := p.traits(ctx, pipelineID, "")
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b types.TraitEvaluation) int { return strings.Compare(a.TraitType, b.TraitType) })
+	return out, nil
+}
+
+// GetTrait implements provider.TraitStore with one script.
+func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
+	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
+		return nil, err
+	}
+	out, err := p.traits(ctx, pipelineID, traitType)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return &out[0], nil
+}
+
+// traits runs trait_get, decodes its "<expiry µs>|<JSON>" values and drops those
+// expired by the clock (the script prunes at µs granularity; this is exact).
+func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]types.TraitEvaluation, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	now := p.now()
+	vals, err := scriptTraitGet.Run(ctx, p.c, []string{p.k.traits(pipelineID)}, traitType, now.UnixMicro()).StringSlice()
+	if err != nil {
+		return nil, p.wrap("get traits", err)
+	}
+	out := make([]types.TraitEvaluation, 0, len(vals))
+	for _, v := range vals {
+		_, data, ok := strings.Cut(v, "|")
+		if !ok {
+			return nil, p.wrap("get traits", errors.New("corrupt stored trait"))
+		}
+		t, err := decode[types.TraitEvaluation]("get traits", data)
+		if err != nil {
+			return nil, err
+		}
+		if t.ExpiresAt == nil || now.Before(*t.ExpiresAt) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.
+func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	if err := provider.Validate(result); err != nil {
+		return err
+	}
+	data, err := p.encode(result)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	ttl := time.Duration(ceilMillis(p.readinessTTL)) * time.Millisecond
+	return p.wrap("put readiness", p.c.Set(ctx, p.k.readiness(result.PipelineID), data, ttl).Err())
+}
+
+// GetReadiness implements provider.Provider with one GET.
+func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	return getJSON[types.ReadinessResult](ctx, p, "get readiness", func() *goredis.StringCmd {
+		return p.c.Get(ctx, p.k.readiness(pipelineID))
+	})
+}

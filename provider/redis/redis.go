@@ -1,0 +1,301 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/provider"
+)
+
+// Defaults of the options.
+const (
+	// DefaultKeyPrefix is the key prefix used without WithKeyPrefix.
+	DefaultKeyPrefix = "pipestate"
+	// DefaultReadinessTTL is how long PutReadiness keeps a result without WithReadinessTTL.
+	DefaultReadinessTTL = 5 * time.Minute
+	// DefaultEventRetention is the approximate number of events kept per pipeline
+	// without WithEventRetention.
+	DefaultEventRetention = 100_000
+	// DefaultMaxValueSize is the largest encoded value, in bytes, stored without
+	// WithMaxValueSize.
+	DefaultMaxValueSize = 1 << 20
+	// MinMaxValueSize is the smallest limit WithMaxValueSize accepts: every backend
+	// stores at least 256 KB of metadata.
+	MinMaxValueSize = 256 << 10
+)
+
+// Compile-time checks of the interfaces Provider implements.
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Leaser        = (*Provider)(nil)
+	_ provider.CascadeReader = (*Provider)(nil)
+)
+
+// Provider is a provider.Provider (with provider.Leaser and provider.CascadeReader)
+// kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
+// in one process or many, may share one Redis under the same key prefix. Create it
+// with New.
+type Provider struct {
+	c            goredis.UniversalClient
+	k            keys
+	owner        string
+	readinessTTL time.Duration
+	retention    int64
+	maxValue     int
+	now          func() time.Time
+	closeClient  bool
+	closed       atomic.Bool
+	started      atomic.Bool
+}
+
+// Option configures New.
+type Option func(*Provider) error
+
+// WithKeyPrefix sets the prefix of every key the provider writes (default
+// DefaultKeyPrefix). It must be 1 to 64 bytes without '{', '}' or control
+// characters, so that the hash tags that follow it are the ones the provider
+// chooses. Providers that must not see each other's data need prefixes that are not
+// equal.
+func WithKeyPrefix(prefix string) Option {
+	return func(p *Provider) error {
+		if prefix == "" || len(prefix) > 64 || strings.ContainsAny(prefix, "{}") ||
+			strings.ContainsFunc(prefix, unicode.IsControl) {
+			return provider.Invalidf("redis: key prefix %q must be 1 to 64 bytes without '{', '}' or control characters", prefix)
+		}
+		p.k = keys{prefix: prefix}
+		return nil
+	}
+}
+
+// WithOwner sets the lock owner identity of this instance (default: 128 random bits
+// in hex). Two instances with the same owner can release each other's locks.
+func WithOwner(owner string) Option {
+	return func(p *Provider) error {
+		if owner == "" || strings.ContainsFunc(owner, unicode.IsControl) {
+			return provider.Invalidf("redis: owner %q must be non-empty without control characters", owner)
+		}
+		p.owner = owner
+		return nil
+	}
+}
+
+// WithReadinessTTL sets how long PutReadiness keeps a result (default
+// DefaultReadinessTTL). It must be at least one millisecond.
+func WithReadinessTTL(ttl time.Duration) Option {
+	return func(p *Provider) error {
+		if ttl < time.Millisecond {
+			return provider.Invalidf("redis: readiness ttl %v is below 1ms", ttl)
+		}
+		p.readinessTTL = ttl
+		return nil
+	}
+}
+
+// WithEventRetention sets the approximate number of most recent events kept per
+// pipeline (default DefaultEventRetention): AppendEvent trims the stream with
+// XADD MAXLEN ~ n, so Redis may keep somewhat more. 0 keeps every event; negative
+// values are invalid. A reader that falls further behind than the retention loses
+// the trimmed events and continues from the oldest retained one.
+func WithEventRetention(n int64) Option {
+	return func(p *Provider) error {
+		if n < 0 {
+			return provider.Invalidf("redis: event retention %d is negative", n)
+		}
+		p.retention = n
+		return nil
+	}
+}
+
+// WithMaxValueSize sets the largest encoded (JSON) value, in bytes, that a write
+// accepts (default DefaultMaxValueSize); a larger one returns an error wrapping
+// provider.ErrTooLarge and writes nothing. It must be at least MinMaxValueSize and at
+// most 512 MB, Redis's own limit.
+func WithMaxValueSize(n int) Option {
+	return func(p *Provider) error {
+		if n < MinMaxValueSize || n > 512<<20 {
+			return provider.Invalidf("redis: max value size %d is outside [%d, %d]", n, MinMaxValueSize, 512<<20)
+		}
+		p.maxValue = n
+		return nil
+	}
+}
+
+// WithClock sets the provider's clock (default time.Now). It fills timestamps
+// (CreatedAt, UpdatedAt, event Timestamp, RequestedAt, DetectedAt, WrittenAt),
+// trait and lease ExpiresAt, and judges trait expiry. Keys with a TTL (locks,
+// leases, readiness) expire by the Redis server's clock. See "Clocks" in the
+// package doc.
+func WithClock(now func() time.Time) Option {
+	return func(p *Provider) error {
+		if now == nil {
+			return provider.Invalidf("redis: clock is nil")
+		}
+		p.now = now
+		return nil
+	}
+}
+
+// WithCloseClient makes Stop close the client handed to New. By default Stop leaves
+// the client open: it belongs to the caller.
+func WithCloseClient() Option {
+	return func(p *Provider) error {
+		p.closeClient = true
+		return nil
+	}
+}
+
+// New returns a Provider that keeps its state in Redis through client, which may be
+// a *goredis.Client, a *goredis.ClusterClient or any other UniversalClient. The
+// Provider is usable at once; Start only preloads its Lua scripts. It never closes
+// client unless WithCloseClient is given. Invalid options return an error wrapping
+// provider.ErrInvalidArgument.
+func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
+	if client == nil {
+		return nil, provider.Invalidf("redis: client is nil")
+	}
+	p := &Provider{
+		c:            client,
+		k:            keys{prefix: DefaultKeyPrefix},
+		owner:        randomID(),
+		readinessTTL: DefaultReadinessTTL,
+		retention:    DefaultEventRetention,
+		maxValue:     DefaultMaxValueSize,
+		now:          time.Now,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, provider.Invalidf("redis: nil option")
+		}
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Owner returns the lock owner identity of p.
+func (p *Provider) Owner() string { return p.owner }
+
+// KeyPrefix returns the key prefix of p.
+func (p *Provider) KeyPrefix() string { return p.k.prefix }
+
+// Start implements provider.Provider: it loads the provider's Lua scripts into the
+// server (into every master of a cluster) so that later calls run them with EVALSHA
+// in one round trip. It is idempotent; after Stop it returns an error wrapping
+// provider.ErrClosed. Skipping Start is allowed: a script missing from the server
+// costs one extra round trip the first time it runs on each node.
+func (p *Provider) Start(ctx context.Context) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	if p.started.Load() {
+		return nil
+	}
+	load := func(ctx context.Context, c goredis.Scripter) error {
+		for _, s := range allScripts {
+			if err := s.Load(ctx, c).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := p.c.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return load(ctx, c) })
+	} else {
+		err = load(ctx, p.c)
+	}
+	if err != nil {
+		return p.wrap("start", err)
+	}
+	p.started.Store(true)
+	return nil
+}
+
+// Stop implements provider.Provider: it marks p closed, after which every call
+// returns an error wrapping provider.ErrClosed. It closes the client only under
+// WithCloseClient. Stop is idempotent.
+func (p *Provider) Stop(ctx context.Context) error {
+	if p.closed.Swap(true) || !p.closeClient {
+		return nil
+	}
+	if err := p.c.Close(); err != nil {
+		return fmt.Errorf("redis: stop: %w", err)
+	}
+	return nil
+}
+
+// Ping implements provider.Provider with one PING.
+func (p *Provider) Ping(ctx context.Context) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return p.wrap("ping", p.c.Ping(ctx).Err())
+}
+
+// begin checks the context and the lifecycle before any I/O.
+func (p *Provider) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	return nil
+}
+
+// wrap turns a client error into the provider's error: nil stays nil, the context's
+// error is kept visible to errors.Is, and every error names the operation.
+func (p *Provider) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, goredis.ErrClosed) && p.closed.Load() {
+		return fmt.Errorf("redis: %s: %w: %w", op, provider.ErrClosed, err)
+	}
+	return fmt.Errorf("redis: %s: %w", op, err)
+}
+
+// encode marshals v and enforces the size limit.
+func (p *Provider) encode(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", provider.Invalid(err)
+	}
+	if len(b) > p.maxValue {
+		return "", fmt.Errorf("%w: encoded value is %d bytes, the limit is %d", provider.ErrTooLarge, len(b), p.maxValue)
+	}
+	return string(b), nil
+}
+
+// decode unmarshals a stored value; a value that does not decode is corrupt data,
+// reported as an error rather than skipped.
+func decode[T any](op, s string) (T, error) {
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return v, fmt.Errorf("redis: %s: stored value does not decode: %w", op, err)
+	}
+	return v, nil
+}
+
+// randomID returns 128 random bits in hex.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// ceilMillis returns d in whole milliseconds, rounded up (PX takes milliseconds).
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

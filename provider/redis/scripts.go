@@ -1,0 +1,37 @@
+package redis
+
+import (
+	"embed"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+func script(name string) *goredis.Script {
+	src, err := luaFS.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic("redis: missing embedded script " + name) // a build defect, never input
+	}
+	return goredis.NewScript(string(src))
+}
+
+// The provider's Lua scripts; each touches keys of one hash slot only.
+var (
+	scriptIdxApply     = script("idx_apply")
+	scriptRecordPut    = script("record_put")
+	scriptRecordDel    = script("record_del")
+	scriptRunCAS       = script("run_cas")
+	scriptTraitPut     = script("trait_put")
+	scriptTraitGet     = script("trait_get")
+	scriptZList        = script("zlist")
+	scriptLockRelease  = script("lock_release")
+	scriptLeaseAcquire = script("lease_acquire")
+	scriptLeaseRenew   = script("lease_renew")
+
+	allScripts = []*goredis.Script{
+		scriptIdxApply, scriptRecordPut, scriptRecordDel, scriptRunCAS, scriptTraitPut,
+		scriptTraitGet, scriptZList, scriptLockRelease, scriptLeaseAcquire, scriptLeaseRenew,
+	}
+)
