@@ -233,4 +233,3 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	return nonNil(queryData[types.CascadeMarker](ctx, p, "list cascade markers",
 		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit}))
 }
-

@@ -1,0 +1,139 @@
+package dynamodb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// TestRoundTripBudget holds every call to the round-trip budget of the package doc,
+// counting HTTP requests. The steps run in order on one table.
+func TestRoundTripBudget(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	p := openOn(t, e.client, e)
+	other := openOn(t, e.client, e)
+	ctx := context.Background()
+	now := e.clock.Now()
+	run := types.RunState{RunID: "r1", PipelineID: "p1", Status: types.RunPending, CreatedAt: now}
+	rerun := types.RerunRecord{RerunID: "x1", PipelineID: "p1", OriginalDate: "2026-01-01", Status: types.RequestPending, RequestedAt: now}
+	var lease *types.Lease
+	steps := []struct {
+		name string
+		want int64
+		call func() error
+	}{
+		{"register pipeline", 1, func() error { return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p1"}) }},
+		{"get pipeline", 1, func() error { _, err := p.GetPipeline(ctx, "p1"); return err }},
+		{"list pipelines", 1, func() error { _, err := p.ListPipelines(ctx); return err }},
+		{"put trait", 1, func() error {
+			return p.PutTrait(ctx, "p1", types.TraitEvaluation{TraitType: "t", Status: types.TraitPass}, time.Minute)
+		}},
+		{"get trait", 1, func() error { _, err := p.GetTrait(ctx, "p1", "t"); return err }},
+		{"get traits", 1, func() error { _, err := p.GetTraits(ctx, "p1"); return err }},
+		{"put readiness", 1, func() error {
+			return p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "p1", Status: types.Ready})
+		}},
+		{"get readiness", 1, func() error { _, err := p.GetReadiness(ctx, "p1"); return err }},
+		{"put run new", 1, func() error { return p.PutRunState(ctx, run) }},
+		{"put run again", 1, func() error { return p.PutRunState(ctx, run) }},
+		{"put run moved", 2, func() error { run.CreatedAt = now.Add(time.Second); return p.PutRunState(ctx, run) }},
+		{"get run", 1, func() error { _, err := p.GetRunState(ctx, "r1"); return err }},
+		{"list runs", 1, func() error { _, err := p.ListRuns(ctx, "p1", 10); return err }},
+		{"cas", 1, func() error { return casOK(p.CompareAndSwapRunState(ctx, "r1", 0, run)) }},
+		{"cas lost", 1, func() error { return casLost(p.CompareAndSwapRunState(ctx, "r1", 0, run)) }},
+		{"cas zero created", 2, func() error {
+			r := run
+			r.CreatedAt = time.Time{}
+			return casOK(p.CompareAndSwapRunState(ctx, "r1", 1, r))
+		}},
+		{"cas other created", 2, func() error {
+			r := run
+			r.CreatedAt = now.Add(time.Hour)
+			return casOK(p.CompareAndSwapRunState(ctx, "r1", 2, r))
+		}},
+		{"append first", 1, func() error { return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p1"}) }},
+		{"append next", 1, func() error { return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p1"}) }},
+		{"append other instance", 2, func() error { return other.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p1"}) }},
+		{"list events", 1, func() error { _, err := p.ListEvents(ctx, "p1", 10); return err }},
+		{"read events since", 1, func() error { _, err := p.ReadEventsSince(ctx, "p1", "1", 10); return err }},
+		{"put run log", 1, func() error {
+			return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p1", Date: "2026-01-01", Status: types.RunRunning})
+		}},
+		{"get run log", 1, func() error { _, err := p.GetRunLog(ctx, "p1", "2026-01-01", ""); return err }},
+		{"list run logs", 1, func() error { _, err := p.ListRunLogs(ctx, "p1", 10); return err }},
+		{"put rerun new", 1, func() error { return p.PutRerun(ctx, rerun) }},
+		{"put rerun again", 1, func() error { return p.PutRerun(ctx, rerun) }},
+		{"put rerun moved", 2, func() error { rerun.PipelineID = "p2"; return p.PutRerun(ctx, rerun) }},
+		{"get rerun", 1, func() error { _, err := p.GetRerun(ctx, "x1"); return err }},
+		{"list reruns", 1, func() error { _, err := p.ListReruns(ctx, "p2", 10); return err }},
+		{"list all reruns", 1, func() error { _, err := p.ListAllReruns(ctx, 10); return err }},
+		{"put replay", 1, func() error {
+			return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p1", Date: "2026-01-01", Status: types.RequestPending})
+		}},
+		{"get replay", 1, func() error { _, err := p.GetReplay(ctx, "p1", "2026-01-01", ""); return err }},
+		{"list replays", 1, func() error { _, err := p.ListReplays(ctx, 10); return err }},
+		{"put late arrival", 1, func() error {
+			return p.PutLateArrival(ctx, types.LateArrival{PipelineID: "p1", Date: "2026-01-01"})
+		}},
+		{"list late arrivals", 1, func() error { _, err := p.ListLateArrivals(ctx, "p1", "2026-01-01", ""); return err }},
+		{"write marker new", 1, func() error { return p.WriteCascadeMarker(ctx, "p1", "", "2026-01-01", "up") }},
+		{"write marker again", 2, func() error {
+			e.clock.Advance(time.Second)
+			return p.WriteCascadeMarker(ctx, "p1", "", "2026-01-01", "up")
+		}},
+		{"list markers", 1, func() error { _, err := p.ListCascadeMarkers(ctx, "p1", 10); return err }},
+		{"acquire lock", 1, func() error { _, err := p.AcquireLock(ctx, "k", time.Minute); return err }},
+		{"release lock", 1, func() error { return p.ReleaseLock(ctx, "k") }},
+		{"acquire lease", 1, func() error { var err error; lease, err = p.AcquireLease(ctx, "k", time.Minute); return err }},
+		{"renew lease", 1, func() error { _, err := p.RenewLease(ctx, *lease, time.Minute); return err }},
+		{"release lease", 1, func() error { return p.ReleaseLease(ctx, *lease) }},
+		{"delete pipeline", 1, func() error { return p.DeletePipeline(ctx, "p1") }},
+		{"ping", 1, func() error { return p.Ping(ctx) }},
+		{"start", 0, func() error { return p.Start(ctx) }},
+		{"bad input", 0, func() error {
+			if _, err := p.ListRuns(ctx, "p#1", 10); !errors.Is(err, provider.ErrInvalidArgument) {
+				return fmt.Errorf("bad pipeline ID: err %v", err)
+			}
+			return nil
+		}},
+		{"stop", 0, func() error { return p.Stop(ctx) }},
+		{"after stop", 0, func() error {
+			if _, err := p.GetRunState(ctx, "r1"); !errors.Is(err, provider.ErrClosed) {
+				return fmt.Errorf("after Stop: err %v", err)
+			}
+			return nil
+		}},
+	}
+	for _, s := range steps {
+		n.Reset()
+		if err := s.call(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := n.Load(); got != s.want {
+			t.Errorf("%s: %d requests, budget %d", s.name, got, s.want)
+		}
+	}
+}
+
+func casOK(ok bool, err error) error {
+	if err == nil && !ok {
+		return errors.New("cas lost, want won")
+	}
+	return err
+}
+
+func casLost(ok bool, err error) error {
+	if err == nil && ok {
+		return errors.New("cas won, want lost")
+	}
+	return err
+}

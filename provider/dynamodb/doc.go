@@ -1,0 +1,206 @@
+// Package dynamodb is the DynamoDB backend of pipestate: a provider.Provider (plus
+// provider.Leaser and provider.CascadeReader) on one table, with strongly consistent
+// reads, atomic multi-item writes through TransactWriteItems, and conditional writes
+// for compare-and-swap, event sequencing, locks and leases. It passes
+// providertest.Run against DynamoDB Local.
+//
+// # Opening
+//
+//	cfg, err := config.LoadDefaultConfig(ctx)
+//	if err != nil { ... }
+//	client := ddb.NewFromConfig(cfg) // ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+//	if err := dynamodb.CreateTable(ctx, client, "pipestate"); err != nil { ... } // idempotent
+//	p, err := dynamodb.New(client, "pipestate", dynamodb.WithEventRetention(30*24*time.Hour))
+//	if err != nil { ... }
+//	defer p.Stop(ctx)
+//
+// New does no I/O; Ping is one DescribeTable. Options: WithOwner (lock owner
+// identity, default random), WithClock (default time.Now), WithReadinessTTL (default
+// 5 minutes), WithEventRetention (default: keep events forever). The provider never
+// closes the client; Stop makes every later call return provider.ErrClosed.
+//
+// # Key schema
+//
+// One table with string keys PK and SK and one global secondary index, GSI1
+// (GSI1PK, GSI1SK, all attributes projected). IDs never contain '#' (types.ValidateID)
+// and '#' sorts before every ID byte, so joined keys never collide and sort like the
+// tuples they join. T(x) is a fixed-width, byte-sortable encoding of a time (16 hex
+// digits of the Unix second with the sign bit flipped, 8 of the nanosecond); N(x) is
+// a 20-digit zero-padded decimal.
+//
+//	entity             PK                 SK                                  GSI1PK     GSI1SK
+//	-----------------  -----------------  ----------------------------------  ---------  --------------------------------
+//	pipeline config    PIPELINE#{id}      CONFIG                              PIPELINES  {id}
+//	trait              PIPELINE#{id}      TRAIT#{type}
+//	readiness          PIPELINE#{id}      READINESS
+//	run (truth)        RUN#{run}          STATE
+//	run (list copy)    PIPELINE#{id}      RUN#T(createdAt)#{run}
+//	run log            PIPELINE#{id}      RUNLOG#{date}#{schedule}
+//	event              PIPELINE#{id}      EVENT#N(seq)
+//	event counter      PIPELINE#{id}      EVENTSEQ
+//	rerun (truth)      RERUN#{rerun}      STATE                               RERUNS     T(requestedAt)#{rerun}
+//	rerun (list copy)  PIPELINE#{id}      RERUN#T(requestedAt)#{rerun}
+//	replay             PIPELINE#{id}      REPLAY#{date}#{schedule}            REPLAYS    T(createdAt)#{id}#{date}#{schedule}
+//	late arrival       PIPELINE#{id}      LATE#{date}#{schedule}#T(detectedAt)#{stamp}
+//	cascade marker     MARKER#{id}        {date}#{schedule}
+//	marker (by time)   MARKER#{id}        #BYTIME#T(writtenAt)#{date}#{schedule}
+//	lock / lease       LOCK#{key}         LOCK
+//
+// Every item carries its entity as JSON in the attribute "data", so a Get returns
+// exactly a JSON round trip of what was put (times Equal to the nanosecond, numbers
+// in maps as float64). Other attributes: "exp" (expiry, Unix ns, by the provider
+// clock), "ttl" (the same in Unix seconds, for DynamoDB's TTL deletion), "listPK" and
+// "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
+// (an event's number; the counter's last number), "holder" and "fence" (locks).
+//
+// # Guarantees and decisions
+//
+//   - Truth and list copies: a run, a rerun and a cascade marker are a truth item and
+//     a list copy sorted by time, always written together in one TransactWriteItems
+//     whose condition is on the truth item. When the sort time (or, for a rerun, the
+//     pipeline) changes, the transaction also deletes the old copy, conditioned on the
+//     truth item still pointing at it. The lists never show a stale or duplicate copy.
+//   - Compare-and-swap: the condition is version = expected AND the list copy is the
+//     one newState's pipeline and CreatedAt give; ReturnValuesOnConditionCheckFailure
+//     tells a missing run or a version mismatch (false, nil) from another pipeline
+//     (ErrInvalidArgument) from a newState.CreatedAt that is not the stored one (the
+//     swap is redone once with the stored CreatedAt). Of N concurrent swaps from one
+//     version exactly one wins.
+//   - Events are numbered 1, 2, 3... per pipeline by a counter item that each append
+//     moves from n to n+1 in the same transaction that puts event n+1, on condition
+//     that it still holds n. Numbers are therefore gapless and in commit order, and a
+//     reader that has passed cursor n can never later see a new event below n,
+//     whatever the writers' clocks say. The cursor (EventRecord.StreamID) is the
+//     decimal number; anything else is ErrInvalidArgument.
+//   - TTLs are judged by the provider clock on every read (items DynamoDB has not yet
+//     deleted are filtered out), and List* calls keep paging until they have limit
+//     live items. Events expire only with WithEventRetention.
+//   - Locks and leases are one item per key, updated in place by conditional
+//     UpdateItem (acquire: holder absent or exp <= now; release and renew: holder is
+//     us and exp > now). The item is never deleted, so its fence counter survives
+//     release and expiry and fences strictly increase forever; a released key costs
+//     about 60 bytes of storage.
+//   - Items are checked against DynamoDB's 400 KB limit before any write
+//     (internal/ddbx.ItemSize); a larger one is ErrTooLarge and nothing is written.
+//     Entities up to about 390 KB of JSON fit, so 256 KB of metadata always does.
+//   - Consistency: every Get and every List of one pipeline's partition is strongly
+//     consistent. ListPipelines, ListAllReruns and ListReplays read GSI1, which
+//     DynamoDB keeps eventually consistent: on AWS a write typically shows there within
+//     a second (DynamoDB Local is immediate).
+//   - Writes that lose to concurrent writers (TransactionConflict) are retried with
+//     capped exponential backoff and full jitter; after 64 attempts the call fails with
+//     ErrContention and nothing is written. Throttling and 5xx errors are left to the
+//     SDK's retryer and then returned, wrapped (errors.As to the SDK type works).
+//   - DeletePipeline removes the config only; the pipeline's other records stay.
+//   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
+//     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its
+//     event appends are serialized by its counter item (each append is a
+//     two-item transaction, so well under 1,000 appends per second per pipeline).
+//
+// # Round trips
+//
+// HTTP requests per call, as counted by the package's tests (without SDK retries).
+// "page" means one more request per 1 MB of items read, or per page of expired items
+// skipped.
+//
+//	call                                   requests
+//	-------------------------------------  ----------------------------------------------------
+//	RegisterPipeline, DeletePipeline       1
+//	GetPipeline, GetTrait, GetRunState     1
+//	GetRunLog, GetRerun, GetReplay         1
+//	GetReadiness, PutReadiness, PutTrait   1
+//	PutRunLog, PutReplay, PutLateArrival   1
+//	ListPipelines, GetTraits, ListRuns     1 (+1 per page)
+//	ListEvents, ReadEventsSince            1 (+1 per page)
+//	ListRunLogs, ListReruns, ListAllReruns 1 (+1 per page)
+//	ListReplays, ListLateArrivals          1 (+1 per page)
+//	ListCascadeMarkers                     1 (+1 per page)
+//	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt (or a rerun's pipeline) changed
+//	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
+//	AppendEvent                            1 when this instance made the pipeline's last append, else 2
+//	WriteCascadeMarker                     1 for a new marker, 2 to rewrite one
+//	AcquireLock, ReleaseLock               1
+//	AcquireLease, RenewLease, ReleaseLease 1
+//	Ping                                   1
+//	Start, Stop                            0
+//
+// Lost races add one request each (a CAS that loses returns (false, nil) without
+// one). Bad input and calls after Stop make no request.
+//
+// # Creating the table in production
+//
+// CreateTable is convenient for development and tests. For production, the same
+// table in CloudFormation:
+//
+//	PipestateTable:
+//	  Type: AWS::DynamoDB::Table
+//	  Properties:
+//	    TableName: pipestate
+//	    BillingMode: PAY_PER_REQUEST
+//	    AttributeDefinitions:
+//	      - {AttributeName: PK, AttributeType: S}
+//	      - {AttributeName: SK, AttributeType: S}
+//	      - {AttributeName: GSI1PK, AttributeType: S}
+//	      - {AttributeName: GSI1SK, AttributeType: S}
+//	    KeySchema:
+//	      - {AttributeName: PK, KeyType: HASH}
+//	      - {AttributeName: SK, KeyType: RANGE}
+//	    GlobalSecondaryIndexes:
+//	      - IndexName: GSI1
+//	        KeySchema:
+//	          - {AttributeName: GSI1PK, KeyType: HASH}
+//	          - {AttributeName: GSI1SK, KeyType: RANGE}
+//	        Projection: {ProjectionType: ALL}
+//	    TimeToLiveSpecification: {AttributeName: ttl, Enabled: true}
+//	    StreamSpecification: {StreamViewType: NEW_AND_OLD_IMAGES}
+//	    PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}
+//
+// and in Terraform:
+//
+//	resource "aws_dynamodb_table" "pipestate" {
+//	  name             = "pipestate"
+//	  billing_mode     = "PAY_PER_REQUEST"
+//	  hash_key         = "PK"
+//	  range_key        = "SK"
+//	  stream_enabled   = true
+//	  stream_view_type = "NEW_AND_OLD_IMAGES"
+//
+//	  attribute {
+//	    name = "PK"
+//	    type = "S"
+//	  }
+//	  attribute {
+//	    name = "SK"
+//	    type = "S"
+//	  }
+//	  attribute {
+//	    name = "GSI1PK"
+//	    type = "S"
+//	  }
+//	  attribute {
+//	    name = "GSI1SK"
+//	    type = "S"
+//	  }
+//
+//	  global_secondary_index {
+//	    name            = "GSI1"
+//	    hash_key        = "GSI1PK"
+//	    range_key       = "GSI1SK"
+//	    projection_type = "ALL"
+//	  }
+//
+//	  ttl {
+//	    attribute_name = "ttl"
+//	    enabled        = true
+//	  }
+//
+//	  point_in_time_recovery {
+//	    enabled = true
+//	  }
+//	}
+//
+// The IAM actions the provider needs on the table and its indexes:
+// dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query and DescribeTable
+// (TransactWriteItems is authorized by the per-item actions); CreateTable also needs
+// dynamodb:CreateTable, DescribeTimeToLive and UpdateTimeToLive.
+package dynamodb
