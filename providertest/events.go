@@ -1,0 +1,427 @@
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RunEventStore tests provider.EventStore: round trip, filled Timestamp, ListEvents
+// (most recent, oldest first, commit order), ReadEventsSince (from the start,
+// strictly after a cursor, count, paging), exactly-once paging while 8 writers on
+// two instances append, aliasing, sizes, adversarial pipeline IDs, bad input and
+// cancellation.
+func RunEventStore(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "EventStore", h, func(t *testing.T, s *suite) {
+		test(t, "append_list_round_trip", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ev := newEvent(k.pipeline, 1)
+			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListEvents")
+			same(t, "ListEvents", []types.Event{jsonRoundTrip(t, ev)}, list)
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, "", 10)
+			wantLen(t, recs, err, 1, "ReadEventsSince")
+			same(t, "ReadEventsSince", jsonRoundTrip(t, ev), recs[0].Event)
+		})
+		test(t, "append_fills_timestamp", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ev := newEvent(k.pipeline, 1)
+			ev.Timestamp = time.Time{}
+			before := backendNow(t, p)
+			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+			after := backendNow(t, p)
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListEvents")
+			wantWithin(t, "Timestamp", list[0].Timestamp, before, after)
+		})
+		test(t, "list_empty", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 0, "ListEvents of a pipeline without events")
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, "", 10)
+			wantLen(t, recs, err, 0, "ReadEventsSince of a pipeline without events")
+		})
+		test(t, "list_events_most_recent_oldest_first", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 10)
+			list, err := p.ListEvents(t.Context(), k.pipeline, 3)
+			noErr(t, err, "ListEvents")
+			same(t, "ListEvents(limit 3)", []string{eventName(7), eventName(8), eventName(9)}, eventNames(list))
+		})
+		test(t, "list_events_limit_above_count", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 4)
+			list, err := p.ListEvents(t.Context(), k.pipeline, 50)
+			noErr(t, err, "ListEvents")
+			same(t, "ListEvents(limit 50)", names(0, 4), eventNames(list))
+		})
+		test(t, "order_is_commit_order", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for i := range 5 {
+				ev := newEvent(k.pipeline, i)
+				ev.Timestamp = at(-i) // each event is older than the one before
+				noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+			}
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListEvents")
+			same(t, "ListEvents order (append order, not Timestamp order)", names(0, 5), eventNames(list))
+			recs := readAll(t, p, k.pipeline, "", 2)
+			same(t, "ReadEventsSince order (append order, not Timestamp order)", names(0, 5), recordNames(recs))
+		})
+		test(t, "read_since_start", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 5)
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, "", 100)
+			noErr(t, err, "ReadEventsSince")
+			same(t, `ReadEventsSince("")`, names(0, 5), recordNames(recs))
+			seen := map[string]bool{}
+			for _, r := range recs {
+				if r.StreamID == "" || seen[r.StreamID] {
+					t.Errorf("StreamID %q is empty or repeated", r.StreamID)
+				}
+				seen[r.StreamID] = true
+			}
+		})
+		test(t, "read_since_strictly_after", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 6)
+			all := readAll(t, p, k.pipeline, "", 100)
+			for i, r := range all {
+				recs, err := p.ReadEventsSince(t.Context(), k.pipeline, r.StreamID, 100)
+				noErr(t, err, "ReadEventsSince")
+				same(t, fmt.Sprintf("ReadEventsSince(cursor of event %d)", i), names(i+1, 6), recordNames(recs))
+			}
+		})
+		test(t, "read_since_count", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 10)
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, "", 3)
+			noErr(t, err, "ReadEventsSince")
+			same(t, "ReadEventsSince(count 3)", names(0, 3), recordNames(recs))
+			recs, err = p.ReadEventsSince(t.Context(), k.pipeline, recs[2].StreamID, 1)
+			noErr(t, err, "ReadEventsSince")
+			same(t, "ReadEventsSince(count 1)", names(3, 4), recordNames(recs))
+		})
+		test(t, "read_since_pages_exactly_once", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 10)
+			recs := readAll(t, q, k.pipeline, "", 3)
+			same(t, "paging with count 3", names(0, 10), recordNames(recs))
+			appendEvents(t, q, k.pipeline, 10, 12)
+			more := readAll(t, p, k.pipeline, recs[len(recs)-1].StreamID, 3)
+			same(t, "paging on from the last cursor", names(10, 12), recordNames(more))
+		})
+		test(t, "read_since_last_cursor_empty", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 3)
+			all := readAll(t, p, k.pipeline, "", 10)
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, all[len(all)-1].StreamID, 10)
+			wantLen(t, recs, err, 0, "ReadEventsSince(the last cursor)")
+		})
+		test(t, "pipelines_independent", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for i := range 6 {
+				pid := []string{k.pipeline, k.other}[i%2]
+				noErr(t, p.AppendEvent(t.Context(), newEvent(pid, i)), "AppendEvent")
+			}
+			for j, pid := range []string{k.pipeline, k.other} {
+				want := []string{eventName(j), eventName(j + 2), eventName(j + 4)}
+				list, err := p.ListEvents(t.Context(), pid, 10)
+				noErr(t, err, "ListEvents")
+				same(t, "ListEvents of "+pid, want, eventNames(list))
+				same(t, "ReadEventsSince of "+pid, want, recordNames(readAll(t, p, pid, "", 10)))
+			}
+		})
+		test(t, "concurrent_append_paging", func(t *testing.T) {
+			insts := []provider.Provider{s.open(t), s.open(t)}
+			k := newIDs(t)
+			const writers, perWriter, pageSize = 8, 50, 7
+			var writing sync.WaitGroup
+			var finished atomic.Bool
+			var e errs
+			for w := range writers {
+				writing.Add(1)
+				go func() {
+					defer writing.Done()
+					for i := range perWriter {
+						ev := newEvent(k.pipeline, 0)
+						ev.Message, ev.Timestamp = fmt.Sprintf("w%d-%03d", w, i), time.Time{}
+						if err := insts[w%2].AppendEvent(t.Context(), ev); err != nil {
+							e.add("writer %d: AppendEvent: %v", w, err)
+							return
+						}
+					}
+				}()
+			}
+			seen := make([][]string, 2)
+			var reading sync.WaitGroup
+			for r := range seen {
+				reading.Add(1)
+				go func() {
+					defer reading.Done()
+					deadline := time.Now().Add(2 * time.Minute)
+					cursor := ""
+					for time.Now().Before(deadline) {
+						done := finished.Load() // read before the page: a page read after it is complete
+						page, err := insts[r].ReadEventsSince(t.Context(), k.pipeline, cursor, pageSize)
+						if err != nil {
+							e.add("reader %d: ReadEventsSince: %v", r, err)
+							return
+						}
+						for _, rec := range page {
+							seen[r] = append(seen[r], rec.Event.Message)
+							cursor = rec.StreamID
+						}
+						if len(page) == 0 {
+							if done {
+								return
+							}
+							time.Sleep(time.Millisecond) // poll interval of a tailing reader
+						}
+					}
+					e.add("reader %d: not done after 2 minutes (%d events seen)", r, len(seen[r]))
+				}()
+			}
+			writing.Wait()
+			finished.Store(true)
+			reading.Wait()
+			e.report(t)
+			for r, got := range seen {
+				checkExactlyOnce(t, fmt.Sprintf("reader %d", r), got, writers, perWriter)
+			}
+			same(t, "order seen by reader 1 vs reader 0", seen[0], seen[1])
+			same(t, "order of a full read after the writers vs reader 0", seen[0], recordNames(readAll(t, insts[1], k.pipeline, "", 100)))
+			list, err := insts[0].ListEvents(t.Context(), k.pipeline, writers*perWriter)
+			noErr(t, err, "ListEvents")
+			same(t, "order of ListEvents vs reader 0", seen[0], eventNames(list))
+		})
+		test(t, "no_aliasing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ev := newEvent(k.pipeline, 1)
+			want := jsonRoundTrip(t, ev)
+			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+			ev.Details["i"], ev.Details["list"].([]any)[0] = -1, "mutated"
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListEvents")
+			same(t, "ListEvents after mutating the appended value", want, list[0])
+			list[0].Details["i"], list[0].Details["list"].([]any)[0] = -1, "mutated"
+			recs, err := p.ReadEventsSince(t.Context(), k.pipeline, "", 10)
+			wantLen(t, recs, err, 1, "ReadEventsSince")
+			same(t, "ReadEventsSince after mutating returned values", want, recs[0].Event)
+			recs[0].Event.Details["i"] = -1
+			list, err = p.ListEvents(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListEvents")
+			same(t, "ListEvents after mutating returned values", want, list[0])
+		})
+		s.checkSizes(t, sizeCheck{
+			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+				ev := newEvent(k.pipeline, 1)
+				ev.Details["payload"] = payload
+				return p.AppendEvent(ctx, ev)
+			},
+			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+				list, err := p.ListEvents(t.Context(), k.pipeline, 1)
+				noErr(t, err, "ListEvents")
+				if len(list) == 0 {
+					return "", false
+				}
+				return payloadOf(list[0].Details), true
+			},
+		})
+		test(t, "adversarial_pipeline_ids", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			checkDistinct(t, singles(adversarialIDs(k.pipeline)),
+				func(key []string, tag int) error {
+					ev := newEvent(key[0], tag)
+					ev.Message = strconv.Itoa(tag)
+					return p.AppendEvent(t.Context(), ev)
+				},
+				func(key []string) (int, bool, error) {
+					list, err := p.ListEvents(t.Context(), key[0], 10)
+					if err != nil || len(list) == 0 {
+						return 0, false, err
+					}
+					if len(list) > 1 {
+						return 0, false, fmt.Errorf("ListEvents(%q) has %d events, want 1", key[0], len(list))
+					}
+					tag, err := strconv.Atoi(list[0].Message)
+					return tag, true, err
+				})
+		})
+		setupEvent := func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			ev := newEvent(k.pipeline, 0)
+			ev.Message = "setup"
+			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+		}
+		var bad []badCase
+		for _, b := range badIDs {
+			bad = append(bad,
+				badCase{name: "append_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					return p.AppendEvent(ctx, newEvent(b.id, 1))
+				}},
+				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.ListEvents(ctx, b.id, 10)
+					return err
+				}},
+				badCase{name: "read_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.ReadEventsSince(ctx, b.id, "", 10)
+					return err
+				}})
+		}
+		for _, c := range []struct{ name, cursor string }{{"words", "not a cursor!"}, {"nul", "\x00"}, {"delimiters", "{}#:|"}} {
+			cursor := c.cursor
+			bad = append(bad, badCase{name: "read_malformed_cursor_" + c.name, setup: setupEvent,
+				call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.ReadEventsSince(ctx, k.pipeline, cursor, 10)
+					return err
+				}})
+		}
+		bad = append(bad,
+			badCase{name: "append_empty_kind", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				ev := newEvent(k.pipeline, 1)
+				ev.Kind = ""
+				return p.AppendEvent(ctx, ev)
+			}},
+			badCase{name: "append_kind_too_long", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				ev := newEvent(k.pipeline, 1)
+				ev.Kind = strings.Repeat("K", types.MaxEventKindLen+1)
+				return p.AppendEvent(ctx, ev)
+			}},
+			badCase{name: "append_bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				ev := newEvent(k.pipeline, 1)
+				ev.RunID = "run#1"
+				return p.AppendEvent(ctx, ev)
+			}},
+			badCase{name: "list_limit_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListEvents(ctx, k.pipeline, 0)
+				return err
+			}},
+			badCase{name: "read_count_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ReadEventsSince(ctx, k.pipeline, "", 0)
+				return err
+			}},
+			badCase{name: "read_count_negative", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ReadEventsSince(ctx, k.pipeline, "", -1)
+				return err
+			}},
+		)
+		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListEvents")
+			for _, ev := range list {
+				if ev.Message != "setup" {
+					t.Errorf("a rejected call appended %+v", ev)
+				}
+			}
+		})
+		s.checkCancelled(t, []call{
+			{"AppendEvent", func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.AppendEvent(ctx, newEvent(k.pipeline, 1))
+			}},
+			{"ListEvents", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListEvents(ctx, k.pipeline, 10)
+				return err
+			}},
+			{"ReadEventsSince", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ReadEventsSince(ctx, k.pipeline, "", 10)
+				return err
+			}},
+		})
+	})
+}
+
+// appendEvents appends events from..to-1 of the pipeline.
+func appendEvents(t *testing.T, p provider.Provider, pipelineID string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		noErr(t, p.AppendEvent(t.Context(), newEvent(pipelineID, i)), "AppendEvent")
+	}
+}
+
+// readAll pages through the log from cursor with count until an empty page.
+func readAll(t *testing.T, p provider.Provider, pipelineID, cursor string, count int64) []types.EventRecord {
+	t.Helper()
+	var out []types.EventRecord
+	for range 100000 {
+		page, err := p.ReadEventsSince(t.Context(), pipelineID, cursor, count)
+		noErr(t, err, "ReadEventsSince")
+		if int64(len(page)) > count {
+			t.Fatalf("ReadEventsSince(count %d) returned %d events", count, len(page))
+		}
+		if len(page) == 0 {
+			return out
+		}
+		out = append(out, page...)
+		cursor = page[len(page)-1].StreamID
+	}
+	t.Fatal("ReadEventsSince never returned an empty page")
+	return nil
+}
+
+// names returns the names of events from..to-1.
+func names(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, eventName(i))
+	}
+	return out
+}
+
+func eventNames(list []types.Event) []string {
+	out := make([]string, len(list))
+	for i, ev := range list {
+		out[i] = ev.Message
+	}
+	return out
+}
+
+func recordNames(list []types.EventRecord) []string {
+	out := make([]string, len(list))
+	for i, r := range list {
+		out[i] = r.Event.Message
+	}
+	return out
+}
+
+// checkExactlyOnce checks that got holds each writer's events exactly once, each
+// writer's in the order it appended them.
+func checkExactlyOnce(t *testing.T, who string, got []string, writers, perWriter int) {
+	t.Helper()
+	count := map[string]int{}
+	next := make([]int, writers)
+	for _, m := range got {
+		count[m]++
+		var w, i int
+		if _, err := fmt.Sscanf(m, "w%d-%d", &w, &i); err != nil || w < 0 || w >= writers {
+			t.Errorf("%s: unexpected event %q", who, m)
+			continue
+		}
+		if i != next[w] && count[m] == 1 {
+			t.Errorf("%s: writer %d's event %d came when %d was due (out of append order)", who, w, i, next[w])
+		}
+		next[w] = i + 1
+	}
+	for w := range writers {
+		for i := range perWriter {
+			m := fmt.Sprintf("w%d-%03d", w, i)
+			if count[m] != 1 {
+				t.Errorf("%s: saw event %s %d times, want exactly once", who, m, count[m])
+			}
+		}
+	}
+	if len(got) != writers*perWriter {
+		t.Errorf("%s: saw %d events, want %d", who, len(got), writers*perWriter)
+	}
+}

@@ -1,0 +1,282 @@
+package providertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RunLeaser tests the optional provider.Leaser: acquire while held, release and
+// renew only of the current lease, renew extending past the old expiry, fences
+// strictly increasing across holders, expiries and releases, one winner among 16
+// goroutines, locks and leases sharing a key, bad input and cancellation. It skips
+// when the provider does not implement provider.Leaser.
+func RunLeaser(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "Leaser", h, func(t *testing.T, s *suite) {
+		if _, ok := s.open(t).(provider.Leaser); !ok {
+			t.Skip("the provider does not implement provider.Leaser")
+		}
+		leaser := func(t *testing.T) provider.Leaser {
+			t.Helper()
+			return s.open(t).(provider.Leaser)
+		}
+		test(t, "acquire_returns_lease", func(t *testing.T) {
+			p := s.open(t)
+			l, k := p.(provider.Leaser), newIDs(t)
+			before := backendNow(t, p)
+			lease := mustLease(t, l, k.lock, longTTL)
+			after := backendNow(t, p)
+			if lease.Key != k.lock || lease.Token == "" {
+				t.Errorf("lease = %+v, want Key %q and a Token", lease, k.lock)
+			}
+			wantWithin(t, "ExpiresAt", lease.ExpiresAt, before.Add(longTTL), after.Add(longTTL))
+		})
+		test(t, "acquire_held_by_other_instance", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			mustLease(t, a, k.lock, longTTL)
+			_, err := b.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease of a key leased by another instance")
+		})
+		test(t, "acquire_held_by_self", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			mustLease(t, a, k.lock, longTTL)
+			_, err := a.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease of a key this instance leased")
+		})
+		test(t, "release_frees", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
+			mustLease(t, b, k.lock, longTTL)
+		})
+		test(t, "release_twice", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
+			wantErr(t, a.ReleaseLease(t.Context(), lease), provider.ErrLockNotHeld, "ReleaseLease a second time")
+		})
+		test(t, "release_stale_lease", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			old := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			cur := mustLease(t, b, k.lock, longTTL)
+			wantErr(t, a.ReleaseLease(t.Context(), old), provider.ErrLockNotHeld, "ReleaseLease of a lease taken over")
+			_, err := a.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after a stale release (the current lease must hold)")
+			noErr(t, b.ReleaseLease(t.Context(), cur), "ReleaseLease of the current lease")
+		})
+		test(t, "forged_token_rejected", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			forged := lease
+			forged.Token = lease.Token + "x"
+			_, err := b.RenewLease(t.Context(), forged, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease with a forged token")
+			wantErr(t, b.ReleaseLease(t.Context(), forged), provider.ErrLockNotHeld, "ReleaseLease with a forged token")
+			_, err = b.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after forged calls (the lease must still hold)")
+		})
+		test(t, "renew_extends", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, shortTTL)
+			renewed, err := a.RenewLease(t.Context(), lease, longTTL)
+			noErr(t, err, "RenewLease")
+			if renewed == nil || !renewed.ExpiresAt.After(lease.ExpiresAt) {
+				t.Fatalf("RenewLease = %+v, want ExpiresAt after %v", renewed, lease.ExpiresAt)
+			}
+			s.sleep(t, expireWait)
+			_, err = b.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease past the original ttl of a renewed lease")
+			_, err = a.RenewLease(t.Context(), *renewed, longTTL)
+			noErr(t, err, "RenewLease again past the original ttl")
+		})
+		test(t, "renew_keeps_identity", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			renewed, err := a.RenewLease(t.Context(), lease, 2*longTTL)
+			noErr(t, err, "RenewLease")
+			if renewed == nil || renewed.Key != lease.Key || renewed.Token != lease.Token || renewed.Fence != lease.Fence {
+				t.Fatalf("RenewLease = %+v, want the Key, Token and Fence of %+v", renewed, lease)
+			}
+			noErr(t, a.ReleaseLease(t.Context(), *renewed), "ReleaseLease of the renewed lease")
+		})
+		test(t, "renew_after_expiry", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			_, err := a.RenewLease(t.Context(), lease, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease after expiry")
+		})
+		test(t, "renew_after_takeover", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			old := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			cur := mustLease(t, b, k.lock, longTTL)
+			_, err := a.RenewLease(t.Context(), old, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease after another holder took over")
+			_, err = b.RenewLease(t.Context(), cur, longTTL)
+			noErr(t, err, "RenewLease by the current holder")
+		})
+		test(t, "renew_after_release", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
+			_, err := a.RenewLease(t.Context(), lease, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease after release")
+		})
+		test(t, "fence_strictly_increases", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			a, b, k := p.(provider.Leaser), q.(provider.Leaser), newIDs(t)
+			var fences []int64
+			take := func(l provider.Leaser, ttl time.Duration) types.Lease {
+				t.Helper()
+				lease := mustLease(t, l, k.lock, ttl)
+				if n := len(fences); n > 0 && lease.Fence <= fences[n-1] {
+					t.Fatalf("fence %d after fence %d: fences %v must strictly increase", lease.Fence, fences[n-1], fences)
+				}
+				fences = append(fences, lease.Fence)
+				return lease
+			}
+			noErr(t, a.ReleaseLease(t.Context(), take(a, longTTL)), "ReleaseLease") // released
+			noErr(t, b.ReleaseLease(t.Context(), take(b, longTTL)), "ReleaseLease") // another holder
+			take(a, shortTTL)                                                       // expires
+			s.sleep(t, expireWait)
+			renewed, err := b.RenewLease(t.Context(), take(b, longTTL), longTTL) // takeover, renewed
+			noErr(t, err, "RenewLease")
+			noErr(t, b.ReleaseLease(t.Context(), *renewed), "ReleaseLease")
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock between leases")
+			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
+			take(a, longTTL)
+		})
+		test(t, "fences_per_key", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			first := mustLease(t, a, k.lock, longTTL)
+			other := mustLease(t, a, k.lock+"-other", longTTL)
+			noErr(t, a.ReleaseLease(t.Context(), first), "ReleaseLease")
+			second := mustLease(t, a, k.lock, longTTL)
+			if second.Fence <= first.Fence {
+				t.Errorf("fence %d after %d on one key (a lease of another key, fence %d, came between)", second.Fence, first.Fence, other.Fence)
+			}
+		})
+		test(t, "concurrent_one_winner", func(t *testing.T) {
+			insts := []provider.Leaser{leaser(t), leaser(t)}
+			k := newIDs(t)
+			const n = 16
+			leases := make([]*types.Lease, n)
+			var e errs
+			runConcurrently(n, func(i int) {
+				lease, err := insts[i%2].AcquireLease(t.Context(), k.lock, longTTL)
+				if err != nil && !errors.Is(err, provider.ErrLockHeld) {
+					e.add("goroutine %d: AcquireLease: %v, want nil or ErrLockHeld", i, err)
+				}
+				if (err == nil) != (lease != nil) {
+					e.add("goroutine %d: AcquireLease = %v, %v", i, lease, err)
+				}
+				leases[i] = lease
+			})
+			e.report(t)
+			won := 0
+			for _, l := range leases {
+				if l != nil {
+					won++
+				}
+			}
+			if won != 1 {
+				t.Fatalf("%d of %d concurrent AcquireLease calls won, want exactly 1", won, n)
+			}
+		})
+		test(t, "lock_blocks_lease", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			k := newIDs(t)
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock")
+			for _, inst := range []provider.Provider{p, q} {
+				_, err := inst.(provider.Leaser).AcquireLease(t.Context(), k.lock, longTTL)
+				wantErr(t, err, provider.ErrLockHeld, "AcquireLease of a locked key")
+			}
+			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
+			mustLease(t, q.(provider.Leaser), k.lock, longTTL)
+		})
+		test(t, "lease_blocks_lock", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			k := newIDs(t)
+			lease := mustLease(t, p.(provider.Leaser), k.lock, longTTL)
+			for _, inst := range []provider.Provider{p, q} {
+				wantAcquire(t, inst, k.lock, longTTL, false, "AcquireLock of a leased key")
+			}
+			wantErr(t, q.ReleaseLock(t.Context(), k.lock), provider.ErrLockNotHeld, "ReleaseLock of a key another instance leased")
+			noErr(t, p.(provider.Leaser).ReleaseLease(t.Context(), lease), "ReleaseLease")
+			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock after the lease was released")
+		})
+		test(t, "lease_expiry_frees", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			mustLease(t, b, k.lock, longTTL)
+		})
+		var bad []badCase
+		leaseOf := func(k ids) types.Lease {
+			return types.Lease{Key: k.lock, Token: "token", Fence: 1, ExpiresAt: at(0)}
+		}
+		for _, b := range badLockKeys {
+			bad = append(bad,
+				badCase{name: "acquire_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.(provider.Leaser).AcquireLease(ctx, b.key, longTTL)
+					return err
+				}},
+				badCase{name: "renew_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					l := leaseOf(k)
+					l.Key = b.key
+					_, err := p.(provider.Leaser).RenewLease(ctx, l, longTTL)
+					return err
+				}},
+				badCase{name: "release_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					l := leaseOf(k)
+					l.Key = b.key
+					return p.(provider.Leaser).ReleaseLease(ctx, l)
+				}})
+		}
+		for _, ttl := range []struct {
+			name string
+			d    time.Duration
+		}{{"zero", 0}, {"negative", -time.Second}} {
+			bad = append(bad,
+				badCase{name: "acquire_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, ttl.d)
+					return err
+				}},
+				badCase{name: "renew_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.(provider.Leaser).RenewLease(ctx, leaseOf(k), ttl.d)
+					return err
+				}})
+		}
+		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
+		})
+		s.checkCancelled(t, []call{
+			{"AcquireLease", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, longTTL)
+				return err
+			}},
+			{"RenewLease", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.(provider.Leaser).RenewLease(ctx, leaseOf(k), longTTL)
+				return err
+			}},
+			{"ReleaseLease", func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.(provider.Leaser).ReleaseLease(ctx, leaseOf(k))
+			}},
+		})
+	})
+}
+
+// mustLease acquires a lease of key or fails the test.
+func mustLease(t *testing.T, l provider.Leaser, key string, ttl time.Duration) types.Lease {
+	t.Helper()
+	lease, err := l.AcquireLease(t.Context(), key, ttl)
+	return mustGet(t, lease, err, "AcquireLease("+key+")")
+}

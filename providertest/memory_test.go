@@ -1,0 +1,110 @@
+package providertest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/providertest"
+)
+
+// fakeClock is a test's clock: it moves only when the test sleeps.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// memoryBackend is the storage and clock of each test, keyed by t.Name().
+type memoryBackend struct {
+	mu    sync.Mutex
+	tests map[string]*memoryTest
+}
+
+type memoryTest struct {
+	store *memory.Store
+	clock *fakeClock
+}
+
+func (b *memoryBackend) get(t *testing.T) *memoryTest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tests == nil {
+		b.tests = map[string]*memoryTest{}
+	}
+	mt, ok := b.tests[t.Name()]
+	if !ok {
+		mt = &memoryTest{store: memory.NewStore(), clock: &fakeClock{now: time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)}}
+		b.tests[t.Name()] = mt
+	}
+	return mt
+}
+
+// open returns a memory provider on the test's store and clock, passed through wrap.
+func (b *memoryBackend) open(t *testing.T, opts ...memory.Option) *memory.Provider {
+	t.Helper()
+	mt := b.get(t)
+	p, err := memory.New(mt.store, append([]memory.Option{memory.WithClock(mt.clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return p
+}
+
+// harness returns a Harness over the memory backend; wrap, if set, wraps each
+// provider (the teeth tests wrap it in a broken one).
+func (b *memoryBackend) harness(wrap func(t *testing.T, p *memory.Provider) provider.Provider) providertest.Harness {
+	return providertest.Harness{
+		Open: func(t *testing.T) provider.Provider {
+			p := b.open(t)
+			if wrap == nil {
+				return p
+			}
+			return wrap(t, p)
+		},
+		Sleep: func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
+	}
+}
+
+func TestMemory(t *testing.T) {
+	providertest.Run(t, new(memoryBackend).harness(nil))
+}
+
+func TestMemoryShortReadinessTTL(t *testing.T) {
+	b := new(memoryBackend)
+	h := providertest.Harness{
+		Open: func(t *testing.T) provider.Provider {
+			return b.open(t, memory.WithReadinessTTL(3*time.Second))
+		},
+		Sleep:        func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
+		ReadinessTTL: 3 * time.Second,
+	}
+	providertest.RunReadiness(t, h)
+}
+
+// plainProvider hides the optional interfaces of the memory backend.
+type plainProvider struct{ provider.Provider }
+
+func TestMemoryWithoutOptionalInterfaces(t *testing.T) {
+	b := new(memoryBackend)
+	h := b.harness(func(t *testing.T, p *memory.Provider) provider.Provider { return plainProvider{p} })
+	providertest.RunLeaser(t, h)
+	providertest.RunCascadeReader(t, h)
+	providertest.RunCascadeStore(t, h)
+	providertest.RunLifecycle(t, h)
+}

@@ -1,0 +1,203 @@
+package providertest
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RunPipelineStore tests provider.PipelineStore: round trip, replace, ListPipelines
+// sorted by ID, delete, missing entities, aliasing, sizes, adversarial IDs, bad
+// input and cancellation.
+func RunPipelineStore(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "PipelineStore", h, func(t *testing.T, s *suite) {
+		test(t, "register_get_round_trip", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			cfg := newPipeline(k.pipeline)
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline")
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			same(t, "GetPipeline", jsonRoundTrip(t, cfg), mustGet(t, got, err, "GetPipeline"))
+		})
+		test(t, "visible_to_other_instance", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			cfg := newPipeline(k.pipeline)
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline")
+			got, err := q.GetPipeline(t.Context(), k.pipeline)
+			same(t, "GetPipeline on another instance", jsonRoundTrip(t, cfg), mustGet(t, got, err, "GetPipeline"))
+		})
+		test(t, "get_missing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetPipeline of a missing pipeline")
+		})
+		test(t, "register_replaces", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline")
+			cfg := types.PipelineConfig{ID: k.pipeline, Archetype: "streaming", Metadata: map[string]any{"v": 2}}
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline again")
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			same(t, "GetPipeline after replace", jsonRoundTrip(t, cfg), mustGet(t, got, err, "GetPipeline"))
+			list, err := p.ListPipelines(t.Context())
+			wantLen(t, list, err, 1, "ListPipelines after replace")
+			same(t, "ListPipelines after replace", jsonRoundTrip(t, cfg), list[0])
+		})
+		test(t, "list_sorted_by_id", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			// Byte order: '.' < '/' < digits < upper case < '_' < lower case.
+			suffixes := []string{"b", "a", "B", "a.b", "_", "a/b", "10", "9", "ab", "a-"}
+			var want []types.PipelineConfig
+			for _, sfx := range suffixes {
+				cfg := types.PipelineConfig{ID: k.pipeline + sfx, Archetype: sfx}
+				noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline "+cfg.ID)
+				want = append(want, cfg)
+			}
+			slices.SortFunc(want, func(a, b types.PipelineConfig) int { return strings.Compare(a.ID, b.ID) })
+			got, err := p.ListPipelines(t.Context())
+			noErr(t, err, "ListPipelines")
+			same(t, "ListPipelines", want, got)
+		})
+		test(t, "list_empty", func(t *testing.T) {
+			p := s.open(t)
+			got, err := p.ListPipelines(t.Context())
+			wantLen(t, got, err, 0, "ListPipelines of an empty store")
+		})
+		test(t, "delete_removes", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			keep := newPipeline(k.other)
+			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline")
+			noErr(t, p.RegisterPipeline(t.Context(), keep), "RegisterPipeline other")
+			noErr(t, p.DeletePipeline(t.Context(), k.pipeline), "DeletePipeline")
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetPipeline after delete")
+			list, err := p.ListPipelines(t.Context())
+			noErr(t, err, "ListPipelines")
+			same(t, "ListPipelines after delete", []types.PipelineConfig{jsonRoundTrip(t, keep)}, list)
+		})
+		test(t, "delete_missing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.DeletePipeline(t.Context(), k.pipeline), "DeletePipeline of a missing pipeline")
+		})
+		test(t, "no_aliasing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			cfg := newPipeline(k.pipeline)
+			want := jsonRoundTrip(t, cfg)
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline")
+			mutatePipeline(&cfg)
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			first := mustGet(t, got, err, "GetPipeline")
+			same(t, "GetPipeline after mutating the registered value", want, first)
+			mutatePipeline(&first)
+			list, err := p.ListPipelines(t.Context())
+			wantLen(t, list, err, 1, "ListPipelines")
+			mutatePipeline(&list[0])
+			got, err = p.GetPipeline(t.Context(), k.pipeline)
+			same(t, "GetPipeline after mutating returned values", want, mustGet(t, got, err, "GetPipeline"))
+		})
+		s.checkSizes(t, sizeCheck{
+			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+				cfg := newPipeline(k.pipeline)
+				cfg.Metadata["payload"] = payload
+				return p.RegisterPipeline(ctx, cfg)
+			},
+			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+				got, err := p.GetPipeline(t.Context(), k.pipeline)
+				noErr(t, err, "GetPipeline")
+				if got == nil {
+					return "", false
+				}
+				return payloadOf(got.Metadata), true
+			},
+		})
+		test(t, "adversarial_ids", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			checkDistinct(t, singles(adversarialIDs(k.pipeline)),
+				func(key []string, tag int) error {
+					return p.RegisterPipeline(t.Context(), types.PipelineConfig{ID: key[0], Archetype: strconv.Itoa(tag)})
+				},
+				func(key []string) (int, bool, error) {
+					got, err := p.GetPipeline(t.Context(), key[0])
+					if err != nil || got == nil {
+						return 0, false, err
+					}
+					tag, err := strconv.Atoi(got.Archetype)
+					return tag, true, err
+				})
+		})
+		var bad []badCase
+		for _, b := range badIDs {
+			bad = append(bad,
+				badCase{name: "register_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					return p.RegisterPipeline(ctx, types.PipelineConfig{ID: b.id})
+				}},
+				badCase{name: "get_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.GetPipeline(ctx, b.id)
+					return err
+				}},
+				badCase{name: "delete_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					return p.DeletePipeline(ctx, b.id)
+				}})
+		}
+		bad = append(bad,
+			badCase{name: "register_negative_tier", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Tier: -1})
+			}},
+			badCase{name: "register_bad_downstream", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Downstream: []string{"a#b"}})
+			}},
+			badCase{name: "register_bad_trait_type", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Traits: map[string]types.TraitConfig{"": {}}})
+			}},
+			badCase{name: "register_over_existing", setup: func(t *testing.T, p provider.Provider, k ids) {
+				t.Helper()
+				noErr(t, p.RegisterPipeline(t.Context(), types.PipelineConfig{ID: k.other}), "RegisterPipeline")
+			}, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.other, Archetype: "changed", Tier: -5})
+			}},
+		)
+		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListPipelines(t.Context())
+			noErr(t, err, "ListPipelines")
+			for _, c := range list {
+				if c.ID != k.other || c.Archetype != "" {
+					t.Errorf("a rejected call wrote pipeline %+v", c)
+				}
+			}
+		})
+		s.checkCancelled(t, []call{
+			{"RegisterPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, newPipeline(k.pipeline))
+			}},
+			{"GetPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetPipeline(ctx, k.pipeline)
+				return err
+			}},
+			{"ListPipelines", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListPipelines(ctx)
+				return err
+			}},
+			{"DeletePipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.DeletePipeline(ctx, k.pipeline)
+			}},
+		})
+	})
+}
+
+// mutatePipeline changes every map and slice reachable from cfg in place.
+func mutatePipeline(cfg *types.PipelineConfig) {
+	cfg.Metadata["owner"] = "mallory"
+	cfg.Metadata["tags"].([]any)[0] = "mutated"
+	cfg.Traits["freshness"].Config["threshold"] = 99
+	cfg.Trigger.Config["url"] = "http://evil"
+	cfg.Retry.MaxAttempts = 99
+	cfg.Schedules[0].ID = "mutated"
+	cfg.Exclusions.Dates[0] = "1999-01-01"
+	cfg.Downstream[0] = "mutated"
+	delete(cfg.Traits, "volume")
+}

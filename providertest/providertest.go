@@ -1,0 +1,482 @@
+package providertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// Harness tells the suite how to open the provider under test and how to move time.
+type Harness struct {
+	// Open returns a started provider. Providers opened within one test share storage
+	// (they are different instances, with different lock owners); different tests
+	// never see each other's data. Open registers any cleanup (Stop, dropping the
+	// storage) with t.Cleanup; the suite may already have stopped the provider, so
+	// Stop must be idempotent, as the contract says. Open fails the test (t.Fatal)
+	// when it cannot open a provider.
+	Open func(t *testing.T) provider.Provider
+
+	// Sleep moves time forward by d as the providers of the test t see it, for
+	// example by advancing a fake clock shared by the providers Open returned for
+	// t. Nil means time.Sleep.
+	Sleep func(t *testing.T, d time.Duration)
+
+	// ReadinessTTL is the readiness TTL of the providers Open returns (the
+	// backend's ReadinessTTL option). Zero means the contract's default, 5 minutes.
+	// A harness on a real server with real sleeps sets a short one (a few seconds)
+	// so that the expiry test does not sleep for 5 minutes.
+	ReadinessTTL time.Duration
+}
+
+// Durations the TTL tests use. They are chosen to be robust on a real server with
+// real sleeps under load: a short TTL is only ever asserted to have expired after
+// expireWait, and "still live" is only asserted for long TTLs.
+const (
+	shortTTL            = 2 * time.Second
+	expireWait          = shortTTL + time.Second
+	longTTL             = time.Hour
+	defaultReadinessTTL = 5 * time.Minute
+	// listAll is a limit larger than any list a test builds.
+	listAll = 1000
+)
+
+// Run runs the whole conformance suite: every Run* function of this package, in
+// the order below. Optional interfaces (provider.Leaser, provider.CascadeReader)
+// are detected by type assertion; their groups skip when the provider lacks them.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	RunPipelineStore(t, h)
+	RunTraitStore(t, h)
+	RunRunStore(t, h)
+	RunEventStore(t, h)
+	RunRunLogStore(t, h)
+	RunRerunStore(t, h)
+	RunCascadeStore(t, h)
+	RunLateArrivalStore(t, h)
+	RunReplayStore(t, h)
+	RunLocker(t, h)
+	RunLeaser(t, h)
+	RunCascadeReader(t, h)
+	RunReadiness(t, h)
+	RunLifecycle(t, h)
+}
+
+// suite is the Harness with defaults applied.
+type suite struct{ h Harness }
+
+// group runs body as the subtest name. The group itself is not parallel (so Run
+// returns only when every test has finished); the tests inside it are.
+func group(t *testing.T, name string, h Harness, body func(t *testing.T, s *suite)) {
+	t.Helper()
+	if h.Open == nil {
+		t.Fatal("providertest: Harness.Open is nil")
+	}
+	s := &suite{h: h}
+	t.Run(name, func(t *testing.T) { body(t, s) })
+}
+
+// test runs body as a parallel subtest.
+func test(t *testing.T, name string, body func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		body(t)
+	})
+}
+
+// open returns a new provider instance on the test's storage.
+func (s *suite) open(t *testing.T) provider.Provider {
+	t.Helper()
+	p := s.h.Open(t)
+	if p == nil {
+		t.Fatal("providertest: Harness.Open returned nil")
+	}
+	return p
+}
+
+// sleep moves the test's time forward by d.
+func (s *suite) sleep(t *testing.T, d time.Duration) {
+	t.Helper()
+	if s.h.Sleep == nil {
+		time.Sleep(d)
+		return
+	}
+	s.h.Sleep(t, d)
+}
+
+func (s *suite) readinessTTL() time.Duration {
+	if s.h.ReadinessTTL > 0 {
+		return s.h.ReadinessTTL
+	}
+	return defaultReadinessTTL
+}
+
+// uid returns an ID valid under types.ValidateID, unique to the test and base.
+func uid(t *testing.T, base string) string {
+	t.Helper()
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	return fmt.Sprintf("%s-%08x", base, h.Sum32())
+}
+
+// ids are the identifiers one test uses, unique to it.
+type ids struct {
+	pipeline, other, run, rerun, trait, date, lock string
+}
+
+func newIDs(t *testing.T) ids {
+	t.Helper()
+	return ids{
+		pipeline: uid(t, "pipe"),
+		other:    uid(t, "other"),
+		run:      uid(t, "run"),
+		rerun:    uid(t, "rerun"),
+		trait:    uid(t, "trait"),
+		date:     "2026-03-04",
+		lock:     uid(t, "lock"),
+	}
+}
+
+// t0 is the base of the times the suite writes: nanoseconds set, so a backend that
+// truncates is caught.
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+
+// at returns t0 plus i minutes.
+func at(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+
+// cmpOpts compares values as the round-trip rule says: times by Equal, and empty
+// maps and slices equal to nil ones.
+var cmpOpts = cmp.Options{
+	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
+	cmpopts.EquateEmpty(),
+}
+
+// same reports a difference between want and got.
+func same(t *testing.T, what string, want, got any) bool {
+	t.Helper()
+	if d := cmp.Diff(want, got, cmpOpts); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+		return false
+	}
+	return true
+}
+
+// jsonRoundTrip returns v after a JSON round trip: what a backend gives back.
+func jsonRoundTrip[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("providertest: marshal %T: %v", v, err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("providertest: unmarshal %T: %v", v, err)
+	}
+	return out
+}
+
+// noErr fails the test now if err is not nil.
+func noErr(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: unexpected error: %v", what, err)
+	}
+}
+
+// wantErr reports an error unless err wraps target.
+func wantErr(t *testing.T, err, target error, what string) bool {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: got error %v, want one wrapping %v", what, err, target)
+		return false
+	}
+	return true
+}
+
+// mustGet fails the test unless err is nil and v is not nil.
+func mustGet[T any](t *testing.T, v *T, err error, what string) T {
+	t.Helper()
+	noErr(t, err, what)
+	if v == nil {
+		t.Fatalf("%s: got nil, want a value", what)
+	}
+	return *v
+}
+
+// wantNil reports unless err is nil and v is nil: the (nil, nil) of a missing entity.
+func wantNil[T any](t *testing.T, v *T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: got error %v, want (nil, nil)", what, err)
+		return
+	}
+	if v != nil {
+		t.Errorf("%s: got %+v, want nil", what, *v)
+	}
+}
+
+// wantLen fails the test unless err is nil and the list has n items.
+func wantLen[T any](t *testing.T, list []T, err error, n int, what string) {
+	t.Helper()
+	noErr(t, err, what)
+	if len(list) != n {
+		t.Fatalf("%s: got %d items, want %d: %+v", what, len(list), n, list)
+	}
+}
+
+// cancelled returns a context that is already cancelled.
+func cancelled(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	return ctx
+}
+
+// call is one named provider call, for tables of calls (bad input, cancelled
+// context, after Stop).
+type call struct {
+	name string
+	do   func(ctx context.Context, p provider.Provider, k ids) error
+}
+
+// checkCancelled runs each call with a cancelled context and expects an error
+// wrapping context.Canceled.
+func (s *suite) checkCancelled(t *testing.T, calls []call) {
+	t.Helper()
+	test(t, "cancelled_context", func(t *testing.T) {
+		p, k := s.open(t), newIDs(t)
+		ctx := cancelled(t)
+		for _, c := range calls {
+			wantErr(t, c.do(ctx, p, k), context.Canceled, c.name+" with a cancelled context")
+		}
+	})
+}
+
+// badCase is one invalid call: it must fail with ErrInvalidArgument, and then
+// verify proves nothing was written.
+type badCase struct {
+	name string
+	// setup, if set, writes valid data first (e.g. the run a bad CAS targets).
+	setup func(t *testing.T, p provider.Provider, k ids)
+	call  func(ctx context.Context, p provider.Provider, k ids) error
+}
+
+// checkBadInput runs each case as a parallel subtest of "bad_input"; after each
+// rejected call, verify checks that the store is as setup left it.
+func (s *suite) checkBadInput(t *testing.T, cases []badCase, verify func(t *testing.T, p provider.Provider, k ids)) {
+	t.Helper()
+	t.Run("bad_input", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range cases {
+			test(t, c.name, func(t *testing.T) {
+				p, k := s.open(t), newIDs(t)
+				if c.setup != nil {
+					c.setup(t, p, k)
+				}
+				err := c.call(t.Context(), p, k)
+				if wantErr(t, err, provider.ErrInvalidArgument, c.name) && verify != nil {
+					verify(t, p, k)
+				}
+			})
+		}
+	})
+}
+
+// badIDs are identifiers every backend must reject with ErrInvalidArgument.
+var badIDs = []struct{ name, id string }{
+	{"empty", ""},
+	{"colon", "a:b"},
+	{"space", "a b"},
+	{"too_long", strings.Repeat("x", types.MaxIDLen+1)},
+}
+
+// delimiters are the key delimiters of the built-in backends, and more characters
+// a third-party backend might use to join or escape key parts.
+var delimiters = []string{":", "#", "{", "}", "|", "/", " ", "\t", "\n", ".", "=", "@", "+", "-", "_",
+	"\\", "%", "*", "?", "$", ",", ";", "'", "\"", "é", "\u00a0", "\u2028", "\x00"}
+
+// adversarialIDs returns single identifiers that a careless backend might map to
+// the same storage: joined with, led or trailed by a delimiter, differing in case,
+// path-cleaning to one another, or in Unicode normalization. Each is prefixed with
+// prefix so that it is unique to the test.
+func adversarialIDs(prefix string) []string {
+	d := prefix + "/"
+	out := []string{prefix, d + "a", d + "A", d + "ab", d + "b", d + "a/../b", d + "a//b", d + "./a",
+		d + "e\u0301", d + "\u00e9",
+		prefix + strings.Repeat("z", types.MaxIDLen-len(prefix)),
+		prefix + strings.Repeat("z", types.MaxIDLen-len(prefix)-1) + "y"}
+	for _, c := range delimiters {
+		out = append(out, d+"a"+c+"b", d+"a"+c, d+c+"a")
+	}
+	return out
+}
+
+// adversarialTuples returns n-part keys (n >= 2) such that a naive join of the
+// parts with any delimiter would make two of them equal, e.g. ("a#b", "c") and
+// ("a", "b#c"). The first part is prefixed with prefix, to be unique to the test.
+func adversarialTuples(prefix string, n int) [][]string {
+	var out [][]string
+	base := func() []string {
+		k := make([]string, n)
+		for i := range k {
+			k[i] = "x"
+		}
+		return k
+	}
+	add := func(k []string) {
+		k[0] = prefix + k[0]
+		out = append(out, k)
+	}
+	add(base())
+	for _, d := range delimiters {
+		for i := 0; i+1 < n; i++ {
+			left, right := base(), base()
+			left[i], left[i+1] = "a"+d+"b", "c"
+			right[i], right[i+1] = "a", "b"+d+"c"
+			add(left)
+			add(right)
+		}
+		trail := base()
+		trail[n-1] = "x" + d
+		add(trail)
+	}
+	return out
+}
+
+// checkDistinct stores each key (a rejection must wrap ErrInvalidArgument) with
+// its index as a tag, then reads every accepted key back and expects its own tag:
+// no two keys share storage. get returns the tag found, or found == false. It
+// returns the indexes of the accepted keys.
+func checkDistinct(t *testing.T, keys [][]string, put func(key []string, tag int) error,
+	get func(key []string) (tag int, found bool, err error)) []int {
+	t.Helper()
+	var accepted []int
+	for i, k := range keys {
+		err := put(k, i)
+		if err == nil {
+			accepted = append(accepted, i)
+			continue
+		}
+		wantErr(t, err, provider.ErrInvalidArgument, fmt.Sprintf("put %q", k))
+	}
+	for _, i := range accepted {
+		tag, found, err := get(keys[i])
+		switch {
+		case err != nil:
+			t.Errorf("get %q: %v", keys[i], err)
+		case !found:
+			t.Errorf("get %q: not found after a successful put", keys[i])
+		case tag != i:
+			t.Errorf("get %q: found the value of %q: the two keys share storage", keys[i], keys[tag])
+		}
+	}
+	if len(accepted) == 0 {
+		t.Errorf("every key was rejected, even %q", keys[0])
+	}
+	return accepted
+}
+
+// singles wraps single IDs as one-part keys for checkDistinct.
+func singles(list []string) [][]string {
+	out := make([][]string, len(list))
+	for i, id := range list {
+		out[i] = []string{id}
+	}
+	return out
+}
+
+// bigString returns a string of n bytes.
+func bigString(n int) string { return strings.Repeat("0123456789abcdef", n/16+1)[:n] }
+
+// runConcurrently starts n goroutines running fn(i) at once and waits for them.
+func runConcurrently(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// errs collects errors from goroutines, which must not call t.Fatal.
+type errs struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (e *errs) add(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, fmt.Sprintf(format, args...))
+}
+
+// report fails the test with the collected errors (at most 10 shown).
+func (e *errs) report(t *testing.T) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, s := range e.list {
+		if i == 10 {
+			t.Errorf("... and %d more errors", len(e.list)-10)
+			break
+		}
+		t.Error(s)
+	}
+	if len(e.list) > 0 {
+		t.FailNow()
+	}
+}
+
+// backendNow returns the time as the provider's clock sees it, read from the
+// DetectedAt that PutLateArrival fills in; it writes to a pipeline of its own.
+func backendNow(t *testing.T, p provider.Provider) time.Time {
+	t.Helper()
+	pid := uid(t, "clock-probe")
+	noErr(t, p.PutLateArrival(t.Context(), types.LateArrival{PipelineID: pid, Date: "probe"}), "probe clock: PutLateArrival")
+	list, err := p.ListLateArrivals(t.Context(), pid, "probe", "")
+	noErr(t, err, "probe clock: ListLateArrivals")
+	var now time.Time
+	for _, la := range list {
+		if la.DetectedAt.After(now) {
+			now = la.DetectedAt
+		}
+	}
+	if now.IsZero() {
+		t.Fatal("probe clock: PutLateArrival did not fill DetectedAt")
+	}
+	return now
+}
+
+// wantWithin reports unless lo <= got <= hi.
+func wantWithin(t *testing.T, what string, got, lo, hi time.Time) {
+	t.Helper()
+	if got.Before(lo) || got.After(hi) {
+		t.Errorf("%s = %v, want within [%v, %v]", what, got, lo, hi)
+	}
+}
+
+// sortedCopy returns the strings sorted by bytes, as every backend's sort keys are.
+func sortedCopy(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
+}

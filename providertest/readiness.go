@@ -1,0 +1,129 @@
+package providertest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RunReadiness tests PutReadiness and GetReadiness: round trip, replace, expiry
+// after Harness.ReadinessTTL (default 5 minutes), pipelines kept apart, aliasing,
+// bad input and cancellation.
+func RunReadiness(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "Readiness", h, func(t *testing.T, s *suite) {
+		test(t, "put_get_round_trip", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			r := newReadiness(k.pipeline)
+			noErr(t, p.PutReadiness(t.Context(), r), "PutReadiness")
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			same(t, "GetReadiness", jsonRoundTrip(t, r), mustGet(t, got, err, "GetReadiness"))
+		})
+		test(t, "get_missing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetReadiness of a missing result")
+		})
+		test(t, "put_replaces", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.pipeline)), "PutReadiness")
+			r := types.ReadinessResult{PipelineID: k.pipeline, Status: types.Ready, EvaluatedAt: at(1)}
+			noErr(t, p.PutReadiness(t.Context(), r), "PutReadiness again")
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			same(t, "GetReadiness after replace", jsonRoundTrip(t, r), mustGet(t, got, err, "GetReadiness"))
+		})
+		test(t, "kept_within_readiness_ttl", func(t *testing.T) {
+			ttl := s.readinessTTL()
+			if ttl < defaultReadinessTTL/5 {
+				t.Skipf("Harness.ReadinessTTL %v is too short to sleep through half of it reliably", ttl)
+			}
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.pipeline)), "PutReadiness")
+			s.sleep(t, ttl/2)
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			mustGet(t, got, err, "GetReadiness halfway through the readiness TTL")
+		})
+		test(t, "expires_after_readiness_ttl", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.pipeline)), "PutReadiness")
+			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.other)), "PutReadiness")
+			s.sleep(t, s.readinessTTL()+expireWait-shortTTL)
+			for _, inst := range []provider.Provider{q, p} {
+				got, err := inst.GetReadiness(t.Context(), k.pipeline)
+				wantNil(t, got, err, "GetReadiness after the readiness TTL")
+			}
+			got, err := p.GetReadiness(t.Context(), k.other)
+			wantNil(t, got, err, "GetReadiness after the readiness TTL")
+		})
+		test(t, "adversarial_pipeline_ids", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			checkDistinct(t, singles(adversarialIDs(k.pipeline)),
+				func(key []string, tag int) error {
+					return p.PutReadiness(t.Context(), types.ReadinessResult{PipelineID: key[0], Status: types.Ready,
+						Blocking: []string{strconv.Itoa(tag)}})
+				},
+				func(key []string) (int, bool, error) {
+					got, err := p.GetReadiness(t.Context(), key[0])
+					if err != nil || got == nil || len(got.Blocking) != 1 {
+						return 0, false, err
+					}
+					tag, err := strconv.Atoi(got.Blocking[0])
+					return tag, true, err
+				})
+		})
+		test(t, "no_aliasing", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			r := newReadiness(k.pipeline)
+			want := jsonRoundTrip(t, r)
+			noErr(t, p.PutReadiness(t.Context(), r), "PutReadiness")
+			mutateReadiness(&r)
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			first := mustGet(t, got, err, "GetReadiness")
+			same(t, "GetReadiness after mutating the put value", want, first)
+			mutateReadiness(&first)
+			got, err = p.GetReadiness(t.Context(), k.pipeline)
+			same(t, "GetReadiness after mutating a returned value", want, mustGet(t, got, err, "GetReadiness"))
+		})
+		var bad []badCase
+		for _, b := range badIDs {
+			bad = append(bad,
+				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					r := newReadiness(b.id)
+					return p.PutReadiness(ctx, r)
+				}},
+				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.GetReadiness(ctx, b.id)
+					return err
+				}})
+		}
+		bad = append(bad, badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			r := newReadiness(k.pipeline)
+			r.Status = "MAYBE"
+			return p.PutReadiness(ctx, r)
+		}})
+		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetReadiness after a rejected call")
+		})
+		s.checkCancelled(t, []call{
+			{"PutReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutReadiness(ctx, newReadiness(k.pipeline))
+			}},
+			{"GetReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetReadiness(ctx, k.pipeline)
+				return err
+			}},
+		})
+	})
+}
+
+func mutateReadiness(r *types.ReadinessResult) {
+	r.Blocking[0] = "mutated"
+	r.Traits[0].Value["rows"] = -1
+	*r.Traits[0].ExpiresAt = at(999)
+	r.Traits[1].Reason = "mutated"
+}
