@@ -186,7 +186,7 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 // listSpec describes how to read one list.
 type listSpec struct {
 	ix   index
-	desc bool                      // highest member first
+	desc bool                       // highest member first
 	key  func(member string) string // the truth key of a member's record
 	id   func(member string) string // the record ID in a member
 	want func(r record) string      // the member r wants in this list ("" = none)

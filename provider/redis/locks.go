@@ -14,7 +14,7 @@ import (
 
 // lockHolder and leaseHolder are the values of a held lock key.
 func (p *Provider) lockHolder() string { return "lock:" + p.owner }
-func leaseHolder(token string) string   { return "lease:" + token }
+func leaseHolder(token string) string  { return "lease:" + token }
 
 // AcquireLock implements provider.Locker with one SET key owner NX [PX ttl]; ttl is
 // rounded up to whole milliseconds and 0 means until released. Expiry is judged by

@@ -201,13 +201,14 @@ func (p *Provider) Start(ctx context.Context) error {
 	if p.started.Load() {
 		return nil
 	}
-	load := func(ctx context.Context, c goredis.Scripter) error {
-		for _, s := range allScripts {
-			if err := s.Load(ctx, c).Err(); err != nil {
-				return err
+	load := func(ctx context.Context, c goredis.Cmdable) error {
+		_, err := c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+			for _, s := range allScripts {
+				s.Load(ctx, pipe)
 			}
-		}
-		return nil
+			return nil
+		})
+		return err
 	}
 	var err error
 	if cc, ok := p.c.(*goredis.ClusterClient); ok {

@@ -326,4 +326,3 @@ func checkSlot(pipelineID, date, scheduleID string) (string, error) {
 	}
 	return provider.CheckSchedule(scheduleID)
 }
-

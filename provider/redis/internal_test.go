@@ -1,0 +1,268 @@
+package redis
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/types"
+)
+
+func TestTimeKeyOrder(t *testing.T) {
+	times := []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Unix(0, 0),
+		time.Unix(0, 1),
+		time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
+		time.Date(2026, 3, 4, 5, 6, 7, 123456790, time.FixedZone("x", 3600)).Add(time.Hour),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	}
+	for i := 1; i < len(times); i++ {
+		a, b := timeKey(times[i-1]), timeKey(times[i])
+		if len(a) != timeKeyLen || len(b) != timeKeyLen {
+			t.Fatalf("timeKey lengths %d, %d, want %d", len(a), len(b), timeKeyLen)
+		}
+		if times[i-1].Before(times[i]) != (a < b) {
+			t.Errorf("timeKey(%v)=%s, timeKey(%v)=%s: order differs", times[i-1], a, times[i], b)
+		}
+	}
+}
+
+func TestLockKeysInjective(t *testing.T) {
+	k := keys{prefix: "p"}
+	in := []string{"a", "{a}", "%7Ba}", "%257B", "a}b", "a:fence", "a}:fence", "%", "%25", "é{}", "}", "{"}
+	seen := map[string]string{}
+	for _, key := range in {
+		l, f := k.lock(key)
+		for _, x := range []string{l, f} {
+			if prev, ok := seen[x]; ok {
+				t.Errorf("lock keys %q and %q both map to %q", prev, key, x)
+			}
+			seen[x] = key
+		}
+		if strings.Count(l, "{") != 1 || strings.Count(l, "}") != 1 || !strings.HasSuffix(l, "}") {
+			t.Errorf("lock(%q) = %q: want exactly one hash tag, at the end", key, l)
+		}
+	}
+}
+
+func TestParseStreamID(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"0-0", true}, {"1-2", true}, {"1700000000000-15", true},
+		{"18446744073709551615-18446744073709551615", true},
+		{"", false}, {"1", false}, {"-", false}, {"1-", false}, {"-1", false}, {"01-1", false},
+		{"1-01", false}, {"+1-1", false}, {"1-+1", false}, {"a-1", false}, {"1-2-3", false},
+		{"18446744073709551616-0", false}, {" 1-1", false}, {"1-1 ", false}, {"(1-1", false},
+	} {
+		if _, _, ok := parseStreamID(tc.in); ok != tc.ok {
+			t.Errorf("parseStreamID(%q) ok = %v, want %v", tc.in, ok, tc.ok)
+		}
+	}
+}
+
+// newMini returns a provider on a fresh miniredis and the raw client.
+func newMini(t *testing.T) (*Provider, *goredis.Client) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	p, err := New(c, WithKeyPrefix("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+func run(pid, id string, created time.Time) types.RunState {
+	return types.RunState{RunID: id, PipelineID: pid, Status: types.RunPending, CreatedAt: created, UpdatedAt: created}
+}
+
+// checkRunIndex fails unless the run list of pid holds exactly want (members), with
+// a hash that agrees.
+func checkRunIndex(t *testing.T, p *Provider, c *goredis.Client, pid string, want ...string) {
+	t.Helper()
+	ctx := context.Background()
+	ix := p.k.runs(pid)
+	got, err := c.ZRange(ctx, ix.z, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("run list members = %q, want %q", got, want)
+	}
+	h, err := c.HGetAll(ctx, ix.h).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range want {
+		v := h[memberID(m)]
+		if _, member, _ := strings.Cut(v, "|"); member != m {
+			t.Errorf("run list hash[%s] = %q, want member %q", memberID(m), v, m)
+		}
+	}
+}
+
+func listRunIDs(t *testing.T, p *Provider, pid string) []string {
+	t.Helper()
+	runs, err := p.ListRuns(context.Background(), pid, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.RunID)
+	}
+	return ids
+}
+
+// TestRunCrashWindows simulates a crash between each step of PutRunState and checks
+// that nothing wrong is visible and that a listing repairs the index.
+func TestRunCrashWindows(t *testing.T) {
+	ctx := context.Background()
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)
+	t2 := t1.Add(time.Hour)
+
+	t.Run("after_provisional", func(t *testing.T) {
+		p, c := newMini(t)
+		r := run("pipe", "r1", t1)
+		m := timeKey(t1) + "r1"
+		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "p", "r1", m, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if ids := listRunIDs(t, p, "pipe"); len(ids) != 0 {
+			t.Errorf("ListRuns = %v, want nothing: the run was never written", ids)
+		}
+		checkRunIndex(t, p, c, "pipe")
+		// The interrupted writer (or any other) completes later: the run is listed.
+		if err := p.PutRunState(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r1"}) {
+			t.Errorf("ListRuns = %v, want [r1]", ids)
+		}
+		checkRunIndex(t, p, c, "pipe", m)
+	})
+
+	t.Run("after_truth", func(t *testing.T) {
+		p, c := newMini(t)
+		for _, r := range []types.RunState{run("pipe", "r1", t1), run("pipe", "r2", t1.Add(time.Minute))} {
+			if err := p.PutRunState(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Re-put r1 with a later CreatedAt, crashing before step 3: the truth moved,
+		// the list still has the old member.
+		r := run("pipe", "r1", t2)
+		data, _ := p.encode(r)
+		m2 := timeKey(t2) + "r1"
+		if err := scriptRecordPut.Run(ctx, c, []string{p.k.run("r1")}, m2, data, "pipe", "strict",
+			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r1", "r2"}) {
+			t.Errorf("ListRuns = %v, want [r1 r2] (r1 is now the newest)", ids)
+		}
+		checkRunIndex(t, p, c, "pipe", m2, timeKey(t1.Add(time.Minute))+"r2")
+	})
+
+	t.Run("late_final_step", func(t *testing.T) {
+		p, c := newMini(t)
+		if err := p.PutRunState(ctx, run("pipe", "r1", t1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.PutRunState(ctx, run("pipe", "r1", t2)); err != nil {
+			t.Fatal(err)
+		}
+		// The first writer's step 3 arrives last: the sequence guard ignores it.
+		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "s", "r1", timeKey(t1)+"r1", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		checkRunIndex(t, p, c, "pipe", timeKey(t2)+"r1")
+	})
+
+	t.Run("rejected_pipeline", func(t *testing.T) {
+		p, c := newMini(t)
+		if err := p.PutRunState(ctx, run("pipe", "r1", t1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.PutRunState(ctx, run("other", "r1", t1)); err == nil {
+			t.Fatal("re-put under another pipeline succeeded")
+		}
+		checkRunIndex(t, p, c, "pipe", timeKey(t1)+"r1")
+		if n, _ := c.Exists(ctx, p.k.runs("other").z, p.k.runs("other").h).Result(); n != 0 {
+			t.Errorf("the other pipeline's run list exists after a rejected put")
+		}
+	})
+}
+
+// TestRerunMoveCrash crashes a rerun's move between pipelines after its truth was
+// written: the old pipeline's list must not show it, and ListReruns repairs both.
+func TestRerunMoveCrash(t *testing.T) {
+	ctx := context.Background()
+	p, c := newMini(t)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rr := types.RerunRecord{RerunID: "x", PipelineID: "a", OriginalDate: "2026-01-01", Status: types.RequestPending, RequestedAt: at}
+	if err := p.PutRerun(ctx, rr); err != nil {
+		t.Fatal(err)
+	}
+	rr.PipelineID = "b"
+	data, _ := p.encode(rr)
+	m := timeKey(at) + "x"
+	// Steps 1 and 2 of the move only.
+	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scriptRecordPut.Run(ctx, c, []string{p.k.rerun("x")}, m, data, "b", "move").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for pid, want := range map[string]int{"a": 0, "b": 1} {
+		got, err := p.ListReruns(ctx, pid, 10)
+		if err != nil || len(got) != want {
+			t.Errorf("ListReruns(%s) = %d reruns, %v; want %d", pid, len(got), err, want)
+		}
+	}
+	if n, _ := c.ZCard(ctx, p.k.reruns("a").z).Result(); n != 0 {
+		t.Errorf("pipeline a's rerun list still has %d members after a listing repaired it", n)
+	}
+	all, err := p.ListAllReruns(ctx, 10)
+	if err != nil || len(all) != 1 || all[0].PipelineID != "b" {
+		t.Errorf("ListAllReruns = %+v, %v; want the rerun under b", all, err)
+	}
+}
+
+// TestPipelineDeleteCrash deletes a config without its list step, and interleaves
+// a reader's repair with a register.
+func TestPipelineDeleteCrash(t *testing.T) {
+	ctx := context.Background()
+	p, c := newMini(t)
+	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scriptRecordDel.Run(ctx, c, []string{p.k.config("a")}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.ListPipelines(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("ListPipelines = %+v, %v; want none", got, err)
+	}
+	if n, _ := c.ZCard(ctx, p.k.globalPipelines().z).Result(); n != 0 {
+		t.Errorf("global pipeline list has %d members after repair, want 0", n)
+	}
+	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a", Tier: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = p.ListPipelines(ctx)
+	if err != nil || len(got) != 1 || got[0].Tier != 2 {
+		t.Fatalf("ListPipelines = %+v, %v; want a with tier 2", got, err)
+	}
+}
