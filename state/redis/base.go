@@ -11,9 +11,6 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-// Key is state.Key, aliased for brevity inside this package.
-type Key = state.Key
-
 // base is what every store and the deduper share: the client (not owned), the key
 // schema and the closed flag.
 type base struct {

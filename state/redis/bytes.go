@@ -59,14 +59,14 @@ func decodeBytes(raw string) ([]byte, error) { return []byte(raw), nil }
 
 // Get returns a copy of the value of k and whether it exists; a missing or expired key
 // returns the monoid's identity and false. One round trip (HGET).
-func (s *BytesStore) Get(ctx context.Context, k Key) ([]byte, bool, error) {
+func (s *BytesStore) Get(ctx context.Context, k state.Key) ([]byte, bool, error) {
 	return readOne(ctx, &s.base, kindBytes, k, getBytes, decodeBytes, s.m.Identity())
 }
 
 // GetMany returns one value and one found flag per key, in the order of ks
 // (duplicates allowed; missing keys hold the monoid's identity). One pipeline of
 // HGETs: one round trip, or one per node concurrently on a Redis Cluster.
-func (s *BytesStore) GetMany(ctx context.Context, ks []Key) ([][]byte, []bool, error) {
+func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []bool, error) {
 	return readMany(ctx, &s.base, kindBytes, ks, getBytes, decodeBytes, s.m.Identity())
 }
 
@@ -77,8 +77,8 @@ func (s *BytesStore) GetMany(ctx context.Context, ks []Key) ([][]byte, []bool, e
 // wrapping state.ErrMaxRetriesExceeded. A delta or stored value the monoid rejects is
 // an error wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument) and nothing
 // is written.
-func (s *BytesStore) MergeUpdate(ctx context.Context, k Key, delta []byte, ttl time.Duration) error {
-	_, err := s.merge(ctx, "", k, delta, ttl)
+func (s *BytesStore) MergeUpdate(ctx context.Context, k state.Key, delta []byte, ttl time.Duration) error {
+	_, err := s.merge(ctx, false, "", k, delta, ttl)
 	return err
 }
 
@@ -88,11 +88,8 @@ func (s *BytesStore) MergeUpdate(ctx context.Context, k Key, delta []byte, ttl t
 // the merged value is written. applied is false, and nothing is written, when the
 // event was applied before to any bucket of k.Entity by a BytesStore with this
 // prefix. Round trips as MergeUpdate.
-func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta []byte, ttl time.Duration) (bool, error) {
-	if err := state.CheckEventID(eventID); err != nil {
-		return false, err
-	}
-	return s.merge(ctx, eventID, k, delta, ttl)
+func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta []byte, ttl time.Duration) (applied bool, err error) {
+	return s.merge(ctx, true, eventID, k, delta, ttl)
 }
 
 // casRead is what a lost compare-and-swap hands to the next attempt.
@@ -102,14 +99,19 @@ type casRead struct {
 	ver   string
 }
 
-func (s *BytesStore) merge(ctx context.Context, eventID string, k Key, delta []byte, ttl time.Duration) (bool, error) {
+func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k state.Key, delta []byte, ttl time.Duration) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, err
+	}
+	if once {
+		if err := state.CheckEventID(eventID); err != nil {
+			return false, err
+		}
 	}
 	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
 		return false, err
 	}
-	keys := s.keys.scriptKeys(kindBytes, k, eventID)
+	keys := s.keys.scriptKeys(kindBytes, k, once, eventID)
 	ttlMS, dedupMS := millis(ttl), millis(s.dedupTTL)
 	var (
 		last     *casRead // set by a lost race

@@ -42,43 +42,23 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 	return numeric[V]{base: b, numericKind: nk, dedupTTL: c.dedupTTL}, nil
 }
 
-// Get returns the value of k and whether it exists; a missing or expired key returns
-// the monoid's identity and false. One round trip (GET).
-func (s *numeric[V]) Get(ctx context.Context, k Key) (V, bool, error) {
+func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
 	return readOne(ctx, &s.base, s.kind, k, getString, s.parse, s.missing)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing keys hold the monoid's identity). One pipeline of GETs:
-// one round trip, or one per node concurrently on a Redis Cluster.
-func (s *numeric[V]) GetMany(ctx context.Context, ks []Key) ([]V, []bool, error) {
+func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
 	return readMany(ctx, &s.base, s.kind, ks, getString, s.parse, s.missing)
 }
 
-// MergeUpdate combines delta into the value of k atomically and sets its expiry to
-// now+ttl (ttl == 0 clears any expiry; ttls are rounded up to whole milliseconds).
-// One round trip (one Lua script). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing.
-func (s *numeric[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.Duration) error {
-	_, err := s.merge(ctx, "", k, delta, ttl)
-	return err
-}
-
-// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: one Lua
-// script checks the claim key of eventID under k.Entity, merges, and writes the claim
-// (it lives for the store's dedup TTL), so a crash can neither lose nor double the
-// delta. applied is false, and nothing is written, when the event was applied before
-// to any bucket of k.Entity by a store of this kind and prefix. One round trip.
-func (s *numeric[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
-	if err := state.CheckEventID(eventID); err != nil {
-		return false, err
-	}
-	return s.merge(ctx, eventID, k, delta, ttl)
-}
-
-func (s *numeric[V]) merge(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
+// merge is MergeUpdate (once == false) and MergeUpdateOnce.
+func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, err
+	}
+	if once {
+		if err := state.CheckEventID(eventID); err != nil {
+			return false, err
+		}
 	}
 	if err := state.CheckKey(k); err != nil {
 		return false, err
@@ -91,7 +71,7 @@ func (s *numeric[V]) merge(ctx context.Context, eventID string, k Key, delta V, 
 			return false, err
 		}
 	}
-	keys := s.keys.scriptKeys(s.kind, k, eventID)
+	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
 	n, err := s.script.Run(ctx, s.client, keys, millis(ttl), millis(s.dedupTTL), s.format(delta)).Int()
 	if err != nil {
 		return false, s.wrap("merge", keys[0], err)
@@ -102,18 +82,18 @@ func (s *numeric[V]) merge(ctx context.Context, eventID string, k Key, delta V, 
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate adds the
 // delta with INCRBY. A sum that would overflow int64 is an error and writes nothing.
 // It is safe for concurrent use.
-type Int64SumStore struct{ numeric[int64] }
+type Int64SumStore struct{ n numeric[int64] }
 
 // Float64SumStore is a state.OnceStore[float64] of sums: MergeUpdate adds the delta
 // with INCRBYFLOAT (Redis adds in long double precision and stores 17 significant
 // digits). A NaN or infinite delta, or a sum that would overflow to infinity, is an
 // error and writes nothing. It is safe for concurrent use.
-type Float64SumStore struct{ numeric[float64] }
+type Float64SumStore struct{ n numeric[float64] }
 
 // Int64MaxStore is a state.OnceStore[int64] of maxima (monoid.Max): MergeUpdate keeps
 // the larger of the stored value and the delta (compared exactly, as int64). A missing
 // key reads as math.MinInt64, the identity. It is safe for concurrent use.
-type Int64MaxStore struct{ numeric[int64] }
+type Int64MaxStore struct{ n numeric[int64] }
 
 var (
 	_ state.OnceStore[int64]   = (*Int64SumStore)(nil)
@@ -146,7 +126,7 @@ func NewInt64SumStore(client goredis.UniversalClient, opts ...Option) (*Int64Sum
 	if err != nil {
 		return nil, err
 	}
-	return &Int64SumStore{n}, nil
+	return &Int64SumStore{n: n}, nil
 }
 
 // NewFloat64SumStore returns a Float64SumStore over client, which it uses but does not
@@ -159,7 +139,7 @@ func NewFloat64SumStore(client goredis.UniversalClient, opts ...Option) (*Float6
 	if err != nil {
 		return nil, err
 	}
-	return &Float64SumStore{n}, nil
+	return &Float64SumStore{n: n}, nil
 }
 
 // NewInt64MaxStore returns an Int64MaxStore over client, which it uses but does not
@@ -172,5 +152,5 @@ func NewInt64MaxStore(client goredis.UniversalClient, opts ...Option) (*Int64Max
 	if err != nil {
 		return nil, err
 	}
-	return &Int64MaxStore{n}, nil
+	return &Int64MaxStore{n: n}, nil
 }

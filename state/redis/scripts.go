@@ -4,6 +4,8 @@ import (
 	_ "embed"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/state"
 )
 
 var (
@@ -29,9 +31,9 @@ var (
 )
 
 // scriptKeys returns the KEYS of a merge script: the value key, plus the claim key
-// for MergeUpdateOnce (eventID != "").
-func (ks keyspace) scriptKeys(kind string, k Key, eventID string) []string {
-	if eventID == "" {
+// of eventID for MergeUpdateOnce (once).
+func (ks keyspace) scriptKeys(kind string, k state.Key, once bool, eventID string) []string {
+	if !once {
 		return []string{ks.valueKey(kind, k)}
 	}
 	return []string{ks.valueKey(kind, k), ks.onceKey(kind, k, eventID)}

@@ -1,0 +1,81 @@
+// Package redis implements pipestate's monoid-aware state stores over Redis (go-redis
+// v9, imported as goredis): Int64SumStore, Float64SumStore, Int64MaxStore, BytesStore
+// (any monoid over bytes, such as the sketches of monoid/sketch) and Deduper. Every
+// store implements state.OnceStore. They work on a single server and on Redis
+// Cluster (any goredis.UniversalClient).
+//
+// # Guarantees
+//
+//   - Every merge is atomic: sums and maxima run one Lua script (INCRBY, INCRBYFLOAT,
+//     or a compare-and-set that compares int64s exactly as decimal strings, since Lua
+//     numbers are doubles); BytesStore reads, combines in Go and writes with a Lua
+//     compare-and-swap on a version token, retrying lost races with capped
+//     exponential backoff and full jitter (WithBackoff) up to WithMaxRetries times,
+//     then failing with an error wrapping state.ErrMaxRetriesExceeded (nothing
+//     written).
+//   - MergeUpdateOnce checks the event's claim, merges and writes the claim in ONE Lua
+//     script, so a crash can neither lose nor double a delta. For BytesStore the
+//     combine runs in Go, so the claim is written by the same compare-and-swap script
+//     that writes the value: claimed exactly when merged.
+//   - TTL: expiry is Redis's own (PEXPIRE, or PERSIST for ttl 0 to clear an earlier
+//     expiry), set in the merge script, so an expired value is gone for every reader
+//     and the next merge starts from the identity. TTLs are rounded up to whole
+//     milliseconds.
+//   - Bad input returns an error wrapping state.ErrInvalidArgument before any I/O. A
+//     NaN or infinite Float64SumStore delta is bad input; an int64 sum that would
+//     overflow, or a float sum that would become infinite, fails in Redis without
+//     writing. Redis errors are wrapped with %w; goredis.Nil never escapes.
+//   - The stores do not own the client: Close only marks the store closed (later
+//     calls return an error wrapping state.ErrClosed).
+//
+// # Decisions where the design is silent
+//
+//   - Exactly-once is per entity: the claim key of an event lives beside the value in
+//     the entity's hash tag (a cluster slot), because a Lua script may only touch keys
+//     of one slot. An event ID applied to one bucket of an entity is therefore a
+//     redelivery for every bucket of that entity, while the same ID applied to another
+//     entity is a different event. (state/memory's claims are store-wide.) Claims live
+//     for WithDedupTTL (default state.DefaultDedupTTL), independent of the value's ttl.
+//   - Key names carry the store kind, so an Int64SumStore and an Int64MaxStore may
+//     share a prefix and entity names. Two stores of the same kind sharing a prefix
+//     share values: give each logical store its own WithKeyPrefix.
+//   - A missing key reads as the monoid's identity with found == false (0 for sums,
+//     math.MinInt64 for Int64MaxStore, the monoid's Identity for BytesStore).
+//   - A lost BytesStore race hands the current value and version back with the
+//     refusal, so a retry costs one round trip, not two.
+//   - Scripts run with EVALSHA; the first run on each server costs one extra round
+//     trip (NOSCRIPT, then EVAL).
+//
+// # Key schema
+//
+// Entities are escaped ('%' -> %25, '{' -> %7B, '}' -> %7D) so that the hash tag is
+// non-empty and brace-free, and every key name is injective; buckets are base-10 int64s.
+// The prefix may not contain braces.
+//
+//	prefix:{entity}:isum:bucket          Int64SumStore value (string)
+//	prefix:{entity}:fsum:bucket          Float64SumStore value (string)
+//	prefix:{entity}:imax:bucket          Int64MaxStore value (string)
+//	prefix:{entity}:bytes:bucket         BytesStore value (hash: v = bytes, ver = token)
+//	prefix:{entity}:<kind>:once:eventID  MergeUpdateOnce claim (same slot as the value)
+//	prefix:seen:eventID                  Deduper claim
+//
+// # Round trips
+//
+//	call                           round trips
+//	Get                            1 (GET / HGET)
+//	GetMany(n keys)                1 pipeline (one per cluster node holding the keys,
+//	                               sent concurrently); 0 for n == 0
+//	MergeUpdate, MergeUpdateOnce   1 Lua script (sums, max)
+//	BytesStore MergeUpdate(Once)   2 (HMGET + compare-and-swap script), +1 per lost race
+//	Deduper MarkSeen / Release     1 (SET NX PX / DEL)
+//
+// Example:
+//
+//	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
+//	views, err := redis.NewInt64SumStore(client, redis.WithKeyPrefix("app:views"))
+//	if err != nil { ... }
+//	k := state.Key{Entity: "page:/home", Bucket: hour}
+//	err = views.MergeUpdate(ctx, k, 1, 48*time.Hour)
+//	applied, err := views.MergeUpdateOnce(ctx, msg.ID, k, 1, 48*time.Hour)
+//	n, found, err := views.Get(ctx, k)
+package redis
