@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -187,3 +188,8 @@ func TestProviderRedis(t *testing.T) {
 func TestProviderRedisCluster(t *testing.T) {
 	providertest.Run(t, newServerHarness(clusterClient(t)).harness())
 }
+
+// envAddr and envCluster report whether the real servers are configured, for tests
+// that add variants rather than skip.
+func envAddr() string { return os.Getenv("REDIS_ADDR") }
+func envCluster() bool { return os.Getenv("REDIS_CLUSTER_ADDRS") != "" }

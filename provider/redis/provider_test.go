@@ -1,0 +1,277 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/types"
+)
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, tc := range []struct {
+		name string
+		opt  redis.Option
+	}{
+		{"empty_prefix", redis.WithKeyPrefix("")},
+		{"brace_prefix", redis.WithKeyPrefix("a{b")},
+		{"closing_brace_prefix", redis.WithKeyPrefix("a}")},
+		{"control_prefix", redis.WithKeyPrefix("a\nb")},
+		{"empty_owner", redis.WithOwner("")},
+		{"short_readiness", redis.WithReadinessTTL(time.Microsecond)},
+		{"negative_retention", redis.WithEventRetention(-1)},
+		{"small_max_value", redis.WithMaxValueSize(1000)},
+		{"nil_clock", redis.WithClock(nil)},
+		{"nil_option", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := redis.New(c, tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {
+				t.Errorf("New: got %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+	if _, err := redis.New(nil); !errors.Is(err, provider.ErrInvalidArgument) {
+		t.Errorf("New(nil): got %v, want ErrInvalidArgument", err)
+	}
+	p, err := redis.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KeyPrefix() != redis.DefaultKeyPrefix || len(p.Owner()) != 32 {
+		t.Errorf("defaults: prefix %q owner %q", p.KeyPrefix(), p.Owner())
+	}
+}
+
+func TestStopLeavesClientOpen(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	for _, tc := range []struct {
+		name      string
+		opts      []redis.Option
+		wantClose bool
+	}{
+		{"default", nil, false},
+		{"close_client", []redis.Option{redis.WithCloseClient()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+			defer c.Close()
+			p, err := redis.New(c, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Stop(ctx); err != nil {
+				t.Fatalf("second Stop: %v", err)
+			}
+			if err := p.Ping(ctx); !errors.Is(err, provider.ErrClosed) {
+				t.Errorf("Ping after Stop: %v, want ErrClosed", err)
+			}
+			if err := p.Start(ctx); !errors.Is(err, provider.ErrClosed) {
+				t.Errorf("Start after Stop: %v, want ErrClosed", err)
+			}
+			err = c.Ping(ctx).Err()
+			if closed := errors.Is(err, goredis.ErrClosed); closed != tc.wantClose {
+				t.Errorf("client Ping after Stop: %v; want closed=%v", err, tc.wantClose)
+			}
+		})
+	}
+}
+
+func TestBrokenConnection(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+	defer c.Close()
+	p, err := redis.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	calls := map[string]func() error{
+		"ping":    func() error { return p.Ping(ctx) },
+		"start":   func() error { return p.Start(ctx) },
+		"cas":     func() error { _, err := p.CompareAndSwapRunState(ctx, "r", 0, runState("p", "r")); return err },
+		"get_run": func() error { _, err := p.GetRunState(ctx, "r"); return err },
+		"put_run": func() error { return p.PutRunState(ctx, runState("p", "r")) },
+		"list":    func() error { _, err := p.ListRuns(ctx, "p", 5); return err },
+		"lock":    func() error { _, err := p.AcquireLock(ctx, "k", 0); return err },
+		"release": func() error { return p.ReleaseLock(ctx, "k") },
+		"lease":   func() error { _, err := p.AcquireLease(ctx, "k", time.Second); return err },
+		"traits":  func() error { _, err := p.GetTraits(ctx, "p"); return err },
+		"events":  func() error { _, err := p.ReadEventsSince(ctx, "p", "", 5); return err },
+	}
+	for name, f := range calls {
+		err := f()
+		if err == nil || errors.Is(err, provider.ErrInvalidArgument) || errors.Is(err, provider.ErrLockNotHeld) {
+			t.Errorf("%s on a dead server: got %v, want a connection error", name, err)
+		}
+	}
+	_ = p.Stop(ctx)
+	_ = c.Close()
+	if err := p.Ping(ctx); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Ping after Stop and Close: %v", err)
+	}
+}
+
+func runState(pid, id string) types.RunState {
+	return types.RunState{RunID: id, PipelineID: pid, Status: types.RunRunning}
+}
+
+// lockHarness is what the lock tests need from a harness.
+type lockHarness struct {
+	open  func(t *testing.T) *redis.Provider
+	sleep func(t *testing.T, d time.Duration)
+}
+
+func lockHarnesses(t *testing.T) map[string]lockHarness {
+	mh := newMiniHarness()
+	hs := map[string]lockHarness{
+		"miniredis": {func(t *testing.T) *redis.Provider { return mh.open(t) }, mh.sleep},
+	}
+	if addr := envAddr(); addr != "" {
+		sh := newServerHarness(realClient(t))
+		hs["redis"] = lockHarness{func(t *testing.T) *redis.Provider { return sh.open(t) }, func(_ *testing.T, d time.Duration) { time.Sleep(d) }}
+	}
+	if envCluster() {
+		ch := newServerHarness(clusterClient(t))
+		hs["cluster"] = lockHarness{func(t *testing.T) *redis.Provider { return ch.open(t) }, func(_ *testing.T, d time.Duration) { time.Sleep(d) }}
+	}
+	return hs
+}
+
+func TestLocks(t *testing.T) {
+	for name, h := range lockHarnesses(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("exclusive", func(t *testing.T) {
+				ctx := t.Context()
+				a, b := h.open(t), h.open(t)
+				for _, key := range []string{"k", "{k}", "%7Bk%7D", "k}:fence", "ключ {x} %"} {
+					if ok, err := a.AcquireLock(ctx, key, 0); !ok || err != nil {
+						t.Fatalf("a.AcquireLock(%q) = %v, %v", key, ok, err)
+					}
+					if ok, err := b.AcquireLock(ctx, key, 0); ok || err != nil {
+						t.Fatalf("b.AcquireLock(%q) of a held key = %v, %v", key, ok, err)
+					}
+					if ok, err := a.AcquireLock(ctx, key, 0); ok || err != nil {
+						t.Fatalf("re-entrant AcquireLock(%q) = %v, %v", key, ok, err)
+					}
+					if err := b.ReleaseLock(ctx, key); !errors.Is(err, provider.ErrLockNotHeld) {
+						t.Fatalf("b.ReleaseLock(%q) = %v, want ErrLockNotHeld", key, err)
+					}
+					if _, err := b.AcquireLease(ctx, key, time.Minute); !errors.Is(err, provider.ErrLockHeld) {
+						t.Fatalf("lease of a locked key: %v, want ErrLockHeld", err)
+					}
+				}
+				for _, key := range []string{"k", "{k}", "%7Bk%7D", "k}:fence", "ключ {x} %"} {
+					if err := a.ReleaseLock(ctx, key); err != nil {
+						t.Fatalf("a.ReleaseLock(%q): %v", key, err)
+					}
+					if err := a.ReleaseLock(ctx, key); !errors.Is(err, provider.ErrLockNotHeld) {
+						t.Fatalf("second ReleaseLock(%q) = %v", key, err)
+					}
+				}
+			})
+			t.Run("expiry", func(t *testing.T) {
+				ctx := t.Context()
+				a, b := h.open(t), h.open(t)
+				if ok, err := a.AcquireLock(ctx, "k", 50*time.Millisecond); !ok || err != nil {
+					t.Fatalf("AcquireLock = %v, %v", ok, err)
+				}
+				h.sleep(t, 200*time.Millisecond)
+				if ok, err := b.AcquireLock(ctx, "k", 0); !ok || err != nil {
+					t.Fatalf("AcquireLock after expiry = %v, %v", ok, err)
+				}
+				if err := a.ReleaseLock(ctx, "k"); !errors.Is(err, provider.ErrLockNotHeld) {
+					t.Fatalf("release by the expired holder = %v", err)
+				}
+			})
+			t.Run("leases", func(t *testing.T) {
+				ctx := t.Context()
+				a, b := h.open(t), h.open(t)
+				l1, err := a.AcquireLease(ctx, "k", 50*time.Millisecond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := b.AcquireLock(ctx, "k", 0); ok || err != nil {
+					t.Fatalf("lock of a leased key = %v, %v", ok, err)
+				}
+				h.sleep(t, 200*time.Millisecond)
+				if _, err := a.RenewLease(ctx, *l1, time.Second); !errors.Is(err, provider.ErrLockNotHeld) {
+					t.Fatalf("renew after expiry = %v", err)
+				}
+				l2, err := b.AcquireLease(ctx, "k", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l2.Fence <= l1.Fence {
+					t.Fatalf("fences %d then %d, want increasing", l1.Fence, l2.Fence)
+				}
+				if err := a.ReleaseLease(ctx, *l1); !errors.Is(err, provider.ErrLockNotHeld) {
+					t.Fatalf("release of a taken-over lease = %v", err)
+				}
+				r, err := b.RenewLease(ctx, *l2, 2*time.Minute)
+				if err != nil || !r.ExpiresAt.After(l2.ExpiresAt) || r.Fence != l2.Fence {
+					t.Fatalf("RenewLease = %+v, %v", r, err)
+				}
+				if err := b.ReleaseLease(ctx, *l2); err != nil {
+					t.Fatal(err)
+				}
+				l3, err := a.AcquireLease(ctx, "k", time.Minute)
+				if err != nil || l3.Fence <= l2.Fence {
+					t.Fatalf("AcquireLease after release = %+v, %v", l3, err)
+				}
+			})
+			t.Run("contention", func(t *testing.T) {
+				ctx := t.Context()
+				ps := []*redis.Provider{h.open(t), h.open(t), h.open(t)}
+				for round := range 5 {
+					key := fmt.Sprintf("race-%d", round)
+					var wins atomic.Int32
+					var wg sync.WaitGroup
+					for i := range 24 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							var ok bool
+							var err error
+							if i%2 == 0 {
+								ok, err = ps[i%3].AcquireLock(ctx, key, time.Minute)
+							} else {
+								_, err = ps[i%3].AcquireLease(ctx, key, time.Minute)
+								ok = err == nil
+								if errors.Is(err, provider.ErrLockHeld) {
+									err = nil
+								}
+							}
+							if err != nil {
+								t.Error(err)
+							}
+							if ok {
+								wins.Add(1)
+							}
+						}()
+					}
+					wg.Wait()
+					if wins.Load() != 1 {
+						t.Fatalf("round %d: %d winners, want 1", round, wins.Load())
+					}
+				}
+			})
+		})
+	}
+}
