@@ -1,0 +1,37 @@
+# pipestate developer targets. Everything real lives in scripts/; see README.md.
+#
+#   make test                  real servers up, go test -race -count=1 ./..., servers down
+#   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
+#   make bench [BENCH=CAS] [PKGS=...]
+#   make lint                  gofmt -l, go vet, staticcheck (pinned)
+#   make servers               start servers for local work; then: source .servers/env
+#   make servers-stop
+
+SHELL        := /bin/bash
+GO           ?= go
+PKGS         ?= ./...
+TESTFLAGS    ?=
+TEST_TIMEOUT ?= 30m
+BENCH        ?= .
+SERVERS_DIR  ?= .servers
+
+.PHONY: all test bench lint servers servers-stop
+
+all: lint test
+
+test:
+	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+
+bench:
+	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+
+lint:
+	bash scripts/lint.sh
+
+servers:
+	bash scripts/servers.sh start $(SERVERS_DIR)
+	@echo "# servers running; load their addresses with:  source $(SERVERS_DIR)/env"
+	@cat $(SERVERS_DIR)/env
+
+servers-stop:
+	bash scripts/servers.sh stop $(SERVERS_DIR)

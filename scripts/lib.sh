@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Shared helpers for the pipestate scripts. Source it; do not run it.
+
+# Pinned DynamoDB Local: the official jar shipped inside this npm package.
+DDB_NPM_PKG=amplify-dynamodb-simulator
+DDB_NPM_VERSION=2.9.30
+DDB_NPM_SHA1=a7ec81c475dc309aa15d047d8d03679c8be49189
+DDB_NPM_INTEGRITY=sha512-xTeeRLvzEfqyd5lh3bH4c0kHvSHHmmhD5ZDsHFKAQ5g2Zl6JqlFdutaQhCLHzxEp6Ry1o7TB6niIoXuQAnSewQ==
+
+# Where downloads are cached, outside the repository.
+PIPESTATE_CACHE_DIR=${PIPESTATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pipestate}
+
+# How long to wait for a server to answer, in seconds.
+PIPESTATE_SERVER_WAIT=${PIPESTATE_SERVER_WAIT:-90}
+
+log() { printf 'pipestate: %s\n' "$*" >&2; }
+die() { printf 'pipestate: error: %s\n' "$*" >&2; exit 1; }
+
+# listening_ports prints the local TCP ports in use (any state), one per line.
+listening_ports() {
+	local f sl local_addr rest
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[[ -r $f ]] || continue
+		while read -r sl local_addr rest; do
+			[[ $sl == sl ]] && continue
+			echo $((16#${local_addr##*:}))
+		done <"$f"
+	done
+}
+
+# port_in_use PORT: true when something is bound to PORT or answers on it.
+port_in_use() {
+	local p=$1
+	if listening_ports | grep -qx "$p"; then
+		return 0
+	fi
+	(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null
+}
+
+# free_port sets FREE_PORT to a currently unused loopback port P such that P+10000 (the Redis
+# Cluster bus port) is unused too, both below the kernel's ephemeral range so that no
+# outgoing connection can grab them. Ports handed out earlier in this shell are never
+# repeated (call it directly, not in $(...), so that the shell remembers them).
+_PIPESTATE_TAKEN=" "
+free_port() {
+	local p i lo=32768 span
+	if [[ -r /proc/sys/net/ipv4/ip_local_port_range ]]; then
+		read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+	fi
+	span=$((lo - 10000 - 10000))
+	((span >= 1000)) || span=10000 # odd kernel setting: fall back to [10000, 20000)
+	for ((i = 0; i < 200; i++)); do
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % span))
+		[[ $_PIPESTATE_TAKEN == *" $p "* ]] && continue
+		port_in_use "$p" && continue
+		port_in_use $((p + 10000)) && continue
+		_PIPESTATE_TAKEN+="$p "
+		FREE_PORT=$p
+		return 0
+	done
+	die "no free loopback port found"
+}
+
+# wait_until SECONDS DESCRIPTION PID COMMAND...: polls COMMAND every 0.2s until it
+# succeeds; fails when PID exits or SECONDS elapse.
+wait_until() {
+	local secs=$1 what=$2 pid=$3
+	shift 3
+	local deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "$what exited before answering"
+			return 1
+		fi
+		if ((SECONDS >= deadline)); then
+			log "$what did not answer within ${secs}s"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
