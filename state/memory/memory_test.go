@@ -1,11 +1,14 @@
 package memory_test
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/memory"
 	"github.com/pipestate/pipestate/state/statetest"
@@ -110,4 +113,84 @@ func TestInt64MaxStore(t *testing.T) {
 func TestDeduper(t *testing.T) {
 	t.Run("ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(time.Minute)) })
 	t.Run("no ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(0)) })
+}
+
+func TestHLLBytesStore(t *testing.T) {
+	m, err := hll.New(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := hll.New(10)
+	h := storeHarness[[]byte](m, func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) }, func(a, b []byte) bool {
+		ok, err := hll.Equal(a, b)
+		return err == nil && ok
+	})
+	h.BadDeltas = [][]byte{[]byte("garbage"), other.Delta("x")}
+	statetest.RunStore(t, h)
+}
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"store nil clock", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(nil)); return err }()},
+		{"store deduper ttl", func() error {
+			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithTTL(time.Second))
+			return err
+		}()},
+		{"store negative dedup ttl", func() error {
+			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithDedupTTL(-time.Second))
+			return err
+		}()},
+		{"store nil monoid", func() error { _, err := memory.New[int64](nil); return err }()},
+		{"store nil option", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, nil); return err }()},
+		{"deduper store option", func() error { _, err := memory.NewDeduper(memory.WithDedupTTL(time.Second)); return err }()},
+		{"deduper negative ttl", func() error { _, err := memory.NewDeduper(memory.WithTTL(-1)); return err }()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, state.ErrInvalidArgument) {
+				t.Errorf("err = %v, want state.ErrInvalidArgument", tt.err)
+			}
+		})
+	}
+}
+
+func TestDedupTTLOfMergeUpdateOnce(t *testing.T) {
+	c := &fakeClock{now: time.Unix(1000, 0)}
+	s, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(c.Now), memory.WithDedupTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, k := t.Context(), state.Key{Entity: "k"}
+	for i, want := range []bool{true, false, true} {
+		applied, err := s.MergeUpdateOnce(ctx, "evt", k, 1, 0)
+		if err != nil || applied != want {
+			t.Fatalf("delivery %d: applied = %v, %v; want %v", i, applied, err, want)
+		}
+		if i == 1 {
+			c.Advance(time.Minute) // the claim expires
+		}
+	}
+}
+
+func TestBytesAreCopied(t *testing.T) {
+	m, _ := hll.New(8)
+	s, err := memory.New[[]byte](m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, k := t.Context(), state.Key{Entity: "k"}
+	delta := m.Delta("a")
+	if err := s.MergeUpdate(ctx, k, delta, 0); err != nil {
+		t.Fatal(err)
+	}
+	clear(delta)
+	got, _, _ := s.Get(ctx, k)
+	clear(got)
+	again, _, _ := s.Get(ctx, k)
+	if n, err := hll.Estimate(again); err != nil || n != 1 {
+		t.Errorf("Estimate after callers scribbled = %d, %v; want 1", n, err)
+	}
 }
