@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,7 +174,6 @@ func cleanPrefix(t *testing.T, c *goredis.Client, prefix string) {
 	})
 }
 
-var _ = strings.Contains
 
 func TestProviderMiniredis(t *testing.T) {
 	providertest.Run(t, newMiniHarness().harness())

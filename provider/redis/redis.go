@@ -203,8 +203,8 @@ func (p *Provider) Start(ctx context.Context) error {
 	}
 	load := func(ctx context.Context, c goredis.Cmdable) error {
 		_, err := c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-			for _, s := range allScripts {
-				s.Load(ctx, pipe)
+			for _, src := range scriptSources {
+				pipe.ScriptLoad(ctx, src)
 			}
 			return nil
 		})

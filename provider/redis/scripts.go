@@ -9,11 +9,15 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
+// scriptSources holds the source of every script, for Start's SCRIPT LOAD.
+var scriptSources []string
+
 func script(name string) *goredis.Script {
 	src, err := luaFS.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic("redis: missing embedded script " + name) // a build defect, never input
 	}
+	scriptSources = append(scriptSources, string(src))
 	return goredis.NewScript(string(src))
 }
 
@@ -29,9 +33,4 @@ var (
 	scriptLockRelease  = script("lock_release")
 	scriptLeaseAcquire = script("lease_acquire")
 	scriptLeaseRenew   = script("lease_renew")
-
-	allScripts = []*goredis.Script{
-		scriptIdxApply, scriptRecordPut, scriptRecordDel, scriptRunCAS, scriptTraitPut,
-		scriptTraitGet, scriptZList, scriptLockRelease, scriptLeaseAcquire, scriptLeaseRenew,
-	}
 )

@@ -1,0 +1,169 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/types"
+)
+
+// budget is one row of the round-trip table in the package doc.
+type budget struct {
+	name string
+	n    int64 // round trips on a standalone server
+	hot  bool  // single-slot: also n on a cluster
+	call func(ctx context.Context, p *redis.Provider) error
+}
+
+func budgets() []budget {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := types.RunState{RunID: "r1", PipelineID: "p", Status: types.RunPending, CreatedAt: at}
+	var lease *types.Lease
+	var cursor string
+	return []budget{
+		{"Ping", 1, true, func(ctx context.Context, p *redis.Provider) error { return p.Ping(ctx) }},
+		{"RegisterPipeline", 3, false, func(ctx context.Context, p *redis.Provider) error {
+			return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p"})
+		}},
+		{"GetPipeline", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetPipeline(ctx, "p"); return err }},
+		{"ListPipelines", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListPipelines(ctx); return err }},
+		{"PutTrait", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: "t", Status: types.TraitPass}, time.Hour)
+		}},
+		{"GetTraits", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetTraits(ctx, "p"); return err }},
+		{"GetTrait", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetTrait(ctx, "p", "t"); return err }},
+		{"PutReadiness", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "p", Status: types.Ready})
+		}},
+		{"GetReadiness", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetReadiness(ctx, "p"); return err }},
+		{"PutRunState", 3, false, func(ctx context.Context, p *redis.Provider) error { return p.PutRunState(ctx, run) }},
+		{"GetRunState", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetRunState(ctx, "r1"); return err }},
+		{"CompareAndSwapRunState", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.CompareAndSwapRunState(ctx, "r1", 0, run)
+			return err
+		}},
+		{"ListRuns", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListRuns(ctx, "p", 10); return err }},
+		{"AppendEvent", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p"})
+		}},
+		{"ListEvents", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListEvents(ctx, "p", 10); return err }},
+		{"ReadEventsSince", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			recs, err := p.ReadEventsSince(ctx, "p", cursor, 10)
+			if len(recs) > 0 {
+				cursor = recs[0].StreamID
+			}
+			return err
+		}},
+		{"PutRunLog", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p", Date: "2026-01-01", Status: types.RunRunning})
+		}},
+		{"GetRunLog", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.GetRunLog(ctx, "p", "2026-01-01", "")
+			return err
+		}},
+		{"ListRunLogs", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListRunLogs(ctx, "p", 10); return err }},
+		{"PutRerun", 3, false, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutRerun(ctx, types.RerunRecord{RerunID: "x", PipelineID: "p", OriginalDate: "2026-01-01", Status: types.RequestPending})
+		}},
+		{"GetRerun", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetRerun(ctx, "x"); return err }},
+		{"ListReruns", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListReruns(ctx, "p", 10); return err }},
+		{"ListAllReruns", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListAllReruns(ctx, 10); return err }},
+		{"WriteCascadeMarker", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up")
+		}},
+		{"ListCascadeMarkers", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.ListCascadeMarkers(ctx, "p", 10)
+			return err
+		}},
+		{"PutLateArrival", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutLateArrival(ctx, types.LateArrival{PipelineID: "p", Date: "2026-01-01"})
+		}},
+		{"ListLateArrivals", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.ListLateArrivals(ctx, "p", "2026-01-01", "")
+			return err
+		}},
+		{"PutReplay", 3, false, func(ctx context.Context, p *redis.Provider) error {
+			return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p", Date: "2026-01-01", Status: types.RequestPending})
+		}},
+		{"GetReplay", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.GetReplay(ctx, "p", "2026-01-01", "")
+			return err
+		}},
+		{"ListReplays", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListReplays(ctx, 10); return err }},
+		{"AcquireLock", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.AcquireLock(ctx, "lock", time.Minute); return err }},
+		{"ReleaseLock", 1, true, func(ctx context.Context, p *redis.Provider) error { return p.ReleaseLock(ctx, "lock") }},
+		{"AcquireLease", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			var err error
+			lease, err = p.AcquireLease(ctx, "lease", time.Minute)
+			return err
+		}},
+		{"RenewLease", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.RenewLease(ctx, *lease, time.Minute)
+			return err
+		}},
+		{"ReleaseLease", 1, true, func(ctx context.Context, p *redis.Provider) error { return p.ReleaseLease(ctx, *lease) }},
+		{"DeletePipeline", 2, false, func(ctx context.Context, p *redis.Provider) error { return p.DeletePipeline(ctx, "p") }},
+		{"DeletePipeline_missing", 1, true, func(ctx context.Context, p *redis.Provider) error { return p.DeletePipeline(ctx, "p") }},
+		{"Stop", 0, true, func(ctx context.Context, p *redis.Provider) error { return p.Stop(ctx) }},
+	}
+}
+
+// checkBudgets runs every budget in order on a fresh provider over c and compares
+// the round trips counted by the hook.
+func checkBudgets(t *testing.T, c goredis.UniversalClient, counter *testenv.Counter, cluster bool, opts ...redis.Option) {
+	t.Helper()
+	ctx := t.Context()
+	p, err := redis.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range budgets() {
+		counter.Reset()
+		if err := b.call(ctx, p); err != nil {
+			t.Fatalf("%s: %v", b.name, err)
+		}
+		got := counter.Load()
+		switch {
+		case !cluster && got != b.n:
+			t.Errorf("%s: %d round trips, budget %d", b.name, got, b.n)
+		case cluster && b.hot && got != b.n:
+			t.Errorf("%s on a cluster: %d round trips, budget %d", b.name, got, b.n)
+		case cluster && !b.hot && got > 3*b.n:
+			t.Errorf("%s on a cluster: %d round trips, budget %d per node", b.name, got, b.n)
+		}
+	}
+}
+
+func TestRoundTripBudgets(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		m := miniredis.RunT(t)
+		c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+		defer c.Close()
+		checkBudgets(t, c, testenv.CountRedis(c), false)
+	})
+	t.Run("redis", func(t *testing.T) {
+		c := realClient(t)
+		prefix := "pst:" + testenv.UniqueName(t)
+		cleanPrefix(t, c, prefix)
+		checkBudgets(t, c, testenv.CountRedis(c), false, redis.WithKeyPrefix(prefix))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs := testenv.RedisClusterAddrs(t)
+		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
+		defer c.Close()
+		counter := testenv.CountRedis(c)
+		if err := c.Ping(t.Context()).Err(); err != nil { // warm up the slot map
+			t.Fatal(err)
+		}
+		checkBudgets(t, c, counter, true, redis.WithKeyPrefix("pst:"+testenv.UniqueName(t)))
+	})
+}
