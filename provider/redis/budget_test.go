@@ -96,7 +96,10 @@ func budgets() []budget {
 			return err
 		}},
 		{"ListReplays", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListReplays(ctx, 10); return err }},
-		{"AcquireLock", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.AcquireLock(ctx, "lock", time.Minute); return err }},
+		{"AcquireLock", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.AcquireLock(ctx, "lock", time.Minute)
+			return err
+		}},
 		{"ReleaseLock", 1, true, func(ctx context.Context, p *redis.Provider) error { return p.ReleaseLock(ctx, "lock") }},
 		{"AcquireLease", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			var err error

@@ -174,7 +174,6 @@ func cleanPrefix(t *testing.T, c *goredis.Client, prefix string) {
 	})
 }
 
-
 func TestProviderMiniredis(t *testing.T) {
 	providertest.Run(t, newMiniHarness().harness())
 }
@@ -189,5 +188,5 @@ func TestProviderRedisCluster(t *testing.T) {
 
 // envAddr and envCluster report whether the real servers are configured, for tests
 // that add variants rather than skip.
-func envAddr() string { return os.Getenv("REDIS_ADDR") }
+func envAddr() string  { return os.Getenv("REDIS_ADDR") }
 func envCluster() bool { return os.Getenv("REDIS_CLUSTER_ADDRS") != "" }
