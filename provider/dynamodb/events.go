@@ -51,6 +51,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		return err
 	}
 	const op = "append event"
+	tok := randomID()
 	last := p.lastSeq(ev.PipelineID)
 	for attempt := 0; ; attempt++ {
 		evItem.SK, evItem.Seq = eventSK(last+1), last+1
@@ -59,7 +60,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 			return err
 		}
 		putEvent, _ := p.txPut(av, nil)
-		claim, err := p.claimSeq(ev.PipelineID, last)
+		claim, err := p.claimSeq(ev.PipelineID, last, tok)
 		if err != nil {
 			return err
 		}
@@ -74,6 +75,10 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 				o, err := unmarshal(av)
 				if err != nil {
 					return err
+				}
+				if o.Tok == tok { // an SDK retry of our own append, whose response was lost
+					p.sawSeq(ev.PipelineID, o.Seq)
+					return nil
 				}
 				last = o.Seq
 			}
@@ -91,15 +96,17 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 }
 
 // claimSeq is the transaction action that moves the pipeline's event counter from
-// last to last+1, failing (with the counter's item) when it holds another value.
-func (p *Provider) claimSeq(pipelineID string, last int64) (ddbtypes.TransactWriteItem, error) {
+// last to last+1 and stamps it with the call's token, failing (with the counter's
+// item) when it holds another value.
+func (p *Provider) claimSeq(pipelineID string, last int64, tok string) (ddbtypes.TransactWriteItem, error) {
 	cond := expression.Name(attrSeq).Equal(expression.Value(last))
 	if last == 0 {
 		cond = expression.AttributeNotExists(expression.Name(attrSeq))
 	}
 	expr, err := expression.NewBuilder().
 		WithCondition(cond).
-		WithUpdate(expression.Set(expression.Name(attrSeq), expression.Value(last+1))).
+		WithUpdate(expression.Set(expression.Name(attrSeq), expression.Value(last+1)).
+			Set(expression.Name(attrTok), expression.Value(tok))).
 		Build()
 	if err != nil {
 		return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build event claim: %w", err)

@@ -33,9 +33,10 @@ func heldBy(holder string, now time.Time) expression.ConditionBuilder {
 			Or(expression.Name(attrExp).GreaterThan(expression.Value(unixNano(now)))))
 }
 
-// take sets holder and expiry (zero: none).
-func take(holder string, exp time.Time) expression.UpdateBuilder {
-	u := expression.Set(expression.Name(attrHolder), expression.Value(holder))
+// take sets holder, expiry (zero: none) and the call's token.
+func take(holder, tok string, exp time.Time) expression.UpdateBuilder {
+	u := expression.Set(expression.Name(attrHolder), expression.Value(holder)).
+		Set(expression.Name(attrTok), expression.Value(tok))
 	if exp.IsZero() {
 		return u.Remove(expression.Name(attrExp))
 	}
@@ -44,15 +45,16 @@ func take(holder string, exp time.Time) expression.UpdateBuilder {
 
 // releaseUpdate frees the key, keeping the fence.
 func releaseUpdate() expression.UpdateBuilder {
-	return expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
+	return expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp)).Remove(expression.Name(attrTok))
 }
 
-// updateLock runs one conditional UpdateItem on key's lock item; ok is false when
-// the condition failed.
-func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, ok bool, err error) {
+// updateLock runs one conditional UpdateItem on the lock item of lockKey. It returns
+// the attributes ret asks for, or, when the condition failed, ok false and the item
+// as the condition saw it (zero when missing).
+func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, old item, ok bool, err error) {
 	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 	if err != nil {
-		return nil, false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
+		return nil, old, false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
 	}
 	out, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
 		TableName:                 &p.table,
@@ -62,14 +64,20 @@ func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expre
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ReturnValues:              ret,
+
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if ddbx.IsConditionFailed(err) {
-		return nil, false, nil
+	if av, failed := ddbx.ConditionFailedItem(err); failed {
+		if len(av) == 0 {
+			return nil, old, false, nil
+		}
+		old, err := unmarshal(av)
+		return nil, old, false, err
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		return nil, old, false, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
-	return out.Attributes, true, nil
+	return out.Attributes, old, true, nil
 }
 
 // AcquireLock implements provider.Locker with one conditional UpdateItem.
@@ -84,8 +92,10 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	_, ok, err := p.updateLock(ctx, "acquire lock", key, take("lock:"+p.owner, expiresAt(now, ttl)), free(now), ddbtypes.ReturnValueNone)
-	return ok, err
+	tok := randomID()
+	_, old, ok, err := p.updateLock(ctx, "acquire lock", key, take("lock:"+p.owner, tok, expiresAt(now, ttl)), free(now), ddbtypes.ReturnValueNone)
+	// old.Tok == tok: an SDK retry of our own acquire, whose response was lost.
+	return ok || (err == nil && old.Tok == tok), err
 }
 
 // ReleaseLock implements provider.Locker with one conditional UpdateItem.
@@ -100,7 +110,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 }
 
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	_, ok, err := p.updateLock(ctx, op, key, releaseUpdate(), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
+	_, _, ok, err := p.updateLock(ctx, op, key, releaseUpdate(), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
 	if err != nil {
 		return err
 	}
@@ -124,12 +134,15 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	now := p.now()
 	lease := types.Lease{Key: key, Token: randomID(), ExpiresAt: now.Add(ttl)}
-	upd := take("lease:"+lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
-	attrs, ok, err := p.updateLock(ctx, "acquire lease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
-	if err != nil {
+	upd := take("lease:"+lease.Token, lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
+	attrs, old, ok, err := p.updateLock(ctx, "acquire lease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if !ok {
+	case !ok && old.Tok == lease.Token: // an SDK retry of our own acquire, whose response was lost
+		lease.Fence = old.Fence
+		return &lease, nil
+	case !ok:
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
 	}
 	if err := attributevalue.Unmarshal(attrs[attrFence], &lease.Fence); err != nil {
@@ -152,7 +165,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	now := p.now()
 	lease.ExpiresAt = now.Add(ttl)
 	upd := expression.Set(expression.Name(attrExp), expression.Value(unixNano(lease.ExpiresAt)))
-	_, ok, err := p.updateLock(ctx, "renew lease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
+	_, _, ok, err := p.updateLock(ctx, "renew lease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
 	if err != nil {
 		return nil, err
 	}

@@ -228,6 +228,11 @@ type item struct {
 	// and lease fence counter.
 	Holder string `dynamodbav:"holder,omitempty"`
 	Fence  int64  `dynamodbav:"fence,omitempty"`
+	// Tok is the random token of the call that last won a conditional write of the
+	// item (CAS, event counter, lock acquire). When the SDK retries a write whose
+	// response was lost and the retry fails its condition, the token tells the call
+	// that its first attempt won.
+	Tok string `dynamodbav:"tok,omitempty"`
 }
 
 // Attribute names used in expressions.
@@ -244,6 +249,7 @@ const (
 	attrSeq    = "seq"
 	attrHolder = "holder"
 	attrFence  = "fence"
+	attrTok    = "tok"
 	indexGSI1  = "GSI1"
 )
 

@@ -206,11 +206,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	newState.Version = expectedVersion + 1
 	newState.UpdatedAt = p.now()
 	createdFixed := false
+	tok := randomID()
 	for attempt := 0; ; attempt++ {
 		truth, list, err := runItems(newState)
 		if err != nil {
 			return false, err
 		}
+		truth.Tok = tok
 		tav, err := marshal(truth)
 		if err != nil {
 			return false, err
@@ -230,14 +232,18 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 			return true, nil
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
-			if av == nil || createdFixed {
+			if av == nil {
 				return false, nil
 			}
 			o, err := unmarshal(av)
 			if err != nil {
 				return false, err
 			}
-			if retry, err := stale(o); !retry {
+			if o.Tok == tok { // an SDK retry of our own swap, whose response was lost
+				return true, nil
+			}
+			retry, err := stale(o)
+			if !retry || createdFixed { // lost, wrong pipeline, or CreatedAt keeps moving
 				return false, err
 			}
 			createdFixed = true
