@@ -16,24 +16,29 @@ PIPESTATE_SERVER_WAIT=${PIPESTATE_SERVER_WAIT:-90}
 log() { printf 'pipestate: %s\n' "$*" >&2; }
 die() { printf 'pipestate: error: %s\n' "$*" >&2; exit 1; }
 
-# listening_ports prints the local TCP ports in use (any state), one per line.
-listening_ports() {
-	local f sl local_addr rest
+# used_ports prints " P1 P2 ... " : every local TCP port in use (any state), in
+# decimal, read from /proc/net/tcp{,6} in one pass (portable awk: no strtonum).
+used_ports() {
+	local f files=()
 	for f in /proc/net/tcp /proc/net/tcp6; do
-		[[ -r $f ]] || continue
-		while read -r sl local_addr rest; do
-			[[ $sl == sl ]] && continue
-			echo $((16#${local_addr##*:}))
-		done <"$f"
+		[[ -r $f ]] && files+=("$f")
 	done
+	((${#files[@]})) || { echo " "; return; }
+	awk '
+		BEGIN { for (i = 0; i < 16; i++) hex[substr("0123456789ABCDEF", i + 1, 1)] = i; printf " " }
+		FNR > 1 {
+			n = split($2, a, ":"); h = toupper(a[n]); v = 0
+			if (length(h) != 4) next
+			for (i = 1; i <= 4; i++) v = v * 16 + hex[substr(h, i, 1)]
+			if (!(v in seen)) { seen[v] = 1; printf "%d ", v }
+		}' "${files[@]}"
 }
 
-# port_in_use PORT: true when something is bound to PORT or answers on it.
+# port_in_use PORT [USED]: true when PORT is in USED (from used_ports; read afresh
+# when omitted) or something answers on it.
 port_in_use() {
-	local p=$1
-	if listening_ports | grep -qx "$p"; then
-		return 0
-	fi
+	local p=$1 used=${2:-$(used_ports)}
+	[[ $used == *" $p "* ]] && return 0
 	(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null
 }
 
@@ -43,17 +48,18 @@ port_in_use() {
 # repeated (call it directly, not in $(...), so that the shell remembers them).
 _PIPESTATE_TAKEN=" "
 free_port() {
-	local p i lo=32768 span
+	local p i lo=32768 span used
 	if [[ -r /proc/sys/net/ipv4/ip_local_port_range ]]; then
 		read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
 	fi
 	span=$((lo - 10000 - 10000))
 	((span >= 1000)) || span=10000 # odd kernel setting: fall back to [10000, 20000)
+	used=$(used_ports)
 	for ((i = 0; i < 200; i++)); do
 		p=$((10000 + (RANDOM * 32768 + RANDOM) % span))
 		[[ $_PIPESTATE_TAKEN == *" $p "* ]] && continue
-		port_in_use "$p" && continue
-		port_in_use $((p + 10000)) && continue
+		port_in_use "$p" "$used" && continue
+		port_in_use $((p + 10000)) "$used" && continue
 		_PIPESTATE_TAKEN+="$p "
 		FREE_PORT=$p
 		return 0
