@@ -269,7 +269,7 @@ func (r *Runner) schedule(ctx context.Context, runID string) (map[string]string,
 	for _, t := range r.Flow.Tasks {
 		states[t.Name] = TaskPending
 	}
-	results := make(chan result)
+	results := make(chan result, len(r.Flow.Tasks)) // a task never blocks on sending
 	inFlight := 0
 	for {
 		for _, level := range r.Flow.Levels() {

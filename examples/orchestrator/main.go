@@ -155,17 +155,17 @@ type Jobs interface {
 // Orchestrator evaluates pipelines over a Provider. Any number of Orchestrators,
 // in one process or many, may share the Provider's storage.
 type Orchestrator struct {
-	Name       string
-	Provider   provider.Provider
+	Name       string               // shown in the transcript and the runs' metadata
+	Provider   provider.Provider    // the shared state; its owner identity holds the locks
 	Evaluators map[string]Evaluator // by TraitConfig.Evaluator
-	Jobs       Jobs
-	Now        func() time.Time
-	Out        io.Writer
+	Jobs       Jobs                 // starts and reports on the pipelines' jobs
+	Now        func() time.Time     // the clock for SLA checks and timestamps
+	Out        io.Writer            // the transcript; shared writers must be safe for concurrent use
 
-	LockTTL      time.Duration // default 2h: longer than any run
-	TraitTimeout time.Duration // default 1s, for traits without a Timeout
-	PollInterval time.Duration // default 1ms
-	Tick         time.Duration // between rounds; default 1ms
+	LockTTL      time.Duration // how long the evaluation lock lasts; default 2h, longer than any run
+	TraitTimeout time.Duration // for traits without a Timeout; default 1s
+	PollInterval time.Duration // between job status polls; default 1ms (a real one: seconds)
+	Tick         time.Duration // between rounds of RunDate; default 1ms (a real one: a minute)
 }
 
 // RunDate evaluates every pipeline for date, round after round, until each one
