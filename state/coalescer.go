@@ -1,0 +1,361 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+)
+
+// ErrBufferFull is returned by Coalescer.Add when the buffer holds MaxKeys distinct
+// keys and a flush could not make room: the delta was not accepted.
+var ErrBufferFull = errors.New("state: coalescer buffer full")
+
+// Coalescer defaults.
+const (
+	DefaultFlushInterval       = time.Second
+	DefaultCoalescerMaxKeys    = 10_000
+	DefaultCoalescerConcurrent = 16
+)
+
+// CoalescerOption configures a Coalescer.
+type CoalescerOption func(*coalescerConfig) error
+
+type coalescerConfig struct {
+	interval    time.Duration
+	maxKeys     int
+	concurrency int
+	ttl         time.Duration
+	onError     func(error)
+}
+
+// WithFlushInterval sets how often the Coalescer flushes in the background (default
+// DefaultFlushInterval); 0 turns the background flush off (flush with Flush, the size
+// bound and Close). Negative is an error.
+func WithFlushInterval(d time.Duration) CoalescerOption {
+	return func(c *coalescerConfig) error {
+		if d < 0 {
+			return Invalidf("flush interval %v is negative", d)
+		}
+		c.interval = d
+		return nil
+	}
+}
+
+// WithMaxKeys bounds the distinct keys buffered (default DefaultCoalescerMaxKeys):
+// an Add of a new key into a full buffer flushes first. n < 1 is an error.
+func WithMaxKeys(n int) CoalescerOption {
+	return func(c *coalescerConfig) error {
+		if n < 1 {
+			return Invalidf("max keys %d is below 1", n)
+		}
+		c.maxKeys = n
+		return nil
+	}
+}
+
+// WithFlushConcurrency sets how many store writes one flush runs at once (default
+// DefaultCoalescerConcurrent). n < 1 is an error.
+func WithFlushConcurrency(n int) CoalescerOption {
+	return func(c *coalescerConfig) error {
+		if n < 1 {
+			return Invalidf("flush concurrency %d is below 1", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithWriteTTL sets the ttl of every store write (default 0: no expiry). Negative is
+// an error.
+func WithWriteTTL(ttl time.Duration) CoalescerOption {
+	return func(c *coalescerConfig) error {
+		if err := CheckTTL(ttl); err != nil {
+			return err
+		}
+		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithErrorHandler receives the errors of background (interval) flushes. Without
+// one, they are kept and returned, joined, by the next Flush or Close. f must not be
+// nil and must not call the Coalescer's Flush or Close.
+func WithErrorHandler(f func(error)) CoalescerOption {
+	return func(c *coalescerConfig) error {
+		if f == nil {
+			return Invalidf("nil error handler")
+		}
+		c.onError = f
+		return nil
+	}
+}
+
+// CoalescerStats counts what a Coalescer did since it was created.
+type CoalescerStats struct {
+	Deltas   uint64 // deltas accepted by Add
+	Flushes  uint64 // flushes run (interval, size bound, Flush, Close)
+	Writes   uint64 // successful store writes (one per key per flush)
+	Failures uint64 // failed store writes (their deltas were kept or reported)
+}
+
+// Coalescer buffers deltas per key in memory, combined with the monoid in arrival
+// order, and writes each buffered key to the store with one MergeUpdate per flush.
+// It flushes every flush interval, when an Add of a new key finds MaxKeys keys
+// buffered, on Flush and on Close. It is safe for concurrent use.
+//
+// Nothing is dropped silently: a key whose write fails keeps its delta (combined
+// before any delta added since, so arrival order is preserved even for
+// non-commutative monoids) and is retried on the next flush, and the error is
+// returned by Flush / Close or passed to the error handler. The exceptions are
+// reported, never silent: a write rejected with ErrInvalidArgument is dropped (it
+// can never succeed) and named in the error; and a write whose outcome is unknown
+// (a timeout after the store applied it) is retried, so a plain MergeUpdate may
+// apply that delta twice. Deltas still buffered when the process exits are lost:
+// call Close.
+type Coalescer[V any] struct {
+	store Store[V]
+	m     monoid.Monoid[V]
+	cfg   coalescerConfig
+
+	flushMu sync.Mutex // one flush at a time, so retried deltas keep their order
+
+	mu     sync.Mutex
+	buf    map[Key]V
+	closed bool
+	bgErrs []error // background flush errors for the next Flush/Close (no handler)
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+
+	deltas, flushes, writes, failures atomic.Uint64
+}
+
+// NewCoalescer returns a Coalescer writing to store with m (whose Combine must be
+// the store's monoid). A nil store or monoid, or a bad option, is an error wrapping
+// ErrInvalidArgument. With a positive flush interval it starts a goroutine, stopped
+// by Close.
+func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOption) (*Coalescer[V], error) {
+	if store == nil || m == nil {
+		return nil, Invalidf("NewCoalescer: nil store or monoid")
+	}
+	cfg := coalescerConfig{interval: DefaultFlushInterval, maxKeys: DefaultCoalescerMaxKeys, concurrency: DefaultCoalescerConcurrent}
+	for _, o := range opts {
+		if o == nil {
+			return nil, Invalidf("NewCoalescer: nil option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	c := &Coalescer[V]{store: store, m: m, cfg: cfg, buf: map[Key]V{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.interval > 0 {
+		go c.loop()
+	} else {
+		close(c.done)
+	}
+	return c, nil
+}
+
+func (c *Coalescer[V]) loop() {
+	defer close(c.done)
+	t := time.NewTicker(c.cfg.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			if err := c.flush(context.Background()); err != nil {
+				if c.cfg.onError != nil {
+					c.cfg.onError(err)
+				} else {
+					c.mu.Lock()
+					c.bgErrs = append(c.bgErrs, err)
+					c.mu.Unlock()
+				}
+			}
+		}
+	}
+}
+
+// Add buffers delta for k, combined with what is buffered for k. A bad key or delta
+// is an error wrapping ErrInvalidArgument; after Close it is ErrClosed; a cancelled
+// ctx returns ctx.Err(). When k is new and the buffer is full, Add flushes first (in
+// the caller's goroutine, with ctx); if the buffer is still full it returns an error
+// wrapping ErrBufferFull and the flush error, and the delta was not accepted.
+func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckKey(k); err != nil {
+		return err
+	}
+	if err := CheckDelta(c.m, delta); err != nil {
+		return err
+	}
+	for flushed := false; ; flushed = true {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return fmt.Errorf("coalescer: %w", ErrClosed)
+		}
+		cur, ok := c.buf[k]
+		if ok || len(c.buf) < c.cfg.maxKeys {
+			if !ok {
+				cur = c.m.Identity()
+			}
+			next, err := Combine(c.m, cur, delta)
+			if err != nil {
+				c.mu.Unlock()
+				return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+			}
+			c.buf[k] = next
+			c.mu.Unlock()
+			c.deltas.Add(1)
+			return nil
+		}
+		c.mu.Unlock()
+		if flushed {
+			return fmt.Errorf("%w: %d keys buffered", ErrBufferFull, c.cfg.maxKeys)
+		}
+		if err := c.flush(ctx); err != nil {
+			c.mu.Lock()
+			full := len(c.buf) >= c.cfg.maxKeys
+			c.mu.Unlock()
+			if full {
+				return fmt.Errorf("%w: %w", ErrBufferFull, err)
+			}
+		}
+	}
+}
+
+// Flush writes every buffered key now, one MergeUpdate per key, and returns the
+// errors of the keys that failed (kept for the next flush) joined with background
+// errors not yet reported. A cancelled ctx stops the flush; unwritten keys stay
+// buffered. Flush works after Close, to retry what Close could not write.
+func (c *Coalescer[V]) Flush(ctx context.Context) error {
+	err := c.flush(ctx)
+	c.mu.Lock()
+	bg := c.bgErrs
+	c.bgErrs = nil
+	c.mu.Unlock()
+	return errors.Join(append(bg, err)...)
+}
+
+// flush writes the buffer once.
+func (c *Coalescer[V]) flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	batch := c.buf
+	if len(batch) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.buf = make(map[Key]V, len(batch))
+	c.mu.Unlock()
+	c.flushes.Add(1)
+
+	type result struct {
+		k   Key
+		err error
+	}
+	keys := make(chan Key)
+	results := make(chan result)
+	workers := min(c.cfg.concurrency, len(batch))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for k := range keys {
+				results <- result{k, c.store.MergeUpdate(ctx, k, batch[k], c.cfg.ttl)}
+			}
+		})
+	}
+	go func() {
+		defer close(keys)
+		for k := range batch {
+			if ctx.Err() != nil {
+				return
+			}
+			keys <- k
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	written := make(map[Key]bool, len(batch))
+	var errs []error
+	for r := range results {
+		written[r.k] = true
+		switch {
+		case r.err == nil:
+			c.writes.Add(1)
+			delete(batch, r.k)
+		case errors.Is(r.err, ErrInvalidArgument):
+			c.failures.Add(1)
+			errs = append(errs, fmt.Errorf("coalescer: dropped key %q/%d: %w", r.k.Entity, r.k.Bucket, r.err))
+			delete(batch, r.k)
+		default:
+			c.failures.Add(1)
+			errs = append(errs, fmt.Errorf("coalescer: key %q/%d kept for retry: %w", r.k.Entity, r.k.Bucket, r.err))
+		}
+	}
+	if len(batch) > 0 {
+		unsent := 0
+		for k := range batch {
+			if !written[k] {
+				unsent++
+			}
+		}
+		if unsent > 0 {
+			errs = append(errs, fmt.Errorf("coalescer: flush stopped, %d keys kept: %w", unsent, ctx.Err()))
+		}
+		c.restore(batch)
+	}
+	return errors.Join(errs...)
+}
+
+// restore puts unwritten deltas back in front of what was added since.
+func (c *Coalescer[V]) restore(batch map[Key]V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, d := range batch {
+		if cur, ok := c.buf[k]; ok {
+			// Both were accepted by CheckDelta and combined before; an error here
+			// would mean the monoid changed its mind: keep the older delta.
+			if next, err := Combine(c.m, d, cur); err == nil {
+				d = next
+			}
+		}
+		c.buf[k] = d
+	}
+}
+
+// Close stops the background flush, refuses later Adds (ErrClosed), and flushes
+// what is buffered, returning Flush's error. Keys it could not write stay buffered:
+// Pending reports them and a later Flush retries them. Close is idempotent.
+func (c *Coalescer[V]) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.done
+	return c.Flush(ctx)
+}
+
+// Pending returns the number of keys buffered.
+func (c *Coalescer[V]) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.buf)
+}
+
+// Stats returns counters of what the Coalescer did.
+func (c *Coalescer[V]) Stats() CoalescerStats {
+	return CoalescerStats{Deltas: c.deltas.Load(), Flushes: c.flushes.Load(), Writes: c.writes.Load(), Failures: c.failures.Load()}
+}

@@ -1,0 +1,172 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+)
+
+// MaxShards is the most shards a Sharded store spreads a key over.
+const MaxShards = 1024
+
+// ShardSeparator joins an entity and its shard number in the sub-keys of Sharded:
+// shard i of entity e is Key{Entity: e + ShardSeparator + strconv.Itoa(i)}, with
+// the same bucket.
+const ShardSeparator = "#shard="
+
+var (
+	_ Store[int64]     = (*Sharded[int64])(nil)
+	_ OnceStore[int64] = (*Sharded[int64])(nil)
+)
+
+// Sharded spreads every key over N sub-keys of an underlying store, so that a hot
+// key's writes land on N different backend keys (N Redis Cluster slots, N DynamoDB
+// partitions): MergeUpdate writes to one shard chosen at random, and Get/GetMany
+// read all shards of every key in one GetMany and merge them. It only accepts
+// commutative monoids, because shards are merged in shard order, not write order.
+//
+// Sub-keys are entity + ShardSeparator + shard number (see ShardSeparator), so an
+// entity may be at most MaxEntityLen - len(ShardSeparator) - 4 bytes, and other
+// writers of the same store must not use entities of that shape. A key is found if
+// any shard is; each shard's ttl is refreshed only by the writes that land on it,
+// so with a ttl, shards expire independently (read-after-idle semantics differ from
+// an unsharded key: parts of the value can expire first).
+type Sharded[V any] struct {
+	store  Store[V]
+	m      monoid.Monoid[V]
+	n      int
+	closed atomic.Bool
+}
+
+// NewSharded returns a Sharded view of store with shards sub-keys per key. A nil
+// store or monoid, shards outside 1..MaxShards, or a monoid that does not declare
+// itself commutative (monoid.IsCommutative) is an error wrapping ErrInvalidArgument.
+func NewSharded[V any](store Store[V], m monoid.Monoid[V], shards int) (*Sharded[V], error) {
+	switch {
+	case store == nil || m == nil:
+		return nil, Invalidf("NewSharded: nil store or monoid")
+	case shards < 1 || shards > MaxShards:
+		return nil, Invalidf("NewSharded: %d shards, want 1..%d", shards, MaxShards)
+	case !monoid.IsCommutative(m):
+		return nil, Invalidf("NewSharded: the %s monoid %T is not commutative", m.Kind(), m)
+	}
+	return &Sharded[V]{store: store, m: m, n: shards}, nil
+}
+
+// Shards returns the number of shards per key.
+func (s *Sharded[V]) Shards() int { return s.n }
+
+// ShardKey returns shard i's sub-key of k.
+func ShardKey(k Key, i int) Key {
+	return Key{Entity: k.Entity + ShardSeparator + strconv.Itoa(i), Bucket: k.Bucket}
+}
+
+// checkKey checks k and its longest sub-key.
+func (s *Sharded[V]) checkKey(k Key) error {
+	if err := CheckKey(k); err != nil {
+		return err
+	}
+	if err := CheckKey(ShardKey(k, s.n-1)); err != nil {
+		return fmt.Errorf("sharded key too long: %w", err)
+	}
+	return nil
+}
+
+func (s *Sharded[V]) enter(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sharded: %w", ErrClosed)
+	}
+	return ctx.Err()
+}
+
+// Get returns the merge of k's shards; found is true if any shard was found.
+func (s *Sharded[V]) Get(ctx context.Context, k Key) (V, bool, error) {
+	vs, found, err := s.GetMany(ctx, []Key{k})
+	if err != nil {
+		var zero V
+		return zero, false, err
+	}
+	return vs[0], found[0], nil
+}
+
+// GetMany reads every shard of every key with one GetMany of the underlying store
+// and merges each key's shards; keys with no shard found have found == false and
+// the identity as value.
+func (s *Sharded[V]) GetMany(ctx context.Context, ks []Key) ([]V, []bool, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, nil, err
+	}
+	sub := make([]Key, 0, len(ks)*s.n)
+	for i, k := range ks {
+		if err := s.checkKey(k); err != nil {
+			return nil, nil, fmt.Errorf("key %d: %w", i, err)
+		}
+		for j := range s.n {
+			sub = append(sub, ShardKey(k, j))
+		}
+	}
+	vs, found, err := s.store.GetMany(ctx, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(vs) != len(sub) || len(found) != len(sub) {
+		return nil, nil, fmt.Errorf("sharded: store returned %d values for %d keys", len(vs), len(sub))
+	}
+	out, outFound := make([]V, len(ks)), make([]bool, len(ks))
+	for i := range ks {
+		acc := s.m.Identity()
+		for j := range s.n {
+			if x := i*s.n + j; found[x] {
+				if acc, err = Combine(s.m, acc, vs[x]); err != nil {
+					return nil, nil, fmt.Errorf("sharded: key %d shard %d: %w", i, j, err)
+				}
+				outFound[i] = true
+			}
+		}
+		out[i] = acc
+	}
+	return out, outFound, nil
+}
+
+// MergeUpdate merges delta into one shard of k, chosen at random, with the
+// underlying store's MergeUpdate (so with its atomicity and errors).
+func (s *Sharded[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.Duration) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	if err := s.checkKey(k); err != nil {
+		return err
+	}
+	return s.store.MergeUpdate(ctx, ShardKey(k, rand.IntN(s.n)), delta, ttl)
+}
+
+// MergeUpdateOnce merges delta into one random shard of k with the underlying
+// store's MergeUpdateOnce (event IDs are store-wide, so a redelivery is caught
+// whatever shard it picks). If the underlying store is not a OnceStore it returns an
+// error wrapping errors.ErrUnsupported.
+func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
+	if err := s.enter(ctx); err != nil {
+		return false, err
+	}
+	os, ok := s.store.(OnceStore[V])
+	if !ok {
+		return false, fmt.Errorf("sharded: %T is not a state.OnceStore: %w", s.store, errors.ErrUnsupported)
+	}
+	if err := s.checkKey(k); err != nil {
+		return false, err
+	}
+	return os.MergeUpdateOnce(ctx, eventID, ShardKey(k, rand.IntN(s.n)), delta, ttl)
+}
+
+// Close marks the Sharded view closed (later calls return ErrClosed); it does not
+// close the underlying store, which the caller owns. It is idempotent.
+func (s *Sharded[V]) Close() error {
+	s.closed.Store(true)
+	return nil
+}
