@@ -266,3 +266,50 @@ func TestPipelineDeleteCrash(t *testing.T) {
 		t.Fatalf("ListPipelines = %+v, %v; want a with tier 2", got, err)
 	}
 }
+
+// TestRetriedCallsApplyOnce replays the exact command of AcquireLock, AcquireLease
+// and CAS, as go-redis does after a lost reply: the replay reports the same success
+// and changes nothing more.
+func TestRetriedCallsApplyOnce(t *testing.T) {
+	ctx := context.Background()
+	p, c := newMini(t)
+	lk, fk := p.k.lock("k")
+	mine := p.lockHolder() + "nonce1"
+	for i, want := range []int64{1, 1} {
+		if n, err := scriptLockAcquire.Run(ctx, c, []string{lk}, mine, 0).Int64(); err != nil || n != want {
+			t.Fatalf("lock attempt %d = %d, %v; want %d", i, n, err, want)
+		}
+	}
+	if n, _ := scriptLockAcquire.Run(ctx, c, []string{lk}, p.lockHolder()+"nonce2", 0).Int64(); n != 0 {
+		t.Fatalf("a second call of the same owner acquired a held lock: not re-entrant expected")
+	}
+	if err := p.ReleaseLock(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+
+	lease := leaseHolder("tok")
+	f1, err := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk}, lease, 1000).Int64()
+	f2, err2 := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk}, lease, 1000).Int64()
+	if err != nil || err2 != nil || f1 == 0 || f1 != f2 {
+		t.Fatalf("lease replay: fences %d, %d (%v, %v); want the same, non-zero", f1, f2, err, err2)
+	}
+	if n, _ := c.Get(ctx, fk).Int64(); n != f1 {
+		t.Fatalf("fence counter %d after a replay, want %d", n, f1)
+	}
+
+	if err := p.PutRunState(ctx, run("pipe", "r", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		n, err := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n1").Int64()
+		if err != nil || n != 1 {
+			t.Fatalf("CAS replay %d = %d, %v; want 1", i, n, err)
+		}
+	}
+	if v, _ := c.HGet(ctx, p.k.run("r"), "v").Result(); v != "1" {
+		t.Fatalf("version %s after a replayed CAS, want 1", v)
+	}
+	if n, _ := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n2").Int64(); n != 0 {
+		t.Fatalf("another CAS from version 0 succeeded")
+	}
+}

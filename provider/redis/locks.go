@@ -2,11 +2,8 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -30,20 +27,17 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	lk, _ := p.k.lock(key)
-	args := goredis.SetArgs{Mode: "NX", TTL: time.Duration(ceilMillis(ttl)) * time.Millisecond}
-	err := p.c.SetArgs(ctx, lk, p.lockHolder(), args).Err()
-	switch {
-	case errors.Is(err, goredis.Nil):
-		return false, nil
-	case err != nil:
+	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk}, p.lockHolder()+randomID(), ceilMillis(ttl)).Int64()
+	if err != nil {
 		return false, p.wrap("acquire lock", err)
 	}
-	return true, nil
+	return n == 1, nil
 }
 
 // ReleaseLock implements provider.Locker with one script that deletes the key only
 // if this instance holds it; otherwise it returns an error wrapping
-// provider.ErrLockNotHeld.
+// provider.ErrLockNotHeld (also when a release go-redis retried after a lost reply
+// had already freed the key).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := provider.CheckLockKey(key); err != nil {
 		return err

@@ -134,7 +134,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // CompareAndSwapRunState implements provider.RunStore with one script that compares
 // the stored version and writes the new state. The stored CreatedAt is kept; Version
 // becomes expectedVersion+1 and UpdatedAt the provider clock's now. The run's list
-// entry never changes (it orders by CreatedAt), so CAS touches one key.
+// entry never changes (it orders by CreatedAt), so CAS touches one key. A nonce
+// makes a CAS that go-redis retried after a lost reply report its success.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	if err := provider.CheckID("run ID", runID); err != nil {
 		return false, err
@@ -158,7 +159,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err := p.begin(ctx); err != nil {
 		return false, err
 	}
-	n, err := scriptRunCAS.Run(ctx, p.c, []string{p.k.run(runID)}, strconv.Itoa(expectedVersion), newState.PipelineID, data).Int64()
+	n, err := scriptRunCAS.Run(ctx, p.c, []string{p.k.run(runID)}, strconv.Itoa(expectedVersion), newState.PipelineID, data, randomID()).Int64()
 	switch {
 	case err != nil:
 		return false, p.wrap("compare and swap run state", err)

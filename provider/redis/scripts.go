@@ -30,6 +30,7 @@ var (
 	scriptTraitPut     = script("trait_put")
 	scriptTraitGet     = script("trait_get")
 	scriptZList        = script("zlist")
+	scriptLockAcquire  = script("lock_acquire")
 	scriptLockRelease  = script("lock_release")
 	scriptLeaseAcquire = script("lease_acquire")
 	scriptLeaseRenew   = script("lease_renew")

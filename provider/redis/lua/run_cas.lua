@@ -1,10 +1,15 @@
--- run_cas: compare-and-swap a run's state on its version.
--- KEYS[1] = run hash (fields v = version, p = pipeline, j = JSON, ...)
--- ARGV[1] = expected version, ARGV[2] = pipeline of the new state, ARGV[3] = new JSON
+-- run_cas: compare-and-swap a run's state on its version. ARGV[4] is a nonce unique
+-- to the call, kept in field n: a call the client retried after a lost reply finds
+-- its own nonce on the version it wrote and reports success again.
+-- KEYS[1] = run hash (fields v = version, p = pipeline, j = JSON, n = last nonce, ...)
+-- ARGV[1] = expected version, ARGV[2] = pipeline of the new state, ARGV[3] = new
+-- JSON, ARGV[4] = nonce
 -- Returns 1 swapped, 0 missing or version mismatch, -1 pipeline mismatch.
-local cur = redis.call('HMGET', KEYS[1], 'v', 'p')
+local cur = redis.call('HMGET', KEYS[1], 'v', 'p', 'n')
 if not cur[1] then return 0 end
 if cur[2] ~= ARGV[2] then return -1 end
+local expected = tonumber(ARGV[1])
+if tonumber(cur[1]) == expected + 1 and cur[3] == ARGV[4] then return 1 end
 if cur[1] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[3])
+redis.call('HSET', KEYS[1], 'v', expected + 1, 'j', ARGV[3], 'n', ARGV[4])
 return 1
