@@ -1,0 +1,233 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/backoff"
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+)
+
+// BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
+// sketch from monoid/sketch. An item holds v (B) and ver (S, a random version token);
+// MergeUpdate reads it, combines in Go (TryCombine when the monoid is
+// monoid.Fallible) and writes it back with a PutItem conditioned on the version (or,
+// for a missing or expired item, on its absence or expiry), retrying lost races with
+// capped exponential backoff and full jitter. It is safe for concurrent use by any
+// number of processes.
+type BytesStore struct {
+	base
+	m       monoid.Monoid[[]byte]
+	retries atomic.Int64 // lost races since creation, for benchmarks
+}
+
+var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
+
+// NewBytesStore returns a BytesStore merging with m over the table (see
+// CreateBytesTable), using client without owning it. Options: WithClock,
+// WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL.
+func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
+	const name = "BytesStore"
+	c, err := newConfig("New"+name, targetStore, opts)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, state.Invalidf("New%s: nil monoid", name)
+	}
+	b, err := newBase(name, client, table, c)
+	if err != nil {
+		return nil, err
+	}
+	return &BytesStore{base: b, m: m}, nil
+}
+
+func decodeBytes(v av) ([]byte, error) {
+	b, ok := v.(*ddbtypes.AttributeValueMemberB)
+	if !ok {
+		return nil, fmt.Errorf("attribute v is %T, want B", v)
+	}
+	return b.Value, nil
+}
+
+// Get returns the value of k and whether it exists; a missing or expired item returns
+// the monoid's identity and false. One strongly consistent GetItem.
+func (s *BytesStore) Get(ctx context.Context, k state.Key) ([]byte, bool, error) {
+	return readOne(ctx, &s.base, k, decodeBytes, s.m.Identity())
+}
+
+// GetMany returns one value and one found flag per key, in the order of ks
+// (duplicates allowed; missing or expired keys hold the monoid's identity):
+// ceil(d/100) concurrent, strongly consistent BatchGetItem calls for d distinct keys,
+// plus retries of unprocessed keys.
+func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []bool, error) {
+	return readMany(ctx, &s.base, ks, decodeBytes, s.m.Identity())
+}
+
+// MergeUpdate combines delta into the value of k and sets its expiry to now+ttl
+// (ttl == 0 clears any expiry). Round trips: GetItem + conditional PutItem when
+// uncontended; a lost race returns the current item with the refusal, so each retry
+// costs one PutItem more. After MaxRetries lost races it returns an error wrapping
+// state.ErrMaxRetriesExceeded. A delta or stored value the monoid rejects is an error
+// wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument), and a merged item
+// over DynamoDB's 400 KB limit is an error wrapping state.ErrInvalidArgument; nothing
+// is written in either case.
+func (s *BytesStore) MergeUpdate(ctx context.Context, k state.Key, delta []byte, ttl time.Duration) error {
+	_, err := s.merge(ctx, false, "", k, delta, ttl)
+	return err
+}
+
+// MergeUpdateOnce is MergeUpdate applied at most once per event ID: the conditional
+// write is one TransactWriteItems that also puts the event's claim in the dedup table
+// (WithDedupTable), so the claim is taken exactly when the merged value is written.
+// Claims are store-wide and live for the store's dedup TTL. applied is false, and
+// nothing is written, for a repeated event. Round trips as MergeUpdate (GetItem +
+// one transaction per attempt).
+func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta []byte, ttl time.Duration) (applied bool, err error) {
+	return s.merge(ctx, true, eventID, k, delta, ttl)
+}
+
+var (
+	casProjection = "#v, #ver, #ttl"
+	casNames      = map[string]string{"#v": attrV, "#ver": attrVer, "#ttl": attrTTL}
+)
+
+func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k state.Key, delta []byte, ttl time.Duration) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, err
+	}
+	if once {
+		if err := s.checkOnce(eventID); err != nil {
+			return false, err
+		}
+	}
+	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+		return false, err
+	}
+	key := itemKey(k)
+	var (
+		last     map[string]av // the item a lost race saw
+		haveLast bool
+		claimed  bool // the event was applied before
+	)
+	read := func(ctx context.Context) ([]byte, bool, string, error) {
+		item := last
+		if !haveLast {
+			out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
+				TableName: &s.table, Key: key, ConsistentRead: ptr(true),
+				ProjectionExpression: &casProjection, ExpressionAttributeNames: casNames,
+			})
+			if err != nil {
+				return nil, false, "", s.wrap("get", err)
+			}
+			item = out.Item
+		}
+		last, haveLast = nil, false
+		if item == nil || !live(item, s.now()) {
+			return nil, false, "", nil
+		}
+		v, err := decodeBytes(item[attrV])
+		if err != nil {
+			return nil, false, "", s.wrap("decode", err)
+		}
+		ver, _ := item[attrVer].(*ddbtypes.AttributeValueMemberS)
+		if ver == nil {
+			return nil, false, "", s.wrap("decode", errors.New("item without a version"))
+		}
+		return v, true, ver.Value, nil
+	}
+	write := func(ctx context.Context, next []byte, found bool, ver string) (bool, error) {
+		now := s.now()
+		item := itemKey(k)
+		item[attrV] = &ddbtypes.AttributeValueMemberB{Value: next}
+		item[attrVer] = &ddbtypes.AttributeValueMemberS{Value: newVersion()}
+		if ttl > 0 {
+			item[attrTTL] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(s.expiry(ttl), 10)}
+		}
+		if !ddbx.FitsItem(item) {
+			return false, state.Invalidf("%s: merged value of %d bytes does not fit in a DynamoDB item", s.name, len(next))
+		}
+		cond := expression.AttributeNotExists(expression.Name(attrPK)).Or(expiredCond(now))
+		if found {
+			cond = expression.Name(attrVer).Equal(expression.Value(ddbtypes.AttributeValueMemberS{Value: ver})).And(liveCond(now))
+		}
+		expr, err := expression.NewBuilder().WithCondition(cond).Build()
+		if err != nil {
+			return false, s.wrap("build expression", err)
+		}
+		put := &ddbtypes.Put{
+			TableName: &s.table, Item: item,
+			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(),
+			ExpressionAttributeValues:           expr.Values(),
+			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+		if once {
+			applied, err := s.transact(ctx, s.claimName(kindBytes, eventID), now, ddbtypes.TransactWriteItem{Put: put})
+			if errors.Is(err, errLostRace) {
+				last, haveLast = ddbx.TxConditionFailed(err, 1)
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			claimed = !applied
+			return true, nil
+		}
+		_, err = s.client.PutItem(ctx, &ddb.PutItemInput{
+			TableName: put.TableName, Item: put.Item,
+			ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
+			ExpressionAttributeValues:           put.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return true, nil
+		}
+		if last, haveLast = ddbx.ConditionFailedItem(err); haveLast {
+			return false, nil
+		}
+		return false, s.wrap("put", err)
+	}
+	retries, err := retryCAS(ctx, s.m, delta, s.cfg.maxRetries, s.cfg.backoff, read, write)
+	s.retries.Add(int64(retries))
+	if err != nil {
+		return false, err
+	}
+	return !claimed, nil
+}
+
+// newVersion returns a fresh 128-bit random version token. Tokens are never reused, so
+// an item that expired and was re-created cannot match a version read before (no ABA).
+func newVersion() string {
+	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
+}
+
+// retryCAS runs state.RetryCAS one attempt at a time so that the delays between
+// attempts follow this store's backoff policy (state.RetryCAS always uses the default
+// policy). It returns the number of lost races.
+// TODO(pipestate): call a state.RetryCAS variant that takes a policy once it exists
+// (state/redis has the same shim).
+func retryCAS(ctx context.Context, m monoid.Monoid[[]byte], delta []byte, maxRetries int, p backoff.Policy, read state.CASRead[[]byte, string], write state.CASWrite[[]byte, string]) (int, error) {
+	for attempt := 0; ; attempt++ {
+		_, err := state.RetryCAS(ctx, m, delta, 0, read, write)
+		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
+			return attempt, err
+		}
+		if attempt >= maxRetries {
+			return attempt + 1, fmt.Errorf("state/dynamodb: %w: lost %d compare-and-swap races", state.ErrMaxRetriesExceeded, attempt+1)
+		}
+		if err := p.Wait(ctx, attempt); err != nil {
+			return attempt + 1, err
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package dynamodb_test
+
+import (
+	"bytes"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/statetest"
+)
+
+// storeOpener adapts a numeric store constructor to a statetest Open.
+func storeOpener[V any, S state.Store[V]](newStore func(dynamodb.API, string, ...dynamodb.Option) (S, error)) func(t *testing.T) state.Store[V] {
+	return func(t *testing.T) state.Store[V] {
+		t.Helper()
+		e := envFor(t)
+		s, err := newStore(testenv.DynamoDBClient(t), e.values, dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+func advance(t *testing.T, d time.Duration) { envFor(t).clock.Advance(d) }
+
+func TestConformance(t *testing.T) {
+	t.Run("int64 sum", func(t *testing.T) {
+		statetest.RunStore(t, statetest.Harness[int64]{
+			Open: storeOpener[int64](dynamodb.NewInt64SumStore), Sleep: advance,
+			Monoid: monoid.Sum[int64]{}, Delta: func(i int) int64 { return int64(i%7) + 1 },
+			Equal: func(a, b int64) bool { return a == b },
+		})
+	})
+	t.Run("float64 sum", func(t *testing.T) {
+		statetest.RunStore(t, statetest.Harness[float64]{
+			Open: storeOpener[float64](dynamodb.NewFloat64SumStore), Sleep: advance,
+			Monoid: monoid.Sum[float64]{}, Delta: func(i int) float64 { return float64(i%5) + 0.5 },
+			Equal:     func(a, b float64) bool { return a == b },
+			BadDeltas: []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 1e-300},
+		})
+	})
+	t.Run("int64 max", func(t *testing.T) {
+		statetest.RunStore(t, statetest.Harness[int64]{
+			Open: storeOpener[int64](dynamodb.NewInt64MaxStore), Sleep: advance,
+			Monoid: monoid.Max[int64]{}, Delta: func(i int) int64 { return int64(i*7919%1000) - 500 },
+			Equal: func(a, b int64) bool { return a == b },
+		})
+	})
+	t.Run("bytes", func(t *testing.T) {
+		statetest.RunStore(t, statetest.Harness[[]byte]{
+			Open: func(t *testing.T) state.Store[[]byte] {
+				t.Helper()
+				e := envFor(t)
+				s, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, counter{},
+					dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Sleep:  advance,
+			Monoid: counter{}, Delta: func(i int) []byte { return counter{}.of(int64(i%3) + 1) },
+			Equal:     bytes.Equal,
+			BadDeltas: [][]byte{{1, 2, 3}},
+		})
+	})
+	t.Run("deduper", func(t *testing.T) {
+		statetest.RunDeduper(t, statetest.DeduperHarness{
+			Open: func(t *testing.T) state.Deduper {
+				t.Helper()
+				e := envFor(t)
+				d, err := dynamodb.NewDeduper(testenv.DynamoDBClient(t), e.dedup, dynamodb.WithClock(e.clock.Now), dynamodb.WithTTL(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			},
+			Sleep: advance, TTL: time.Hour,
+		})
+	})
+}

@@ -1,0 +1,91 @@
+package dynamodb
+
+import (
+	"context"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/state"
+)
+
+// Deduper is a state.Deduper over a dedup table (see CreateDedupTable): a claim is
+// the item pk = "seen#" + eventID, written by a PutItem conditioned on no live claim
+// (attribute_not_exists(pk) OR ttl <= now), so exactly one caller across all
+// processes wins it until it expires (WithTTL) or is released. Expired claims that
+// DynamoDB has not deleted yet count as absent. It is safe for concurrent use.
+type Deduper struct {
+	base
+}
+
+var _ state.Deduper = (*Deduper)(nil)
+
+// NewDeduper returns a Deduper over the dedup table, using client without owning it.
+// Options: WithClock, WithTTL (default state.DefaultDedupTTL; 0 = claims never
+// expire). The table may also hold the MergeUpdateOnce claims of stores.
+func NewDeduper(client API, table string, opts ...Option) (*Deduper, error) {
+	const name = "Deduper"
+	c, err := newConfig("New"+name, targetDeduper, opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBase(name, client, table, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Deduper{base: b}, nil
+}
+
+// MarkSeen claims eventID with one conditional PutItem; firstSeen is true for
+// exactly one caller until the claim expires or is released.
+func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
+	pk, err := d.key(ctx, eventID)
+	if err != nil {
+		return false, err
+	}
+	cond, err := claimCond(d.now())
+	if err != nil {
+		return false, d.wrap("build expression", err)
+	}
+	_, err = d.client.PutItem(ctx, &ddb.PutItemInput{
+		TableName: &d.table, Item: d.claimItem(pk, d.cfg.ttl),
+		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
+		ExpressionAttributeValues: cond.Values(),
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case ddbx.IsConditionFailed(err):
+		return false, nil
+	default:
+		return false, d.wrap("mark seen", err)
+	}
+}
+
+// Release deletes the claim on eventID (one DeleteItem), so the next MarkSeen wins
+// again; releasing an unclaimed ID is not an error.
+func (d *Deduper) Release(ctx context.Context, eventID string) error {
+	pk, err := d.key(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	_, err = d.client.DeleteItem(ctx, &ddb.DeleteItemInput{
+		TableName: &d.table,
+		Key:       map[string]av{attrPK: &ddbtypes.AttributeValueMemberS{Value: pk}},
+	})
+	if err != nil {
+		return d.wrap("release", err)
+	}
+	return nil
+}
+
+func (d *Deduper) key(ctx context.Context, eventID string) (string, error) {
+	if err := d.begin(ctx); err != nil {
+		return "", err
+	}
+	if err := state.CheckEventID(eventID); err != nil {
+		return "", err
+	}
+	return "seen#" + eventID, nil
+}

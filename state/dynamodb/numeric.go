@@ -1,0 +1,263 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/state"
+)
+
+// Store kinds: they namespace MergeUpdateOnce claims in a shared dedup table.
+const (
+	kindInt64Sum   = "isum"
+	kindFloat64Sum = "fsum"
+	kindInt64Max   = "imax"
+	kindBytes      = "bytes"
+)
+
+// numericKind is what tells the three numeric stores apart.
+type numericKind[V int64 | float64] struct {
+	typ     string // type name
+	kind    string
+	isMax   bool
+	format  func(V) string
+	parse   func(string) (V, error)
+	check   func(V) error // may be nil
+	missing V             // the value reported for a missing key: the monoid's identity
+}
+
+// numeric is the implementation shared by Int64SumStore, Float64SumStore and
+// Int64MaxStore: v is a DynamoDB number, merged by UpdateItem.
+type numeric[V int64 | float64] struct {
+	base
+	numericKind[V]
+}
+
+func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, opts []Option) (numeric[V], error) {
+	c, err := newConfig("New"+nk.typ, targetStore, opts)
+	if err != nil {
+		return numeric[V]{}, err
+	}
+	b, err := newBase(nk.typ, client, table, c)
+	if err != nil {
+		return numeric[V]{}, err
+	}
+	return numeric[V]{base: b, numericKind: nk}, nil
+}
+
+func (s *numeric[V]) decode(v av) (V, error) {
+	n, ok := v.(*ddbtypes.AttributeValueMemberN)
+	if !ok {
+		return s.missing, fmt.Errorf("attribute v is %T, want N", v)
+	}
+	return s.parse(n.Value)
+}
+
+func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
+	return readOne(ctx, &s.base, k, s.decode, s.missing)
+}
+
+func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
+	return readMany(ctx, &s.base, ks, s.decode, s.missing)
+}
+
+// update returns one of the two complementary conditional updates of a merge at now:
+//
+//	sum, live (or missing) item:  ADD v :d        IF ttl absent OR ttl > now
+//	sum, expired item:            SET v = :d      IF ttl <= now
+//	max, value rises:             SET v = :d      IF v absent OR v < :d OR ttl <= now
+//	max, value stays:             (expiry only)   IF v >= :d AND (ttl absent OR ttl > now)
+//
+// Each also sets (or removes) ttl. Exactly one of the pair holds for any item, so a
+// merge whose condition fails tries the other, and only an item changing between the
+// two calls (expiring, or being re-created) makes it try again.
+func (s *numeric[V]) update(other bool, d expression.ValueBuilder, ttl time.Duration, now int64) (expression.Expression, error) {
+	v := expression.Name(attrV)
+	var (
+		u expression.UpdateBuilder
+		c expression.ConditionBuilder
+	)
+	switch {
+	case !s.isMax && !other:
+		u, c = expression.Add(v, d), liveCond(now)
+	case !s.isMax && other:
+		u, c = expression.Set(v, d), expiredCond(now)
+	case s.isMax && !other:
+		u, c = expression.Set(v, d), expression.Or(expression.AttributeNotExists(v), v.LessThan(d), expiredCond(now))
+	default:
+		u, c = expression.UpdateBuilder{}, v.GreaterThanEqual(d).And(liveCond(now))
+	}
+	return expression.NewBuilder().WithUpdate(s.setExpiry(u, ttl)).WithCondition(c).Build()
+}
+
+// merge is MergeUpdate (once == false) and MergeUpdateOnce.
+func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, err
+	}
+	if once {
+		if err := s.checkOnce(eventID); err != nil {
+			return false, err
+		}
+	}
+	if err := state.CheckKey(k); err != nil {
+		return false, err
+	}
+	if err := state.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if s.check != nil {
+		if err := s.check(delta); err != nil {
+			return false, err
+		}
+	}
+	d := expression.Value(ddbtypes.AttributeValueMemberN{Value: s.format(delta)})
+	key := itemKey(k)
+	r := retries{b: &s.base}
+	// other selects the second update of the pair; the first failed condition switches
+	// for free (the item is simply in the other state), later ones are lost races.
+	other, switched := false, false
+	for {
+		now := s.now()
+		expr, err := s.update(other, d, ttl, now)
+		if err != nil {
+			return false, s.wrap("build expression", err)
+		}
+		var old map[string]av
+		conditionFailed := false
+		if once {
+			applied, err := s.transact(ctx, s.claimName(s.kind, eventID), now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+				TableName: &s.table, Key: key,
+				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			}})
+			if err == nil {
+				return applied, nil
+			}
+			if !errors.Is(err, errLostRace) {
+				return false, err
+			}
+			_, conditionFailed = ddbx.TxConditionFailed(err, 1)
+		} else {
+			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
+				TableName: &s.table, Key: key,
+				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+			})
+			if err == nil {
+				return true, nil
+			}
+			if old, conditionFailed = ddbx.ConditionFailedItem(err); !conditionFailed {
+				return false, s.wrap("update", err)
+			}
+			// A max that stays, with no expiry to set or clear, needs no second write.
+			if s.isMax && !other && ttl == 0 && old != nil && old[attrTTL] == nil {
+				return true, nil
+			}
+		}
+		if conditionFailed {
+			other = !other
+			if !switched {
+				switched = true
+				continue
+			}
+		}
+		if err := r.again(ctx); err != nil {
+			return false, err
+		}
+	}
+}
+
+func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
+
+func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+
+// formatFloat writes a float as the SDK's attributevalue encoder does.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+// DynamoDB numbers span 1e-130 to 9.99...e125 in magnitude.
+const (
+	maxNumber = 9.9999999999999999999999999999999999999e125
+	minNumber = 1e-130
+)
+
+func checkFloat(v float64) error {
+	if a := math.Abs(v); math.IsNaN(v) || a > maxNumber || (a != 0 && a < minNumber) {
+		return state.Invalidf("delta %v is outside DynamoDB's number range", v)
+	}
+	return nil
+}
+
+// Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate is one
+// UpdateItem ADD. A sum beyond the int64 range is stored (DynamoDB numbers have 38
+// digits) but reads back as an error. It is safe for concurrent use.
+type Int64SumStore struct{ n numeric[int64] }
+
+// Float64SumStore is a state.OnceStore[float64] of sums: MergeUpdate is one
+// UpdateItem ADD, computed by DynamoDB in decimal with 38 significant digits (so 0.1 +
+// 0.2 reads back as 0.3). A delta outside DynamoDB's number range (NaN, infinities,
+// magnitudes above 9.99e125 or below 1e-130 other than 0) is an error wrapping
+// state.ErrInvalidArgument. It is safe for concurrent use.
+type Float64SumStore struct{ n numeric[float64] }
+
+// Int64MaxStore is a state.OnceStore[int64] of maxima (monoid.Max): MergeUpdate is an
+// UpdateItem SET conditioned on the stored value being smaller; when it is not, the
+// merge only refreshes the expiry (a second UpdateItem, skipped when ttl is 0 and the
+// item has no expiry). A missing key reads as math.MinInt64, the identity. It is
+// safe for concurrent use.
+type Int64MaxStore struct{ n numeric[int64] }
+
+var (
+	_ state.OnceStore[int64]   = (*Int64SumStore)(nil)
+	_ state.OnceStore[float64] = (*Float64SumStore)(nil)
+	_ state.OnceStore[int64]   = (*Int64MaxStore)(nil)
+)
+
+// NewInt64SumStore returns an Int64SumStore over the table (see CreateInt64Table),
+// using client without owning it. Options: WithClock, WithMaxRetries, WithBackoff,
+// WithDedupTable, WithDedupTTL.
+func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore, error) {
+	n, err := newNumeric(numericKind[int64]{
+		typ: "Int64SumStore", kind: kindInt64Sum, format: formatInt, parse: parseInt,
+	}, client, table, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Int64SumStore{n: n}, nil
+}
+
+// NewFloat64SumStore returns a Float64SumStore over the table (see CreateInt64Table),
+// using client without owning it. Options as NewInt64SumStore.
+func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumStore, error) {
+	n, err := newNumeric(numericKind[float64]{
+		typ: "Float64SumStore", kind: kindFloat64Sum, format: formatFloat, parse: parseFloat, check: checkFloat,
+	}, client, table, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Float64SumStore{n: n}, nil
+}
+
+// NewInt64MaxStore returns an Int64MaxStore over the table (see CreateInt64Table),
+// using client without owning it. Options as NewInt64SumStore.
+func NewInt64MaxStore(client API, table string, opts ...Option) (*Int64MaxStore, error) {
+	n, err := newNumeric(numericKind[int64]{
+		typ: "Int64MaxStore", kind: kindInt64Max, isMax: true, format: formatInt, parse: parseInt, missing: math.MinInt64,
+	}, client, table, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Int64MaxStore{n: n}, nil
+}

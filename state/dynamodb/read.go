@@ -1,0 +1,112 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/state"
+)
+
+// decoder turns the v attribute of an item into a V.
+type decoder[V any] func(v av) (V, error)
+
+// readProjection reads what Get and GetMany need. ttl is a reserved word.
+var (
+	readProjection = "#pk, #sk, #v, #ttl"
+	readNames      = map[string]string{"#pk": attrPK, "#sk": attrSK, "#v": attrV, "#ttl": attrTTL}
+)
+
+// decodeItem returns the value of a live item, or found == false for a missing or
+// expired one.
+func decodeItem[V any](b *base, item map[string]av, now int64, decode decoder[V], missing V) (V, bool, error) {
+	if item == nil || !live(item, now) {
+		return missing, false, nil
+	}
+	v, err := decode(item[attrV])
+	if err != nil {
+		return missing, false, b.wrap("decode", err)
+	}
+	return v, true, nil
+}
+
+// readOne is Get: one strongly consistent GetItem.
+func readOne[V any](ctx context.Context, b *base, k state.Key, decode decoder[V], missing V) (V, bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return missing, false, err
+	}
+	if err := state.CheckKey(k); err != nil {
+		return missing, false, err
+	}
+	out, err := b.client.GetItem(ctx, &ddb.GetItemInput{
+		TableName: &b.table, Key: itemKey(k), ConsistentRead: ptr(true),
+		ProjectionExpression: &readProjection, ExpressionAttributeNames: readNames,
+	})
+	if err != nil {
+		return missing, false, b.wrap("get", err)
+	}
+	return decodeItem(b, out.Item, b.now(), decode, missing)
+}
+
+// readMany is GetMany: the distinct keys of ks in ceil(n/100) concurrent, strongly
+// consistent BatchGetItem calls (internal/ddbx retries unprocessed keys), fanned back
+// out to one slot per requested key.
+func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decoder[V], missing V) ([]V, []bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := state.CheckKeys(ks); err != nil {
+		return nil, nil, err
+	}
+	vals, found := make([]V, len(ks)), make([]bool, len(ks))
+	if len(ks) == 0 {
+		return vals, found, nil
+	}
+	seen := make(map[state.Key]struct{}, len(ks))
+	keys := make([]map[string]av, 0, len(ks))
+	for _, k := range ks {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			keys = append(keys, itemKey(k))
+		}
+	}
+	items, err := ddbx.BatchGet(ctx, b.client, b.table, keys, ddbx.BatchOptions{
+		ConsistentRead: true, ProjectionExpression: readProjection, ExpressionAttributeNames: readNames,
+	})
+	if err != nil {
+		return nil, nil, b.wrap("get many", err)
+	}
+	byKey := make(map[state.Key]map[string]av, len(items))
+	for _, item := range items {
+		k, err := keyOf(item)
+		if err != nil {
+			return nil, nil, b.wrap("get many", err)
+		}
+		byKey[k] = item
+	}
+	now := b.now()
+	for i, k := range ks {
+		if vals[i], found[i], err = decodeItem(b, byKey[k], now, decode, missing); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vals, found, nil
+}
+
+// keyOf reads the primary key of a value-table item.
+func keyOf(item map[string]av) (state.Key, error) {
+	pk, ok1 := item[attrPK].(*ddbtypes.AttributeValueMemberS)
+	sk, ok2 := item[attrSK].(*ddbtypes.AttributeValueMemberN)
+	if !ok1 || !ok2 {
+		return state.Key{}, fmt.Errorf("item without a pk (S) and sk (N)")
+	}
+	bucket, err := strconv.ParseInt(sk.Value, 10, 64)
+	if err != nil {
+		return state.Key{}, fmt.Errorf("sk %q: %w", sk.Value, err)
+	}
+	return state.Key{Entity: pk.Value, Bucket: bucket}, nil
+}
