@@ -118,12 +118,14 @@ start_cluster() {
 	CLUSTER_ADDRS=$(IFS=,; echo "${addrs[*]}")
 }
 
-# http_answers PORT: an HTTP server answers on PORT (any status).
+# http_answers PORT: an HTTP server answers on PORT (any status) within 5s. A plain
+# subshell, not timeout(1), so that Ctrl-C reaches it like every other child.
 http_answers() {
-	timeout 5 bash -c '
+	(
 		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-		printf "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3
-		IFS= read -r line <&3 && [[ $line == HTTP/* ]]' _ "$1"
+		printf 'GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+		IFS= read -r -t 5 line <&3 && [[ $line == HTTP/* ]]
+	) 2>/dev/null
 }
 
 start_dynamodb() {
