@@ -266,24 +266,32 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 		k   Key
 		err error
 	}
-	keys := make(chan Key)
+	type job struct {
+		k Key
+		v V
+	}
+	jobs := make(chan job)
 	results := make(chan result)
 	workers := min(c.cfg.concurrency, len(batch))
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for k := range keys {
-				results <- result{k, c.store.MergeUpdate(ctx, k, batch[k], c.cfg.ttl)}
+			for j := range jobs {
+				results <- result{j.k, c.store.MergeUpdate(ctx, j.k, j.v, c.cfg.ttl)}
 			}
 		})
 	}
+	pending := make([]job, 0, len(batch))
+	for k, v := range batch {
+		pending = append(pending, job{k, v})
+	}
 	go func() {
-		defer close(keys)
-		for k := range batch {
+		defer close(jobs)
+		for _, j := range pending {
 			if ctx.Err() != nil {
 				return
 			}
-			keys <- k
+			jobs <- j
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()

@@ -15,6 +15,10 @@ import (
 // MaxShards is the most shards a Sharded store spreads a key over.
 const MaxShards = 1024
 
+// MaxShardedEntityLen is the longest entity a Sharded store accepts: room is left
+// for the separator and a shard number of up to 4 digits.
+const MaxShardedEntityLen = MaxEntityLen - len(ShardSeparator) - 4
+
 // ShardSeparator joins an entity and its shard number in the sub-keys of Sharded:
 // shard i of entity e is Key{Entity: e + ShardSeparator + strconv.Itoa(i)}, with
 // the same bucket.
@@ -32,11 +36,13 @@ var (
 // commutative monoids, because shards are merged in shard order, not write order.
 //
 // Sub-keys are entity + ShardSeparator + shard number (see ShardSeparator), so an
-// entity may be at most MaxEntityLen - len(ShardSeparator) - 4 bytes, and other
+// entity may be at most MaxShardedEntityLen bytes, and other
 // writers of the same store must not use entities of that shape. A key is found if
 // any shard is; each shard's ttl is refreshed only by the writes that land on it,
-// so with a ttl, shards expire independently (read-after-idle semantics differ from
-// an unsharded key: parts of the value can expire first).
+// so with a ttl, shards expire independently: unlike an unsharded key, a merge does
+// not extend the life of the rest of the value (and ttl 0 does not clear the
+// expiry of other shards), so parts of a value can expire first. Use Sharded with
+// ttl 0, or with windows whose buckets are read before their ttl matters.
 type Sharded[V any] struct {
 	store  Store[V]
 	m      monoid.Monoid[V]
@@ -72,8 +78,8 @@ func (s *Sharded[V]) checkKey(k Key) error {
 	if err := CheckKey(k); err != nil {
 		return err
 	}
-	if err := CheckKey(ShardKey(k, s.n-1)); err != nil {
-		return fmt.Errorf("sharded key too long: %w", err)
+	if len(k.Entity) > MaxShardedEntityLen {
+		return Invalidf("entity is %d bytes, more than %d for a sharded key", len(k.Entity), MaxShardedEntityLen)
 	}
 	return nil
 }

@@ -49,6 +49,14 @@ type Harness[V any] struct {
 	Delta func(i int) V
 	// Equal reports whether two values are equal (for sketches: same content).
 	Equal func(a, b V) bool
+	// MaxEntityLen is the longest entity the store accepts: state.MaxEntityLen
+	// (the default, for every backend) unless the store under test is a wrapper
+	// that reserves room in the entity (state.Sharded).
+	MaxEntityLen int
+	// SkipTTL skips the expiry tests. Only for wrappers that document different
+	// ttl semantics (state.Sharded, whose shards expire independently); a
+	// backend must pass them.
+	SkipTTL bool
 	// BadDeltas are deltas MergeUpdate must reject with state.ErrInvalidArgument
 	// without writing anything (for example undecodable sketch bytes). Optional.
 	BadDeltas []V
@@ -102,6 +110,13 @@ func (h *Harness[V]) fold(from, to int) V {
 		v = h.Monoid.Combine(v, h.Delta(i))
 	}
 	return v
+}
+
+func (h *Harness[V]) maxEntityLen() int {
+	if h.MaxEntityLen > 0 {
+		return h.MaxEntityLen
+	}
+	return state.MaxEntityLen
 }
 
 func (h *Harness[V]) check(t *testing.T) {
