@@ -29,7 +29,7 @@
 //     (':', '#', '{', '}', '|', '/', whitespace, Unicode) and more: each key is
 //     either rejected with ErrInvalidArgument or stored without colliding with any
 //     other; lock keys are free-form, so each must be a lock of its own;
-//   - sizes: 256 KB of metadata round-trips; 2 MB either round-trips or fails with
+//   - sizes: 256 KB of metadata round-trips; 1 MB either round-trips or fails with
 //     provider.ErrTooLarge and writes nothing;
 //   - no aliasing between the caller's values and what is stored;
 //   - a cancelled context for every method (errors.Is(err, context.Canceled));

@@ -429,13 +429,13 @@ func RunRunStore(t *testing.T, h Harness) {
 			switch {
 			case err == nil && swapped:
 				if g.Version != 1 || payloadOf(g.Metadata) != payloadOf(next.Metadata) {
-					t.Errorf("2 MB CAS accepted but stored version %d with %d bytes", g.Version, len(payloadOf(g.Metadata)))
+					t.Errorf("1 MB CAS accepted but stored version %d with %d bytes", g.Version, len(payloadOf(g.Metadata)))
 				}
-			case wantErr(t, err, provider.ErrTooLarge, "CAS with a 2 MB value (want success or ErrTooLarge)"):
-				same(t, "run after a rejected 2 MB CAS", jsonRoundTrip(t, run), g)
+			case wantErr(t, err, provider.ErrTooLarge, "CAS with a 1 MB value (want success or ErrTooLarge)"):
+				same(t, "run after a rejected 1 MB CAS", jsonRoundTrip(t, run), g)
 				list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
 				wantLen(t, list, err, 1, "ListRuns")
-				same(t, "ListRuns after a rejected 2 MB CAS", jsonRoundTrip(t, run), list[0])
+				same(t, "ListRuns after a rejected 1 MB CAS", jsonRoundTrip(t, run), list[0])
 			}
 		})
 		test(t, "adversarial_ids", func(t *testing.T) {

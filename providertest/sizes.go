@@ -11,8 +11,8 @@ import (
 const (
 	// largeValue is the metadata size every backend must store.
 	largeValue = 256 << 10
-	// hugeValue is larger than some backends can store (DynamoDB: 400 KB items).
-	hugeValue = 2 << 20
+	// hugeValue is larger than some backends can store (DynamoDB: 400 KB items; Redis: 512 MB).
+	hugeValue = 1 << 20
 )
 
 // sizeCheck adapts one store to the size tests.
@@ -23,7 +23,7 @@ type sizeCheck struct {
 	read func(t *testing.T, p provider.Provider, k ids) (payload string, found bool)
 }
 
-// checkSizes adds the "too large" tests: 256 KB stores and round-trips; 2 MB either
+// checkSizes adds the "too large" tests: 256 KB stores and round-trips; 1 MB either
 // stores and round-trips or fails with ErrTooLarge writing nothing, also when it
 // would replace a smaller value.
 func (s *suite) checkSizes(t *testing.T, c sizeCheck) {
@@ -45,14 +45,14 @@ func (s *suite) checkSizes(t *testing.T, c sizeCheck) {
 		switch {
 		case err == nil:
 			if !found || got != payload {
-				t.Fatalf("2 MB value accepted, but found=%v with %d bytes back", found, len(got))
+				t.Fatalf("1 MB value accepted, but found=%v with %d bytes back", found, len(got))
 			}
 		case errors.Is(err, provider.ErrTooLarge):
 			if found {
-				t.Fatalf("2 MB value rejected with ErrTooLarge, but something was written (%d bytes)", len(got))
+				t.Fatalf("1 MB value rejected with ErrTooLarge, but something was written (%d bytes)", len(got))
 			}
 		default:
-			t.Fatalf("2 MB value: got error %v, want nil or one wrapping ErrTooLarge", err)
+			t.Fatalf("1 MB value: got error %v, want nil or one wrapping ErrTooLarge", err)
 		}
 	})
 	test(t, "huge_update_keeps_old_value", func(t *testing.T) {
@@ -64,11 +64,11 @@ func (s *suite) checkSizes(t *testing.T, c sizeCheck) {
 		if errors.Is(err, provider.ErrTooLarge) {
 			want = "small"
 		} else {
-			noErr(t, err, "put 2 MB value (want nil or ErrTooLarge)")
+			noErr(t, err, "put 1 MB value (want nil or ErrTooLarge)")
 		}
 		got, found := c.read(t, p, k)
 		if !found || got != want {
-			t.Fatalf("after a 2 MB update (err %v): found=%v with %d bytes, want %d bytes", err, found, len(got), len(want))
+			t.Fatalf("after a 1 MB update (err %v): found=%v with %d bytes, want %d bytes", err, found, len(got), len(want))
 		}
 	})
 }
