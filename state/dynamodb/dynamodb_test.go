@@ -1,0 +1,224 @@
+package dynamodb_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/dynamodb"
+)
+
+// stores opens one store of each kind on t's tables and clock.
+type stores struct {
+	sum *dynamodb.Int64SumStore
+	max *dynamodb.Int64MaxStore
+	bs  *dynamodb.BytesStore
+}
+
+func openStores(t *testing.T, opts ...dynamodb.Option) stores {
+	t.Helper()
+	e := envFor(t)
+	c := testenv.DynamoDBClient(t)
+	opts = append([]dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}, opts...)
+	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
+	max, err2 := dynamodb.NewInt64MaxStore(c, e.values+"", opts...)
+	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, counter{}, opts...)
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stores{sum, max, bs}
+}
+
+func TestExpiredItemsStartFromIdentity(t *testing.T) {
+	s := openStores(t)
+	e := envFor(t)
+	ctx := t.Context()
+	// Separate entities: the sum and max stores share the values table.
+	ks, km, kb := state.Key{Entity: "sum"}, state.Key{Entity: "max"}, state.Key{Entity: "bytes"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.sum.MergeUpdate(ctx, ks, 100, time.Hour))
+	must(s.max.MergeUpdate(ctx, km, 100, time.Hour))
+	must(s.bs.MergeUpdate(ctx, kb, counter{}.of(100), time.Hour))
+	e.clock.Advance(time.Hour) // DynamoDB Local keeps the items: only the clock says expired
+	must(s.sum.MergeUpdate(ctx, ks, 5, 0))
+	must(s.max.MergeUpdate(ctx, km, 5, 0))
+	must(s.bs.MergeUpdate(ctx, kb, counter{}.of(5), 0))
+	if v, ok, err := s.sum.Get(ctx, ks); err != nil || !ok || v != 5 {
+		t.Errorf("sum = %d, %v, %v; want 5", v, ok, err)
+	}
+	if v, ok, err := s.max.Get(ctx, km); err != nil || !ok || v != 5 {
+		t.Errorf("max = %d, %v, %v; want 5", v, ok, err)
+	}
+	if v, ok, err := s.bs.Get(ctx, kb); err != nil || !ok || string(v) != string(counter{}.of(5)) {
+		t.Errorf("bytes = %v, %v, %v; want 5", v, ok, err)
+	}
+}
+
+func TestMaxRefreshesExpiry(t *testing.T) {
+	s := openStores(t)
+	e := envFor(t)
+	ctx, k := t.Context(), state.Key{Entity: "max"}
+	if err := s.max.MergeUpdate(ctx, k, 100, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(50 * time.Minute)
+	if err := s.max.MergeUpdate(ctx, k, 5, time.Hour); err != nil { // stays 100, expiry moves
+		t.Fatal(err)
+	}
+	e.clock.Advance(50 * time.Minute)
+	if v, ok, err := s.max.Get(ctx, k); err != nil || !ok || v != 100 {
+		t.Fatalf("max = %d, %v, %v; want 100", v, ok, err)
+	}
+	if err := s.max.MergeUpdate(ctx, k, 7, 0); err != nil { // stays 100, expiry cleared
+		t.Fatal(err)
+	}
+	e.clock.Advance(48 * time.Hour)
+	if v, ok, err := s.max.Get(ctx, k); err != nil || !ok || v != 100 {
+		t.Fatalf("max after clearing the expiry = %d, %v, %v; want 100", v, ok, err)
+	}
+}
+
+// TestConcurrentMergesOntoExpired races many writers onto an expired, lingering item:
+// exactly one must restart it from the identity and nobody may add onto the stale
+// value.
+func TestConcurrentMergesOntoExpired(t *testing.T) {
+	const writers, merges = 12, 10
+	for _, once := range []bool{false, true} {
+		t.Run(fmt.Sprint("once=", once), func(t *testing.T) {
+			s := [2]stores{openStores(t), openStores(t)}
+			e := envFor(t)
+			ctx, k := t.Context(), state.Key{Entity: "hot"}
+			if err := s[0].sum.MergeUpdate(ctx, k, 1000, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := s[0].bs.MergeUpdate(ctx, k, counter{}.of(1000), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(2 * time.Hour)
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					st := s[w%2]
+					for i := range merges {
+						id := fmt.Sprint(w, "-", i)
+						ops := []func() error{
+							func() error { return st.sum.MergeUpdate(ctx, k, 1, 0) },
+							func() error { return st.bs.MergeUpdate(ctx, k, counter{}.of(1), 0) },
+						}
+						if once {
+							ops = []func() error{
+								func() error { _, err := st.sum.MergeUpdateOnce(ctx, id, k, 1, 0); return err },
+								func() error { _, err := st.bs.MergeUpdateOnce(ctx, id, k, counter{}.of(1), 0); return err },
+							}
+						}
+						for _, op := range ops {
+							// ErrMaxRetriesExceeded promises nothing was written.
+							err := op()
+							for errors.Is(err, state.ErrMaxRetriesExceeded) {
+								err = op()
+							}
+							if err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if v, _, err := s[1].sum.Get(ctx, k); err != nil || v != writers*merges {
+				t.Errorf("sum = %d, %v; want %d", v, err, writers*merges)
+			}
+			raw, _, err := s[1].bs.Get(ctx, k)
+			if v, _ := (counter{}).decode(raw); err != nil || v != writers*merges {
+				t.Errorf("bytes = %d, %v; want %d", v, err, writers*merges)
+			}
+		})
+	}
+}
+
+func TestOnceNeedsDedupTable(t *testing.T) {
+	e := envFor(t)
+	s, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := state.Key{Entity: "k"}
+	if _, err := s.MergeUpdateOnce(t.Context(), "ev", k, 1, 0); !errors.Is(err, state.ErrInvalidArgument) {
+		t.Fatalf("err = %v, want ErrInvalidArgument", err)
+	}
+	if _, ok, _ := s.Get(t.Context(), k); ok {
+		t.Fatal("value written")
+	}
+}
+
+func TestCreateTables(t *testing.T) {
+	e := envFor(t) // created once already
+	c := testenv.DynamoDBClient(t)
+	ctx := t.Context()
+	if err := dynamodb.CreateInt64Table(ctx, c, e.values); err != nil {
+		t.Errorf("existing value table: %v", err)
+	}
+	if err := dynamodb.CreateDedupTable(ctx, c, e.dedup); err != nil {
+		t.Errorf("existing dedup table: %v", err)
+	}
+	if err := dynamodb.CreateDedupTable(ctx, c, e.values); !errors.Is(err, ddbx.ErrSchemaMismatch) {
+		t.Errorf("dedup over a value table: err = %v, want a schema mismatch", err)
+	}
+	if err := dynamodb.CreateBytesTable(ctx, c, e.dedup); !errors.Is(err, ddbx.ErrSchemaMismatch) {
+		t.Errorf("bytes over a dedup table: err = %v, want a schema mismatch", err)
+	}
+	if err := dynamodb.CreateInt64Table(ctx, c, ""); !errors.Is(err, state.ErrInvalidArgument) {
+		t.Errorf("empty name: err = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	var c dynamodb.API = nilAPI{}
+	cases := []struct {
+		name string
+		open func() error
+	}{
+		{"nil client", func() error { _, err := dynamodb.NewInt64SumStore(nil, "t"); return err }},
+		{"empty table", func() error { _, err := dynamodb.NewInt64SumStore(c, ""); return err }},
+		{"nil option", func() error { _, err := dynamodb.NewInt64MaxStore(c, "t", nil); return err }},
+		{"nil clock", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithClock(nil)); return err }},
+		{"nil monoid", func() error { _, err := dynamodb.NewBytesStore(c, "t", nil); return err }},
+		{"negative retries", func() error {
+			_, err := dynamodb.NewBytesStore(c, "t", counter{}, dynamodb.WithMaxRetries(-1))
+			return err
+		}},
+		{"bad backoff", func() error {
+			_, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithBackoff(0, time.Second))
+			return err
+		}},
+		{"empty dedup table", func() error { _, err := dynamodb.NewFloat64SumStore(c, "t", dynamodb.WithDedupTable("")); return err }},
+		{"negative dedup ttl", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(-1)); return err }},
+		{"ttl on store", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithTTL(time.Second)); return err }},
+		{"retries on deduper", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithMaxRetries(1)); return err }},
+		{"dedup table on deduper", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithDedupTable("d")); return err }},
+		{"negative ttl", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.open(); !errors.Is(err, state.ErrInvalidArgument) {
+				t.Fatalf("err = %v, want state.ErrInvalidArgument", err)
+			}
+		})
+	}
+}
+
+// nilAPI is an API that is never called.
+type nilAPI struct{ dynamodb.API }
