@@ -2,7 +2,6 @@ package state_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +19,6 @@ type concat struct{}
 func (concat) Identity() string           { return "" }
 func (concat) Combine(a, b string) string { return a + b }
 func (concat) Kind() monoid.Kind          { return monoid.KindCustom }
-func (concat) split(s string) []string    { return strings.Split(s, ",") }
 
 var _ monoid.Monoid[string] = concat{}
 
