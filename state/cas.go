@@ -44,6 +44,37 @@ func RetryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxR
 	return retryCAS(ctx, m, delta, maxRetries, backoff.Policy{Base: DefaultRetryBase, Max: DefaultRetryMax}, read, write)
 }
 
+// CASPolicy is the retry policy of RetryCASPolicy: at most MaxRetries retries
+// (>= 0), before retry n a random delay in [0, min(Max, Base*2^n)] (capped
+// exponential backoff with full jitter; 0 < Base <= Max).
+type CASPolicy struct {
+	MaxRetries int
+	Base, Max  time.Duration
+}
+
+// DefaultCASPolicy returns DefaultMaxRetries, DefaultRetryBase and DefaultRetryMax.
+func DefaultCASPolicy() CASPolicy {
+	return CASPolicy{MaxRetries: DefaultMaxRetries, Base: DefaultRetryBase, Max: DefaultRetryMax}
+}
+
+// Check returns an error wrapping ErrInvalidArgument unless MaxRetries >= 0 and
+// 0 < Base <= Max.
+func (p CASPolicy) Check() error {
+	if p.MaxRetries < 0 || p.Base <= 0 || p.Max < p.Base {
+		return Invalidf("CAS policy: max retries %d (want >= 0), base %v, max %v (want 0 < base <= max)", p.MaxRetries, p.Base, p.Max)
+	}
+	return nil
+}
+
+// RetryCASPolicy is RetryCAS with the retry count and backoff of p (p.Check errors
+// are returned before anything is read).
+func RetryCASPolicy[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, p CASPolicy, read CASRead[V, Ver], write CASWrite[V, Ver]) (retries int, err error) {
+	if err := p.Check(); err != nil {
+		return 0, err
+	}
+	return retryCAS(ctx, m, delta, p.MaxRetries, backoff.Policy{Base: p.Base, Max: p.Max}, read, write)
+}
+
 func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, p backoff.Policy, read CASRead[V, Ver], write CASWrite[V, Ver]) (int, error) {
 	if maxRetries < 0 {
 		return 0, Invalidf("max retries %d is negative", maxRetries)

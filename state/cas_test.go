@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
@@ -96,6 +97,22 @@ func TestRetryCAS(t *testing.T) {
 		_, err := state.RetryCAS[[]byte](ctx, m, m.Delta("a"), 5, read, write)
 		if !errors.Is(err, monoid.ErrIncompatible) || !errors.Is(err, state.ErrInvalidArgument) || writes != 0 {
 			t.Errorf("err %v, writes %d", err, writes)
+		}
+	})
+	t.Run("policy", func(t *testing.T) {
+		c := &casCell{found: true, lose: 100}
+		p := state.CASPolicy{MaxRetries: 4, Base: time.Microsecond, Max: time.Microsecond}
+		retries, err := state.RetryCASPolicy(ctx, sum, 1, p, c.read, c.write)
+		if !errors.Is(err, state.ErrMaxRetriesExceeded) || retries != 5 || c.writes != 5 {
+			t.Errorf("retries %d, writes %d, err %v; want 5 attempts", retries, c.writes, err)
+		}
+		for _, bad := range []state.CASPolicy{{MaxRetries: -1, Base: 1, Max: 1}, {Base: 0, Max: 1}, {Base: 2, Max: 1}} {
+			if _, err := state.RetryCASPolicy(ctx, sum, 1, bad, c.read, c.write); !errors.Is(err, state.ErrInvalidArgument) {
+				t.Errorf("policy %+v: %v", bad, err)
+			}
+		}
+		if err := state.DefaultCASPolicy().Check(); err != nil {
+			t.Error(err)
 		}
 	})
 }
