@@ -16,18 +16,18 @@ func (s *Int64SumStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing or expired keys hold 0): ceil(d/100)
-// concurrent, strongly consistent BatchGetItem calls for d distinct keys, plus
-// retries of unprocessed keys.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing or expired keys hold 0): ceil(d/100) concurrent, strongly
+// consistent BatchGetItem calls for d distinct keys, plus retries of unprocessed keys.
 func (s *Int64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl == 0 clears any
-// expiry), atomically. One UpdateItem (ADD); two when the item has expired but not yet been deleted (the ADD is refused and a SET starts over from the delta). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
-// state.ErrClosed.
+// MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl ==
+// 0 clears any expiry), atomically. One UpdateItem (ADD); two when the item has
+// expired but not yet been deleted (the ADD is refused and a SET starts over from the
+// delta). Bad input returns an error wrapping state.ErrInvalidArgument and writes
+// nothing; after Close, an error wrapping state.ErrClosed.
 func (s *Int64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time.Duration) error {
 	_, err := s.n.merge(ctx, false, "", k, delta, ttl)
 	return err
@@ -36,8 +36,8 @@ func (s *Int64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's
-// dedup TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, for a repeated event. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Int64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {
@@ -54,18 +54,18 @@ func (s *Float64SumStore) Get(ctx context.Context, k state.Key) (float64, bool, 
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing or expired keys hold 0): ceil(d/100)
-// concurrent, strongly consistent BatchGetItem calls for d distinct keys, plus
-// retries of unprocessed keys.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing or expired keys hold 0): ceil(d/100) concurrent, strongly
+// consistent BatchGetItem calls for d distinct keys, plus retries of unprocessed keys.
 func (s *Float64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]float64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl == 0 clears any
-// expiry), atomically. One UpdateItem (ADD); two when the item has expired but not yet been deleted (the ADD is refused and a SET starts over from the delta). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
-// state.ErrClosed.
+// MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl ==
+// 0 clears any expiry), atomically. One UpdateItem (ADD); two when the item has
+// expired but not yet been deleted (the ADD is refused and a SET starts over from the
+// delta). Bad input returns an error wrapping state.ErrInvalidArgument and writes
+// nothing; after Close, an error wrapping state.ErrClosed.
 func (s *Float64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta float64, ttl time.Duration) error {
 	_, err := s.n.merge(ctx, false, "", k, delta, ttl)
 	return err
@@ -74,8 +74,8 @@ func (s *Float64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta fl
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's
-// dedup TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, for a repeated event. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Float64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta float64, ttl time.Duration) (applied bool, err error) {
@@ -92,16 +92,18 @@ func (s *Int64MaxStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing or expired keys hold math.MinInt64): ceil(d/100)
-// concurrent, strongly consistent BatchGetItem calls for d distinct keys, plus
-// retries of unprocessed keys.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing or expired keys hold math.MinInt64): ceil(d/100) concurrent,
+// strongly consistent BatchGetItem calls for d distinct keys, plus retries of
+// unprocessed keys.
 func (s *Int64MaxStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate keeps the larger of the value of k and delta and sets the expiry of k to now+ttl (ttl == 0 clears any
-// expiry), atomically. One UpdateItem when the value rises (or stays with ttl 0 and no expiry to clear); two when the stored value wins and the expiry must be refreshed. Bad input returns an error wrapping
+// MergeUpdate keeps the larger of the value of k and delta and sets the expiry of k to
+// now+ttl (ttl == 0 clears any expiry), atomically. One UpdateItem when the value
+// rises (or stays with ttl 0 and no expiry to clear); two when the stored value wins
+// and the expiry must be refreshed. Bad input returns an error wrapping
 // state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
 // state.ErrClosed.
 func (s *Int64MaxStore) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time.Duration) error {
@@ -112,8 +114,8 @@ func (s *Int64MaxStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's
-// dedup TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, for a repeated event. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Int64MaxStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {

@@ -10,23 +10,23 @@ import (
 // The exported methods of the numeric stores: thin wrappers over numeric[V], written
 // out so that each type documents its own value type.
 
-// Get returns the value of k and whether it exists; a missing or expired key returns
-// 0 and false. One round trip (GET).
+// Get returns the value of k and whether it exists; a missing or expired key returns 0
+// and false. One round trip (GET).
 func (s *Int64SumStore) Get(ctx context.Context, k state.Key) (int64, bool, error) {
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing keys hold 0). One pipeline of GETs: one round
-// trip, or one per node, sent concurrently, on a Redis Cluster.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing keys hold 0). One pipeline of GETs: one round trip, or one per
+// node, sent concurrently, on a Redis Cluster.
 func (s *Int64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate adds delta to the value of k (INCRBY) atomically and sets the expiry of k to now+ttl (ttl == 0 clears
-// any expiry). One round trip (one Lua script). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
-// state.ErrClosed.
+// MergeUpdate adds delta to the value of k (INCRBY) atomically and sets the expiry of
+// k to now+ttl (ttl == 0 clears any expiry). One round trip (one Lua script). Bad
+// input returns an error wrapping state.ErrInvalidArgument and writes nothing; after
+// Close, an error wrapping state.ErrClosed.
 func (s *Int64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time.Duration) error {
 	_, err := s.n.merge(ctx, false, "", k, delta, ttl)
 	return err
@@ -41,23 +41,23 @@ func (s *Int64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k s
 	return s.n.merge(ctx, true, eventID, k, delta, ttl)
 }
 
-// Get returns the value of k and whether it exists; a missing or expired key returns
-// 0 and false. One round trip (GET).
+// Get returns the value of k and whether it exists; a missing or expired key returns 0
+// and false. One round trip (GET).
 func (s *Float64SumStore) Get(ctx context.Context, k state.Key) (float64, bool, error) {
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing keys hold 0). One pipeline of GETs: one round
-// trip, or one per node, sent concurrently, on a Redis Cluster.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing keys hold 0). One pipeline of GETs: one round trip, or one per
+// node, sent concurrently, on a Redis Cluster.
 func (s *Float64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]float64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate adds delta to the value of k (INCRBYFLOAT) atomically and sets the expiry of k to now+ttl (ttl == 0 clears
-// any expiry). One round trip (one Lua script). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
-// state.ErrClosed.
+// MergeUpdate adds delta to the value of k (INCRBYFLOAT) atomically and sets the
+// expiry of k to now+ttl (ttl == 0 clears any expiry). One round trip (one Lua
+// script). Bad input returns an error wrapping state.ErrInvalidArgument and writes
+// nothing; after Close, an error wrapping state.ErrClosed.
 func (s *Float64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta float64, ttl time.Duration) error {
 	_, err := s.n.merge(ctx, false, "", k, delta, ttl)
 	return err
@@ -78,17 +78,17 @@ func (s *Int64MaxStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 	return s.n.get(ctx, k)
 }
 
-// GetMany returns one value and one found flag per key, in the order of ks
-// (duplicates allowed; missing keys hold math.MinInt64). One pipeline of GETs: one round
-// trip, or one per node, sent concurrently, on a Redis Cluster.
+// GetMany returns one value and one found flag per key, in the order of ks (duplicates
+// allowed; missing keys hold math.MinInt64). One pipeline of GETs: one round trip, or
+// one per node, sent concurrently, on a Redis Cluster.
 func (s *Int64MaxStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
 
-// MergeUpdate keeps the larger of the value of k and delta atomically and sets the expiry of k to now+ttl (ttl == 0 clears
-// any expiry). One round trip (one Lua script). Bad input returns an error wrapping
-// state.ErrInvalidArgument and writes nothing; after Close, an error wrapping
-// state.ErrClosed.
+// MergeUpdate keeps the larger of the value of k and delta atomically and sets the
+// expiry of k to now+ttl (ttl == 0 clears any expiry). One round trip (one Lua
+// script). Bad input returns an error wrapping state.ErrInvalidArgument and writes
+// nothing; after Close, an error wrapping state.ErrClosed.
 func (s *Int64MaxStore) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time.Duration) error {
 	_, err := s.n.merge(ctx, false, "", k, delta, ttl)
 	return err
