@@ -3,7 +3,7 @@
 #   make test                  real servers up, go test -race -count=1 ./..., servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
 #   make bench [BENCH=CAS] [PKGS=...]
-#   make lint                  gofmt -l, go vet, staticcheck (pinned)
+#   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make servers               start servers for local work; then: source .servers/env
 #   make servers-stop
 
@@ -14,6 +14,7 @@ TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
 BENCH        ?= .
 SERVERS_DIR  ?= .servers
+LINT_PKGS    ?= ./...
 
 .PHONY: all test bench lint servers servers-stop
 
@@ -26,7 +27,7 @@ bench:
 	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 lint:
-	bash scripts/lint.sh
+	bash scripts/lint.sh $(LINT_PKGS)
 
 servers:
 	bash scripts/servers.sh start $(SERVERS_DIR)

@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# lint.sh: gofmt (no file may need formatting), go vet, staticcheck (the pinned
-# version, installed into the cache when the one on PATH differs or is missing).
+# lint.sh [PKGS...]: gofmt (no file may need formatting), go vet, staticcheck (the
+# pinned version, installed into the cache when the one on PATH differs or is
+# missing) over the given package patterns (default ./...).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 STATICCHECK_VERSION=${STATICCHECK_VERSION:-v0.8.2}
 
-unformatted=$(gofmt -l . | grep -v '^\.' || true)
+(($# > 0)) || set -- ./...
+
+dirs=()
+for p in "$@"; do
+	d=${p%/...}
+	[[ $d == ... ]] && d=.
+	dirs+=("$d")
+done
+unformatted=$(gofmt -l "${dirs[@]}")
 if [[ -n $unformatted ]]; then
 	log "gofmt -l reports files that need formatting:"
 	printf '%s\n' "$unformatted" >&2
 	exit 1
 fi
 
-go vet ./...
+go vet "$@"
 
 # staticcheck -version prints e.g. "staticcheck 2026.2.2 (0.8.2)".
 has_pinned() { "$1" -version 2>/dev/null | grep -qF "(${STATICCHECK_VERSION#v})"; }
@@ -29,4 +38,4 @@ if [[ -z $sc ]]; then
 	GOBIN=$PIPESTATE_CACHE_DIR/bin go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 	sc=$PIPESTATE_CACHE_DIR/bin/staticcheck
 fi
-"$sc" ./...
+"$sc" "$@"

@@ -61,16 +61,18 @@ func TestSmokeRedisCluster(t *testing.T) {
 			t.Fatalf("SET %s: %v", k, err)
 		}
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	masters := make(map[string]bool) // addresses of the masters owning keys
+	masters := make(map[int]bool) // indexes of the shards owning keys
 	for _, k := range keys {
-		slot := int(goredisKeySlot(ctx, t, c, k))
-		for _, r := range slots {
-			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-				masters[r.Nodes[0].Addr] = true
+		slot := goredisKeySlot(ctx, t, c, k)
+		for i, sh := range shards {
+			for _, r := range sh.Slots {
+				if slot >= r.Start && slot <= r.End {
+					masters[i] = true
+				}
 			}
 		}
 	}
