@@ -112,6 +112,10 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 				badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 					return p.PutLateArrival(ctx, newLateArrival(k.pipeline, b.id, "", at(0), 1))
 				}},
+				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.ListLateArrivals(ctx, b.id, k.date, "")
+					return err
+				}},
 				badCase{name: "list_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 					_, err := p.ListLateArrivals(ctx, k.pipeline, b.id, "")
 					return err

@@ -137,7 +137,7 @@ func RunLeaser(t *testing.T, h Harness) {
 				t.Helper()
 				lease := mustLease(t, l, k.lock, ttl)
 				if n := len(fences); n > 0 && lease.Fence <= fences[n-1] {
-					t.Fatalf("fence %d after fence %d: fences %v must strictly increase", lease.Fence, fences[n-1], fences)
+					t.Fatalf("fence %d after fences %v: fences must strictly increase", lease.Fence, fences)
 				}
 				fences = append(fences, lease.Fence)
 				return lease

@@ -129,6 +129,10 @@ func RunReplayStore(t *testing.T, h Harness) {
 				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 					_, err := p.GetReplay(ctx, b.id, k.date, "")
 					return err
+				}},
+				badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.GetReplay(ctx, k.pipeline, b.id, "")
+					return err
 				}})
 			if b.id != "" {
 				bad = append(bad, badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {

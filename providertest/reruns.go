@@ -128,9 +128,9 @@ func RunRerunStore(t *testing.T, h Harness) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)
 			var e errs
-			runConcurrently(16, func(i int) {
-				for j := range 5 {
-					r := newRerun(k.rerun, []string{k.pipeline, k.other}[(i+j)%2], at(i*5+j))
+			runConcurrently(8, func(i int) {
+				for j := range 4 {
+					r := newRerun(k.rerun, []string{k.pipeline, k.other}[(i+j)%2], at(i*4+j))
 					r.Description = fmt.Sprintf("writer %d update %d", i, j)
 					if err := insts[i%2].PutRerun(t.Context(), r); err != nil {
 						e.add("writer %d: PutRerun: %v", i, err)

@@ -180,6 +180,10 @@ func RunRunLogStore(t *testing.T, h Harness) {
 				badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 					return p.PutRunLog(ctx, newRunLog(k.pipeline, b.id, ""))
 				}},
+				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.GetRunLog(ctx, b.id, k.date, "")
+					return err
+				}},
 				badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 					_, err := p.GetRunLog(ctx, k.pipeline, b.id, "")
 					return err
