@@ -2,7 +2,8 @@
 # servers.sh: start or stop the real servers the tests run against.
 #
 #   servers.sh start DIR   install/fetch what is missing, start the servers on free
-#                          loopback ports, write DIR/env (export lines) and DIR/pids
+#                          loopback ports, write DIR/env (export lines) and DIR/pids;
+#                          a no-op when DIR's servers are all still running
 #   servers.sh stop DIR    stop every process listed in DIR/pids, remove DIR
 #   servers.sh env DIR     print DIR/env
 #
@@ -39,6 +40,15 @@ stop_pid() {
 	done
 	log "process $pid ignored SIGTERM; killing it"
 	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# all_alive DIR: every process listed in DIR/pids is running.
+all_alive() {
+	local pid
+	[[ -s $1/pids ]] || return 1
+	while read -r pid _; do
+		alive "$pid" || return 1
+	done <"$1/pids"
 }
 
 stop_all() {
@@ -153,7 +163,12 @@ start_dynamodb() {
 start() {
 	local dir=$1 want=" ${PIPESTATE_SERVERS:-redis cluster dynamodb} " env
 	if [[ -f $dir/env ]]; then
-		die "$dir/env exists: servers already running? (servers.sh stop $dir)"
+		if all_alive "$dir"; then
+			log "servers in $dir already running"
+			return 0
+		fi
+		log "servers in $dir are partly gone; restarting them"
+		stop_all "$dir"
 	fi
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
