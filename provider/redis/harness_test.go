@@ -13,7 +13,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/redis"
-	providertest "github.com/pipestate/pipestate/provider/redis/internal/ptcopy"
+	"github.com/pipestate/pipestate/providertest"
 )
 
 // fakeClock is a test's clock: real time plus what Sleep added, so that
