@@ -1,10 +1,11 @@
 // Package state defines monoid-aware state stores: values that many workers merge
-// deltas into at once (counters, maxima, sketches), plus the helpers built on any
-// Store — tumbling windows with range reads, a write Coalescer and hot-key Sharding —
-// and the argument checks and compare-and-swap loop every backend shares.
+// deltas into at once (counters, maxima, sketches), plus what is built on any Store —
+// Tumbling windows with ReadRange, a write Coalescer and hot-key Sharding — and the
+// argument checks and compare-and-swap loop every backend shares.
 //
-// Backends live in state/memory (generic over any monoid), state/redis and
-// state/dynamodb; state/statetest is the conformance suite every backend passes.
+// Backends live in state/memory (generic over any monoid; the reference),
+// state/redis and state/dynamodb; state/statetest is the conformance suite every
+// backend, built in or third-party, passes.
 //
 // # Rules every backend follows
 //
@@ -19,33 +20,57 @@
 //     otherwise every MergeUpdate sets the expiry to now+ttl. An expired entry is
 //     invisible to Get/GetMany, and a merge onto it starts from the monoid's Identity
 //     (also where the backend lets expired items linger, as DynamoDB does).
-//   - GetMany returns one slot per requested key in order; duplicates are allowed;
-//     missing or expired keys have found == false and the zero value... (the monoid's
-//     Identity in the memory backend; callers must look at found).
-//   - MergeUpdate is atomic per key: N concurrent merges from any number of processes
+//   - Get/GetMany: a missing or expired key has found == false; its value slot holds
+//     no data (the memory backend puts the monoid's Identity there; callers must look
+//     at found). GetMany returns one slot per requested key in order and allows
+//     duplicates; an empty request returns empty slices.
+//   - MergeUpdate is atomic per key: concurrent merges from any number of processes
 //     are all applied (sums and max natively; byte values by compare-and-swap through
-//     RetryCAS, which gives up with ErrMaxRetriesExceeded after DefaultMaxRetries lost
-//     races unless the backend's MaxRetries option says otherwise).
+//     RetryCAS/RetryCASPolicy, which give up with ErrMaxRetriesExceeded — nothing
+//     written — after DefaultMaxRetries lost races unless the backend's MaxRetries
+//     option says otherwise).
 //   - A value a monoid.Fallible rejects is never stored: errors wrap
-//     monoid.ErrIncompatible (and ErrInvalidArgument when the caller's delta is bad).
-//   - OnceStore.MergeUpdateOnce claims the event ID and merges in one atomic step; the
-//     claim lives for the backend's dedup TTL (option WithDedupTTL, default
+//     monoid.ErrIncompatible, and ErrInvalidArgument.
+//   - OnceStore.MergeUpdateOnce claims the event ID and merges in one atomic step; a
+//     rejected or failed merge claims nothing. Event IDs are store-wide (not per key)
+//     and the claim lives for the backend's dedup TTL (option WithDedupTTL, default
 //     DefaultDedupTTL), independent of the value's ttl.
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
 //     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
 //     is an error). Release deletes the claim, so the next MarkSeen wins again.
-//   - After Close every method returns an error wrapping ErrClosed; a cancelled ctx
-//     returns ctx.Err() (context.Canceled) and writes nothing that was not already sent.
+//   - After Close every method returns an error wrapping ErrClosed (Close itself is
+//     idempotent); a cancelled ctx returns an error wrapping ctx.Err() and writes
+//     nothing.
+//
+// # Decisions where the design is silent
+//
+//   - Tumbling windows number buckets from 1 at the Unix epoch upwards (and -1
+//     downwards before it), never 0; ReadRange reads at most MaxRangeBuckets buckets
+//     with one GetMany and merges them in time order.
+//   - Coalescer keeps per-key arrival order (so any monoid works), retries failed
+//     keys on the next flush, reports every error (Flush, Close or an error handler)
+//     and refuses new keys with ErrBufferFull when a full buffer cannot be flushed.
+//   - Sharded refuses non-commutative monoids; its shards expire independently.
 //
 // Note for backend authors: keep the constructor shapes of state/memory —
 // New...(client, opts...), NewDeduper(client, WithTTL(d)), WithDedupTTL for
 // OnceStore claims, WithMaxRetries(n) (n >= 0, default DefaultMaxRetries) for
-// BytesStore — so users can switch backends by changing one line.
+// BytesStore — so users switch backends by changing one line; use RetryCASPolicy
+// for the BytesStore loop.
+//
+// # Example
+//
+//	views, _ := memory.New[int64](monoid.Sum[int64]{})
+//	hour := state.Tumbling(time.Hour)
+//	k, _ := hour.Key("page:/home", time.Now())
+//	_ = views.MergeUpdate(ctx, k, 1, 48*time.Hour)
+//	today, _ := state.ReadRange[int64](ctx, views, monoid.Sum[int64]{}, "page:/home",
+//		hour, time.Now().Add(-24*time.Hour), time.Now())
 package state
 
 import "time"
 
 // DefaultDedupTTL is how long a Deduper claim or an OnceStore event claim lives unless
-// the backend's WithTTL / WithDedupTTL option says otherwise: long enough to cover any
+// the backend's WithTTL / WithDedupTTL option says otherwise: long enough to cover the
 // redelivery window of common queues, short enough that claims do not pile up forever.
 const DefaultDedupTTL = 24 * time.Hour

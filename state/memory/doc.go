@@ -1,0 +1,32 @@
+// Package memory is the in-memory state backend: a Store and OnceStore generic over
+// any monoid (sums, maxima, sketches, your own), and a Deduper. It is the reference
+// every other backend is checked against (state/statetest), the embedded default for
+// tests and single-process use, and it takes a fake clock (WithClock).
+//
+// Guarantees: every method runs under one lock, so MergeUpdate and MergeUpdateOnce
+// are atomic and linearizable; the rules of package state apply unchanged (TTL,
+// expired-is-invisible, merges onto expired values start from Identity, bad input is
+// state.ErrInvalidArgument with nothing written, state.ErrClosed after Close, ctx
+// errors). Nothing survives the process.
+//
+// Decisions:
+//   - Missing keys read as the monoid's Identity with found == false.
+//   - []byte values are copied in and out, so callers may reuse their buffers; other
+//     reference values (maps) are shared and must not be modified by the caller.
+//   - Expired values and claims are deleted lazily (on a sweep amortised over writes).
+//   - NewHandle returns a second handle on the same data, closed independently, as a
+//     second process opening the same Redis keys would be.
+//   - Deduper claims live for WithTTL (default state.DefaultDedupTTL, 0 = forever);
+//     MergeUpdateOnce event claims for WithDedupTTL (same defaults). A Store option
+//     given to NewDeduper, or the reverse, is an error.
+//
+// Round trips: none (every method is one lock acquisition).
+//
+// Example:
+//
+//	visitors, _ := hll.New(hll.DefaultPrecision)
+//	store, _ := memory.New[[]byte](visitors)
+//	applied, err := store.MergeUpdateOnce(ctx, eventID, state.Key{Entity: "site"}, visitors.Delta(user), 0)
+//	dedup, _ := memory.NewDeduper(memory.WithTTL(time.Hour))
+//	first, err := dedup.MarkSeen(ctx, eventID)
+package memory
