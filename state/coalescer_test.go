@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,5 +275,56 @@ func TestCoalescerDropsInvalidWrites(t *testing.T) {
 	err := c.Flush(ctx)
 	if !errors.Is(err, state.ErrInvalidArgument) || !strings.Contains(err.Error(), "dropped") || c.Pending() != 0 {
 		t.Errorf("Flush = %v, %d pending; want a reported drop", err, c.Pending())
+	}
+}
+
+// TestCoalescerLosesNothingUnderFailures adds from many goroutines while background
+// and size-bound flushes run against a store that fails a fifth of its writes; after
+// Close every delta is in the store exactly once.
+func TestCoalescerLosesNothingUnderFailures(t *testing.T) {
+	ctx := t.Context()
+	st := newSpy[int64](t, monoid.Sum[int64]{})
+	var calls atomic.Int64
+	st.setFail(func(state.Key) error {
+		if calls.Add(1)%5 == 0 {
+			return errors.New("flaky")
+		}
+		return nil
+	})
+	c := newCoalescer[int64](t, st, monoid.Sum[int64]{}, state.WithFlushInterval(time.Millisecond),
+		state.WithMaxKeys(20), state.WithErrorHandler(func(error) {}))
+	const goroutines, adds, keys = 8, 2000, 50
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range adds {
+				err := c.Add(ctx, state.Key{Entity: fmt.Sprint("k", (g*adds+i)%keys)}, 1)
+				if errors.Is(err, state.ErrBufferFull) {
+					refused.Add(1) // not accepted: not expected in the store
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for attempt := 0; c.Close(ctx) != nil || c.Pending() > 0; attempt++ {
+		if attempt == 100 { // each try fails a fifth of the writes
+			t.Fatalf("%d keys still pending after 100 flushes", c.Pending())
+		}
+	}
+	var total int64
+	for i := range keys {
+		total += get[int64](t, st, fmt.Sprint("k", i))
+	}
+	if want := int64(goroutines*adds) - refused.Load(); total != want {
+		t.Errorf("store holds %d, want %d (%d refused)", total, want, refused.Load())
+	}
+	if s := c.Stats(); s.Failures == 0 {
+		t.Errorf("no write failed (%+v): the test did not exercise retries", s)
 	}
 }
