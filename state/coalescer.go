@@ -82,8 +82,10 @@ func WithWriteTTL(ttl time.Duration) CoalescerOption {
 	}
 }
 
-// WithErrorHandler receives the errors of background (interval) flushes. Without
-// one, they are kept and returned, joined, by the next Flush or Close. f must not be
+// WithErrorHandler receives the errors of background (interval) flushes, which run
+// with context.Background() (the store's own timeouts apply). Without a handler, they
+// are kept (the first 16, then counted) and returned, joined, by the next Flush or
+// Close. f must not be
 // nil and must not call the Coalescer's Flush or Close.
 func WithErrorHandler(f func(error)) CoalescerOption {
 	return func(c *coalescerConfig) error {
@@ -128,6 +130,7 @@ type Coalescer[V any] struct {
 	buf    map[Key]V
 	closed bool
 	bgErrs []error // background flush errors for the next Flush/Close (no handler)
+	bgMore int     // background errors beyond maxBackgroundErrors, counted only
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -175,12 +178,25 @@ func (c *Coalescer[V]) loop() {
 				if c.cfg.onError != nil {
 					c.cfg.onError(err)
 				} else {
-					c.mu.Lock()
-					c.bgErrs = append(c.bgErrs, err)
-					c.mu.Unlock()
+					c.keepBackgroundError(err)
 				}
 			}
 		}
+	}
+}
+
+// maxBackgroundErrors bounds the background errors kept for the next Flush.
+const maxBackgroundErrors = 16
+
+// keepBackgroundError records err for the next Flush or Close, keeping the first
+// maxBackgroundErrors and counting the rest.
+func (c *Coalescer[V]) keepBackgroundError(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bgErrs) < maxBackgroundErrors {
+		c.bgErrs = append(c.bgErrs, err)
+	} else {
+		c.bgMore++
 	}
 }
 
@@ -243,7 +259,10 @@ func (c *Coalescer[V]) Flush(ctx context.Context) error {
 	err := c.flush(ctx)
 	c.mu.Lock()
 	bg := c.bgErrs
-	c.bgErrs = nil
+	if c.bgMore > 0 {
+		bg = append(bg, fmt.Errorf("coalescer: %d more background flush errors", c.bgMore))
+	}
+	c.bgErrs, c.bgMore = nil, 0
 	c.mu.Unlock()
 	return errors.Join(append(bg, err)...)
 }
