@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/memory"
 )
@@ -153,4 +154,64 @@ func ExampleCoalescer() {
 	// before flush, stored: false buffered keys: 2
 	// home: 750 cart: 250
 	// deltas: 1000 store writes: 2
+}
+
+// Exactly-once into a sketch: every event is delivered twice and applied once.
+// (A sketch union would absorb a repeated user anyway; the claim also keeps a
+// redelivery from writing at all.)
+func ExampleOnceStore_sketch() {
+	ctx := context.Background()
+	visitors, err := hll.New(hll.DefaultPrecision)
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := memory.New[[]byte](visitors)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	k := state.Key{Entity: "site:unique-visitors"}
+	for _, ev := range []struct{ id, user string }{{"e1", "ann"}, {"e2", "bob"}, {"e1", "ann"}, {"e3", "ann"}, {"e2", "bob"}} {
+		applied, err := store.MergeUpdateOnce(ctx, ev.id, k, visitors.Delta(ev.user), 0)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ev.id, "applied:", applied)
+	}
+	b, _, _ := store.Get(ctx, k)
+	n, _ := hll.Estimate(b)
+	fmt.Println("unique visitors:", n)
+	// Output:
+	// e1 applied: true
+	// e2 applied: true
+	// e1 applied: false
+	// e3 applied: true
+	// e2 applied: false
+	// unique visitors: 2
+}
+
+// A hot key spread over 8 sub-keys: writes land on one shard at random, reads merge
+// all shards with one GetMany.
+func ExampleSharded() {
+	ctx := context.Background()
+	var sum monoid.Sum[int64]
+	store, err := memory.New[int64](sum)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	hot, err := state.NewSharded[int64](store, sum, 8)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 100 {
+		if err := hot.MergeUpdate(ctx, state.Key{Entity: "celebrity:likes"}, 1, 0); err != nil {
+			log.Fatal(err)
+		}
+	}
+	v, _, _ := hot.Get(ctx, state.Key{Entity: "celebrity:likes"})
+	fmt.Println(v)
+	// Output: 100
 }

@@ -76,6 +76,8 @@ func connectAndRun(w io.Writer, addr, prefix string) error {
 	return run(ctx, w, client, prefix)
 }
 
+// run consumes the demo stream in batches, as a queue consumer would, and prints
+// the totals it reads back from the stores.
 func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefix string) error {
 	views, err := redis.NewInt64SumStore(client, redis.WithKeyPrefix(prefix+":views"))
 	if err != nil {
@@ -122,6 +124,8 @@ func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefi
 				if ok {
 					applied.Add(1)
 				}
+				// Add the visitor even for a redelivery: if the first delivery's
+				// batch was never flushed, this is the only copy that counts.
 				hour, err := perHour.Key("site", c.At)
 				if err != nil {
 					return err
