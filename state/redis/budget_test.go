@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -19,13 +20,14 @@ func TestRoundTrips(t *testing.T) {
 		n := testenv.CountRedis(c)
 		nodes := int64(1)
 		if cc, ok := c.(*goredis.ClusterClient); ok {
-			nodes = 0
+			var masters atomic.Int64 // ForEachMaster calls concurrently
 			if err := cc.ForEachMaster(t.Context(), func(context.Context, *goredis.Client) error {
-				nodes++
+				masters.Add(1)
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
+			nodes = masters.Load()
 		}
 		p := redis.WithKeyPrefix(prefixFor(t))
 		sum, err1 := redis.NewInt64SumStore(c, p)
