@@ -44,6 +44,10 @@ func RunLifecycle(t *testing.T, h Harness) {
 			got, err := s.open(t).GetRunState(t.Context(), k.run)
 			mustGet(t, got, err, "GetRunState on a new instance after Stop")
 		})
+		s.checkCancelled(t, []call{
+			{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
+			{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
+		})
 		t.Run("after_stop", func(t *testing.T) {
 			t.Parallel()
 			p, k := s.open(t), newIDs(t)

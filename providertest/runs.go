@@ -374,6 +374,9 @@ func RunRunStore(t *testing.T, h Harness) {
 				t.Errorf("after %d successful CAS increments: version %d, counter %v; want both %d",
 					workers*increments, g.Version, g.Metadata["counter"], workers*increments)
 			}
+			list, err := insts[1].ListRuns(t.Context(), k.pipeline, listAll)
+			wantLen(t, list, err, 1, "ListRuns")
+			same(t, "ListRuns after the concurrent CAS increments", g, list[0])
 		})
 		test(t, "no_aliasing", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
