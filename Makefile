@@ -21,9 +21,11 @@ LINT_PKGS    ?= ./...
 all: lint test
 
 test:
+	bash scripts/ensure-cc.sh
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 bench:
+	bash scripts/ensure-cc.sh
 	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 lint:

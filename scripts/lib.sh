@@ -8,7 +8,7 @@ DDB_NPM_SHA1=a7ec81c475dc309aa15d047d8d03679c8be49189
 DDB_NPM_INTEGRITY=sha512-xTeeRLvzEfqyd5lh3bH4c0kHvSHHmmhD5ZDsHFKAQ5g2Zl6JqlFdutaQhCLHzxEp6Ry1o7TB6niIoXuQAnSewQ==
 
 # Where downloads are cached, outside the repository.
-PIPESTATE_CACHE_DIR=${PIPESTATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pipestate}
+PIPESTATE_CACHE_DIR=${PIPESTATE_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/pipestate}
 
 # How long to wait for a server to answer, in seconds.
 PIPESTATE_SERVER_WAIT=${PIPESTATE_SERVER_WAIT:-90}
@@ -84,4 +84,30 @@ wait_until() {
 		fi
 		sleep 0.2
 	done
+}
+
+# apt_install PKG...: install Debian packages with apt-get (as root, or through
+# sudo -n), without starting any service they ship: a policy-rc.d that denies
+# service starts is in place for the duration when none exists.
+apt_install() {
+	local sudo=() policy=/usr/sbin/policy-rc.d created=0 rc=0
+	command -v apt-get >/dev/null || die "apt-get unavailable: install $* yourself and retry"
+	if ((EUID != 0)); then
+		command -v sudo >/dev/null || die "need root (or sudo) to run: apt-get install -y $*"
+		sudo=(sudo -n)
+	fi
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+		"${sudo[@]}" chmod 0755 "$policy"
+		created=1
+	fi
+	log "apt-get install $*"
+	{
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+	} </dev/null >&2 || rc=$?
+	if ((created)); then
+		"${sudo[@]}" rm -f "$policy"
+	fi
+	((rc == 0)) || die "apt-get install $* failed (exit $rc)"
 }
