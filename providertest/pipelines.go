@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +114,16 @@ func RunPipelineStore(t *testing.T, h Harness) {
 				}
 				return payloadOf(got.Metadata), true
 			},
+		})
+		test(t, "list_large_items", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for i := range largeItems {
+				cfg := newPipeline(fmt.Sprintf("%s-%d", k.pipeline, i))
+				cfg.Metadata["payload"] = bigString(largeValue)
+				noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline")
+			}
+			list, err := p.ListPipelines(t.Context())
+			wantLen(t, list, err, largeItems, "ListPipelines of configs holding 256 KB each")
 		})
 		test(t, "adversarial_ids", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)

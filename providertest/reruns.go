@@ -188,6 +188,18 @@ func RunRerunStore(t *testing.T, h Harness) {
 				return payloadOf(got.Metadata), true
 			},
 		})
+		test(t, "list_large_items", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for i := range largeItems {
+				r := newRerun(fmt.Sprintf("%s-%d", k.rerun, i), k.pipeline, at(i))
+				r.Metadata["payload"] = bigString(largeValue)
+				noErr(t, p.PutRerun(t.Context(), r), "PutRerun")
+			}
+			list, err := p.ListReruns(t.Context(), k.pipeline, largeItems)
+			wantLen(t, list, err, largeItems, "ListReruns of reruns holding 256 KB each")
+			all, err := p.ListAllReruns(t.Context(), largeItems)
+			wantLen(t, all, err, largeItems, "ListAllReruns of reruns holding 256 KB each")
+		})
 		test(t, "adversarial_ids", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			accepted := checkDistinct(t, singles(adversarialIDs(k.rerun)),

@@ -420,6 +420,16 @@ func RunRunStore(t *testing.T, h Harness) {
 				return payloadOf(got.Metadata), true
 			},
 		})
+		test(t, "list_runs_large_items", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for i := range largeItems {
+				run := newRun(k.pipeline, fmt.Sprintf("%s-%d", k.run, i), at(i))
+				run.Metadata["payload"] = bigString(largeValue)
+				noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
+			}
+			list, err := p.ListRuns(t.Context(), k.pipeline, largeItems)
+			wantLen(t, list, err, largeItems, "ListRuns of runs holding 256 KB each (more than one page of most stores)")
+		})
 		test(t, "huge_cas_keeps_old_value", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			run := newRun(k.pipeline, k.run, at(0))

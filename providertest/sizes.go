@@ -13,6 +13,9 @@ const (
 	largeValue = 256 << 10
 	// hugeValue is larger than some backends can store (DynamoDB: 400 KB items; Redis: 512 MB).
 	hugeValue = 1 << 20
+	// largeItems items of largeValue each are more than one page of a list query
+	// in most stores (DynamoDB: 1 MB), so listing them needs pagination.
+	largeItems = 6
 )
 
 // sizeCheck adapts one store to the size tests.
