@@ -34,6 +34,19 @@ used_ports() {
 		}' "${files[@]}"
 }
 
+# owns_port PID PORT: process PID holds the socket listening on PORT (matched by
+# socket inode between /proc/net/tcp{,6} and /proc/PID/fd).
+owns_port() {
+	local pid=$1 port hex inode fd
+	printf -v hex '%04X' "$2"
+	for inode in $(awk -v h=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == h { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+		for fd in /proc/"$pid"/fd/*; do
+			[[ $(readlink "$fd" 2>/dev/null) == "socket:[$inode]" ]] && return 0
+		done
+	done
+	return 1
+}
+
 # port_in_use PORT [USED]: true when PORT is in USED (from used_ports; read afresh
 # when omitted) or something answers on it.
 port_in_use() {

@@ -138,6 +138,11 @@ http_answers() {
 	) 2>/dev/null
 }
 
+# dynamodb_is PORT PID: DynamoDB Local process PID listens on PORT and answers HTTP.
+dynamodb_is() {
+	owns_port "$2" "$1" && http_answers "$1"
+}
+
 start_dynamodb() {
 	local dir=$1 emu attempt port
 	command -v java >/dev/null || die "java (17 or later) is needed for DynamoDB Local (or set DYNAMODB_ENDPOINT)"
@@ -149,7 +154,7 @@ start_dynamodb() {
 		spawn "$dir" "dynamodb-$port" bash -c 'cd "$1" && shift && exec "$@"' _ "$emu" \
 			java ${PIPESTATE_JAVA_OPTS:-} -Djava.library.path=./DynamoDBLocal_lib \
 			-jar DynamoDBLocal.jar -inMemory -sharedDb -disableTelemetry -port "$port"
-		if wait_until "$PIPESTATE_SERVER_WAIT" "DynamoDB Local on port $port" "$SPAWNED_PID" http_answers "$port"; then
+		if wait_until "$PIPESTATE_SERVER_WAIT" "DynamoDB Local on port $port" "$SPAWNED_PID" dynamodb_is "$port" "$SPAWNED_PID"; then
 			DDB_PORT=$port
 			return 0
 		fi
