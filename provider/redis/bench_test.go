@@ -77,6 +77,9 @@ func bench(b *testing.B, setup func(b *testing.B, p *redis.Provider, c *goredis.
 	}
 }
 
+// benchSink keeps the raw variants' decoded results alive.
+var benchSink any
+
 var rawCAS = goredis.NewScript(`
 if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
@@ -176,6 +179,7 @@ func BenchmarkReadEventsSince100(b *testing.B) {
 						return err
 					}
 				}
+				benchSink = out
 				return nil
 			}
 	})
@@ -212,6 +216,7 @@ func BenchmarkGetTraits(b *testing.B) {
 					}
 					out = append(out, tr)
 				}
+				benchSink = out
 				return nil
 			}
 	})

@@ -98,6 +98,18 @@
 // up to whole milliseconds) and expire by the server's clock. WrittenAt of a cascade
 // marker is truncated to the microsecond, the precision of its sort score.
 //
+// # Retries
+//
+// go-redis retries a command after a network error (Options.MaxRetries), so a
+// command whose reply was lost may run twice. AcquireLock, AcquireLease and
+// CompareAndSwapRunState carry a nonce unique to the call, so a retried call
+// reports the success it had and applies once; every other write is an idempotent
+// upsert, except AppendEvent and PutLateArrival, which may then append twice, and a
+// release (ReleaseLock, ReleaseLease) whose first attempt freed the key, which then
+// reports ErrLockNotHeld. Set MaxRetries to -1 on the client for at-most-once
+// appends. A lock value is "lock:<owner>\n<nonce>" and a lease's "lease:<token>";
+// ReleaseLock frees any lock of this owner identity on the key.
+//
 // # Events
 //
 // Each pipeline's events are a stream, appended with XADD MAXLEN ~ n (approximate
@@ -113,7 +125,8 @@
 // pipeline whose keys live on several nodes costs one round trip per node, sent
 // concurrently (marked "per node"). Extra pages of a list cost 2 more round trips
 // per 256 entries skipped or read; a listing that repairs entries costs 1 more, and
-// at most twice re-reads. providertest-independent tests hold these budgets.
+// at most twice re-reads. TestRoundTripBudgets holds every row, counting with a
+// go-redis hook, on miniredis, a real server and a cluster.
 //
 //	method                   round trips
 //	-----------------------  -----------------------------------------------

@@ -126,6 +126,7 @@ func (h *serverHarness) prefix(t *testing.T) string {
 	if !ok {
 		p = "pst:" + testenv.UniqueName(t)
 		h.prefixes[t.Name()] = p
+		cleanPrefix(t, h.c, p)
 	}
 	return p
 }
@@ -158,18 +159,24 @@ func clusterClient(t testing.TB) *goredis.ClusterClient {
 	return c
 }
 
-// cleanPrefix deletes the keys under prefix when t ends (standalone servers only).
-func cleanPrefix(t *testing.T, c *goredis.Client, prefix string) {
+// cleanPrefix deletes the keys under prefix when t ends, on every master of a
+// cluster.
+func cleanPrefix(t *testing.T, c goredis.UniversalClient, prefix string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
+		clean := func(ctx context.Context, c *goredis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+			for iter.Next(ctx) {
+				_ = c.Del(ctx, iter.Val()).Err()
+			}
+			return iter.Err()
 		}
-		if len(batch) > 0 {
-			_ = c.Del(ctx, batch...).Err()
+		switch cc := c.(type) {
+		case *goredis.ClusterClient:
+			_ = cc.ForEachMaster(ctx, clean)
+		case *goredis.Client:
+			_ = clean(ctx, cc)
 		}
 	})
 }
@@ -179,10 +186,12 @@ func TestProviderMiniredis(t *testing.T) {
 }
 
 func TestProviderRedis(t *testing.T) {
+	t.Parallel()
 	providertest.Run(t, newServerHarness(realClient(t)).harness())
 }
 
 func TestProviderRedisCluster(t *testing.T) {
+	t.Parallel()
 	providertest.Run(t, newServerHarness(clusterClient(t)).harness())
 }
 
