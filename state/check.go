@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -109,4 +110,11 @@ func Combine[V any](m monoid.Monoid[V], a, b V) (V, error) {
 		return f.TryCombine(a, b)
 	}
 	return m.Combine(a, b), nil
+}
+
+// OnceClaimID returns the identity of a MergeUpdateOnce claim: an injective encoding
+// of (k, eventID), so that claims of different keys or events never collide whatever
+// characters entities and event IDs hold. Backends store claims under it.
+func OnceClaimID(k Key, eventID string) string {
+	return strconv.Itoa(len(k.Entity)) + ":" + k.Entity + ":" + strconv.FormatInt(k.Bucket, 10) + ":" + eventID
 }

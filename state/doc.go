@@ -32,8 +32,10 @@
 //   - A value a monoid.Fallible rejects is never stored: errors wrap
 //     monoid.ErrIncompatible, and ErrInvalidArgument.
 //   - OnceStore.MergeUpdateOnce claims the event ID and merges in one atomic step; a
-//     rejected or failed merge claims nothing. Event IDs are store-wide (not per key)
-//     and the claim lives for the backend's dedup TTL (option WithDedupTTL, default
+//     rejected or failed merge claims nothing. A claim is per (event ID, key), see
+//     OnceClaimID: one event may update several keys of a store, each exactly once
+//     (a store-wide claim could not be atomic on a Redis Cluster, where a key's claim
+//     must live in the key's slot). The claim lives for the backend's dedup TTL (option WithDedupTTL, default
 //     DefaultDedupTTL), independent of the value's ttl.
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
 //     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative

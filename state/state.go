@@ -31,8 +31,9 @@ type Store[V any] interface {
 // event ID: claiming the ID and merging happen atomically.
 type OnceStore[V any] interface {
 	Store[V]
-	// MergeUpdateOnce applies delta to k unless eventID was applied before; applied
-	// reports whether it was applied now.
+	// MergeUpdateOnce applies delta to k unless eventID was applied to k before;
+	// applied reports whether it was applied now. The claim is per (eventID, k): one
+	// event may update several keys of a store, each exactly once.
 	MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (applied bool, err error)
 }
 

@@ -108,7 +108,7 @@ func (s *Store[V]) MergeUpdate(ctx context.Context, k state.Key, delta V, ttl ti
 
 // MergeUpdateOnce applies delta as MergeUpdate does unless eventID was applied by
 // this store's data within the dedup TTL (WithDedupTTL); claiming the ID and merging
-// happen under one lock, so they are atomic. Event IDs are store-wide, not per key.
+// happen under one lock, so they are atomic. The claim is per (eventID, k).
 // applied is false for a repeated event.
 func (s *Store[V]) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	if err := state.CheckEventID(eventID); err != nil {
@@ -129,7 +129,8 @@ func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.cfg.now()
-	if eventID != "" && d.events.claimed(eventID, now) {
+	claim := state.OnceClaimID(k, eventID)
+	if eventID != "" && d.events.claimed(claim, now) {
 		return false, nil
 	}
 	cur := d.m.Identity()
@@ -141,7 +142,7 @@ func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta
 		return false, fmt.Errorf("memory: merge %q/%d: %w", k.Entity, k.Bucket, err)
 	}
 	if eventID != "" {
-		d.events.set(eventID, now, d.cfg.dedupTTL)
+		d.events.set(claim, now, d.cfg.dedupTTL)
 	}
 	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl)}
 	d.sweep(now)

@@ -17,6 +17,7 @@ func RunOnceStore[V any](t *testing.T, h Harness[V]) {
 	h.check(t)
 	t.Run("applies once", func(t *testing.T) { testAppliesOnce(t, &h) })
 	t.Run("redelivery", func(t *testing.T) { testRedelivery(t, &h) })
+	t.Run("claim per key", func(t *testing.T) { testClaimPerKey(t, &h) })
 	t.Run("bad input", func(t *testing.T) { testOnceBadInput(t, &h) })
 	t.Run("failed merge does not claim", func(t *testing.T) { testFailedMergeDoesNotClaim(t, &h) })
 }
@@ -57,6 +58,27 @@ func testAppliesOnce[V any](t *testing.T, h *Harness[V]) {
 		t.Error("event:1 treated as a redelivery of another event")
 	}
 	wantValue(t, h, s1, k, h.fold(0, 3))
+}
+
+// testClaimPerKey checks the scope of a claim: (event ID, key). One event updates
+// several keys — other entities, other buckets, entities that only differ around
+// delimiters — each exactly once.
+func testClaimPerKey[V any](t *testing.T, h *Harness[V]) {
+	s1, s2 := h.openOnce(t), h.openOnce(t)
+	keys := []state.Key{{Entity: "per-key"}, {Entity: "per-key", Bucket: 7}, {Entity: "per-key:7"}, {Entity: "per"}}
+	for i, k := range keys {
+		if !mustOnce(t, s1, "shared-event", k, h.Delta(i)) {
+			t.Errorf("shared-event on %v not applied: its claim on another key leaked", k)
+		}
+	}
+	for _, k := range keys {
+		if mustOnce(t, s2, "shared-event", k, h.Delta(99)) {
+			t.Errorf("redelivered shared-event on %v applied again", k)
+		}
+	}
+	for i, k := range keys {
+		wantValue(t, h, s1, k, h.fold(i, i+1))
+	}
 }
 
 func testRedelivery[V any](t *testing.T, h *Harness[V]) {

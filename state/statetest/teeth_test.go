@@ -24,6 +24,7 @@ type flaws struct {
 	ttlZeroKeeps   bool // ttl 0 keeps an earlier expiry
 	reverseMany    bool // GetMany answers in reverse order
 	noDedupe       bool // MergeUpdateOnce applies every delivery
+	storeWideClaim bool // MergeUpdateOnce claims event IDs store-wide, not per key
 	ignoreCtx      bool // ignores cancelled contexts
 	noValidate     bool // accepts any key and ttl
 	naiveKeys      bool // encodes keys as entity, or entity + ":" + bucket when windowed
@@ -38,7 +39,8 @@ type world struct {
 	mu     sync.Mutex
 	now    time.Time
 	values map[string]item
-	events map[string]bool
+	events map[string]bool // Deduper claims
+	claims map[string]bool // MergeUpdateOnce claims
 }
 
 type item struct {
@@ -131,7 +133,11 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		}
 	}
 	s.w.mu.Lock()
-	if id != "" && s.w.events[id] && !s.f.noDedupe {
+	claim := state.OnceClaimID(k, id)
+	if s.f.storeWideClaim {
+		claim = id
+	}
+	if id != "" && s.w.claims[claim] && !s.f.noDedupe {
 		s.w.mu.Unlock()
 		return false, nil
 	}
@@ -152,7 +158,7 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	}
 	s.w.values[s.key(k)] = item{v: it.v + delta, exp: exp}
 	if id != "" {
-		s.w.events[id] = true
+		s.w.claims[claim] = true
 	}
 	s.w.mu.Unlock()
 	return true, nil
@@ -212,7 +218,7 @@ func (ws *worlds) get(t *testing.T) *world {
 	}
 	w, ok := ws.m[t.Name()]
 	if !ok {
-		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]bool{}}
+		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]bool{}, claims: map[string]bool{}}
 		ws.m[t.Name()] = w
 	}
 	return w
@@ -269,6 +275,7 @@ var broken = []struct {
 	{"naive key encoding", flaws{naiveKeys: true}, false, "keys_are_distinct"},
 	{"works after close", flaws{closedWorks: true}, false, "closed"},
 	{"deduper always first", flaws{alwaysFirst: true}, true, "first_seen_once"},
+	{"once claims store-wide", flaws{storeWideClaim: true}, false, "once/claim_per_key"},
 	{"deduper check then set", flaws{racyDeduper: true}, true, "race"},
 	{"deduper release ignored", flaws{releaseIgnored: true}, true, "release"},
 	{"deduper context ignored", flaws{ignoreCtx: true}, true, "cancelled_context"},
