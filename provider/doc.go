@@ -89,11 +89,18 @@
 //	               successive leases of the same key, forever, whoever holds them.
 //	               RenewLease extends only the current lease (ErrLockNotHeld after
 //	               expiry or takeover); ReleaseLease frees only the current lease.
-//	               Locks and leases share the key space: a key held by one is held
-//	               for the other.
+//	               RenewLease returns the lease with the same Key, Token and Fence
+//	               and the new ExpiresAt. Locks and leases share the key space: a key
+//	               held by one is held for the other, also for the same instance.
 //	lifecycle      calls work once New returns; Start is idempotent; Stop is
 //	               idempotent; after Stop every call, Start included, returns an error
 //	               wrapping ErrClosed; Ping reports whether the backend answers.
+//	contention     concurrent writers never see an error for contention alone: a
+//	               backend retries its own conflicts (e.g. DynamoDB transaction
+//	               conflicts) or, for CAS, reports (false, nil).
+//	clock          times a method fills come from the backend's clock (the provider's
+//	               clock option where it has one, the server's time in Redis); the
+//	               suite allows them 1 s of skew from the test's clock.
 //	context        every call honours ctx: a cancelled context returns an error for
 //	               which errors.Is(err, context.Canceled) holds.
 //
