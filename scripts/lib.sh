@@ -2,6 +2,7 @@
 # Shared helpers for the pipestate scripts. Source it; do not run it.
 
 # Pinned DynamoDB Local: the official jar shipped inside this npm package.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 DDB_NPM_PKG=amplify-dynamodb-simulator
 DDB_NPM_VERSION=2.9.30
 DDB_NPM_SHA1=a7ec81c475dc309aa15d047d8d03679c8be49189
@@ -37,8 +38,9 @@ used_ports() {
 # owns_port PID PORT: process PID holds the socket listening on PORT (matched by
 # socket inode between /proc/net/tcp{,6} and /proc/PID/fd).
 owns_port() {
-	local pid=$1 port hex inode fd
+	local pid=$1 hex inode fd
 	printf -v hex '%04X' "$2"
+	# shellcheck disable=SC2013 # inodes are single words
 	for inode in $(awk -v h=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == h { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
 		for fd in /proc/"$pid"/fd/*; do
 			[[ $(readlink "$fd" 2>/dev/null) == "socket:[$inode]" ]] && return 0
@@ -74,6 +76,7 @@ free_port() {
 		port_in_use "$p" "$used" && continue
 		port_in_use $((p + 10000)) "$used" && continue
 		_PIPESTATE_TAKEN+="$p "
+		# shellcheck disable=SC2034 # the result, read by the caller
 		FREE_PORT=$p
 		return 0
 	done

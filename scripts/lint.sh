@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # lint.sh [PKGS...]: gofmt (no file may need formatting), go vet, staticcheck (the
 # pinned version, installed into the cache when the one on PATH differs or is
-# missing) over the given package patterns (default ./...).
+# missing) over the given package patterns (default ./...), and shellcheck over the
+# scripts when shellcheck is installed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$(dirname "${BASH_SOURCE[0]}")/.." # package patterns are relative to the module root
 
 STATICCHECK_VERSION=${STATICCHECK_VERSION:-v0.8.2}
 
@@ -39,3 +41,8 @@ if [[ -z $sc ]]; then
 	sc=$PIPESTATE_CACHE_DIR/bin/staticcheck
 fi
 "$sc" "$@"
+
+# Shell scripts, when shellcheck is installed (it is optional).
+if command -v shellcheck >/dev/null; then
+	shellcheck -x -P scripts scripts/*.sh .ci/run
+fi

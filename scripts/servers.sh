@@ -150,7 +150,7 @@ start_dynamodb() {
 	for attempt in 1 2 3; do
 		free_port
 		port=$FREE_PORT
-		# shellcheck disable=SC2086 # PIPESTATE_JAVA_OPTS is a list of options
+		# shellcheck disable=SC2086,SC2016 # PIPESTATE_JAVA_OPTS is a list of options; $1 is for the inner bash
 		spawn "$dir" "dynamodb-$port" bash -c 'cd "$1" && shift && exec "$@"' _ "$emu" \
 			java ${PIPESTATE_JAVA_OPTS:-} -Djava.library.path=./DynamoDBLocal_lib \
 			-jar DynamoDBLocal.jar -inMemory -sharedDb -disableTelemetry -port "$port"
