@@ -27,14 +27,17 @@
 //
 // Example:
 //
-//	func TestPing(t *testing.T) {
+//	func TestSet(t *testing.T) {
+//		ctx := context.Background()
 //		c := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)})
-//		t.Cleanup(func() { c.Close() })
+//		t.Cleanup(func() { _ = c.Close() })
 //		n := testenv.CountRedis(c)
-//		prefix := testenv.UniqueName(t)
-//		if err := c.Set(ctx, prefix+":k", "v", 0).Err(); err != nil {
+//		key := testenv.UniqueName(t) + ":k" // this test's own key space
+//		if err := c.Set(ctx, key, "v", time.Minute).Err(); err != nil {
 //			t.Fatal(err)
 //		}
-//		if n.Load() != 1 { ... }
+//		if got := n.Load(); got != 1 {
+//			t.Errorf("SET took %d round trips, want 1", got)
+//		}
 //	}
 package testenv
