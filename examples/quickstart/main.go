@@ -1,96 +1,98 @@
-// Command quickstart walks through pipestate's Provider on an embedded backend:
-// register a pipeline, record traits, move a run through its states with
-// compare-and-swap under a lock, and page the event log with a cursor.
+// Command quickstart walks through pipestate on an embedded Redis (miniredis), or a
+// real Redis or DynamoDB with -redis / -dynamodb: a pipeline, traits, readiness, a
+// lock, a run moved by compare-and-swap, the run log, the event log paged by cursor,
+// and clicks and unique users counted exactly once though delivered twice.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"time"
 
-	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/types"
 )
 
 func main() {
-	p, err := memory.New(memory.NewStore())
-	if err != nil {
-		log.Fatal(err)
+	var cfg backendConfig
+	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: an embedded miniredis)")
+	flag.StringVar(&cfg.dynamoEndpoint, "dynamodb", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000")
+	flag.StringVar(&cfg.prefix, "prefix", "quickstart", "Redis key prefix or DynamoDB table name prefix")
+	flag.Parse()
+	ctx := context.Background()
+	b, err := open(ctx, cfg)
+	if err == nil {
+		defer b.close()
+		err = run(ctx, os.Stdout, b)
 	}
-	if err := run(context.Background(), os.Stdout, p); err != nil {
+	if err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, w io.Writer, p provider.Provider) error {
-	cfg := types.PipelineConfig{ID: "orders", Traits: map[string]types.TraitConfig{
-		"freshness": {Required: true}, "row-count": {Required: true}}}
-	if err := p.RegisterPipeline(ctx, cfg); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "registered pipeline orders")
-
-	for _, tt := range []string{"freshness", "row-count"} {
-		tr := types.TraitEvaluation{TraitType: tt, Status: types.TraitPass, EvaluatedAt: time.Now()}
-		if err := p.PutTrait(ctx, "orders", tr, time.Hour); err != nil {
-			return err
-		}
-	}
-	traits, err := p.GetTraits(ctx, "orders")
-	if err != nil {
-		return err
-	}
-	for _, t := range traits {
-		fmt.Fprintf(w, "trait %s: %s\n", t.TraitType, t.Status)
-	}
-
-	lockKey := "eval:orders:daily"
-	if ok, err := p.AcquireLock(ctx, lockKey, time.Minute); err != nil || !ok {
-		return fmt.Errorf("lock %s: held=%v err=%v", lockKey, !ok, err)
-	}
-	fmt.Fprintln(w, "took lock", lockKey)
-
+func run(ctx context.Context, w io.Writer, b *backend) error {
+	p, now, lock := b.provider, time.Now(), "eval:orders:daily"
 	run := types.RunState{RunID: "orders-2026-11-21", PipelineID: "orders", Status: types.RunPending}
-	if err := p.PutRunState(ctx, run); err != nil {
-		return err
-	}
-	for version, next := range []types.RunStatus{types.RunRunning, types.RunCompleted} {
-		run.Status = next
-		ok, err := p.CompareAndSwapRunState(ctx, run.RunID, version, run)
-		if err != nil || !ok {
-			return fmt.Errorf("cas to %s: swapped=%v err=%v", next, ok, err)
+	advance := func(version int, to types.RunStatus) error {
+		run.Status = to
+		if ok, err := p.CompareAndSwapRunState(ctx, run.RunID, version, run); err != nil || !ok {
+			return fmt.Errorf("swapped=%v: %w", ok, err)
 		}
-		ev := types.Event{Kind: "RUN_STATE_CHANGED", PipelineID: "orders", RunID: run.RunID, Status: string(next)}
-		if err := p.AppendEvent(ctx, ev); err != nil {
-			return err
+		return p.AppendEvent(ctx, types.Event{Kind: "RUN_STATE_CHANGED", PipelineID: "orders", RunID: run.RunID, Status: string(to)})
+	}
+	steps := []struct {
+		say string
+		do  func() error
+	}{
+		{"registered pipeline orders", func() error { return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "orders"}) }},
+		{"trait freshness: PASS", func() error {
+			return p.PutTrait(ctx, "orders", types.TraitEvaluation{TraitType: "freshness", Status: types.TraitPass, EvaluatedAt: now}, time.Hour)
+		}},
+		{"readiness: READY", func() error {
+			return p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "orders", Status: types.Ready, EvaluatedAt: now})
+		}},
+		{"took lock " + lock, func() error { return acquired(p.AcquireLock(ctx, lock, time.Minute)) }},
+		{"run PENDING", func() error { return p.PutRunState(ctx, run) }},
+		{"run -> TRIGGERING (version 1)", func() error { return advance(0, types.RunTriggering) }},
+		{"run -> RUNNING (version 2)", func() error { return advance(1, types.RunRunning) }},
+		{"run -> COMPLETED (version 3)", func() error { return advance(2, types.RunCompleted) }},
+		{"run log 2026-11-21: COMPLETED", func() error {
+			return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "orders", Date: "2026-11-21", Status: types.RunCompleted, RunID: run.RunID, AttemptNumber: 1, StartedAt: now})
+		}},
+		{"released lock " + lock, func() error { return p.ReleaseLock(ctx, lock) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s: %w", s.say, err)
 		}
-		fmt.Fprintf(w, "run %s -> %s (version %d)\n", run.RunID, next, version+1)
+		fmt.Fprintln(w, s.say)
 	}
-	// A writer still holding version 0 loses.
-	if ok, _ := p.CompareAndSwapRunState(ctx, run.RunID, 0, run); !ok {
-		fmt.Fprintln(w, "stale compare-and-swap from version 0 rejected")
-	}
-
-	if err := p.ReleaseLock(ctx, lockKey); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "released lock", lockKey)
-
-	cursor := ""
-	for {
-		page, err := p.ReadEventsSince(ctx, "orders", cursor, 1)
+	for cursor, more := "", true; more; { // page the event log, two events at a time
+		page, err := p.ReadEventsSince(ctx, "orders", cursor, 2)
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 {
-			break
+		more = len(page) > 0
+		for _, r := range page {
+			fmt.Fprintf(w, "event %s %s\n", r.Event.Kind, r.Event.Status)
+			cursor = r.StreamID
 		}
-		fmt.Fprintf(w, "event %s %s\n", page[0].Event.Kind, page[0].Event.Status)
-		cursor = page[0].StreamID
 	}
-	return nil
+	key := state.Key{Entity: "orders-clicks"}
+	for i, user := range []string{"alice", "bob", "carol", "alice", "bob", "carol"} {
+		click := fmt.Sprintf("click-%d", i%3) // every click is delivered twice
+		if _, err := b.clicks.MergeUpdateOnce(ctx, click, key, 1, 0); err != nil {
+			return err
+		}
+		if _, err := b.users.MergeUpdateOnce(ctx, click, key, b.hll.Delta(user), 0); err != nil {
+			return err
+		}
+	}
+	clicks, unique, err := b.counts(ctx, key)
+	fmt.Fprintf(w, "%d clicks from about %d unique users (6 deliveries)\n", clicks, unique)
+	return err
 }

@@ -5,30 +5,51 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/internal/testenv"
 )
 
-func TestQuickstartTranscript(t *testing.T) {
-	p, err := memory.New(memory.NewStore())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := run(context.Background(), &out, p); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	want := `registered pipeline orders
+const transcript = `registered pipeline orders
 trait freshness: PASS
-trait row-count: PASS
+readiness: READY
 took lock eval:orders:daily
-run orders-2026-11-21 -> RUNNING (version 1)
-run orders-2026-11-21 -> COMPLETED (version 2)
-stale compare-and-swap from version 0 rejected
+run PENDING
+run -> TRIGGERING (version 1)
+run -> RUNNING (version 2)
+run -> COMPLETED (version 3)
+run log 2026-11-21: COMPLETED
 released lock eval:orders:daily
+event RUN_STATE_CHANGED TRIGGERING
 event RUN_STATE_CHANGED RUNNING
 event RUN_STATE_CHANGED COMPLETED
+3 clicks from about 3 unique users (6 deliveries)
 `
-	if out.String() != want {
-		t.Errorf("transcript:\n%s\nwant:\n%s", out.String(), want)
+
+func TestQuickstart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(t *testing.T) backendConfig
+	}{
+		{"miniredis", func(t *testing.T) backendConfig { return backendConfig{prefix: "quickstart"} }},
+		{"redis", func(t *testing.T) backendConfig {
+			return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.UniqueName(t)}
+		}},
+		{"dynamodb", func(t *testing.T) backendConfig {
+			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.UniqueName(t)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := open(context.Background(), tc.cfg(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.close()
+			var out bytes.Buffer
+			if err := run(context.Background(), &out, b); err != nil {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			if out.String() != transcript {
+				t.Errorf("transcript:\n%s\nwant:\n%s", out.String(), transcript)
+			}
+		})
 	}
 }
