@@ -61,7 +61,7 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	slices.Reverse(msgs)
 	out := make([]types.Event, len(msgs))
 	for i, m := range msgs {
-		if out[i], err = decodeEvent("list events", m); err != nil {
+		if err := decodeEvent("list events", m, &out[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -101,11 +101,10 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	}
 	out := make([]types.EventRecord, len(msgs))
 	for i, m := range msgs {
-		ev, err := decodeEvent("read events", m)
-		if err != nil {
+		out[i].StreamID = m.ID
+		if err := decodeEvent("read events", m, &out[i].Event); err != nil {
 			return nil, err
 		}
-		out[i] = types.EventRecord{StreamID: m.ID, Event: ev}
 	}
 	return out, nil
 }
@@ -129,7 +128,7 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 	return ms, seq, ok1 && ok2
 }
 
-func decodeEvent(op string, m goredis.XMessage) (types.Event, error) {
+func decodeEvent(op string, m goredis.XMessage, ev *types.Event) error {
 	s, _ := m.Values[eventField].(string)
-	return decode[types.Event](op, s)
+	return decodeInto(op, s, ev)
 }

@@ -195,21 +195,23 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	if err != nil {
 		return nil, p.wrap("get traits", err)
 	}
-	out := make([]types.TraitEvaluation, 0, len(vals))
+	out := make([]types.TraitEvaluation, len(vals))
+	n := 0
 	for _, v := range vals {
 		_, data, ok := strings.Cut(v, "|")
 		if !ok {
 			return nil, p.wrap("get traits", errors.New("corrupt stored trait"))
 		}
-		t, err := decode[types.TraitEvaluation]("get traits", data)
-		if err != nil {
+		if err := decodeInto("get traits", data, &out[n]); err != nil {
 			return nil, err
 		}
-		if t.ExpiresAt == nil || now.Before(*t.ExpiresAt) {
-			out = append(out, t)
+		if t := &out[n]; t.ExpiresAt == nil || now.Before(*t.ExpiresAt) {
+			n++
+		} else {
+			*t = types.TraitEvaluation{}
 		}
 	}
-	return out, nil
+	return out[:n], nil
 }
 
 // PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.

@@ -70,7 +70,7 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 	}
 	out := make([]T, len(vals))
 	for i, v := range vals {
-		if out[i], err = decode[T](op, v); err != nil {
+		if err := decodeInto(op, v, &out[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +151,7 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	}
 	out := make([]types.LateArrival, len(vals))
 	for i, v := range vals {
-		if out[i], err = decode[types.LateArrival]("list late arrivals", v); err != nil {
+		if err := decodeInto("list late arrivals", v, &out[i]); err != nil {
 			return nil, err
 		}
 	}

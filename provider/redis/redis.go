@@ -283,10 +283,15 @@ func (p *Provider) encode(v any) (string, error) {
 // reported as an error rather than skipped.
 func decode[T any](op, s string) (T, error) {
 	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return v, fmt.Errorf("redis: %s: stored value does not decode: %w", op, err)
+	return v, decodeInto(op, s, &v)
+}
+
+// decodeInto is decode into *v, for decoding straight into a result slice.
+func decodeInto[T any](op, s string, v *T) error {
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("redis: %s: stored value does not decode: %w", op, err)
 	}
-	return v, nil
+	return nil
 }
 
 // randomID returns 128 random bits in hex.
