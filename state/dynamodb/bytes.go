@@ -13,7 +13,6 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
@@ -91,8 +90,8 @@ func (s *BytesStore) MergeUpdate(ctx context.Context, k state.Key, delta []byte,
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: the conditional
 // write is one TransactWriteItems that also puts the event's claim in the dedup table
 // (WithDedupTable), so the claim is taken exactly when the merged value is written.
-// Claims are store-wide and live for the store's dedup TTL. applied is false, and
-// nothing is written, for a repeated event. Round trips as MergeUpdate (GetItem +
+// Claims are per (event ID, key) and live for the store's dedup TTL. applied is
+// false, and nothing is written, when the event was applied to k before. Round trips as MergeUpdate (GetItem +
 // one transaction per attempt).
 func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta []byte, ttl time.Duration) (applied bool, err error) {
 	return s.merge(ctx, true, eventID, k, delta, ttl)
@@ -173,7 +172,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if once {
-			applied, err := s.transact(ctx, s.claimName(kindBytes, eventID), now, ddbtypes.TransactWriteItem{Put: put})
+			applied, err := s.transact(ctx, s.claimName(kindBytes, k, eventID), now, ddbtypes.TransactWriteItem{Put: put})
 			if errors.Is(err, errLostRace) {
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
 				return false, nil
@@ -198,7 +197,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		return false, s.wrap("put", err)
 	}
-	retries, err := retryCAS(ctx, s.m, delta, s.cfg.maxRetries, s.cfg.backoff, read, write)
+	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cfg.cas, read, write)
 	s.retries.Add(int64(retries))
 	if err != nil {
 		return false, err
@@ -210,24 +209,4 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 // an item that expired and was re-created cannot match a version read before (no ABA).
 func newVersion() string {
 	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
-}
-
-// retryCAS runs state.RetryCAS one attempt at a time so that the delays between
-// attempts follow this store's backoff policy (state.RetryCAS always uses the default
-// policy). It returns the number of lost races.
-// TODO(pipestate): call a state.RetryCAS variant that takes a policy once it exists
-// (state/redis has the same shim).
-func retryCAS(ctx context.Context, m monoid.Monoid[[]byte], delta []byte, maxRetries int, p backoff.Policy, read state.CASRead[[]byte, string], write state.CASWrite[[]byte, string]) (int, error) {
-	for attempt := 0; ; attempt++ {
-		_, err := state.RetryCAS(ctx, m, delta, 0, read, write)
-		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
-			return attempt, err
-		}
-		if attempt >= maxRetries {
-			return attempt + 1, fmt.Errorf("state/dynamodb: %w: lost %d compare-and-swap races", state.ErrMaxRetriesExceeded, attempt+1)
-		}
-		if err := p.Wait(ctx, attempt); err != nil {
-			return attempt + 1, err
-		}
-	}
 }

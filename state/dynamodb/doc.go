@@ -17,7 +17,8 @@
 //
 //	dedup table (CreateDedupTable): key pk (S, hash)
 //	  pk   S  "seen#" + eventID (Deduper) or
-//	          "once#" + value table + "#" + store kind + "#" + eventID (MergeUpdateOnce)
+//	          "once#" + value table + "#" + store kind + "#" + state.OnceClaimID(key, eventID)
+//	          (MergeUpdateOnce)
 //	  ttl  N  expiry in Unix seconds (rounded up); absent = never expires
 //
 // The Create functions use on-demand billing, enable DynamoDB TTL on ttl, wait until
@@ -37,8 +38,8 @@
 //     state.ErrMaxRetriesExceeded (nothing written).
 //   - MergeUpdateOnce is one TransactWriteItems: a Put of the event's claim in the
 //     dedup table, conditioned on no live claim, and the value's conditional write. A
-//     crash can neither lose nor double a delta. Claims are store-wide (as in
-//     state/memory) and live for WithDedupTTL (default state.DefaultDedupTTL).
+//     crash can neither lose nor double a delta. Claims are per (event ID, key) and
+//     live for WithDedupTTL (default state.DefaultDedupTTL).
 //     Transactions that conflict with concurrent ones are retried with backoff and
 //     count against WithMaxRetries.
 //   - TTL: DynamoDB deletes expired items late (up to days), so every read and every

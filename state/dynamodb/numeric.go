@@ -135,7 +135,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		var old map[string]av
 		conditionFailed := false
 		if once {
-			applied, err := s.transact(ctx, s.claimName(s.kind, eventID), now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+			applied, err := s.transact(ctx, s.claimName(s.kind, k, eventID), now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 				TableName: &s.table, Key: key,
 				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),

@@ -36,8 +36,9 @@ func (s *Int64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
-// TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are per (event ID, key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, when the event was applied to k
+// before. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Int64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {
@@ -74,8 +75,9 @@ func (s *Float64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta fl
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
-// TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are per (event ID, key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, when the event was applied to k
+// before. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Float64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta float64, ttl time.Duration) (applied bool, err error) {
@@ -114,8 +116,9 @@ func (s *Int64MaxStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 // MergeUpdateOnce is MergeUpdate applied at most once per event ID: one
 // TransactWriteItems puts the event's claim in the dedup table (WithDedupTable;
 // conditioned on no live claim) and applies the update, so a crash can neither lose
-// nor double the delta. Claims are store-wide (any key) and live for the store's dedup
-// TTL. applied is false, and nothing is written, for a repeated event. One
+// nor double the delta. Claims are per (event ID, key) and live for the store's dedup
+// TTL. applied is false, and nothing is written, when the event was applied to k
+// before. One
 // transaction, or two when the first update's condition fails as for MergeUpdate;
 // conflicting concurrent transactions are retried with backoff.
 func (s *Int64MaxStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {

@@ -11,6 +11,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
 )
@@ -26,11 +27,12 @@ func (b *base) checkOnce(eventID string) error {
 	return nil
 }
 
-// claimName is the dedup-table key of an event applied by a store: namespaced by the
-// value table and the store kind (table names cannot contain '#'), so claims are
-// store-wide and never collide with another store's or a Deduper's ("seen#...").
-func (b *base) claimName(kind, eventID string) string {
-	return "once#" + b.table + "#" + kind + "#" + eventID
+// claimName is the dedup-table key of an event applied to k by a store: the claim is
+// per (event ID, key) (state.OnceClaimID, injective), namespaced by the value table
+// and the store kind (table names cannot contain '#'), so it never collides with
+// another store's claim or a Deduper's ("seen#...").
+func (b *base) claimName(kind string, k state.Key, eventID string) string {
+	return "once#" + b.table + "#" + kind + "#" + state.OnceClaimID(k, eventID)
 }
 
 // claimItem and claimCond make a claim at now: the item (with an expiry when ttl > 0)
@@ -93,10 +95,11 @@ type retries struct {
 // again records a lost race; it waits with the backoff policy, or returns an error
 // wrapping state.ErrMaxRetriesExceeded once MaxRetries races were lost.
 func (r *retries) again(ctx context.Context) error {
-	if r.lost >= r.b.cfg.maxRetries {
+	if r.lost >= r.b.cfg.cas.MaxRetries {
 		return fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrMaxRetriesExceeded, r.lost+1)
 	}
-	if err := r.b.cfg.backoff.Wait(ctx, r.lost); err != nil {
+	p := backoff.Policy{Base: r.b.cfg.cas.Base, Max: r.b.cfg.cas.Max}
+	if err := p.Wait(ctx, r.lost); err != nil {
 		return err
 	}
 	r.lost++

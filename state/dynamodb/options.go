@@ -3,7 +3,6 @@ package dynamodb
 import (
 	"time"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -27,22 +26,20 @@ type config struct {
 	ctor       string
 	target     target
 	now        func() time.Time
-	maxRetries int
-	backoff    backoff.Policy
-	dedupTable string        // OnceStore claims; "" = MergeUpdateOnce unavailable
-	dedupTTL   time.Duration // OnceStore claims
-	ttl        time.Duration // Deduper claims
+	cas        state.CASPolicy // retries of lost races
+	dedupTable string          // OnceStore claims; "" = MergeUpdateOnce unavailable
+	dedupTTL   time.Duration   // OnceStore claims
+	ttl        time.Duration   // Deduper claims
 }
 
 func newConfig(ctor string, t target, opts []Option) (config, error) {
 	c := config{
-		ctor:       ctor,
-		target:     t,
-		now:        time.Now,
-		maxRetries: state.DefaultMaxRetries,
-		backoff:    backoff.Policy{Base: state.DefaultRetryBase, Max: state.DefaultRetryMax},
-		dedupTTL:   state.DefaultDedupTTL,
-		ttl:        state.DefaultDedupTTL,
+		ctor:     ctor,
+		target:   t,
+		now:      time.Now,
+		cas:      state.DefaultCASPolicy(),
+		dedupTTL: state.DefaultDedupTTL,
+		ttl:      state.DefaultDedupTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -93,7 +90,7 @@ func WithMaxRetries(n int) Option {
 		if n < 0 {
 			return state.Invalidf("%s: max retries %d is negative", c.ctor, n)
 		}
-		c.maxRetries = n
+		c.cas.MaxRetries = n
 		return nil
 	}
 }
@@ -110,7 +107,7 @@ func WithBackoff(base, max time.Duration) Option {
 		if base <= 0 || max < base {
 			return state.Invalidf("%s: backoff base %v and max %v must be positive with base <= max", c.ctor, base, max)
 		}
-		c.backoff = backoff.Policy{Base: base, Max: max}
+		c.cas.Base, c.cas.Max = base, max
 		return nil
 	}
 }

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 )
@@ -24,11 +22,10 @@ import (
 // concurrent use by any number of processes.
 type BytesStore struct {
 	base
-	m          monoid.Monoid[[]byte]
-	maxRetries int
-	policy     backoff.Policy
-	dedupTTL   time.Duration
-	retries    atomic.Int64 // lost races since creation, for benchmarks
+	m        monoid.Monoid[[]byte]
+	cas      state.CASPolicy
+	dedupTTL time.Duration
+	retries  atomic.Int64 // lost races since creation, for benchmarks
 }
 
 var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
@@ -48,7 +45,7 @@ func NewBytesStore(client goredis.UniversalClient, m monoid.Monoid[[]byte], opts
 	if err != nil {
 		return nil, err
 	}
-	return &BytesStore{base: b, m: m, maxRetries: c.maxRetries, policy: c.backoff, dedupTTL: c.dedupTTL}, nil
+	return &BytesStore{base: b, m: m, cas: c.cas, dedupTTL: c.dedupTTL}, nil
 }
 
 func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {
@@ -82,12 +79,11 @@ func (s *BytesStore) MergeUpdate(ctx context.Context, k state.Key, delta []byte,
 	return err
 }
 
-// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: the
-// conditional-write script also checks and writes the claim key of eventID under
-// k.Entity (which lives for the store's dedup TTL), so the claim is taken exactly when
-// the merged value is written. applied is false, and nothing is written, when the
-// event was applied before to any bucket of k.Entity by a BytesStore with this
-// prefix. Round trips as MergeUpdate.
+// MergeUpdateOnce is MergeUpdate applied at most once per (event ID, key): the
+// conditional-write script also checks and writes the claim of eventID on k (which
+// lives for the store's dedup TTL), so the claim is taken exactly when the merged
+// value is written. applied is false, and nothing is written, when the event was
+// applied to k before by a BytesStore with this prefix. Round trips as MergeUpdate.
 func (s *BytesStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta []byte, ttl time.Duration) (applied bool, err error) {
 	return s.merge(ctx, true, eventID, k, delta, ttl)
 }
@@ -148,7 +144,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, readErrs("write", fmt.Errorf("unexpected script reply %T", res))
 		}
 	}
-	retries, err := retryCAS(ctx, s.m, delta, s.maxRetries, s.policy, read, write)
+	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cas, read, write)
 	s.retries.Add(int64(retries))
 	if err != nil {
 		return false, err
@@ -175,23 +171,4 @@ func casFields(vals []any) casRead {
 // a value that expired and was re-created cannot match a version read before (no ABA).
 func newVersion() string {
 	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
-}
-
-// retryCAS runs state.RetryCAS one attempt at a time so that the delays between
-// attempts follow this store's backoff policy (state.RetryCAS always uses the default
-// policy). It returns the number of lost races.
-// TODO(pipestate): call a state.RetryCAS variant that takes a policy once it exists.
-func retryCAS(ctx context.Context, m monoid.Monoid[[]byte], delta []byte, maxRetries int, p backoff.Policy, read state.CASRead[[]byte, string], write state.CASWrite[[]byte, string]) (int, error) {
-	for attempt := 0; ; attempt++ {
-		_, err := state.RetryCAS(ctx, m, delta, 0, read, write)
-		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
-			return attempt, err
-		}
-		if attempt >= maxRetries {
-			return attempt + 1, fmt.Errorf("state/redis: %w: lost %d compare-and-swap races", state.ErrMaxRetriesExceeded, attempt+1)
-		}
-		if err := p.Wait(ctx, attempt); err != nil {
-			return attempt + 1, err
-		}
-	}
 }

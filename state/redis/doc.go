@@ -30,12 +30,11 @@
 //
 // # Decisions where the design is silent
 //
-//   - Exactly-once is per entity: the claim key of an event lives beside the value in
-//     the entity's hash tag (a cluster slot), because a Lua script may only touch keys
-//     of one slot. An event ID applied to one bucket of an entity is therefore a
-//     redelivery for every bucket of that entity, while the same ID applied to another
-//     entity is a different event. (state/memory's claims are store-wide.) Claims live
-//     for WithDedupTTL (default state.DefaultDedupTTL), independent of the value's ttl.
+//   - Exactly-once claims are per (event ID, key), as state.OnceStore says: one event
+//     may update several keys, each exactly once. The claim key lives beside the value
+//     in the entity's hash tag (one cluster slot), since a Lua script may only touch
+//     keys of one slot. Claims live for WithDedupTTL (default state.DefaultDedupTTL),
+//     independent of the value's ttl.
 //   - Key names carry the store kind, so an Int64SumStore and an Int64MaxStore may
 //     share a prefix and entity names. Two stores of the same kind sharing a prefix
 //     share values: give each logical store its own WithKeyPrefix.
@@ -56,7 +55,7 @@
 //	prefix:{entity}:fsum:bucket          Float64SumStore value (string)
 //	prefix:{entity}:imax:bucket          Int64MaxStore value (string)
 //	prefix:{entity}:bytes:bucket         BytesStore value (hash: v = bytes, ver = token)
-//	prefix:{entity}:<kind>:once:eventID  MergeUpdateOnce claim (same slot as the value)
+//	prefix:{entity}:<kind>:once:bucket:eventID  MergeUpdateOnce claim (the value's slot)
 //	prefix:seen:eventID                  Deduper claim
 //
 // # Round trips

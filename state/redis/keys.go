@@ -44,11 +44,14 @@ func (ks keyspace) valueKey(kind string, k state.Key) string {
 	return string(strconv.AppendInt(ks.entityTag(kind, k), k.Bucket, 10))
 }
 
-// onceKey is "prefix:{entity}:kind:once:eventID": the claim of an event ID applied to
-// this entity (any bucket) by a store of this kind.
+// onceKey is "prefix:{entity}:kind:once:bucket:eventID": the claim of an event ID
+// applied to k by a store of this kind. It is injective (the bucket holds no ':') and
+// shares the value key's hash tag, so both live in one cluster slot.
 func (ks keyspace) onceKey(kind string, k state.Key, eventID string) string {
 	b := ks.entityTag(kind, k)
 	b = append(b, "once:"...)
+	b = strconv.AppendInt(b, k.Bucket, 10)
+	b = append(b, ':')
 	b = append(b, eventID...)
 	return string(b)
 }

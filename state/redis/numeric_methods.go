@@ -32,11 +32,11 @@ func (s *Int64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 	return err
 }
 
-// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: one Lua
-// script checks the claim of eventID under k.Entity, merges, and writes the claim
-// (which lives for the store's dedup TTL), so a crash can neither lose nor double the
-// delta. applied is false, and nothing is written, when the event was applied before
-// to any bucket of k.Entity by a Int64SumStore with this prefix. One round trip.
+// MergeUpdateOnce is MergeUpdate applied at most once per (event ID, key): one Lua
+// script checks the claim of eventID on k, merges, and writes the claim (which lives
+// for the store's dedup TTL), so a crash can neither lose nor double the delta.
+// applied is false, and nothing is written, when the event was applied to k before by
+// a Int64SumStore with this prefix. One round trip.
 func (s *Int64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {
 	return s.n.merge(ctx, true, eventID, k, delta, ttl)
 }
@@ -63,11 +63,11 @@ func (s *Float64SumStore) MergeUpdate(ctx context.Context, k state.Key, delta fl
 	return err
 }
 
-// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: one Lua
-// script checks the claim of eventID under k.Entity, merges, and writes the claim
-// (which lives for the store's dedup TTL), so a crash can neither lose nor double the
-// delta. applied is false, and nothing is written, when the event was applied before
-// to any bucket of k.Entity by a Float64SumStore with this prefix. One round trip.
+// MergeUpdateOnce is MergeUpdate applied at most once per (event ID, key): one Lua
+// script checks the claim of eventID on k, merges, and writes the claim (which lives
+// for the store's dedup TTL), so a crash can neither lose nor double the delta.
+// applied is false, and nothing is written, when the event was applied to k before by
+// a Float64SumStore with this prefix. One round trip.
 func (s *Float64SumStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta float64, ttl time.Duration) (applied bool, err error) {
 	return s.n.merge(ctx, true, eventID, k, delta, ttl)
 }
@@ -94,11 +94,11 @@ func (s *Int64MaxStore) MergeUpdate(ctx context.Context, k state.Key, delta int6
 	return err
 }
 
-// MergeUpdateOnce is MergeUpdate applied at most once per event ID and entity: one Lua
-// script checks the claim of eventID under k.Entity, merges, and writes the claim
-// (which lives for the store's dedup TTL), so a crash can neither lose nor double the
-// delta. applied is false, and nothing is written, when the event was applied before
-// to any bucket of k.Entity by a Int64MaxStore with this prefix. One round trip.
+// MergeUpdateOnce is MergeUpdate applied at most once per (event ID, key): one Lua
+// script checks the claim of eventID on k, merges, and writes the claim (which lives
+// for the store's dedup TTL), so a crash can neither lose nor double the delta.
+// applied is false, and nothing is written, when the event was applied to k before by
+// a Int64MaxStore with this prefix. One round trip.
 func (s *Int64MaxStore) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta int64, ttl time.Duration) (applied bool, err error) {
 	return s.n.merge(ctx, true, eventID, k, delta, ttl)
 }

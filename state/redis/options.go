@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -31,24 +30,22 @@ const (
 
 // config is what options set; the zero value is not valid, see newConfig.
 type config struct {
-	ctor       string
-	target     target
-	prefix     string
-	maxRetries int
-	backoff    backoff.Policy
-	dedupTTL   time.Duration // OnceStore claims
-	ttl        time.Duration // Deduper claims
+	ctor     string
+	target   target
+	prefix   string
+	cas      state.CASPolicy // retries of lost races
+	dedupTTL time.Duration   // OnceStore claims
+	ttl      time.Duration   // Deduper claims
 }
 
 func newConfig(ctor string, t target, opts []Option) (config, error) {
 	c := config{
-		ctor:       ctor,
-		target:     t,
-		prefix:     DefaultKeyPrefix,
-		maxRetries: state.DefaultMaxRetries,
-		backoff:    backoff.Policy{Base: state.DefaultRetryBase, Max: state.DefaultRetryMax},
-		dedupTTL:   state.DefaultDedupTTL,
-		ttl:        state.DefaultDedupTTL,
+		ctor:     ctor,
+		target:   t,
+		prefix:   DefaultKeyPrefix,
+		cas:      state.DefaultCASPolicy(),
+		dedupTTL: state.DefaultDedupTTL,
+		ttl:      state.DefaultDedupTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -99,7 +96,7 @@ func WithMaxRetries(n int) Option {
 		if n < 0 {
 			return state.Invalidf("%s: max retries %d is negative", c.ctor, n)
 		}
-		c.maxRetries = n
+		c.cas.MaxRetries = n
 		return nil
 	}
 }
@@ -116,7 +113,7 @@ func WithBackoff(base, max time.Duration) Option {
 		if base <= 0 || max < base {
 			return state.Invalidf("%s: backoff base %v and max %v must be positive with base <= max", c.ctor, base, max)
 		}
-		c.backoff = backoff.Policy{Base: base, Max: max}
+		c.cas.Base, c.cas.Max = base, max
 		return nil
 	}
 }

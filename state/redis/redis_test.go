@@ -76,34 +76,6 @@ func TestOverflowWritesNothing(t *testing.T) {
 	})
 }
 
-func TestOnceIsPerEntity(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := t.Context()
-		apply := func(entity string, bucket int64) bool {
-			t.Helper()
-			ok, err := s.MergeUpdateOnce(ctx, "ev-1", state.Key{Entity: entity, Bucket: bucket}, 1, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ok
-		}
-		steps := []struct {
-			entity string
-			bucket int64
-			want   bool
-		}{{"a", 1, true}, {"a", 2, false}, {"b", 1, true}, {"b", 1, false}}
-		for _, st := range steps {
-			if got := apply(st.entity, st.bucket); got != st.want {
-				t.Errorf("MergeUpdateOnce(ev-1, %s/%d) applied = %v, want %v", st.entity, st.bucket, got, st.want)
-			}
-		}
-	})
-}
-
 func TestDedupTTL(t *testing.T) {
 	b := miniBackend
 	s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)), redis.WithDedupTTL(time.Minute))
