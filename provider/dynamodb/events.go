@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,13 +20,22 @@ import (
 func eventSK(seq int64) string { return fmt.Sprintf("%s%020d", skEvent, seq) }
 
 // AppendEvent implements provider.EventStore. The event gets the pipeline's next
-// sequence number: one TransactWriteItems updates the pipeline's counter item on
-// condition that it still holds the number this instance last saw, and puts the
-// event under the new number. A lost race returns the counter's current value
-// (ReturnValuesOnConditionCheckFailure), and the append is retried with the next
-// number. So numbers are handed out without gaps, each to exactly one committed
-// event, and number order is commit order. One round trip when this instance knows
-// the counter (it made the pipeline's previous append), one more per lost race.
+// sequence number: one TransactWriteItems moves the pipeline's counter item from n
+// to n+k, on condition that it still holds n (the value this instance last saw),
+// and puts k events under n+1..n+k. A lost race returns the counter's current value
+// (ReturnValuesOnConditionCheckFailure) and the transaction is retried with it. So
+// numbers are handed out without gaps, each to exactly one committed event, and
+// number order is commit order.
+//
+// Concurrent appends to one pipeline through one Provider are group-committed:
+// they queue, and a background flusher writes up to 99 of them per transaction, so
+// callers within a process never race each other for the counter. AppendEvent
+// returns when its event is committed. When ctx ends first it returns ctx's error;
+// the event is then not appended if it was still queued, and may be if its
+// transaction was already in flight (as with any write cut off by a deadline).
+//
+// One round trip when this instance knows the counter (it made the pipeline's
+// previous append), else two; one more per race lost to another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err := provider.Validate(ev); err != nil {
 		return err
@@ -41,32 +51,123 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err != nil {
 		return err
 	}
-	evItem := item{PK: pipelinePrefix + ev.PipelineID, Data: data}
+	it := item{PK: pipelinePrefix + ev.PipelineID, Data: data}
 	if p.eventRetention > 0 {
-		evItem.setExpiry(now.Add(p.eventRetention))
+		it.setExpiry(now.Add(p.eventRetention))
 	}
-	// Check the size once; the sequence number does not change it materially.
-	evItem.SK, evItem.Seq = eventSK(math.MaxInt64), math.MaxInt64
-	if _, err := marshal(evItem); err != nil {
+	// Size the item with the widest sequence number; its SK has a fixed width.
+	it.SK, it.Seq = eventSK(math.MaxInt64), math.MaxInt64
+	av, err := marshal(it)
+	if err != nil {
 		return err
 	}
+	pe := &pendingEvent{ctx: ctx, item: it, size: ddbx.ItemSize(av), done: make(chan error, 1)}
+
+	p.qmu.Lock()
+	q := p.queues[ev.PipelineID]
+	if q == nil {
+		q = &appendQueue{}
+		p.queues[ev.PipelineID] = q
+	}
+	q.pending = append(q.pending, pe)
+	if !q.running {
+		q.running = true
+		go p.flush(ev.PipelineID, q)
+	}
+	p.qmu.Unlock()
+
+	select {
+	case err := <-pe.done:
+		return err
+	case <-ctx.Done():
+		p.qmu.Lock()
+		if i := slices.Index(q.pending, pe); i >= 0 { // still queued: withdraw it
+			q.pending = slices.Delete(q.pending, i, i+1)
+		}
+		p.qmu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// pendingEvent is an event waiting in its pipeline's append queue.
+type pendingEvent struct {
+	ctx  context.Context
+	item item // SK and Seq are set per attempt
+	size int
+	done chan error // buffered: the flusher never blocks
+}
+
+// appendQueue holds a pipeline's pending events; running says a flusher owns it.
+type appendQueue struct {
+	pending []*pendingEvent
+	running bool
+}
+
+// Transaction limits of a batch of events: 100 actions (one is the counter) and
+// 4 MB in all (with room for the counter and request overhead).
+const (
+	maxBatchEvents = 99
+	maxBatchBytes  = 4*1024*1024 - 64*1024
+	// batchTimeout bounds one batch's transaction, which runs detached from the
+	// callers' contexts so that one caller's cancellation cannot fail the others.
+	batchTimeout = 2 * time.Minute
+)
+
+// flush writes the pipeline's queued events batch by batch until the queue is
+// empty, then retires.
+func (p *Provider) flush(pipelineID string, q *appendQueue) {
+	for {
+		p.qmu.Lock()
+		n, bytes := 0, 0
+		for n < len(q.pending) && n < maxBatchEvents && (n == 0 || bytes+q.pending[n].size <= maxBatchBytes) {
+			bytes += q.pending[n].size
+			n++
+		}
+		if n == 0 {
+			q.running = false
+			delete(p.queues, pipelineID)
+			p.qmu.Unlock()
+			return
+		}
+		batch := slices.Clone(q.pending[:n])
+		q.pending = slices.Delete(q.pending, 0, n)
+		p.qmu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+		err := p.appendBatch(ctx, pipelineID, batch)
+		cancel()
+		for _, pe := range batch {
+			pe.done <- err
+		}
+	}
+}
+
+// appendBatch commits batch under the pipeline's next sequence numbers.
+func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*pendingEvent) error {
 	const op = "append event"
 	tok := randomID()
-	last := p.lastSeq(ev.PipelineID)
+	last := p.lastSeq(pipelineID)
+	n := int64(len(batch))
 	for attempt := 0; ; attempt++ {
-		evItem.SK, evItem.Seq = eventSK(last+1), last+1
-		av, err := marshal(evItem)
+		claim, err := p.claimSeq(pipelineID, last, n, tok)
 		if err != nil {
 			return err
 		}
-		putEvent, _ := p.txPut(av, nil)
-		claim, err := p.claimSeq(ev.PipelineID, last, tok)
-		if err != nil {
-			return err
+		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), claim)
+		for i, pe := range batch {
+			it := pe.item
+			it.Seq = last + 1 + int64(i)
+			it.SK = eventSK(it.Seq)
+			av, err := marshal(it)
+			if err != nil {
+				return err
+			}
+			put, _ := p.txPut(av, nil)
+			items = append(items, put)
 		}
-		err = p.transact(ctx, claim, putEvent)
+		err = p.transact(ctx, items...)
 		if err == nil {
-			p.sawSeq(ev.PipelineID, last+1)
+			p.sawSeq(pipelineID, last+n)
 			return nil
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
@@ -76,13 +177,13 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 				if err != nil {
 					return err
 				}
-				if o.Tok == tok { // an SDK retry of our own append, whose response was lost
-					p.sawSeq(ev.PipelineID, o.Seq)
+				if o.Tok == tok { // an SDK retry of our own batch, whose response was lost
+					p.sawSeq(pipelineID, o.Seq)
 					return nil
 				}
 				last = o.Seq
 			}
-			p.sawSeq(ev.PipelineID, last)
+			p.sawSeq(pipelineID, last)
 			if attempt < 2 { // fresh news: retry at once, then back off
 				continue
 			}
@@ -96,16 +197,16 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 }
 
 // claimSeq is the transaction action that moves the pipeline's event counter from
-// last to last+1 and stamps it with the call's token, failing (with the counter's
+// last to last+n and stamps it with the batch's token, failing (with the counter's
 // item) when it holds another value.
-func (p *Provider) claimSeq(pipelineID string, last int64, tok string) (ddbtypes.TransactWriteItem, error) {
+func (p *Provider) claimSeq(pipelineID string, last, n int64, tok string) (ddbtypes.TransactWriteItem, error) {
 	cond := expression.Name(attrSeq).Equal(expression.Value(last))
 	if last == 0 {
 		cond = expression.AttributeNotExists(expression.Name(attrSeq))
 	}
 	expr, err := expression.NewBuilder().
 		WithCondition(cond).
-		WithUpdate(expression.Set(expression.Name(attrSeq), expression.Value(last+1)).
+		WithUpdate(expression.Set(expression.Name(attrSeq), expression.Value(last+n)).
 			Set(expression.Name(attrTok), expression.Value(tok))).
 		Build()
 	if err != nil {

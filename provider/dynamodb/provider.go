@@ -119,6 +119,9 @@ type Provider struct {
 
 	seqMu sync.Mutex
 	seqs  map[string]int64 // pipeline ID -> last event sequence number seen (a hint)
+
+	qmu    sync.Mutex
+	queues map[string]*appendQueue // pipeline ID -> events waiting to be appended
 }
 
 var (
@@ -145,6 +148,7 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		readinessTTL: DefaultReadinessTTL,
 		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
 		seqs:         map[string]int64{},
+		queues:       map[string]*appendQueue{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -314,19 +318,6 @@ func decodeAll[T any](items []item) ([]T, error) {
 			return nil, err
 		}
 		out = append(out, v)
-	}
-	return out, nil
-}
-
-// clone deep-copies v through JSON, as storing and reading it would.
-func clone[T any](v T) (T, error) {
-	var out T
-	s, err := encode(v)
-	if err != nil {
-		return out, err
-	}
-	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return out, provider.Invalid(err)
 	}
 	return out, nil
 }
