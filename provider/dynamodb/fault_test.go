@@ -27,10 +27,10 @@ import (
 
 // Faults the transport injects.
 const (
-	faultThrottle     = iota // HTTP 400 ProvisionedThroughputExceededException, request not applied
-	faultServer              // HTTP 500, request not applied
-	faultDropBefore          // connection reset before the request is sent
-	faultDropAfter           // the request is applied, then the connection resets: the response is lost
+	faultThrottle   = iota // HTTP 400 ProvisionedThroughputExceededException, request not applied
+	faultServer            // HTTP 500, request not applied
+	faultDropBefore        // connection reset before the request is sent
+	faultDropAfter         // the request is applied, then the connection resets: the response is lost
 	faultKinds
 )
 
@@ -284,5 +284,3 @@ func TestFaults(t *testing.T) {
 		mu.Unlock()
 	}
 }
-
-
