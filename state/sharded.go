@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -152,10 +153,11 @@ func (s *Sharded[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.D
 	return s.store.MergeUpdate(ctx, ShardKey(k, rand.IntN(s.n)), delta, ttl)
 }
 
-// MergeUpdateOnce merges delta into one random shard of k with the underlying
-// store's MergeUpdateOnce (event IDs are store-wide, so a redelivery is caught
-// whatever shard it picks). If the underlying store is not a OnceStore it returns an
-// error wrapping errors.ErrUnsupported.
+// MergeUpdateOnce merges delta into one shard of k with the underlying store's
+// MergeUpdateOnce. The shard is a hash of eventID, not a random one: claims are per
+// (event ID, key), so every redelivery of an event must reach the same sub-key to be
+// caught. If the underlying store is not a OnceStore it returns an error wrapping
+// errors.ErrUnsupported.
 func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
 	if err := s.enter(ctx); err != nil {
 		return false, err
@@ -167,7 +169,12 @@ func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key,
 	if err := s.checkKey(k); err != nil {
 		return false, err
 	}
-	return os.MergeUpdateOnce(ctx, eventID, ShardKey(k, rand.IntN(s.n)), delta, ttl)
+	if err := CheckEventID(eventID); err != nil {
+		return false, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(eventID))
+	return os.MergeUpdateOnce(ctx, eventID, ShardKey(k, int(h.Sum32()%uint32(s.n))), delta, ttl)
 }
 
 // Close marks the Sharded view closed (later calls return ErrClosed); it does not

@@ -94,12 +94,13 @@ func (w Tumbling) Key(entity string, t time.Time) (Key, error) {
 const MaxRangeBuckets = 10_000
 
 // ReadRange merges, with m and in time order, the values of entity's buckets of w
-// that overlap the closed interval [from, to], reading them with one GetMany. Missing
-// and expired buckets are skipped; with none found the result is m.Identity(). from
-// after to, a time outside the years 1678..2262, a nil or invalid window, a bad entity or more than MaxRangeBuckets buckets
-// is an error wrapping ErrInvalidArgument; a store error is returned as is; a
-// monoid.Fallible that cannot combine two buckets returns its error (wrapping
-// monoid.ErrIncompatible).
+// that overlap the half-open interval [from, to), reading them with one GetMany, so
+// adjacent ranges never share a bucket. An empty range (from == to) and a range with
+// no stored bucket return m.Identity(); missing and expired buckets are skipped.
+// from after to, a time outside the years 1678..2262, a nil or invalid window, a bad
+// entity or more than MaxRangeBuckets buckets is an error wrapping
+// ErrInvalidArgument; a store error is returned as is; a monoid.Fallible that cannot
+// combine two buckets returns its error (wrapping monoid.ErrIncompatible).
 func ReadRange[V any](ctx context.Context, store Store[V], m monoid.Monoid[V], entity string, w Window, from, to time.Time) (V, error) {
 	var zero V
 	if store == nil || m == nil || w == nil {
@@ -119,7 +120,10 @@ func ReadRange[V any](ctx context.Context, store Store[V], m monoid.Monoid[V], e
 	if from.Before(minWindowTime) || to.After(maxWindowTime) {
 		return zero, Invalidf("ReadRange: range %v..%v outside the range of windows", from, to)
 	}
-	first, last := w.Bucket(from), w.Bucket(to)
+	if from.Equal(to) {
+		return m.Identity(), nil
+	}
+	first, last := w.Bucket(from), w.Bucket(to.Add(-time.Nanosecond))
 	if first == 0 || last == 0 || last < first {
 		return zero, Invalidf("ReadRange: window maps the range to buckets %d..%d", first, last)
 	}

@@ -74,12 +74,23 @@ func TestReadRange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := state.ReadRange[string](ctx, st, concat{}, "clicks", w, base.Add(30*time.Minute), base.Add(3*time.Hour))
+	got, err := state.ReadRange[string](ctx, st, concat{}, "clicks", w, base.Add(30*time.Minute), base.Add(3*time.Hour+time.Second))
 	if err != nil || got != "abd" {
 		t.Errorf("ReadRange = %q, %v; want abd (buckets in time order)", got, err)
 	}
 	if n := st.getMany.Load(); n != 1 {
 		t.Errorf("ReadRange made %d GetMany calls, want 1", n)
+	}
+	// Half-open: a range ending on a bucket boundary leaves that bucket out, so
+	// adjacent ranges add up without overlap.
+	for _, r := range []struct {
+		from, to time.Duration
+		want     string
+	}{{0, 3 * time.Hour, "ab"}, {3 * time.Hour, 5 * time.Hour, "de"}, {time.Hour, time.Hour, ""}} {
+		got, err := state.ReadRange[string](ctx, st, concat{}, "clicks", w, base.Add(r.from), base.Add(r.to))
+		if err != nil || got != r.want {
+			t.Errorf("ReadRange [%v, %v) = %q, %v; want %q", r.from, r.to, got, err, r.want)
+		}
 	}
 	// Across the epoch: bucket 0 is skipped.
 	got, err = state.ReadRange[string](ctx, st, concat{}, "nothing", w, time.Unix(-7200, 0), time.Unix(7200, 0))
@@ -93,7 +104,7 @@ func TestReadRange(t *testing.T) {
 		from, to time.Time
 	}{
 		{"from after to", "e", w, base.Add(time.Hour), base},
-		{"too many buckets", "e", w, base, base.Add(state.MaxRangeBuckets * time.Hour)},
+		{"too many buckets", "e", w, base, base.Add((state.MaxRangeBuckets + 1) * time.Hour)},
 		{"huge range", "e", state.Tumbling(1), time.Unix(-1<<33, 0), time.Unix(1<<33, 0)},
 		{"out of window range", "e", w, time.Unix(-1<<40, 0), time.Unix(1<<40, 0)},
 		{"invalid window", "e", state.Tumbling(0), base, base},
@@ -108,7 +119,7 @@ func TestReadRange(t *testing.T) {
 		})
 	}
 	// The largest allowed range works.
-	if _, err := state.ReadRange[int64](ctx, newSpy[int64](t, monoid.Sum[int64]{}), monoid.Sum[int64]{}, "e", w, base, base.Add((state.MaxRangeBuckets-1)*time.Hour)); err != nil {
+	if _, err := state.ReadRange[int64](ctx, newSpy[int64](t, monoid.Sum[int64]{}), monoid.Sum[int64]{}, "e", w, base, base.Add(state.MaxRangeBuckets*time.Hour)); err != nil {
 		t.Errorf("MaxRangeBuckets buckets: %v", err)
 	}
 }

@@ -146,7 +146,7 @@ func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefi
 	st := visitorsFront.Stats()
 	fmt.Fprintf(w, "%d visitor sketch deltas coalesced into %d store writes\n", st.Deltas, st.Writes)
 
-	end := demo.End().Add(-time.Nanosecond) // ReadRange's interval is closed
+	end := demo.End() // ReadRange reads the half-open [from, to)
 	lastHour := demo.End().Add(-time.Hour)
 	fmt.Fprintf(w, "%-10s %6s %10s\n", "page", "views", "last hour")
 	var total, recent int64
@@ -165,7 +165,7 @@ func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefi
 	fmt.Fprintf(w, "%-10s %6d %10d\n", "all", total, recent)
 
 	for _, r := range [][2]time.Time{{demo.Start, lastHour}, {lastHour, demo.End()}, {demo.Start, demo.End()}} {
-		b, err := state.ReadRange(ctx, visitors, sketch, "site", perHour, r[0], r[1].Add(-time.Nanosecond))
+		b, err := state.ReadRange(ctx, visitors, sketch, "site", perHour, r[0], r[1])
 		if err != nil {
 			return err
 		}
