@@ -49,7 +49,7 @@ var (
 
 // testEnv returns t's env, creating its table on first use and deleting it when t
 // ends. optFns configure the client of the first call only.
-func testEnv(t *testing.T, optFns ...func(*ddb.Options)) *env {
+func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 	t.Helper()
 	envMu.Lock()
 	e, ok := envs[t.Name()]
@@ -85,7 +85,7 @@ func open(t *testing.T, opts ...dynamodb.Option) *dynamodb.Provider {
 }
 
 // openOn returns a new provider through api on e's table and clock.
-func openOn(t *testing.T, api dynamodb.API, e *env, opts ...dynamodb.Option) *dynamodb.Provider {
+func openOn(t testing.TB, api dynamodb.API, e *env, opts ...dynamodb.Option) *dynamodb.Provider {
 	t.Helper()
 	p, err := dynamodb.New(api, e.table, append([]dynamodb.Option{dynamodb.WithClock(e.clock.Now)}, opts...)...)
 	if err != nil {

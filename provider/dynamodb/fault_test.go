@@ -19,9 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -124,6 +126,10 @@ func TestFaults(t *testing.T) {
 			t.Errorf("faults must not look like bad input: %v", err)
 		default:
 			errCalls.Add(1)
+			var opErr *smithy.OperationError
+			if !errors.As(err, &opErr) && !errors.Is(err, dynamodb.ErrContention) {
+				t.Errorf("error does not wrap the SDK's error: %v", err)
+			}
 		}
 	}
 	for w := range workers {
