@@ -190,6 +190,20 @@ func TestRunCrashWindows(t *testing.T) {
 		checkRunIndex(t, p, c, "pipe", timeKey(t2)+"r1")
 	})
 
+	t.Run("truth_lost", func(t *testing.T) {
+		p, c := newMini(t)
+		for _, id := range []string{"r1", "r2"} {
+			if err := p.PutRunState(ctx, run("pipe", id, t1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Del(ctx, p.k.run("r1")) // e.g. evicted under maxmemory
+		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r2"}) {
+			t.Errorf("ListRuns = %v, want [r2]", ids)
+		}
+		checkRunIndex(t, p, c, "pipe", timeKey(t1)+"r2")
+	})
+
 	t.Run("rejected_pipeline", func(t *testing.T) {
 		p, c := newMini(t)
 		if err := p.PutRunState(ctx, run("pipe", "r1", t1)); err != nil {

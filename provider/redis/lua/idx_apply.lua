@@ -1,8 +1,9 @@
 -- idx_apply: change one entry of a list index, guarded by the record's sequence.
 -- KEYS[1] = index sorted set (score 0, lex-ordered members)
 -- KEYS[2] = index hash: id -> "<seq>|<member>" (member "" = tombstone)
--- ARGV[1] = mode: "p" provisional add, "s" set (member "" removes), "d" drop a
---           provisional entry whose record was never written
+-- ARGV[1] = mode: "p" provisional add, "s" set (member "" removes), "d" drop the
+--           entry of a record whose truth does not exist (never written, or lost to
+--           eviction); a writer in flight re-adds it in its final step
 -- ARGV[2] = id, ARGV[3] = member, ARGV[4] = seq (mode "s")
 -- Returns 1 if the index changed, 0 otherwise.
 local mode, id, member = ARGV[1], ARGV[2], ARGV[3]
@@ -20,7 +21,7 @@ if mode == 'p' then
   redis.call('HSET', KEYS[2], id, curseq .. '|' .. member)
   return 1
 elseif mode == 'd' then
-  if curseq ~= 0 then return 0 end
+  if not cur then return 0 end
   if curmember ~= '' then redis.call('ZREM', KEYS[1], curmember) end
   redis.call('HDEL', KEYS[2], id)
   return 1
