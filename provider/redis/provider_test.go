@@ -93,37 +93,50 @@ func TestStopLeavesClientOpen(t *testing.T) {
 
 func TestBrokenConnection(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
-	defer c.Close()
-	p, err := redis.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
-	calls := map[string]func() error{
-		"ping":    func() error { return p.Ping(ctx) },
-		"start":   func() error { return p.Start(ctx) },
-		"cas":     func() error { _, err := p.CompareAndSwapRunState(ctx, "r", 0, runState("p", "r")); return err },
-		"get_run": func() error { _, err := p.GetRunState(ctx, "r"); return err },
-		"put_run": func() error { return p.PutRunState(ctx, runState("p", "r")) },
-		"list":    func() error { _, err := p.ListRuns(ctx, "p", 5); return err },
-		"lock":    func() error { _, err := p.AcquireLock(ctx, "k", 0); return err },
-		"release": func() error { return p.ReleaseLock(ctx, "k") },
-		"lease":   func() error { _, err := p.AcquireLease(ctx, "k", time.Second); return err },
-		"traits":  func() error { _, err := p.GetTraits(ctx, "p"); return err },
-		"events":  func() error { _, err := p.ReadEventsSince(ctx, "p", "", 5); return err },
-	}
-	for name, f := range calls {
-		err := f()
-		if err == nil || errors.Is(err, provider.ErrInvalidArgument) || errors.Is(err, provider.ErrLockNotHeld) {
-			t.Errorf("%s on a dead server: got %v, want a connection error", name, err)
-		}
-	}
-	_ = p.Stop(ctx)
-	_ = c.Close()
-	if err := p.Ping(ctx); !errors.Is(err, provider.ErrClosed) {
-		t.Errorf("Ping after Stop and Close: %v", err)
+	for _, tc := range []struct {
+		name string
+		cut  func(m *miniredis.Miniredis, c *goredis.Client)
+	}{
+		{"dead_server", func(m *miniredis.Miniredis, _ *goredis.Client) { m.Close() }},
+		{"closed_client", func(_ *miniredis.Miniredis, c *goredis.Client) { _ = c.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			c := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+				DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+			defer c.Close()
+			p, err := redis.New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.cut(m, c)
+			calls := map[string]func() error{
+				"ping":    func() error { return p.Ping(ctx) },
+				"start":   func() error { return p.Start(ctx) },
+				"cas":     func() error { _, err := p.CompareAndSwapRunState(ctx, "r", 0, runState("p", "r")); return err },
+				"get_run": func() error { _, err := p.GetRunState(ctx, "r"); return err },
+				"put_run": func() error { return p.PutRunState(ctx, runState("p", "r")) },
+				"list":    func() error { _, err := p.ListRuns(ctx, "p", 5); return err },
+				"lock":    func() error { _, err := p.AcquireLock(ctx, "k", 0); return err },
+				"release": func() error { return p.ReleaseLock(ctx, "k") },
+				"lease":   func() error { _, err := p.AcquireLease(ctx, "k", time.Second); return err },
+				"traits":  func() error { _, err := p.GetTraits(ctx, "p"); return err },
+				"events":  func() error { _, err := p.ReadEventsSince(ctx, "p", "", 5); return err },
+				"run_log": func() error { _, err := p.GetRunLog(ctx, "p", "d", ""); return err },
+			}
+			for name, f := range calls {
+				err := f()
+				if err == nil || errors.Is(err, provider.ErrInvalidArgument) || errors.Is(err, provider.ErrLockNotHeld) {
+					t.Errorf("%s: got %v, want a connection error", name, err)
+				}
+			}
+			if err := p.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Ping(ctx); !errors.Is(err, provider.ErrClosed) {
+				t.Errorf("Ping after Stop: %v, want ErrClosed", err)
+			}
+		})
 	}
 }
 

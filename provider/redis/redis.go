@@ -250,7 +250,7 @@ func (p *Provider) begin(ctx context.Context) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	if p.closed.Load() {
-		return provider.ErrClosed
+		return fmt.Errorf("redis: %w", provider.ErrClosed)
 	}
 	return nil
 }
