@@ -1,0 +1,224 @@
+package dynamodb_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/types"
+)
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	client := ddb.New(ddb.Options{Region: "us-east-1"}) // New does no I/O
+	for _, tc := range []struct {
+		name   string
+		client dynamodb.API
+		table  string
+		opt    dynamodb.Option
+	}{
+		{name: "nil client", table: "t"},
+		{name: "empty table", client: client},
+		{name: "nil option", client: client, table: "t"},
+		{name: "empty owner", client: client, table: "t", opt: dynamodb.WithOwner("")},
+		{name: "nil clock", client: client, table: "t", opt: dynamodb.WithClock(nil)},
+		{name: "zero readiness ttl", client: client, table: "t", opt: dynamodb.WithReadinessTTL(0)},
+		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if p, err := dynamodb.New(tc.client, tc.table, tc.opt); err == nil {
+				t.Fatalf("New = %v, nil; want an error", p)
+			}
+		})
+	}
+	p, err := dynamodb.New(client, "t", dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(time.Second), dynamodb.WithEventRetention(0))
+	if err != nil || p.Owner() != "me" || p.Table() != "t" {
+		t.Fatalf("New with valid options: %v, %v", p, err)
+	}
+}
+
+// TestEventRetention checks that expired events are invisible and that reads page
+// past them until they have what was asked for.
+func TestEventRetention(t *testing.T) {
+	e := testEnv(t)
+	p := open(t, dynamodb.WithEventRetention(time.Minute))
+	ctx := context.Background()
+	appendN := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: string(rune('a' + i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(0, 6)
+	e.clock.Advance(30 * time.Second)
+	appendN(6, 3)
+	e.clock.Advance(45 * time.Second) // the first six are 75s old, the rest 45s
+	recs, err := p.ReadEventsSince(ctx, "p", "", 2)
+	if err != nil || len(recs) != 2 || recs[0].StreamID != "7" || recs[1].Event.Message != "h" {
+		t.Fatalf("ReadEventsSince past expired events = %+v, %v; want events 7 and 8", recs, err)
+	}
+	list, err := p.ListEvents(ctx, "p", 10)
+	if err != nil || len(list) != 3 || list[0].Message != "g" {
+		t.Fatalf("ListEvents = %+v, %v; want the 3 live events", list, err)
+	}
+	e.clock.Advance(time.Minute)
+	if recs, err := p.ReadEventsSince(ctx, "p", "3", 10); err != nil || len(recs) != 0 {
+		t.Fatalf("after every event expired: %+v, %v", recs, err)
+	}
+	appendN(9, 1) // numbering goes on after expiry
+	if recs, err := p.ReadEventsSince(ctx, "p", "", 10); err != nil || len(recs) != 1 || recs[0].StreamID != "10" {
+		t.Fatalf("new event after expiry: %+v, %v; want number 10", recs, err)
+	}
+}
+
+func TestMalformedCursor(t *testing.T) {
+	p := open(t)
+	for _, c := range []string{"x", "-1", "+1", "01", "1.0", " 1", "99999999999999999999999"} {
+		if _, err := p.ReadEventsSince(context.Background(), "p", c, 1); !errors.Is(err, provider.ErrInvalidArgument) {
+			t.Errorf("cursor %q: err %v, want ErrInvalidArgument", c, err)
+		}
+	}
+}
+
+// TestTooLargeWritesNothing checks that an oversized run, CAS or event leaves no
+// partial state: no truth without list copy, no claimed event number.
+func TestTooLargeWritesNothing(t *testing.T) {
+	p := open(t)
+	ctx := context.Background()
+	huge := map[string]any{"x": strings.Repeat("y", 410*1024)}
+	run := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunPending, Metadata: huge}
+	if err := p.PutRunState(ctx, run); !errors.Is(err, provider.ErrTooLarge) {
+		t.Fatalf("PutRunState: err %v, want ErrTooLarge", err)
+	}
+	if got, _ := p.GetRunState(ctx, "r"); got != nil {
+		t.Fatal("oversized run stored")
+	}
+	if list, _ := p.ListRuns(ctx, "p", 10); len(list) != 0 {
+		t.Fatal("oversized run listed")
+	}
+	run.Metadata = map[string]any{"x": strings.Repeat("y", 300*1024)}
+	if err := p.PutRunState(ctx, run); err != nil {
+		t.Fatalf("300 KB run: %v", err)
+	}
+	run.Metadata = huge
+	if ok, err := p.CompareAndSwapRunState(ctx, "r", 0, run); ok || !errors.Is(err, provider.ErrTooLarge) {
+		t.Fatalf("CAS: %v, %v; want ErrTooLarge", ok, err)
+	}
+	if got, _ := p.GetRunState(ctx, "r"); got == nil || got.Version != 0 {
+		t.Fatalf("CAS changed the run: %+v", got)
+	}
+	ev := types.Event{Kind: "k", PipelineID: "p", Details: huge}
+	if err := p.AppendEvent(ctx, ev); !errors.Is(err, provider.ErrTooLarge) {
+		t.Fatalf("AppendEvent: err %v, want ErrTooLarge", err)
+	}
+	ev.Details = nil
+	if err := p.AppendEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := p.ReadEventsSince(ctx, "p", "", 10); err != nil || len(recs) != 1 || recs[0].StreamID != "1" {
+		t.Fatalf("events after a rejected one: %+v, %v; want one, numbered 1", recs, err)
+	}
+}
+
+func TestCASWithOtherCreatedAtKeepsOneListCopy(t *testing.T) {
+	p := open(t)
+	ctx := context.Background()
+	created := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	run := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunPending, CreatedAt: created}
+	if err := p.PutRunState(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []time.Time{{}, created.Add(time.Hour), created.Add(-time.Hour)} {
+		run.CreatedAt = c
+		if ok, err := p.CompareAndSwapRunState(ctx, "r", i, run); !ok || err != nil {
+			t.Fatalf("CAS %d: %v, %v", i, ok, err)
+		}
+	}
+	list, err := p.ListRuns(ctx, "p", 10)
+	if err != nil || len(list) != 1 || !list[0].CreatedAt.Equal(created) || list[0].Version != 3 {
+		t.Fatalf("ListRuns = %+v, %v; want one copy, version 3, the first CreatedAt", list, err)
+	}
+}
+
+func TestAppendEventCancelled(t *testing.T) {
+	p := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	// A deadline that passes while the append is in flight or queued.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Microsecond)
+	defer cancel()
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p"}); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want nil or context.DeadlineExceeded", err)
+	}
+	if err := p.AppendEvent(context.Background(), types.Event{Kind: "k", PipelineID: "p"}); err != nil {
+		t.Fatalf("append after a cancelled one: %v", err)
+	}
+	recs, err := p.ReadEventsSince(context.Background(), "p", "", 10)
+	if err != nil || len(recs) < 1 || len(recs) > 2 || recs[len(recs)-1].StreamID != strconv.Itoa(len(recs)) {
+		t.Fatalf("events %+v, %v; want gapless numbers", recs, err)
+	}
+}
+
+func TestCreateTable(t *testing.T) {
+	e := testEnv(t) // made by CreateTable
+	ctx := context.Background()
+	if err := dynamodb.CreateTable(ctx, e.client, e.table); err != nil {
+		t.Fatalf("CreateTable on an existing table: %v", err)
+	}
+	desc, err := e.client.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &e.table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := desc.Table
+	if d.BillingModeSummary == nil || d.BillingModeSummary.BillingMode != ddbtypes.BillingModePayPerRequest ||
+		d.StreamSpecification == nil || d.StreamSpecification.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages ||
+		len(d.GlobalSecondaryIndexes) != 1 || aws.ToString(d.GlobalSecondaryIndexes[0].IndexName) != "GSI1" {
+		t.Errorf("table description: %+v", d)
+	}
+	ttl, err := e.client.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &e.table})
+	if err != nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "ttl" {
+		t.Errorf("ttl: %+v, %v", ttl, err)
+	}
+
+	other := testenv.UniqueName(t) + "-x"
+	in := dynamodb.TableInput(other)
+	in.GlobalSecondaryIndexes = nil
+	in.KeySchema = in.KeySchema[:1] // PK only
+	in.AttributeDefinitions = in.AttributeDefinitions[:1]
+	if _, err := e.client.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.client.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &other}) })
+	if err := dynamodb.CreateTable(ctx, e.client, other); !errors.Is(err, dynamodb.ErrSchemaMismatch) {
+		t.Fatalf("CreateTable on a table with another schema: err %v, want ErrSchemaMismatch", err)
+	}
+}
+
+func TestPingMissingTable(t *testing.T) {
+	e := testEnv(t)
+	p, err := dynamodb.New(e.client, e.table+"-missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rnf *ddbtypes.ResourceNotFoundException
+	if err := p.Ping(context.Background()); !errors.As(err, &rnf) {
+		t.Fatalf("Ping of a missing table: err %v, want a ResourceNotFoundException", err)
+	}
+	if err := open(t).Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
