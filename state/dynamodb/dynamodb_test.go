@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -222,3 +223,26 @@ func TestOptions(t *testing.T) {
 
 // nilAPI is an API that is never called.
 type nilAPI struct{ dynamodb.API }
+
+func TestFloatRange(t *testing.T) {
+	e := envFor(t)
+	s, err := dynamodb.NewFloat64SumStore(testenv.DynamoDBClient(t), e.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []float64{1e125, -1e125, 1e-129, 123456789.123456789, -0.1, 5e-324 * 0} {
+		k := state.Key{Entity: "f", Bucket: int64(i)}
+		if err := s.MergeUpdate(t.Context(), k, d, 0); err != nil {
+			t.Errorf("MergeUpdate(%g): %v", d, err)
+			continue
+		}
+		if got, ok, err := s.Get(t.Context(), k); err != nil || !ok || got != d {
+			t.Errorf("Get after MergeUpdate(%g) = %g, %v, %v", d, got, ok, err)
+		}
+	}
+	for _, d := range []float64{1e126, 1e-131, math.NaN()} {
+		if err := s.MergeUpdate(t.Context(), state.Key{Entity: "bad"}, d, 0); !errors.Is(err, state.ErrInvalidArgument) {
+			t.Errorf("MergeUpdate(%g): err = %v, want ErrInvalidArgument", d, err)
+		}
+	}
+}

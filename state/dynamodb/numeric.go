@@ -187,14 +187,15 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) 
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
-// DynamoDB numbers span 1e-130 to 9.99...e125 in magnitude.
+// DynamoDB numbers span 1e-130 to 9.99...e125 in magnitude; the largest float64
+// below 1e126 is within range.
 const (
-	maxNumber = 9.9999999999999999999999999999999999999e125
+	tooLarge  = 1e126
 	minNumber = 1e-130
 )
 
 func checkFloat(v float64) error {
-	if a := math.Abs(v); math.IsNaN(v) || a > maxNumber || (a != 0 && a < minNumber) {
+	if a := math.Abs(v); math.IsNaN(v) || a >= tooLarge || (a != 0 && a < minNumber) {
 		return state.Invalidf("delta %v is outside DynamoDB's number range", v)
 	}
 	return nil

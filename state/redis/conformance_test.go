@@ -42,6 +42,7 @@ func sleeper(b backend) func(t *testing.T, d time.Duration) {
 
 func TestConformance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		t.Parallel() // backends share nothing; the expiry tests sleep on real servers
 		t.Run("int64 sum", func(t *testing.T) {
 			t.Parallel() // each store has its own prefix; the expiry tests sleep
 			statetest.RunStore(t, statetest.Harness[int64]{
