@@ -334,11 +334,45 @@ func TestFaultRedis(t *testing.T) {
 	defer c.Close()
 	admin := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer admin.Close()
+	faultOnServer(t, c, []*goredis.Client{admin}, name)
+}
+
+func TestFaultRedisCluster(t *testing.T) {
+	addrs := testenv.RedisClusterAddrs(t)
+	name := "pst-fault-" + testenv.UniqueName(t)
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, ClientName: name,
+		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
+	defer c.Close()
+	var admins []*goredis.Client
+	var mu sync.Mutex
+	err := c.ForEachMaster(t.Context(), func(_ context.Context, m *goredis.Client) error {
+		admin := goredis.NewClient(&goredis.Options{Addr: m.Options().Addr})
+		mu.Lock() // ForEachMaster runs fn concurrently
+		defer mu.Unlock()
+		admins = append(admins, admin)
+		return nil
+	})
+	for _, a := range admins {
+		t.Cleanup(func() { _ = a.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultOnServer(t, c, admins, name)
+}
+
+// faultOnServer runs the workload through c while killing, on the server side,
+// every connection named name (other tests' connections are left alone) on each
+// admin's server, then checks the state.
+func faultOnServer(t *testing.T, c goredis.UniversalClient, admins []*goredis.Client, name string) {
+	t.Helper()
 	prefix := "pst:" + testenv.UniqueName(t)
 	t.Cleanup(func() {
-		keys, _ := admin.Keys(context.Background(), prefix+":*").Result()
-		if len(keys) > 0 {
-			admin.Del(context.Background(), keys...)
+		for _, a := range admins {
+			keys, _ := a.Keys(context.Background(), prefix+":*").Result()
+			for _, k := range keys {
+				a.Del(context.Background(), k)
+			}
 		}
 	})
 	var ps []*Provider
@@ -349,23 +383,23 @@ func TestFaultRedis(t *testing.T) {
 		}
 		ps = append(ps, p)
 	}
-	// killOurs closes, on the server side, every connection of our client (by name),
-	// leaving other tests' connections alone.
 	killOurs := func() int {
-		list, err := admin.ClientList(context.Background()).Result()
-		if err != nil {
-			t.Error(err)
-			return 0
-		}
 		n := 0
-		for _, line := range strings.Split(list, "\n") {
-			if !strings.Contains(line, " name="+name+" ") {
-				continue
+		for _, admin := range admins {
+			list, err := admin.ClientList(context.Background()).Result()
+			if err != nil {
+				t.Error(err)
+				return n
 			}
-			for _, f := range strings.Fields(line) {
-				if id, ok := strings.CutPrefix(f, "id="); ok {
-					if admin.Do(context.Background(), "CLIENT", "KILL", "ID", id).Err() == nil {
-						n++
+			for _, line := range strings.Split(list, "\n") {
+				if !strings.Contains(line, " name="+name+" ") {
+					continue
+				}
+				for _, f := range strings.Fields(line) {
+					if id, ok := strings.CutPrefix(f, "id="); ok {
+						if admin.Do(context.Background(), "CLIENT", "KILL", "ID", id).Err() == nil {
+							n++
+						}
 					}
 				}
 			}
