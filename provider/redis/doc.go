@@ -36,26 +36,28 @@
 // injective. Every key of one pipeline carries the hash tag {pipelineID}; the other
 // tags all contain ':' and so never equal a pipeline's.
 //
-//	key                                   type    holds
-//	------------------------------------  ------  ---------------------------------------
-//	P:{pid}:config                        hash    pipeline config: s seq, m member, p, j JSON
-//	P:{:pipelines}, …:ids                 zset+h  global pipeline list (member pid)
-//	P:{pid}:traits                        hash    trait type -> "<expiry µs>|<JSON>"
-//	P:{pid}:readiness                     string  readiness JSON, PX = readiness TTL
-//	P:{pid}:events                        stream  field e = event JSON; ID = cursor
-//	P:{run:<runID>}                       hash    run truth: s, m, p, v version, c created, j
-//	P:{pid}:runs, P:{pid}:runs:ids        zset+h  run list (member timeKey(CreatedAt)+runID)
-//	P:{pid}:runlogs:order, P:{pid}:runlogs zset+h run logs (member/field date NUL schedule)
-//	P:{rerun:<rerunID>}                   hash    rerun truth: s, m, p, j
-//	P:{pid}:reruns, …:ids                 zset+h  pipeline's rerun list (timeKey(RequestedAt)+id)
-//	P:{:reruns}, …:ids                    zset+h  all reruns, same members
-//	P:{pid}:replay:<date>:<schedule>      hash    replay truth: s, m, p, j
-//	P:{:replays}, …:ids                   zset+h  all replays (timeKey(CreatedAt)+pid:date:schedule)
-//	P:{pid}:late:<date>:<schedule>        list    late-arrival JSON, appended
-//	P:{pid}:markers:order, P:{pid}:markers zset+h cascade markers (score WrittenAt µs,
-//	                                              member/field date NUL schedule)
-//	P:{lock:<escaped key>}                string  "lock:<owner>" or "lease:<token>", PX ttl
-//	P:{lock:<escaped key>}:fence          string  INCR fence counter, no TTL
+//	key                                      type    holds
+//	---------------------------------------  ------  ----------------------------------
+//	P:{pid}:config                           hash    config: s seq, m member, p, j JSON
+//	P:{:pipelines} + :ids                    zset+h  all pipelines (member pid)
+//	P:{pid}:traits                           hash    trait type -> "<exp µs>|<JSON>"
+//	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
+//	P:{pid}:events                           stream  field e = event JSON; ID = cursor
+//	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j, n
+//	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
+//	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
+//	P:{rerun:<rerunID>}                      hash    rerun: s, m, p, j
+//	P:{pid}:reruns + :ids                    zset+h  reruns (timeKey(RequestedAt)+id)
+//	P:{:reruns} + :ids                       zset+h  all reruns, same members
+//	P:{pid}:replay:<date>:<schedule>         hash    replay: s, m, p, j
+//	P:{:replays} + :ids                      zset+h  all replays (timeKey(CreatedAt)+
+//	                                                 pid:date:schedule)
+//	P:{pid}:late:<date>:<schedule>           list    late-arrival JSON, appended
+//	P:{pid}:markers, P:{pid}:markers:order   hash+z  markers by date NUL schedule,
+//	                                                 scored by WrittenAt in µs
+//	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
+//	                                                 "lease:<token>", PX ttl
+//	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
 //
 // timeKey is a 24-hex-digit encoding whose byte order is time order to the
 // nanosecond (Unix seconds with the sign bit flipped, then nanoseconds), so sorted
@@ -103,7 +105,8 @@
 // go-redis retries a command after a network error (Options.MaxRetries), so a
 // command whose reply was lost may run twice. AcquireLock, AcquireLease and
 // CompareAndSwapRunState carry a nonce unique to the call, so a retried call
-// reports the success it had and applies once; every other write is an idempotent
+// applies once and reports the success it had (a CAS retried after another CAS
+// already followed it reports false); every other write is an idempotent
 // upsert, except AppendEvent and PutLateArrival, which may then append twice, and a
 // release (ReleaseLock, ReleaseLease) whose first attempt freed the key, which then
 // reports ErrLockNotHeld. Set MaxRetries to -1 on the client for at-most-once
