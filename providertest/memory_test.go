@@ -6,28 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
 	"github.com/pipestate/pipestate/providertest"
 )
-
-// fakeClock is a test's clock: it moves only when the test sleeps.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // memoryBackend is the storage and clock of each test, keyed by t.Name().
 type memoryBackend struct {
@@ -37,7 +20,7 @@ type memoryBackend struct {
 
 type memoryTest struct {
 	store *memory.Store
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 func (b *memoryBackend) get(t *testing.T) *memoryTest {
@@ -48,7 +31,7 @@ func (b *memoryBackend) get(t *testing.T) *memoryTest {
 	}
 	mt, ok := b.tests[t.Name()]
 	if !ok {
-		mt = &memoryTest{store: memory.NewStore(), clock: &fakeClock{now: time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)}}
+		mt = &memoryTest{store: memory.NewStore(), clock: fakeclock.New(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))}
 		b.tests[t.Name()] = mt
 	}
 	return mt

@@ -9,34 +9,17 @@ import (
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state/dynamodb"
 )
 
-// fakeClock is a test clock, safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is the storage of one (sub)test: its tables and clock, shared by every store
 // the test opens.
 type env struct {
 	values, bytes, dedup string
-	clock                *fakeClock
+	clock                *fakeclock.Clock
 }
 
 var envs sync.Map // t.Name() -> *env
@@ -50,7 +33,7 @@ func envFor(t testing.TB) *env {
 	}
 	c := testenv.DynamoDBClient(t)
 	name := testenv.UniqueName(t)
-	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", clock: &fakeClock{now: time.Now().Truncate(time.Second)}}
+	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", clock: fakeclock.New(time.Now().Truncate(time.Second))}
 	for _, create := range []struct {
 		table string
 		f     func() error

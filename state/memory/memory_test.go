@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
@@ -14,42 +15,24 @@ import (
 	"github.com/pipestate/pipestate/state/statetest"
 )
 
-// fakeClock is a manually advanced clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // perTest keeps one clock and one root per test name, so stores opened within a
 // test share data and tests never do.
 type perTest[R any] struct {
 	mu     sync.Mutex
-	clocks map[string]*fakeClock
+	clocks map[string]*fakeclock.Clock
 	roots  map[string]R
 }
 
-func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *fakeClock) {
+func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *fakeclock.Clock) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.roots == nil {
-		p.clocks, p.roots = map[string]*fakeClock{}, map[string]R{}
+		p.clocks, p.roots = map[string]*fakeclock.Clock{}, map[string]R{}
 	}
 	c, ok := p.clocks[t.Name()]
 	if !ok {
-		c = &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+		c = fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 		p.clocks[t.Name()] = c
 		p.roots[t.Name()] = open(c.Now)
 	}
@@ -158,7 +141,7 @@ func TestOptions(t *testing.T) {
 }
 
 func TestDedupTTLOfMergeUpdateOnce(t *testing.T) {
-	c := &fakeClock{now: time.Unix(1000, 0)}
+	c := fakeclock.New(time.Unix(1000, 0))
 	s, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(c.Now), memory.WithDedupTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
