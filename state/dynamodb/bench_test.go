@@ -15,6 +15,7 @@ import (
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 )
 
 // Benchmarks run against DynamoDB Local when DYNAMODB_ENDPOINT is set (or Docker
@@ -35,11 +36,11 @@ func BenchmarkMergeUpdate(b *testing.B) {
 	sum, _ := dynamodb.NewInt64SumStore(c, e.values)
 	fsum, _ := dynamodb.NewFloat64SumStore(c, e.values)
 	max, _ := dynamodb.NewInt64MaxStore(c, e.values)
-	bs, err := dynamodb.NewBytesStore(c, e.bytes, counter{})
+	bs, err := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	one := counter{}.of(1)
+	one := storetest.Counter{}.Of(1)
 	add := func(entity, n string) error { // UpdateItem ADD without the expiry condition
 		_, err := c.UpdateItem(b.Context(), &ddb.UpdateItemInput{
 			TableName: &e.values, Key: rawKey(entity), UpdateExpression: ptr("ADD v :d"),
@@ -75,7 +76,7 @@ func BenchmarkMergeUpdate(b *testing.B) {
 				cur = v.Value
 			}
 			item := rawKey("raw-b")
-			item["v"] = &ddbtypes.AttributeValueMemberB{Value: counter{}.Combine(cur, one)}
+			item["v"] = &ddbtypes.AttributeValueMemberB{Value: storetest.Counter{}.Combine(cur, one)}
 			_, err = c.PutItem(b.Context(), &ddb.PutItemInput{TableName: &e.bytes, Item: item})
 			return err
 		}},

@@ -11,6 +11,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 )
 
 // TestRoundTrips holds the round-trip budgets of the package doc's table, counted as
@@ -22,7 +23,7 @@ func TestRoundTrips(t *testing.T) {
 	opts := []dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
 	max, err2 := dynamodb.NewInt64MaxStore(c, e.values, opts...)
-	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, counter{}, opts...)
+	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{}, opts...)
 	dd, err4 := dynamodb.NewDeduper(c, e.dedup, dynamodb.WithClock(e.clock.Now))
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
@@ -69,9 +70,9 @@ func TestRoundTrips(t *testing.T) {
 		{"max rises", nil, 1, func(ctx context.Context) error { return max.MergeUpdate(ctx, state.Key{Entity: "m1"}, 10, 0) }},
 		{"max stays", nil, 1, func(ctx context.Context) error { return max.MergeUpdate(ctx, state.Key{Entity: "m1"}, 3, 0) }},
 		{"max stays ttl", nil, 2, func(ctx context.Context) error { return max.MergeUpdate(ctx, state.Key{Entity: "m1"}, 3, time.Hour) }},
-		{"bytes merge", nil, 2, func(ctx context.Context) error { return bs.MergeUpdate(ctx, k, counter{}.of(1), 0) }},
+		{"bytes merge", nil, 2, func(ctx context.Context) error { return bs.MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0) }},
 		{"bytes once", nil, 2, func(ctx context.Context) error {
-			_, err := bs.MergeUpdateOnce(ctx, id(), k, counter{}.of(1), 0)
+			_, err := bs.MergeUpdateOnce(ctx, id(), k, storetest.Counter{}.Of(1), 0)
 			return err
 		}},
 		{"mark seen", nil, 1, func(ctx context.Context) error { _, err := dd.MarkSeen(ctx, id()); return err }},

@@ -10,6 +10,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/statetest"
 )
 
@@ -56,7 +57,7 @@ func TestConformance(t *testing.T) {
 			Open: func(t *testing.T) state.Store[[]byte] {
 				t.Helper()
 				e := envFor(t)
-				s, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, counter{},
+				s, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, storetest.Counter{},
 					dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
 				if err != nil {
 					t.Fatal(err)
@@ -64,7 +65,7 @@ func TestConformance(t *testing.T) {
 				return s
 			},
 			Sleep:  advance,
-			Monoid: counter{}, Delta: func(i int) []byte { return counter{}.of(int64(i%3) + 1) },
+			Monoid: storetest.Counter{}, Delta: func(i int) []byte { return storetest.Counter{}.Of(int64(i%3) + 1) },
 			Equal:     bytes.Equal,
 			BadDeltas: [][]byte{{1, 2, 3}},
 		})

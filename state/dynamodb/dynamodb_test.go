@@ -12,6 +12,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 )
 
 // stores opens one store of each kind on t's tables and clock.
@@ -28,7 +29,7 @@ func openStores(t *testing.T, opts ...dynamodb.Option) stores {
 	opts = append([]dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}, opts...)
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
 	max, err2 := dynamodb.NewInt64MaxStore(c, e.values+"", opts...)
-	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, counter{}, opts...)
+	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{}, opts...)
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			t.Fatal(err)
@@ -51,18 +52,18 @@ func TestExpiredItemsStartFromIdentity(t *testing.T) {
 	}
 	must(s.sum.MergeUpdate(ctx, ks, 100, time.Hour))
 	must(s.max.MergeUpdate(ctx, km, 100, time.Hour))
-	must(s.bs.MergeUpdate(ctx, kb, counter{}.of(100), time.Hour))
+	must(s.bs.MergeUpdate(ctx, kb, storetest.Counter{}.Of(100), time.Hour))
 	e.clock.Advance(time.Hour) // DynamoDB Local keeps the items: only the clock says expired
 	must(s.sum.MergeUpdate(ctx, ks, 5, 0))
 	must(s.max.MergeUpdate(ctx, km, 5, 0))
-	must(s.bs.MergeUpdate(ctx, kb, counter{}.of(5), 0))
+	must(s.bs.MergeUpdate(ctx, kb, storetest.Counter{}.Of(5), 0))
 	if v, ok, err := s.sum.Get(ctx, ks); err != nil || !ok || v != 5 {
 		t.Errorf("sum = %d, %v, %v; want 5", v, ok, err)
 	}
 	if v, ok, err := s.max.Get(ctx, km); err != nil || !ok || v != 5 {
 		t.Errorf("max = %d, %v, %v; want 5", v, ok, err)
 	}
-	if v, ok, err := s.bs.Get(ctx, kb); err != nil || !ok || string(v) != string(counter{}.of(5)) {
+	if v, ok, err := s.bs.Get(ctx, kb); err != nil || !ok || string(v) != string(storetest.Counter{}.Of(5)) {
 		t.Errorf("bytes = %v, %v, %v; want 5", v, ok, err)
 	}
 }
@@ -104,7 +105,7 @@ func TestConcurrentMergesOntoExpired(t *testing.T) {
 			if err := s[0].sum.MergeUpdate(ctx, k, 1000, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if err := s[0].bs.MergeUpdate(ctx, k, counter{}.of(1000), time.Hour); err != nil {
+			if err := s[0].bs.MergeUpdate(ctx, k, storetest.Counter{}.Of(1000), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			e.clock.Advance(2 * time.Hour)
@@ -116,12 +117,12 @@ func TestConcurrentMergesOntoExpired(t *testing.T) {
 						id := fmt.Sprint(w, "-", i)
 						ops := []func() error{
 							func() error { return st.sum.MergeUpdate(ctx, k, 1, 0) },
-							func() error { return st.bs.MergeUpdate(ctx, k, counter{}.of(1), 0) },
+							func() error { return st.bs.MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0) },
 						}
 						if once {
 							ops = []func() error{
 								func() error { _, err := st.sum.MergeUpdateOnce(ctx, id, k, 1, 0); return err },
-								func() error { _, err := st.bs.MergeUpdateOnce(ctx, id, k, counter{}.of(1), 0); return err },
+								func() error { _, err := st.bs.MergeUpdateOnce(ctx, id, k, storetest.Counter{}.Of(1), 0); return err },
 							}
 						}
 						for _, op := range ops {
@@ -143,7 +144,7 @@ func TestConcurrentMergesOntoExpired(t *testing.T) {
 				t.Errorf("sum = %d, %v; want %d", v, err, writers*merges)
 			}
 			raw, _, err := s[1].bs.Get(ctx, k)
-			if v, _ := (counter{}).decode(raw); err != nil || v != writers*merges {
+			if v, _ := (storetest.Counter{}).Decode(raw); err != nil || v != writers*merges {
 				t.Errorf("bytes = %d, %v; want %d", v, err, writers*merges)
 			}
 		})
@@ -198,7 +199,7 @@ func TestOptions(t *testing.T) {
 		{"nil clock", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithClock(nil)); return err }},
 		{"nil monoid", func() error { _, err := dynamodb.NewBytesStore(c, "t", nil); return err }},
 		{"negative retries", func() error {
-			_, err := dynamodb.NewBytesStore(c, "t", counter{}, dynamodb.WithMaxRetries(-1))
+			_, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, dynamodb.WithMaxRetries(-1))
 			return err
 		}},
 		{"bad backoff", func() error {

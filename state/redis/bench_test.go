@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 )
 
@@ -36,13 +37,13 @@ func BenchmarkMergeUpdate(b *testing.B) {
 			sum, _ := redis.NewInt64SumStore(c, p)
 			fsum, _ := redis.NewFloat64SumStore(c, p)
 			max, _ := redis.NewInt64MaxStore(c, p)
-			bs, err := redis.NewBytesStore(c, counter{}, p)
+			bs, err := redis.NewBytesStore(c, storetest.Counter{}, p)
 			if err != nil {
 				b.Fatal(err)
 			}
 			k := state.Key{Entity: "bench"}
 			raw := prefixFor(b) + ":raw"
-			one := counter{}.of(1)
+			one := storetest.Counter{}.Of(1)
 			cases := []struct {
 				name string
 				op   func(i int) error
@@ -59,7 +60,7 @@ func BenchmarkMergeUpdate(b *testing.B) {
 					if err != nil && err != goredis.Nil {
 						return err
 					}
-					return c.HSet(b.Context(), raw+"b", "v", counter{}.Combine(cur, one)).Err()
+					return c.HSet(b.Context(), raw+"b", "v", storetest.Counter{}.Combine(cur, one)).Err()
 				}},
 			}
 			for _, tc := range cases {

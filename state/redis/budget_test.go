@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 )
 
@@ -33,7 +34,7 @@ func TestRoundTrips(t *testing.T) {
 		sum, err1 := redis.NewInt64SumStore(c, p)
 		fsum, err2 := redis.NewFloat64SumStore(c, p)
 		max, err3 := redis.NewInt64MaxStore(c, p)
-		bs, err4 := redis.NewBytesStore(c, counter{}, p)
+		bs, err4 := redis.NewBytesStore(c, storetest.Counter{}, p)
 		dd, err5 := redis.NewDeduper(c, p)
 		for _, err := range []error{err1, err2, err3, err4, err5} {
 			if err != nil {
@@ -62,9 +63,9 @@ func TestRoundTrips(t *testing.T) {
 			{"float once", 1, func(ctx context.Context) error { _, err := fsum.MergeUpdateOnce(ctx, id(), k, 1, 0); return err }},
 			{"max merge", 1, func(ctx context.Context) error { return max.MergeUpdate(ctx, k, 3, 0) }},
 			{"max once", 1, func(ctx context.Context) error { _, err := max.MergeUpdateOnce(ctx, id(), k, 4, 0); return err }},
-			{"bytes merge", 2, func(ctx context.Context) error { return bs.MergeUpdate(ctx, k, counter{}.of(1), 0) }},
+			{"bytes merge", 2, func(ctx context.Context) error { return bs.MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0) }},
 			{"bytes once", 2, func(ctx context.Context) error {
-				_, err := bs.MergeUpdateOnce(ctx, id(), k, counter{}.of(1), 0)
+				_, err := bs.MergeUpdateOnce(ctx, id(), k, storetest.Counter{}.Of(1), 0)
 				return err
 			}},
 			{"bytes get", 1, func(ctx context.Context) error { _, _, err := bs.Get(ctx, k); return err }},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 	"github.com/pipestate/pipestate/state/statetest"
 )
@@ -73,14 +74,14 @@ func TestConformance(t *testing.T) {
 			statetest.RunStore(t, statetest.Harness[[]byte]{
 				Open: func(t *testing.T) state.Store[[]byte] {
 					t.Helper()
-					s, err := redis.NewBytesStore(b.client(t), counter{}, redis.WithKeyPrefix(prefixFor(t)))
+					s, err := redis.NewBytesStore(b.client(t), storetest.Counter{}, redis.WithKeyPrefix(prefixFor(t)))
 					if err != nil {
 						t.Fatal(err)
 					}
 					return s
 				},
 				Sleep: sleeper(b), TTL: ttlFor(b),
-				Monoid: counter{}, Delta: func(i int) []byte { return counter{}.of(int64(i%3) + 1) },
+				Monoid: storetest.Counter{}, Delta: func(i int) []byte { return storetest.Counter{}.Of(int64(i%3) + 1) },
 				Equal:     bytes.Equal,
 				BadDeltas: [][]byte{{1, 2, 3}},
 			})

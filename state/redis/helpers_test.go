@@ -1,8 +1,6 @@
 package redis_test
 
 import (
-	"encoding/binary"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -101,41 +99,3 @@ func (concat) Combine(a, b []byte) []byte {
 	return append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
 }
 func (concat) Kind() monoid.Kind { return monoid.KindCustom }
-
-// counter is a fallible Monoid[[]byte]: an 8-byte big-endian int64 sum (nil is the
-// identity); any other length is monoid.ErrIncompatible.
-type counter struct{}
-
-func (counter) of(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
-
-func (counter) decode(b []byte) (int64, error) {
-	switch len(b) {
-	case 0:
-		return 0, nil
-	case 8:
-		return int64(binary.BigEndian.Uint64(b)), nil
-	}
-	return 0, fmt.Errorf("%w: %d bytes", monoid.ErrIncompatible, len(b))
-}
-
-func (counter) Identity() []byte { return nil }
-func (c counter) Combine(a, b []byte) []byte {
-	v, err := c.TryCombine(a, b)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-func (c counter) TryCombine(a, b []byte) ([]byte, error) {
-	x, err := c.decode(a)
-	if err != nil {
-		return nil, err
-	}
-	y, err := c.decode(b)
-	if err != nil {
-		return nil, err
-	}
-	return c.of(x + y), nil
-}
-func (counter) Kind() monoid.Kind { return monoid.KindCustom }
-func (counter) Commutative() bool { return true }
