@@ -145,7 +145,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 		return func(i int) error { return p.AppendEvent(ctx, benchEvent(i)) },
 			func(i int) error {
 				data, _ := json.Marshal(benchEvent(i))
-				return c.XAdd(ctx, &goredis.XAddArgs{Stream: prefix + ":raw:events", MaxLen: redis.DefaultEventRetention, Approx: true,
+				return c.XAdd(ctx, &goredis.XAddArgs{Stream: prefix + ":raw:events", MaxLen: redis.DefaultMaxEvents, Approx: true,
 					Values: []any{"e", data}}).Err()
 			}
 	})

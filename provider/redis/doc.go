@@ -116,7 +116,7 @@
 // # Events
 //
 // Each pipeline's events are a stream, appended with XADD MAXLEN ~ n (approximate
-// trimming to WithEventRetention, default 100000). The stream ID ("<ms>-<seq>") is
+// trimming to WithMaxEvents, default 100000). The stream ID ("<ms>-<seq>") is
 // the cursor: ReadEventsSince reads XRANGE from the exclusive start "(<cursor>", so
 // every reader sees every retained event once, in the server's commit order; a
 // cursor that is not a canonical stream ID is ErrInvalidArgument, and one older than

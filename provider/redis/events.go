@@ -16,7 +16,7 @@ import (
 // eventField is the stream entry field holding an event's JSON.
 const eventField = "e"
 
-// AppendEvent implements provider.EventStore with one XADD ... MAXLEN ~ retention,
+// AppendEvent implements provider.EventStore with one XADD ... MAXLEN ~ maxEvents,
 // filling a zero Timestamp from the clock. The entry's stream ID is its cursor; the
 // order of stream IDs is the commit order every reader sees.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
@@ -35,7 +35,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	}
 	err = p.c.XAdd(ctx, &goredis.XAddArgs{
 		Stream: p.k.events(ev.PipelineID),
-		MaxLen: p.retention,
+		MaxLen: p.maxEvents,
 		Approx: true,
 		Values: []any{eventField, data},
 	}).Err()

@@ -30,7 +30,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"control_prefix", redis.WithKeyPrefix("a\nb")},
 		{"empty_owner", redis.WithOwner("")},
 		{"short_readiness", redis.WithReadinessTTL(time.Microsecond)},
-		{"negative_retention", redis.WithEventRetention(-1)},
+		{"negative_max_events", redis.WithMaxEvents(-1)},
 		{"small_max_value", redis.WithMaxValueSize(1000)},
 		{"nil_clock", redis.WithClock(nil)},
 		{"nil_option", nil},

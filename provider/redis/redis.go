@@ -23,9 +23,9 @@ const (
 	DefaultKeyPrefix = "pipestate"
 	// DefaultReadinessTTL is how long PutReadiness keeps a result without WithReadinessTTL.
 	DefaultReadinessTTL = 5 * time.Minute
-	// DefaultEventRetention is the approximate number of events kept per pipeline
-	// without WithEventRetention.
-	DefaultEventRetention = 100_000
+	// DefaultMaxEvents is the approximate number of events kept per pipeline
+	// without WithMaxEvents.
+	DefaultMaxEvents = 100_000
 	// DefaultMaxValueSize is the largest encoded value, in bytes, stored without
 	// WithMaxValueSize.
 	DefaultMaxValueSize = 1 << 20
@@ -50,7 +50,7 @@ type Provider struct {
 	k            keys
 	owner        string
 	readinessTTL time.Duration
-	retention    int64
+	maxEvents    int64
 	maxValue     int
 	now          func() time.Time
 	closeClient  bool
@@ -101,17 +101,17 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithEventRetention sets the approximate number of most recent events kept per
-// pipeline (default DefaultEventRetention): AppendEvent trims the stream with
+// WithMaxEvents sets the approximate number of most recent events kept per
+// pipeline (default DefaultMaxEvents): AppendEvent trims the stream with
 // XADD MAXLEN ~ n, so Redis may keep somewhat more. 0 keeps every event; negative
-// values are invalid. A reader that falls further behind than the retention loses
+// values are invalid. A reader that falls more than n events behind loses
 // the trimmed events and continues from the oldest retained one.
-func WithEventRetention(n int64) Option {
+func WithMaxEvents(n int64) Option {
 	return func(p *Provider) error {
 		if n < 0 {
-			return provider.Invalidf("redis: event retention %d is negative", n)
+			return provider.Invalidf("redis: max events %d is negative", n)
 		}
-		p.retention = n
+		p.maxEvents = n
 		return nil
 	}
 }
@@ -168,7 +168,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		k:            keys{prefix: DefaultKeyPrefix},
 		owner:        randomID(),
 		readinessTTL: DefaultReadinessTTL,
-		retention:    DefaultEventRetention,
+		maxEvents:    DefaultMaxEvents,
 		maxValue:     DefaultMaxValueSize,
 		now:          time.Now,
 	}
