@@ -87,10 +87,17 @@
 //     consistent. ListPipelines, ListAllReruns and ListReplays read GSI1, which
 //     DynamoDB keeps eventually consistent: on AWS a write typically shows there within
 //     a second (DynamoDB Local is immediate).
-//   - Writes that lose to concurrent writers (TransactionConflict) are retried with
-//     capped exponential backoff and full jitter; after 64 attempts the call fails with
-//     ErrContention and nothing is written. Throttling and 5xx errors are left to the
-//     SDK's retryer and then returned, wrapped (errors.As to the SDK type works).
+//   - Contention: a transaction cancelled by an overlapping one (TransactionConflict)
+//     is retried with capped exponential backoff and full jitter, at most 64 times; a
+//     condition that fails because another writer got there first (an event number
+//     taken, a list copy moved) is retried at once with what the failure returned, at
+//     most 1,000 times. Past either bound the call fails with ErrContention and
+//     nothing is written. Throttling and 5xx errors are left to the SDK's retryer and
+//     then returned, wrapped (errors.As to the SDK type works).
+//   - Lost responses: TransactWriteItems carries the SDK's idempotency token, and
+//     CAS, event and lock writes stamp the item with a per-call token, so when the SDK
+//     retries a write whose response was lost, the call still reports its own success
+//     instead of a lost race.
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its

@@ -148,7 +148,7 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 	tok := randomID()
 	last := p.lastSeq(pipelineID)
 	n := int64(len(batch))
-	for attempt := 0; ; attempt++ {
+	for lost, conflicts := 0, 0; ; {
 		claim, err := p.claimSeq(pipelineID, last, n, tok)
 		if err != nil {
 			return err
@@ -171,6 +171,9 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 			return nil
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
+			// Another instance appended first; the failure carries the counter's
+			// current value, so retry at once: backing off would only hand the next
+			// race to the instance that just won.
 			last = 0
 			if av != nil {
 				o, err := unmarshal(av)
@@ -184,15 +187,18 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 				last = o.Seq
 			}
 			p.sawSeq(pipelineID, last)
-			if attempt < 2 { // fresh news: retry at once, then back off
-				continue
+			if lost++; lost >= maxLostRaces {
+				return fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, ErrContention, lost, err)
 			}
-		} else if !ddbx.IsTxConflict(err) {
+			continue
+		}
+		if !ddbx.IsTxConflict(err) {
 			return fmt.Errorf("dynamodb: %s: %w", op, err)
 		}
-		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
 			return err
 		}
+		conflicts++
 	}
 }
 

@@ -40,14 +40,20 @@ var _ API = (*ddb.Client)(nil)
 // WithReadinessTTL says otherwise.
 const DefaultReadinessTTL = 5 * time.Minute
 
-// maxTxAttempts bounds the attempts of one transactional write that loses to
-// concurrent writers (transaction conflicts, or a lost race for an event sequence
-// number) before the call gives up with ErrContention.
-const maxTxAttempts = 64
+// Retry bounds of a transactional write that loses to concurrent writers of the
+// same items. A TransactionConflict (transactions overlapping in time) is retried
+// after a backoff, at most maxTxAttempts times. A failed condition that shows
+// another writer got there first (an event sequence number taken, a list copy
+// moved) means that writer made progress, so it is retried at once, at most
+// maxLostRaces times.
+const (
+	maxTxAttempts = 64
+	maxLostRaces  = 1000
+)
 
 // ErrContention is wrapped by the error of a write that lost to concurrent writers
-// of the same items maxTxAttempts times in a row; nothing was written. It is rare
-// (hundreds of writers on one run or one pipeline's event log) and safe to retry.
+// of the same items too many times in a row (see the package doc); nothing was
+// written. It is rare and safe to retry.
 var ErrContention = errors.New("dynamodb: too much contention")
 
 // Option configures a Provider; see New.

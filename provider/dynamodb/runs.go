@@ -71,7 +71,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 	}
 	putList, _ := p.txPut(lav, nil)
 	var old *item // the copy the truth item points at, once known
-	for attempt := 0; ; attempt++ {
+	for lost, conflicts := 0, 0; ; {
 		var cond expression.ConditionBuilder
 		if old == nil {
 			cond = expression.AttributeNotExists(expression.Name(attrPK)).Or(pointsAt(list.PK, list.SK))
@@ -91,7 +91,8 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 			return nil
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
-			if attempt+1 >= maxTxAttempts {
+			// The truth item is not what this attempt assumed; the failure carries it.
+			if lost++; lost >= maxLostRaces {
 				return fmt.Errorf("dynamodb: %s: %w: %w", op, ErrContention, err)
 			}
 			if av == nil { // deleted meanwhile: write it as new
@@ -113,9 +114,10 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		if !ddbx.IsTxConflict(err) {
 			return fmt.Errorf("dynamodb: %s: %w", op, err)
 		}
-		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
 			return err
 		}
+		conflicts++
 	}
 }
 
@@ -207,7 +209,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	newState.UpdatedAt = p.now()
 	createdFixed := false
 	tok := randomID()
-	for attempt := 0; ; attempt++ {
+	for conflicts := 0; ; {
 		truth, list, err := runItems(newState)
 		if err != nil {
 			return false, err
@@ -252,9 +254,10 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		if !ddbx.IsTxConflict(err) {
 			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
 		}
-		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
 			return false, err
 		}
+		conflicts++
 	}
 }
 
