@@ -97,7 +97,9 @@
 //   - Lost responses: TransactWriteItems carries the SDK's idempotency token, and
 //     CAS, event and lock writes stamp the item with a per-call token, so when the SDK
 //     retries a write whose response was lost, the call still reports its own success
-//     instead of a lost race.
+//     instead of a lost race. (A ReleaseLock or ReleaseLease whose response is lost
+//     and whose retry then finds the key free reports ErrLockNotHeld; the key is
+//     free either way.)
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its

@@ -12,7 +12,14 @@ import (
 )
 
 // AdminAPI is the subset of *ddb.Client that CreateTable calls.
-type AdminAPI = ddbx.TableAPI
+type AdminAPI interface {
+	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *ddb.DescribeTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *ddb.UpdateTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
+}
+
+var _ AdminAPI = (*ddb.Client)(nil)
 
 // CreateTableMaxWait bounds how long CreateTable waits for a new table to become
 // ACTIVE.
