@@ -172,7 +172,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 	ctx := context.Background()
 	p := openOn(b, e.client, e)
 	b.Run("pipestate", func(b *testing.B) {
-		pipe := "bench-" + strconv.Itoa(b.N)
+		pipe := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 		for i := range b.N {
 			if err := p.AppendEvent(ctx, benchEvent(pipe, i)); err != nil {
 				b.Fatal(err)
@@ -180,7 +180,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 		}
 	})
 	b.Run("raw", func(b *testing.B) {
-		pipe := "raw-" + strconv.Itoa(b.N)
+		pipe := "raw-" + strconv.FormatInt(time.Now().UnixNano(), 10) // a fresh counter
 		for i := range b.N {
 			if err := rawAppend(ctx, e, pipe, int64(i+1), mustJSON(b, benchEvent(pipe, i))); err != nil {
 				b.Fatal(err)

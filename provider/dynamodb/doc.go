@@ -82,7 +82,7 @@
 //     about 60 bytes of storage.
 //   - Items are checked against DynamoDB's 400 KB limit before any write
 //     (internal/ddbx.ItemSize); a larger one is ErrTooLarge and nothing is written.
-//     Entities up to about 390 KB of JSON fit, so 256 KB of metadata always does.
+//     An entity of up to about 399 KB of JSON fits, so 256 KB of metadata always does.
 //   - Consistency: every Get and every List of one pipeline's partition is strongly
 //     consistent. ListPipelines, ListAllReruns and ListReplays read GSI1, which
 //     DynamoDB keeps eventually consistent: on AWS a write typically shows there within
