@@ -107,9 +107,9 @@ func TestTooLargeWritesNothing(t *testing.T) {
 	if list, _ := p.ListRuns(ctx, "p", 10); len(list) != 0 {
 		t.Fatal("oversized run listed")
 	}
-	run.Metadata = map[string]any{"x": strings.Repeat("y", 300*1024)}
+	run.Metadata = map[string]any{"x": strings.Repeat("y", 398*1024)}
 	if err := p.PutRunState(ctx, run); err != nil {
-		t.Fatalf("300 KB run: %v", err)
+		t.Fatalf("398 KB run: %v", err)
 	}
 	run.Metadata = huge
 	if ok, err := p.CompareAndSwapRunState(ctx, "r", 0, run); ok || !errors.Is(err, provider.ErrTooLarge) {
