@@ -93,8 +93,9 @@ func fakeResponse(r *http.Request, status int, errType string) *http.Response {
 // TestFaults runs a concurrent workload of two providers through a transport that
 // throttles, fails and drops 15% of requests, with the SDK allowed only one retry so
 // that errors reach the provider and the caller. Calls must succeed or fail cleanly;
-// afterwards every list copy must equal its truth item and the event log must be
-// gapless and hold every event whose append succeeded, exactly once.
+// no lease fence may be handed out twice; afterwards every list copy must equal its
+// truth item and the event log must be gapless and hold every event whose append
+// succeeded, exactly once.
 func TestFaults(t *testing.T) {
 	ft := &faultTransport{base: http.DefaultTransport.(*http.Transport).Clone(), rate: 0.15}
 	e := testEnv(t, func(o *ddb.Options) {
@@ -114,6 +115,7 @@ func TestFaults(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		appended = map[string]bool{} // messages whose AppendEvent succeeded
+		fences   = map[int64]bool{}  // fences of leases acquired
 		okCalls  atomic.Int64
 		errCalls atomic.Int64
 		wg       sync.WaitGroup
@@ -141,7 +143,7 @@ func TestFaults(t *testing.T) {
 			for i := range opsPerWorker {
 				run := fmt.Sprintf("run-%d", rng.IntN(runsN))
 				pipe := pipelines[rng.IntN(runsN)%2]
-				switch op := rng.IntN(6); op {
+				switch op := rng.IntN(7); op {
 				case 0: // re-put a run, sometimes with a new CreatedAt
 					r := types.RunState{RunID: run, PipelineID: "p-" + run, Status: types.RunPending,
 						CreatedAt: e.clock.Now().Add(time.Duration(rng.IntN(3)) * time.Second), Version: rng.IntN(3)}
@@ -165,6 +167,27 @@ func TestFaults(t *testing.T) {
 				case 3: // cascade marker rewrite
 					e.clock.Advance(time.Millisecond)
 					note(p.WriteCascadeMarker(ctx, pipe, "", "2026-01-0"+strconv.Itoa(1+rng.IntN(3)), "up"))
+				case 4: // a lease, with a fence that must never be handed out twice
+					lease, err := p.(provider.Leaser).AcquireLease(ctx, "fault-lease", time.Minute)
+					if errors.Is(err, provider.ErrLockHeld) {
+						break
+					}
+					note(err)
+					if err != nil {
+						break
+					}
+					mu.Lock()
+					if fences[lease.Fence] {
+						t.Errorf("fence %d handed out twice", lease.Fence)
+					}
+					fences[lease.Fence] = true
+					mu.Unlock()
+					if _, err := p.(provider.Leaser).RenewLease(ctx, *lease, time.Minute); err != nil && !errors.Is(err, provider.ErrLockNotHeld) {
+						note(err)
+					}
+					if err := p.(provider.Leaser).ReleaseLease(ctx, *lease); err != nil && !errors.Is(err, provider.ErrLockNotHeld) {
+						note(err)
+					}
 				default: // events
 					msg := fmt.Sprintf("w%d-%d", w, i)
 					err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: pipe, Message: msg})
