@@ -51,7 +51,8 @@
 // in maps as float64). Other attributes: "exp" (expiry, Unix ns, by the provider
 // clock), "ttl" (the same in Unix seconds, for DynamoDB's TTL deletion), "listPK" and
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
-// (an event's number; the counter's last number), "holder" and "fence" (locks).
+// (an event's number; the counter's last number), "holder" and "fence" (locks), and
+// "tok" (the token of the call that last won a conditional write of the item).
 //
 // # Guarantees and decisions
 //
@@ -67,11 +68,14 @@
 //     swap is redone once with the stored CreatedAt). Of N concurrent swaps from one
 //     version exactly one wins.
 //   - Events are numbered 1, 2, 3... per pipeline by a counter item that each append
-//     moves from n to n+1 in the same transaction that puts event n+1, on condition
-//     that it still holds n. Numbers are therefore gapless and in commit order, and a
-//     reader that has passed cursor n can never later see a new event below n,
-//     whatever the writers' clocks say. The cursor (EventRecord.StreamID) is the
-//     decimal number; anything else is ErrInvalidArgument.
+//     moves from n to n+k in the same transaction that puts events n+1..n+k, on
+//     condition that it still holds n. Numbers are therefore gapless and in commit
+//     order, and a reader that has passed cursor n can never later see a new event
+//     below n, whatever the writers' clocks say. The cursor (EventRecord.StreamID) is
+//     the decimal number; anything else is ErrInvalidArgument. Concurrent appends to
+//     one pipeline through one Provider are group-committed (up to 99 events per
+//     transaction), so goroutines of one process never race each other for the
+//     counter; only instances do.
 //   - TTLs are judged by the provider clock on every read (items DynamoDB has not yet
 //     deleted are filtered out), and List* calls keep paging until they have limit
 //     live items. Events expire only with WithEventRetention.
@@ -103,8 +107,9 @@
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its
-//     event appends are serialized by its counter item (each append is a
-//     two-item transaction, so well under 1,000 appends per second per pipeline).
+//     event transactions are serialized by its counter item (group commit packs many
+//     appends into one). Every pipeline config, rerun and replay shares one GSI1
+//     partition key each (PIPELINES, RERUNS, REPLAYS); these are low-rate records.
 //
 // # Round trips
 //
