@@ -222,3 +222,50 @@ func TestPingMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupCommit checks that concurrent appends through one instance share
+// transactions, keep each caller's order and number events without gaps.
+func TestGroupCommit(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	p := openOn(t, e.client, e)
+	ctx := context.Background()
+	const writers, each = 16, 10
+	n.Reset()
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				msg := strconv.Itoa(w) + "/" + strconv.Itoa(i)
+				if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: msg}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.Load(); got >= writers*each {
+		t.Errorf("%d appends took %d requests: no group commit", writers*each, got)
+	}
+	recs, err := p.ReadEventsSince(ctx, "p", "", 1000)
+	if err != nil || len(recs) != writers*each {
+		t.Fatalf("read %d events, %v; want %d", len(recs), err, writers*each)
+	}
+	next := map[string]int{}
+	for i, r := range recs {
+		if r.StreamID != strconv.Itoa(i+1) {
+			t.Fatalf("event %d has number %s", i+1, r.StreamID)
+		}
+		w, idx, _ := strings.Cut(r.Event.Message, "/")
+		if idx != strconv.Itoa(next[w]) {
+			t.Fatalf("writer %s: event %s after %d events: order lost", w, idx, next[w])
+		}
+		next[w]++
+	}
+}
