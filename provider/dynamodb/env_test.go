@@ -8,30 +8,14 @@ import (
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 )
 
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 21, 6, 0, 0, 123456789, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newFakeClock returns a test clock with nanoseconds set, to catch lost precision.
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 11, 21, 6, 0, 0, 123456789, time.UTC))
 }
 
 // env is one test's storage: a table of its own and a fake clock, shared by every
@@ -39,7 +23,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 type env struct {
 	client *ddb.Client
 	table  string
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 }
 
 var (
