@@ -16,6 +16,14 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
+// Selectors of the Store's maps, for the generic get and list.
+func pipelines(s *Store) map[string]types.PipelineConfig { return s.pipelines }
+func runs(s *Store) map[string]types.RunState            { return s.runs }
+func runLogs(s *Store) map[slot]types.RunLogEntry        { return s.runLogs }
+func reruns(s *Store) map[string]types.RerunRecord       { return s.reruns }
+func replays(s *Store) map[slot]types.ReplayRequest      { return s.replays }
+func markers(s *Store) map[slot]types.CascadeMarker      { return s.markers }
+
 // Store is the data that Providers share. The zero value is not usable; call NewStore.
 type Store struct {
 	mu           sync.Mutex
@@ -257,4 +265,48 @@ func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, cmpFn func(
 	}
 	slices.SortFunc(out, cmpFn)
 	return out
+}
+
+// checked validates v (wrapping ErrInvalidArgument) and returns a deep copy of it.
+func checked[T interface{ Validate() error }](v T) (T, error) {
+	if err := provider.Validate(v); err != nil {
+		return v, err
+	}
+	return clone(v)
+}
+
+// write runs set with the store locked.
+func (p *Provider) write(ctx context.Context, set func(s *Store)) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	set(p.s)
+	return nil
+}
+
+// get returns a copy of the entity at k of the map that of selects, or nil when absent.
+func get[K comparable, V any](ctx context.Context, p *Provider, of func(*Store) map[K]V, k K) (*V, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	v, ok := of(p.s)[k]
+	if !ok {
+		return nil, nil
+	}
+	return clonePtr(v), nil
+}
+
+// list returns copies of the values of the map that of selects that keep accepts
+// (nil: all), ordered by cmpFn, at most limit.
+func list[K comparable, V any](ctx context.Context, p *Provider, limit int, of func(*Store) map[K]V, keep func(V) bool, cmpFn func(a, b V) int) ([]V, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	return cloneAll(firstN(sortedValues(of(p.s), keep, cmpFn), limit)), nil
 }

@@ -13,20 +13,12 @@ import (
 
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := provider.Validate(entry); err != nil {
-		return err
-	}
-	e, err := clone(entry)
+	e, err := checked(entry)
 	if err != nil {
 		return err
 	}
 	e.ScheduleID = types.ScheduleOrDefault(e.ScheduleID)
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	p.s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e
-	return nil
+	return p.write(ctx, func(s *Store) { s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e })
 }
 
 // GetRunLog implements provider.RunLogStore.
@@ -35,15 +27,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	e, ok := p.s.runLogs[k]
-	if !ok {
-		return nil, nil
-	}
-	return clonePtr(e), nil
+	return get(ctx, p, runLogs, k)
 }
 
 // checkSlot validates a (pipeline, date, schedule) key and applies the default schedule.
@@ -60,39 +44,23 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.runLogs,
+	return list(ctx, p, limit, runLogs,
 		func(e types.RunLogEntry) bool { return e.PipelineID == pipelineID },
 		func(a, b types.RunLogEntry) int {
 			return cmp.Or(cmp.Compare(b.Date, a.Date), cmp.Compare(b.ScheduleID, a.ScheduleID))
 		})
-	return cloneAll(firstN(out, limit)), nil
 }
 
 // PutRerun implements provider.RerunStore.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := provider.Validate(rerun); err != nil {
-		return err
-	}
-	r, err := clone(rerun)
+	r, err := checked(rerun)
 	if err != nil {
 		return err
 	}
 	if r.RequestedAt.IsZero() {
 		r.RequestedAt = p.now()
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	p.s.reruns[r.RerunID] = r
-	return nil
+	return p.write(ctx, func(s *Store) { s.reruns[r.RerunID] = r })
 }
 
 // GetRerun implements provider.RerunStore.
@@ -100,15 +68,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	if err := provider.CheckID("rerun ID", rerunID); err != nil {
 		return nil, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	r, ok := p.s.reruns[rerunID]
-	if !ok {
-		return nil, nil
-	}
-	return clonePtr(r), nil
+	return get(ctx, p, reruns, rerunID)
 }
 
 // ListReruns implements provider.RerunStore.
@@ -125,25 +85,14 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 }
 
 func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) bool, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.reruns, keep, func(a, b types.RerunRecord) int {
+	return list(ctx, p, limit, reruns, keep, func(a, b types.RerunRecord) int {
 		return newestFirst(a.RequestedAt, b.RequestedAt, a.RerunID, b.RerunID)
 	})
-	return cloneAll(firstN(out, limit)), nil
 }
 
 // PutReplay implements provider.ReplayStore.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := provider.Validate(req); err != nil {
-		return err
-	}
-	r, err := clone(req)
+	r, err := checked(req)
 	if err != nil {
 		return err
 	}
@@ -151,12 +100,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = p.now()
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	p.s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r
-	return nil
+	return p.write(ctx, func(s *Store) { s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r })
 }
 
 // GetReplay implements provider.ReplayStore.
@@ -165,36 +109,17 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	r, ok := p.s.replays[k]
-	if !ok {
-		return nil, nil
-	}
-	return clonePtr(r), nil
+	return get(ctx, p, replays, k)
 }
 
 // ListReplays implements provider.ReplayStore.
 func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.replays, nil, func(a, b types.ReplayRequest) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return cloneAll(firstN(out, limit)), nil
+	return list(ctx, p, limit, replays, nil, func(a, b types.ReplayRequest) int { return b.CreatedAt.Compare(a.CreatedAt) })
 }
 
 // PutLateArrival implements provider.LateArrivalStore.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := provider.Validate(la); err != nil {
-		return err
-	}
-	l, err := clone(la)
+	l, err := checked(la)
 	if err != nil {
 		return err
 	}
@@ -202,13 +127,8 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if l.DetectedAt.IsZero() {
 		l.DetectedAt = p.now()
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
-	p.s.lateArrivals[k] = append(p.s.lateArrivals[k], l)
-	return nil
+	return p.write(ctx, func(s *Store) { s.lateArrivals[k] = append(s.lateArrivals[k], l) })
 }
 
 // ListLateArrivals implements provider.LateArrivalStore.
@@ -246,17 +166,9 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.markers,
+	return list(ctx, p, limit, markers,
 		func(m types.CascadeMarker) bool { return m.PipelineID == pipelineID },
 		func(a, b types.CascadeMarker) int { return b.WrittenAt.Compare(a.WrittenAt) })
-	return cloneAll(firstN(out, limit)), nil
 }
 
 // AcquireLock implements provider.Locker.

@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -12,19 +13,11 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := provider.Validate(cfg); err != nil {
-		return err
-	}
-	c, err := clone(cfg)
+	c, err := checked(cfg)
 	if err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	p.s.pipelines[c.ID] = c
-	return nil
+	return p.write(ctx, func(s *Store) { s.pipelines[c.ID] = c })
 }
 
 // GetPipeline implements provider.PipelineStore.
@@ -32,25 +25,12 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return nil, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	c, ok := p.s.pipelines[id]
-	if !ok {
-		return nil, nil
-	}
-	return clonePtr(c), nil
+	return get(ctx, p, pipelines, id)
 }
 
 // ListPipelines implements provider.PipelineStore.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) })
-	return cloneAll(out), nil
+	return list(ctx, p, math.MaxInt, pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // DeletePipeline implements provider.PipelineStore.
@@ -58,12 +38,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	delete(p.s.pipelines, id)
-	return nil
+	return p.write(ctx, func(s *Store) { delete(s.pipelines, id) })
 }
 
 // PutTrait implements provider.TraitStore.
@@ -138,19 +113,13 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 
 // PutReadiness implements provider.Provider.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := provider.Validate(result); err != nil {
-		return err
-	}
-	r, err := clone(result)
+	r, err := checked(result)
 	if err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	p.s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
-	return nil
+	return p.write(ctx, func(s *Store) {
+		s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
+	})
 }
 
 // GetReadiness implements provider.Provider.
@@ -172,10 +141,7 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 
 // PutRunState implements provider.RunStore.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := provider.Validate(run); err != nil {
-		return err
-	}
-	r, err := clone(run)
+	r, err := checked(run)
 	if err != nil {
 		return err
 	}
@@ -202,15 +168,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 	if err := provider.CheckID("run ID", runID); err != nil {
 		return nil, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	r, ok := p.s.runs[runID]
-	if !ok {
-		return nil, nil
-	}
-	return clonePtr(r), nil
+	return get(ctx, p, runs, runID)
 }
 
 // ListRuns implements provider.RunStore.
@@ -218,17 +176,9 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.runs,
+	return list(ctx, p, limit, runs,
 		func(r types.RunState) bool { return r.PipelineID == pipelineID },
 		func(a, b types.RunState) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.RunID, b.RunID) })
-	return cloneAll(firstN(out, limit)), nil
 }
 
 // CompareAndSwapRunState implements provider.RunStore.
@@ -272,10 +222,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 
 // AppendEvent implements provider.EventStore.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := provider.Validate(ev); err != nil {
-		return err
-	}
-	e, err := clone(ev)
+	e, err := checked(ev)
 	if err != nil {
 		return err
 	}
