@@ -40,10 +40,10 @@ type base struct {
 
 func newBase(name string, client API, table string, c config) (base, error) {
 	if client == nil {
-		return base{}, state.Invalidf("%s: nil client", c.ctor)
+		return base{}, state.Invalidf("%s: nil client", c.Ctor)
 	}
 	if table == "" {
-		return base{}, state.Invalidf("%s: empty table name", c.ctor)
+		return base{}, state.Invalidf("%s: empty table name", c.Ctor)
 	}
 	return base{client: client, table: table, name: name, cfg: c, closed: new(atomic.Bool)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -38,7 +39,7 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL.
 func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, targetStore, opts)
+	c, err := newConfig("New"+name, storeopt.Bytes, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		return false, s.wrap("put", err)
 	}
-	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cfg.cas, read, write)
+	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cfg.CAS, read, write)
 	s.retries.Add(int64(retries))
 	if err != nil {
 		return false, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Deduper is a state.Deduper over a dedup table (see CreateDedupTable): a claim is
@@ -26,7 +27,7 @@ var _ state.Deduper = (*Deduper)(nil)
 // expire). The table may also hold the MergeUpdateOnce claims of stores.
 func NewDeduper(client API, table string, opts ...Option) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, targetDeduper, opts)
+	c, err := newConfig("New"+name, storeopt.Deduper, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 		return false, d.wrap("build expression", err)
 	}
 	_, err = d.client.PutItem(ctx, &ddb.PutItemInput{
-		TableName: &d.table, Item: d.claimItem(pk, d.cfg.ttl),
+		TableName: &d.table, Item: d.claimItem(pk, d.cfg.TTL),
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
 		ExpressionAttributeValues: cond.Values(),
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Store kinds: they namespace MergeUpdateOnce claims in a shared dedup table.
@@ -43,7 +44,7 @@ type numeric[V int64 | float64] struct {
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, opts []Option) (numeric[V], error) {
-	c, err := newConfig("New"+nk.typ, targetStore, opts)
+	c, err := newConfig("New"+nk.typ, storeopt.Numeric, opts)
 	if err != nil {
 		return numeric[V]{}, err
 	}

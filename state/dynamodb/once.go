@@ -67,7 +67,7 @@ func (b *base) transact(ctx context.Context, claimPK string, now int64, write dd
 	_, err = b.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{
 		TransactItems: []ddbtypes.TransactWriteItem{
 			{Put: &ddbtypes.Put{
-				TableName: &b.cfg.dedupTable, Item: b.claimItem(claimPK, b.cfg.dedupTTL),
+				TableName: &b.cfg.dedupTable, Item: b.claimItem(claimPK, b.cfg.DedupTTL),
 				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
 				ExpressionAttributeValues: cond.Values(),
 			}},
@@ -95,10 +95,10 @@ type retries struct {
 // again records a lost race; it waits with the backoff policy, or returns an error
 // wrapping state.ErrMaxRetriesExceeded once MaxRetries races were lost.
 func (r *retries) again(ctx context.Context) error {
-	if r.lost >= r.b.cfg.cas.MaxRetries {
+	if r.lost >= r.b.cfg.CAS.MaxRetries {
 		return fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrMaxRetriesExceeded, r.lost+1)
 	}
-	p := backoff.Policy{Base: r.b.cfg.cas.Base, Max: r.b.cfg.cas.Max}
+	p := backoff.Policy{Base: r.b.cfg.CAS.Base, Max: r.b.cfg.CAS.Max}
 	if err := p.Wait(ctx, r.lost); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Option configures a store or a deduper. An option that does not apply to the
@@ -11,52 +12,16 @@ import (
 // return an error wrapping state.ErrInvalidArgument.
 type Option func(*config) error
 
-// target says which constructors an option applies to.
-type target uint8
-
-const (
-	targetStore   target = 1 << iota // every store
-	targetDeduper                    // Deduper
-
-	targetAll = targetStore | targetDeduper
-)
-
 // config is what options set; see newConfig for the defaults.
 type config struct {
-	ctor       string
-	target     target
+	storeopt.Common
 	now        func() time.Time
-	cas        state.CASPolicy // retries of lost races
-	dedupTable string          // OnceStore claims; "" = MergeUpdateOnce unavailable
-	dedupTTL   time.Duration   // OnceStore claims
-	ttl        time.Duration   // Deduper claims
+	dedupTable string // OnceStore claims; "" = MergeUpdateOnce unavailable
 }
 
-func newConfig(ctor string, t target, opts []Option) (config, error) {
-	c := config{
-		ctor:     ctor,
-		target:   t,
-		now:      time.Now,
-		cas:      state.DefaultCASPolicy(),
-		dedupTTL: state.DefaultDedupTTL,
-		ttl:      state.DefaultDedupTTL,
-	}
-	for _, o := range opts {
-		if o == nil {
-			return config{}, state.Invalidf("%s: nil option", ctor)
-		}
-		if err := o(&c); err != nil {
-			return config{}, err
-		}
-	}
-	return c, nil
-}
-
-func (c *config) allow(option string, t target) error {
-	if c.target&t == 0 {
-		return state.Invalidf("%s: option %s does not apply", c.ctor, option)
-	}
-	return nil
+func newConfig(ctor string, t storeopt.Target, opts []Option) (config, error) {
+	c := config{Common: storeopt.NewCommon(ctor, t), now: time.Now}
+	return c, storeopt.Apply(&c, ctor, opts)
 }
 
 // WithClock makes the store or deduper read the time from now (default time.Now).
@@ -66,11 +31,11 @@ func (c *config) allow(option string, t target) error {
 // tests. now must not be nil.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
-		if err := c.allow("WithClock", targetAll); err != nil {
+		if err := c.Allow("WithClock", storeopt.All); err != nil {
 			return err
 		}
 		if now == nil {
-			return state.Invalidf("%s: nil clock", c.ctor)
+			return state.Invalidf("%s: nil clock", c.Ctor)
 		}
 		c.now = now
 		return nil
@@ -83,16 +48,7 @@ func WithClock(now func() time.Time) Option {
 // state.ErrMaxRetriesExceeded (default state.DefaultMaxRetries; 0 = a single attempt).
 // n < 0 is an error. Stores only.
 func WithMaxRetries(n int) Option {
-	return func(c *config) error {
-		if err := c.allow("WithMaxRetries", targetStore); err != nil {
-			return err
-		}
-		if n < 0 {
-			return state.Invalidf("%s: max retries %d is negative", c.ctor, n)
-		}
-		c.cas.MaxRetries = n
-		return nil
-	}
+	return func(c *config) error { return c.SetMaxRetries(storeopt.Stores, n) }
 }
 
 // WithBackoff sets the delays between merge retries: capped exponential backoff with
@@ -100,16 +56,7 @@ func WithMaxRetries(n int) Option {
 // state.DefaultRetryBase and state.DefaultRetryMax). base and max must be positive
 // with base <= max. Stores only.
 func WithBackoff(base, max time.Duration) Option {
-	return func(c *config) error {
-		if err := c.allow("WithBackoff", targetStore); err != nil {
-			return err
-		}
-		if base <= 0 || max < base {
-			return state.Invalidf("%s: backoff base %v and max %v must be positive with base <= max", c.ctor, base, max)
-		}
-		c.cas.Base, c.cas.Max = base, max
-		return nil
-	}
+	return func(c *config) error { return c.SetBackoff(storeopt.Stores, base, max) }
 }
 
 // WithDedupTable names the table (made by CreateDedupTable) that holds the event
@@ -118,11 +65,11 @@ func WithBackoff(base, max time.Duration) Option {
 // dedupers: claims are namespaced by value table and store kind. Stores only.
 func WithDedupTable(table string) Option {
 	return func(c *config) error {
-		if err := c.allow("WithDedupTable", targetStore); err != nil {
+		if err := c.Allow("WithDedupTable", storeopt.Stores); err != nil {
 			return err
 		}
 		if table == "" {
-			return state.Invalidf("%s: empty dedup table name", c.ctor)
+			return state.Invalidf("%s: empty dedup table name", c.Ctor)
 		}
 		c.dedupTable = table
 		return nil
@@ -133,29 +80,11 @@ func WithDedupTable(table string) Option {
 // state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d < 0 is an
 // error. Stores only.
 func WithDedupTTL(d time.Duration) Option {
-	return func(c *config) error {
-		if err := c.allow("WithDedupTTL", targetStore); err != nil {
-			return err
-		}
-		if d < 0 {
-			return state.Invalidf("%s: dedup ttl %v is negative", c.ctor, d)
-		}
-		c.dedupTTL = d
-		return nil
-	}
+	return func(c *config) error { return c.SetDedupTTL(d) }
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
 // forever). d < 0 is an error. Deduper only.
 func WithTTL(d time.Duration) Option {
-	return func(c *config) error {
-		if err := c.allow("WithTTL", targetDeduper); err != nil {
-			return err
-		}
-		if d < 0 {
-			return state.Invalidf("%s: ttl %v is negative", c.ctor, d)
-		}
-		c.ttl = d
-		return nil
-	}
+	return func(c *config) error { return c.SetTTL(d) }
 }

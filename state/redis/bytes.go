@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -34,7 +35,7 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // does not own. Options: WithKeyPrefix, WithDedupTTL, WithMaxRetries, WithBackoff.
 func NewBytesStore(client goredis.UniversalClient, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, targetBytes, opts)
+	c, err := newConfig("New"+name, storeopt.Bytes, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func NewBytesStore(client goredis.UniversalClient, m monoid.Monoid[[]byte], opts
 	if err != nil {
 		return nil, err
 	}
-	return &BytesStore{base: b, m: m, cas: c.cas, dedupTTL: c.dedupTTL}, nil
+	return &BytesStore{base: b, m: m, cas: c.CAS, dedupTTL: c.DedupTTL}, nil
 }
 
 func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {

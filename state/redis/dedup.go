@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Deduper is a state.Deduper over Redis: a claim is the key "prefix:seen:eventID",
@@ -23,7 +24,7 @@ var _ state.Deduper = (*Deduper)(nil)
 // WithKeyPrefix, WithTTL (default state.DefaultDedupTTL; 0 = claims never expire).
 func NewDeduper(client goredis.UniversalClient, opts ...Option) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, targetDeduper, opts)
+	c, err := newConfig("New"+name, storeopt.Deduper, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +32,7 @@ func NewDeduper(client goredis.UniversalClient, opts ...Option) (*Deduper, error
 	if err != nil {
 		return nil, err
 	}
-	return &Deduper{base: b, ttl: c.ttl}, nil
+	return &Deduper{base: b, ttl: c.TTL}, nil
 }
 
 // MarkSeen claims eventID with SET NX PX (one round trip); firstSeen is true for

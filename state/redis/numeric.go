@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // numericKind is what tells the three numeric stores apart.
@@ -31,7 +32,7 @@ type numeric[V int64 | float64] struct {
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, opts []Option) (numeric[V], error) {
-	c, err := newConfig("New"+nk.name, targetNumeric, opts)
+	c, err := newConfig("New"+nk.name, storeopt.Numeric, opts)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -39,7 +40,7 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	return numeric[V]{base: b, numericKind: nk, dedupTTL: c.dedupTTL}, nil
+	return numeric[V]{base: b, numericKind: nk, dedupTTL: c.DedupTTL}, nil
 }
 
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
