@@ -69,18 +69,45 @@ func CheckLockKey(key string) error {
 	return nil
 }
 
-// CheckTTL rejects a negative ttl.
+// MaxTTL is the largest ttl any call accepts: 100 years of 365 days. Every backend
+// can add it to any clock reading of this era without overflow, in nanoseconds,
+// milliseconds (Redis PX) or epoch seconds (DynamoDB), so a ttl never wraps into
+// "already expired" or "no expiry".
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
+// CheckTTL rejects a negative ttl and one above MaxTTL. Zero means no expiry.
 func CheckTTL(ttl time.Duration) error {
-	if ttl < 0 {
-		return Invalidf("ttl %v is negative", ttl)
+	if ttl < 0 || ttl > MaxTTL {
+		return Invalidf("ttl %v is outside [0, %v]", ttl, MaxTTL)
 	}
 	return nil
 }
 
-// CheckLeaseTTL rejects a ttl that is not positive: a lease always expires.
+// CheckLeaseTTL rejects a ttl that is not positive (a lease always expires) and one
+// above MaxTTL.
 func CheckLeaseTTL(ttl time.Duration) error {
-	if ttl <= 0 {
-		return Invalidf("lease ttl %v must be positive", ttl)
+	if ttl <= 0 || ttl > MaxTTL {
+		return Invalidf("lease ttl %v is outside (0, %v]", ttl, MaxTTL)
+	}
+	return nil
+}
+
+// CheckCAS is the argument check of CompareAndSwapRunState, before any I/O: runID
+// is a valid ID equal to newState.RunID, newState is valid, and expectedVersion is
+// in [0, types.MaxRunVersion) so that the swapped-in version expectedVersion+1 is
+// still a valid Version.
+func CheckCAS(runID string, expectedVersion int, newState types.RunState) error {
+	if err := CheckID("run ID", runID); err != nil {
+		return err
+	}
+	if err := Validate(newState); err != nil {
+		return err
+	}
+	if newState.RunID != runID {
+		return Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
+	}
+	if expectedVersion < 0 || int64(expectedVersion) >= types.MaxRunVersion {
+		return Invalidf("expected version %d is outside [0, %d)", expectedVersion, int64(types.MaxRunVersion))
 	}
 	return nil
 }

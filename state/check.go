@@ -68,10 +68,15 @@ func CheckEventID(id string) error {
 	return checkText("event ID", id, MaxEventIDLen)
 }
 
-// CheckTTL rejects a negative ttl. ttl == 0 means no expiry.
+// MaxTTL is the largest ttl a merge, a claim or a dedup option accepts: 100 years of
+// 365 days, the same limit as the provider's, so that now+ttl never overflows in any
+// backend's unit.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
+// CheckTTL rejects a negative ttl and one above MaxTTL. ttl == 0 means no expiry.
 func CheckTTL(ttl time.Duration) error {
-	if ttl < 0 {
-		return Invalidf("ttl %v is negative", ttl)
+	if ttl < 0 || ttl > MaxTTL {
+		return Invalidf("ttl %v is outside [0, %v]", ttl, MaxTTL)
 	}
 	return nil
 }

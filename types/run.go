@@ -40,7 +40,14 @@ func validateRunStatus(s RunStatus) error {
 	return nil
 }
 
-// RunState is one run of a pipeline. Version is its compare-and-swap version.
+// MaxRunVersion is the largest run Version: 2^53-1, the largest integer that every
+// backend stores exactly (JSON numbers and Redis Lua numbers are float64).
+// A RunState with a larger Version is invalid, and a compare-and-swap may start from
+// at most MaxRunVersion-1.
+const MaxRunVersion = 1<<53 - 1
+
+// RunState is one run of a pipeline. Version is its compare-and-swap version, in
+// [0, MaxRunVersion].
 type RunState struct {
 	RunID      string         `json:"runId"`
 	PipelineID string         `json:"pipelineId"`
@@ -59,8 +66,8 @@ func (r RunState) Validate() error {
 	if err := ValidateID("pipeline ID", r.PipelineID); err != nil {
 		return err
 	}
-	if r.Version < 0 {
-		return fmt.Errorf("%w: run version %d is negative", ErrInvalid, r.Version)
+	if r.Version < 0 || int64(r.Version) > MaxRunVersion {
+		return fmt.Errorf("%w: run version %d is outside [0, %d]", ErrInvalid, r.Version, int64(MaxRunVersion))
 	}
 	return validateRunStatus(r.Status)
 }

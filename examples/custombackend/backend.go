@@ -535,17 +535,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err := p.enter(ctx); err != nil {
 		return false, err
 	}
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
-	}
-	if expectedVersion < 0 {
-		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
-	}
-	if err := provider.Validate(newState); err != nil {
-		return false, err
-	}
-	if newState.RunID != runID {
-		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
 	}
 	newState.Version = expectedVersion + 1
 	swapped := false

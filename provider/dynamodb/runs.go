@@ -164,17 +164,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // the stored CreatedAt, which CAS never changes. A zero newState.CreatedAt costs a
 // GetItem first.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
-	}
-	if err := provider.Validate(newState); err != nil {
-		return false, err
-	}
-	if newState.RunID != runID {
-		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
-	}
-	if expectedVersion < 0 {
-		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
 	}
 	if err := p.begin(ctx); err != nil {
 		return false, err

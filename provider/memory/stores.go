@@ -183,17 +183,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 
 // CompareAndSwapRunState implements provider.RunStore.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
-	}
-	if err := provider.Validate(newState); err != nil {
-		return false, err
-	}
-	if newState.RunID != runID {
-		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
-	}
-	if expectedVersion < 0 {
-		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
 	}
 	r, err := clone(newState)
 	if err != nil {

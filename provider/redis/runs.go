@@ -137,17 +137,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // entry never changes (it orders by CreatedAt), so CAS touches one key. A nonce
 // makes a CAS that go-redis retried after a lost reply report its success.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
-	}
-	if err := provider.Validate(newState); err != nil {
-		return false, err
-	}
-	if newState.RunID != runID {
-		return false, provider.Invalidf("new state's run ID %q differs from %q", newState.RunID, runID)
-	}
-	if expectedVersion < 0 {
-		return false, provider.Invalidf("expected version %d is negative", expectedVersion)
 	}
 	newState.Version = expectedVersion + 1
 	newState.UpdatedAt = p.now()
