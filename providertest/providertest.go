@@ -29,6 +29,12 @@ type Harness struct {
 	// when it cannot open a provider.
 	Open func(t *testing.T) provider.Provider
 
+	// OpenOwner is Open for an instance whose lock and lease owner identity is owner
+	// (the backend's owner option), sharing storage with the other providers of t.
+	// The identity tests use it to check that owners which are prefixes of each
+	// other never release each other's locks. Nil skips those tests with a reason.
+	OpenOwner func(t *testing.T, owner string) provider.Provider
+
 	// Sleep moves time forward by d as the providers of the test t see it, for
 	// example by advancing a fake clock shared by the providers Open returned for
 	// t. Nil means time.Sleep.
