@@ -84,29 +84,46 @@ func describe(ctx context.Context, api TableAPI, name string) (*ddbtypes.TableDe
 	return out.Table, nil
 }
 
+// ensureTTL enables TTL on attr unless it is enabled (or being enabled) already.
+// When the update fails, TTL is described again: a concurrent EnsureTable may have
+// enabled it in between (DynamoDB then refuses the update with "TimeToLive is
+// already enabled"), which is success.
 func ensureTTL(ctx context.Context, api TableAPI, name, attr string) error {
-	out, err := api.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &name})
-	if err != nil {
-		return fmt.Errorf("describe ttl of %s: %w", name, err)
-	}
-	if d := out.TimeToLiveDescription; d != nil {
-		switch d.TimeToLiveStatus {
-		case ddbtypes.TimeToLiveStatusEnabled, ddbtypes.TimeToLiveStatusEnabling:
-			if got := deref(d.AttributeName); got != attr {
-				return fmt.Errorf("table %s: %w: ttl is on %q, want %q", name, ErrSchemaMismatch, got, attr)
-			}
-			return nil
-		}
+	if on, err := ttlOn(ctx, api, name, attr); on || err != nil {
+		return err
 	}
 	enabled := true
-	_, err = api.UpdateTimeToLive(ctx, &ddb.UpdateTimeToLiveInput{
+	_, err := api.UpdateTimeToLive(ctx, &ddb.UpdateTimeToLiveInput{
 		TableName:               &name,
 		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: &attr, Enabled: &enabled},
 	})
-	if err != nil {
-		return fmt.Errorf("enable ttl on %s: %w", name, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	switch on, derr := ttlOn(ctx, api, name, attr); {
+	case on:
+		return nil
+	case errors.Is(derr, ErrSchemaMismatch):
+		return derr
+	}
+	return fmt.Errorf("enable ttl on %s: %w", name, err)
+}
+
+// ttlOn reports whether TTL on table name is enabled or being enabled on attr; TTL
+// on another attribute is an error wrapping ErrSchemaMismatch.
+func ttlOn(ctx context.Context, api TableAPI, name, attr string) (bool, error) {
+	out, err := api.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		return false, fmt.Errorf("describe ttl of %s: %w", name, err)
+	}
+	d := out.TimeToLiveDescription
+	if d == nil || (d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled && d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabling) {
+		return false, nil
+	}
+	if got := deref(d.AttributeName); got != attr {
+		return false, fmt.Errorf("table %s: %w: ttl is on %q, want %q", name, ErrSchemaMismatch, got, attr)
+	}
+	return true, nil
 }
 
 func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +135,41 @@ func TestBatchAgainstDynamoDB(t *testing.T) {
 				t.Fatalf("got %q in %d pages, %v; want %q in %d", got, pages+1, err, tc.want, tc.pages)
 			}
 		})
+	}
+}
+
+// TestEnsureTableConcurrent creates one new table from many goroutines released at
+// once: every call must succeed and the table must be usable with TTL on.
+func TestEnsureTableConcurrent(t *testing.T) {
+	c := testenv.DynamoDBClient(t)
+	name := testenv.UniqueName(t)
+	t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &name}) })
+	errs := make([]error, 16)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = EnsureTable(context.Background(), c, tableInput(name, "SK"), "ttl", time.Minute)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	ctx := context.Background()
+	it := keyOf(1)
+	it["SK"] = &ddbtypes.AttributeValueMemberS{Value: "s"}
+	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: it}); err != nil {
+		t.Fatalf("table unusable: %v", err)
+	}
+	ttl, err := c.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "ttl" {
+		t.Fatalf("ttl: %+v, %v", ttl, err)
 	}
 }

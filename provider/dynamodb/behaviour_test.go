@@ -35,8 +35,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if p, err := dynamodb.New(tc.client, tc.table, tc.opt); err == nil {
-				t.Fatalf("New = %v, nil; want an error", p)
+			if p, err := dynamodb.New(tc.client, tc.table, tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {
+				t.Fatalf("New = %v, %v; want ErrInvalidArgument", p, err)
 			}
 		})
 	}

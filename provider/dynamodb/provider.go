@@ -137,14 +137,15 @@ var (
 )
 
 // New returns a Provider on table through client. It does no I/O: the table must
-// exist (see CreateTable), and calls work as soon as New returns. It fails on a nil
-// client, an empty table name or an invalid option.
+// exist (see CreateTable), and calls work as soon as New returns. It fails with an
+// error wrapping provider.ErrInvalidArgument on a nil client (a typed nil such as
+// (*ddb.Client)(nil) included), an empty table name or an invalid option.
 func New(client API, table string, opts ...Option) (*Provider, error) {
-	if client == nil {
-		return nil, errors.New("dynamodb: New: nil client")
+	if ddbx.IsNil(client) {
+		return nil, provider.Invalidf("dynamodb: New: nil client")
 	}
 	if table == "" {
-		return nil, errors.New("dynamodb: New: empty table name")
+		return nil, provider.Invalidf("dynamodb: New: empty table name")
 	}
 	p := &Provider{
 		api:          client,
@@ -158,10 +159,10 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 	}
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("dynamodb: New: nil option")
+			return nil, provider.Invalidf("dynamodb: New: nil option")
 		}
 		if err := o(p); err != nil {
-			return nil, err
+			return nil, provider.Invalid(err)
 		}
 	}
 	return p, nil

@@ -9,6 +9,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/provider"
 )
 
 // AdminAPI is the subset of *ddb.Client that CreateTable calls.
@@ -61,8 +62,15 @@ func TableInput(table string) *ddb.CreateTableInput {
 // attribute "ttl". A table that already exists with the same key schema and GSI1 is
 // not an error (its billing mode and stream are left as they are); one with another
 // schema is an error wrapping ErrSchemaMismatch. Safe to call from many processes
-// at once.
+// at once. A nil client (a typed nil included) or an empty table name is an error
+// wrapping provider.ErrInvalidArgument.
 func CreateTable(ctx context.Context, client AdminAPI, table string) error {
+	if ddbx.IsNil(client) {
+		return provider.Invalidf("dynamodb: CreateTable: nil client")
+	}
+	if table == "" {
+		return provider.Invalidf("dynamodb: CreateTable: empty table name")
+	}
 	return ddbx.EnsureTable(ctx, client, TableInput(table), attrTTL, CreateTableMaxWait)
 }
 
