@@ -79,7 +79,7 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 	return cmds, nil
 }
 
-// idxCall is an idx_apply call on list ix.
+// idxCall is an idx_apply call on list ix; member is the observed entry in mode "d".
 func idxCall(ix index, mode, id, member string, seq int64) call {
 	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, seq}}
 }
@@ -101,7 +101,8 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 	for i, l := range lists {
 		calls[i] = idxCall(l.ix, "p", id, l.member, 0)
 	}
-	if _, err := p.runBatch(ctx, op, calls); err != nil {
+	added, err := p.runBatch(ctx, op, calls)
+	if err != nil {
 		return "", false, err
 	}
 	mode := "move"
@@ -118,8 +119,9 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 		return "", false, p.wrap(op, err)
 	}
 	for i, l := range lists {
-		if seq < 0 {
-			calls[i] = idxCall(l.ix, "d", id, "", 0)
+		if seq < 0 { // refused: undo exactly the provisional entry this call added
+			entry, _ := added[i].Text() // "" (no undo) if it added none
+			calls[i] = idxCall(l.ix, "d", id, entry, 0)
 		} else {
 			calls[i] = idxCall(l.ix, "s", id, l.member, seq)
 		}
@@ -185,11 +187,11 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 
 // listSpec describes how to read one list.
 type listSpec struct {
-	ix   index
-	desc bool                       // highest member first
-	key  func(member string) string // the truth key of a member's record
-	id   func(member string) string // the record ID in a member
-	want func(r record) string      // the member r wants in this list ("" = none)
+	ix    index
+	desc  bool                   // highest member first
+	timed bool                   // members are timeKey + ID (else the member is the ID)
+	key   func(id string) string // the truth key of a record
+	want  func(r record) string  // the member r wants in this list ("" = none)
 }
 
 // pageSize bounds one read of a list index.
@@ -202,6 +204,11 @@ var errRetry = errors.New("retry")
 // in list order, repairing the entries it skips. See the comment at the top of the
 // file. A listing that re-adds entries (so that the order it read may be stale) is
 // redone, at most twice.
+//
+// One call returns each record at most once, and every record that exists and
+// keeps its member for the whole call is returned (within limit): pages follow each
+// other by an exclusive bound on the member, so entries that move or vanish never
+// shift the others, and a record met again under the member it moved to is skipped.
 func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := p.listOnce(ctx, op, s, limit)
@@ -217,53 +224,56 @@ func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit
 
 func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
 	var out []record
+	seen := map[string]bool{}
 	readded := false
-	bound := "-"
+	dir, bound, off := "asc", "-", 0
 	if s.desc {
-		bound = "+"
+		dir, bound = "desc", "+"
+	}
+	if s.timed {
+		off = timeKeyLen
 	}
 	for {
-		n := int64(pageSize)
+		n := pageSize
 		if limit > 0 {
-			n = int64(min(pageSize, max(limit-len(out), 1)))
+			n = min(pageSize, max(limit-len(out), 1))
 		}
-		var members []string
-		var err error
-		if s.desc {
-			members, err = p.c.ZRevRangeByLex(ctx, s.ix.z, &goredis.ZRangeBy{Max: bound, Min: "-", Count: n}).Result()
-		} else {
-			members, err = p.c.ZRangeByLex(ctx, s.ix.z, &goredis.ZRangeBy{Min: bound, Max: "+", Count: n}).Result()
-		}
+		page, err := scriptIdxPage.Run(ctx, p.c, []string{s.ix.z, s.ix.h}, dir, bound, n, off).StringSlice()
 		if err != nil {
 			return nil, p.wrap(op, err)
 		}
-		if len(members) == 0 {
+		if len(page) == 0 {
 			break
 		}
-		bound = "(" + members[len(members)-1]
-		keys := make([]string, len(members))
-		for i, m := range members {
-			keys[i] = s.key(m)
+		if len(page)%3 != 0 {
+			return nil, p.wrap(op, fmt.Errorf("unexpected index page of %d values", len(page)))
+		}
+		count := len(page) / 3
+		bound = "(" + page[len(page)-3]
+		keys := make([]string, count)
+		for i := range count {
+			keys[i] = s.key(page[3*i+1])
 		}
 		recs, err := p.fetchRecords(ctx, op, keys)
 		if err != nil {
 			return nil, err
 		}
 		var fixes []call
-		for i, m := range members {
-			r := recs[i]
+		for i, r := range recs {
+			m, id, entry := page[3*i], page[3*i+1], page[3*i+2]
 			if !r.exists {
-				fixes = append(fixes, idxCall(s.ix, "d", s.id(m), "", 0))
+				fixes = append(fixes, idxCall(s.ix, "d", id, entry, 0))
 				continue
 			}
 			w := s.want(r)
 			if w == m {
-				if limit <= 0 || len(out) < limit {
+				if !seen[id] && (limit <= 0 || len(out) < limit) {
+					seen[id] = true
 					out = append(out, r)
 				}
 				continue
 			}
-			fixes = append(fixes, idxCall(s.ix, "s", s.id(m), w, r.seq))
+			fixes = append(fixes, idxCall(s.ix, "s", id, w, r.seq))
 			readded = readded || w != ""
 		}
 		if len(fixes) > 0 {
@@ -271,7 +281,7 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 				return nil, err
 			}
 		}
-		if (limit > 0 && len(out) >= limit) || int64(len(members)) < n {
+		if (limit > 0 && len(out) >= limit) || count < n {
 			break
 		}
 	}

@@ -105,9 +105,9 @@ func checkRunIndex(t *testing.T, p *Provider, c *goredis.Client, pid string, wan
 		t.Fatal(err)
 	}
 	for _, m := range want {
-		v := h[memberID(m)]
+		v := h[m[timeKeyLen:]]
 		if _, member, _ := strings.Cut(v, "|"); member != m {
-			t.Errorf("run list hash[%s] = %q, want member %q", memberID(m), v, m)
+			t.Errorf("run list hash[%s] = %q, want member %q", m[timeKeyLen:], v, m)
 		}
 	}
 }

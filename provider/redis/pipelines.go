@@ -52,7 +52,6 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 	recs, err := p.listIndexed(ctx, "list pipelines", listSpec{
 		ix:  p.k.globalPipelines(),
 		key: p.k.config,
-		id:  func(m string) string { return m },
 		want: func(r record) string {
 			if !r.hasJSON {
 				return ""

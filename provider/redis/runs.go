@@ -13,14 +13,6 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// memberID returns the record ID of a list member timeKey(t)+id.
-func memberID(m string) string {
-	if len(m) < timeKeyLen {
-		return m
-	}
-	return m[timeKeyLen:]
-}
-
 // PutRunState implements provider.RunStore in three round trips: the pipeline's run
 // list gets a provisional entry, one script writes the run (refusing, with
 // ErrInvalidArgument, a RunID stored under another pipeline), then the list entry is
@@ -114,10 +106,10 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 		return nil, err
 	}
 	recs, err := p.listIndexed(ctx, "list runs", listSpec{
-		ix:   p.k.runs(pipelineID),
-		desc: true,
-		key:  func(m string) string { return p.k.run(memberID(m)) },
-		id:   memberID,
+		ix:    p.k.runs(pipelineID),
+		desc:  true,
+		timed: true,
+		key:   p.k.run,
 		want: func(r record) string {
 			if r.pipeline != pipelineID || !r.hasJSON {
 				return ""
@@ -219,10 +211,10 @@ func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, 
 		return nil, err
 	}
 	recs, err := p.listIndexed(ctx, "list reruns", listSpec{
-		ix:   ix,
-		desc: true,
-		key:  func(m string) string { return p.k.rerun(memberID(m)) },
-		id:   memberID,
+		ix:    ix,
+		desc:  true,
+		timed: true,
+		key:   p.k.rerun,
 		want: func(r record) string {
 			if !r.hasJSON || (pipelineID != "" && r.pipeline != pipelineID) {
 				return ""
@@ -287,16 +279,16 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		return nil, err
 	}
 	recs, err := p.listIndexed(ctx, "list replays", listSpec{
-		ix:   p.k.globalReplays(),
-		desc: true,
-		key: func(m string) string {
-			parts := strings.SplitN(memberID(m), ":", 3)
+		ix:    p.k.globalReplays(),
+		desc:  true,
+		timed: true,
+		key: func(id string) string {
+			parts := strings.SplitN(id, ":", 3)
 			if len(parts) != 3 {
 				return p.k.replay("", "", "") // a corrupt member: no record, repaired away
 			}
 			return p.k.replay(parts[0], parts[1], parts[2])
 		},
-		id: memberID,
 		want: func(r record) string {
 			if !r.hasJSON {
 				return ""

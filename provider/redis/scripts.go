@@ -24,6 +24,7 @@ func script(name string) *goredis.Script {
 // The provider's Lua scripts; each touches keys of one hash slot only.
 var (
 	scriptIdxApply     = script("idx_apply")
+	scriptIdxPage      = script("idx_page")
 	scriptRecordPut    = script("record_put")
 	scriptRecordDel    = script("record_del")
 	scriptRunCAS       = script("run_cas")
