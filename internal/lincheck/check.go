@@ -1,0 +1,74 @@
+package lincheck
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Timeout bounds one Check. The workloads keep histories small enough (a few
+// hundred operations, split into partitions where the model allows) that porcupine
+// decides them in milliseconds; a history it cannot decide in Timeout fails.
+const Timeout = 20 * time.Second
+
+// DirEnv names the environment variable that overrides Dir.
+const DirEnv = "PIPESTATE_LINCHECK_DIR"
+
+// Dir is the directory that Check writes visualisations to: $PIPESTATE_LINCHECK_DIR
+// if set, else pipestate-lincheck under os.TempDir(). It outlives the test, unlike
+// t.TempDir().
+func Dir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "pipestate-lincheck")
+}
+
+// Check reports whether ops is linearizable under model, deciding within timeout.
+// When the result is not porcupine.Ok (Illegal, or Unknown after the timeout), it
+// writes porcupine's visualisation of the history to Dir()/<name>.html, name
+// sanitised for a file name, and returns its path (or an error if writing failed).
+func Check(model porcupine.Model, ops []porcupine.Operation, timeout time.Duration, name string) (res porcupine.CheckResult, path string, err error) {
+	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	if res == porcupine.Ok {
+		return res, "", nil
+	}
+	if err := os.MkdirAll(Dir(), 0o755); err != nil {
+		return res, "", err
+	}
+	path = filepath.Join(Dir(), fileName(name)+".html")
+	return res, path, porcupine.VisualizePath(model, info, path)
+}
+
+// Require fails t unless ops is linearizable under model (decided within Timeout),
+// naming the file with the history's visualisation; it logs the history's size.
+func Require(t testing.TB, model porcupine.Model, ops []porcupine.Operation) {
+	t.Helper()
+	start := time.Now()
+	res, path, err := Check(model, ops, Timeout, t.Name())
+	t.Logf("lincheck: %s: %s in %v", Summary(ops), res, time.Since(start).Round(time.Millisecond))
+	switch {
+	case res == porcupine.Ok:
+	case err != nil:
+		t.Errorf("lincheck: history is %s (not linearizable, or undecided in %v); writing the visualisation failed: %v", res, Timeout, err)
+	case res == porcupine.Illegal:
+		t.Errorf("lincheck: history is not linearizable; visualisation: %s", path)
+	default:
+		t.Errorf("lincheck: porcupine could not decide the history in %v; visualisation: %s", Timeout, path)
+	}
+}
+
+// fileName maps a test name to a file name: path separators and other characters
+// outside [A-Za-z0-9._-] become '_'.
+func fileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+}

@@ -1,0 +1,43 @@
+// Package lincheck checks that the backends' concurrent operations are
+// linearizable, with github.com/anishathalye/porcupine: tests record a history of
+// operations that several clients (goroutines over several provider or store
+// instances sharing one storage) ran at once, usually while faults are injected,
+// and check it against a sequential model.
+//
+// The models:
+//
+//   - RunModel: the run register of each RunID (PutRunState, GetRunState,
+//     CompareAndSwapRunState);
+//   - LockModel: a lock (AcquireLock/ReleaseLock per owner) or a lease
+//     (AcquireLease/RenewLease/ReleaseLease) of each key, with at most one holder
+//     and fences that strictly increase across successive leases. The model has
+//     no clock: workloads use TTLs long enough that nothing expires;
+//   - CounterModel: an Int64 sum per key under MergeUpdateOnce redelivery, where
+//     every event ID is applied exactly once;
+//   - ListModel: run IDs created by PutRunState and listed by ListRuns: a list
+//     that starts after a create returned contains it, an item once listed is
+//     listed by every later list, and a list never names an ID whose create had
+//     not been called when it returned.
+//
+// Each model comes with a workload (RunRegister, Locks, Counter, List) that drives
+// the interfaces of the provider and state packages from several clients started
+// together from a barrier.
+//
+// Unknown outcomes: a call that returned an error other than a documented answer
+// (a cut connection, a reply lost after the retries ran out) may or may not have
+// taken effect, and may even take effect after the call returned. The Recorder
+// records it with the output Unknown and, in the history it hands out, a return
+// time after every other event, so porcupine may place it anywhere after its call,
+// including after everything else (never applied). Every model accepts Unknown and
+// applies the operation's effect where it is placed.
+//
+// Check runs porcupine with a timeout; a history that is not linearizable, or that
+// the checker could not decide in time, is written as porcupine's HTML
+// visualisation to a file under Dir, named in the error.
+//
+// Example:
+//
+//	rec := lincheck.NewRecorder()
+//	lincheck.RunRegister(ctx, rec, []provider.RunStore{p1, p2}, lincheck.Config{})
+//	lincheck.Require(t, lincheck.RunModel(), rec.Operations())
+package lincheck

@@ -1,0 +1,132 @@
+package lincheck_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/pipestate/pipestate/internal/lincheck"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/state"
+)
+
+// fullProvider is a Provider with leases, as every built-in backend is.
+type fullProvider interface {
+	provider.Provider
+	provider.Leaser
+}
+
+// target is one (sub)test's storage on one backend.
+type target struct {
+	// providers opens n providers over the storage, with owner identities that
+	// are prefixes of each other ("worker-1", "worker-10", ...).
+	providers func(t *testing.T, n int) []fullProvider
+	// counters opens n Int64 sum stores over the storage.
+	counters func(t *testing.T, n int) []state.OnceStore[int64]
+	// fault injects one fault chosen with r; nil for a backend without faults,
+	// whose histories must then have no unknown outcome.
+	fault func(r *rand.Rand)
+	// stopFaults turns off faults that outlive one call of fault; may be nil.
+	stopFaults func()
+}
+
+// owner is the owner identity of instance i: each is a prefix of the next.
+func owner(i int) string { return "worker-1" + strings.Repeat("0", i) }
+
+// faulted runs f while injecting a fault every few milliseconds, then stops.
+func (tg target) faulted(f func() []porcupine.Operation) []porcupine.Operation {
+	if tg.fault == nil {
+		return f()
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(2+r.IntN(8)) * time.Millisecond):
+				tg.fault(r)
+			}
+		}
+	}()
+	ops := f()
+	close(stop)
+	<-done
+	if tg.stopFaults != nil {
+		tg.stopFaults()
+	}
+	return ops
+}
+
+// workloadTimeout bounds one workload; calls after it fail and are unknown outcomes.
+const workloadTimeout = time.Minute
+
+// workload is one model with a workload that records a history for it.
+type workload struct {
+	name  string
+	model porcupine.Model
+	run   func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation
+}
+
+var workloads = []workload{
+	{"runs", lincheck.RunModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+		ps := tg.providers(t, 2)
+		ss := []provider.RunStore{ps[0], ps[1]}
+		return tg.faulted(func() []porcupine.Operation {
+			return lincheck.RunRegister(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 30, Keys: 3})
+		})
+	}},
+	{"locks", lincheck.LockModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+		ps := tg.providers(t, 3)
+		ss := []lincheck.LockStore{ps[0], ps[1], ps[2]}
+		return tg.faulted(func() []porcupine.Operation {
+			return lincheck.Locks(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 20, Keys: 2})
+		})
+	}},
+	{"counter", lincheck.CounterModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+		ss := tg.counters(t, 2)
+		return tg.faulted(func() []porcupine.Operation {
+			return lincheck.Counter(t, ctx, ss, lincheck.Config{Clients: 4, Ops: 12, Keys: 2})
+		})
+	}},
+	{"list", lincheck.ListModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+		ps := tg.providers(t, 2)
+		ss := []provider.RunStore{ps[0], ps[1]}
+		return tg.faulted(func() []porcupine.Operation {
+			return lincheck.List(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 30})
+		})
+	}},
+}
+
+// checkBackend runs every workload on storage from open and checks its history.
+func checkBackend(t *testing.T, open func(t *testing.T) target) {
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), workloadTimeout)
+			defer cancel()
+			tg := open(t)
+			ops := w.run(t, ctx, tg)
+			if tg.fault == nil {
+				requireKnown(t, ops)
+			}
+			lincheck.Require(t, w.model, ops)
+		})
+	}
+}
+
+// requireKnown fails t if an operation of ops has an unknown outcome: without
+// faults every call must answer.
+func requireKnown(t *testing.T, ops []porcupine.Operation) {
+	t.Helper()
+	for _, o := range ops {
+		if u, ok := o.Output.(lincheck.Unknown); ok {
+			t.Fatalf("%+v failed without faults: %s", o.Input, u.Err)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package lincheck_test
+
+import (
+	"testing"
+
+	"github.com/pipestate/pipestate/monoid"
+	provmem "github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/state"
+	statemem "github.com/pipestate/pipestate/state/memory"
+)
+
+// memoryTarget is a fresh provider/memory Store and state/memory store, without
+// faults.
+func memoryTarget(t *testing.T) target {
+	return target{
+		providers: func(t *testing.T, n int) []fullProvider { return memoryProviders(t, n) },
+		counters: func(t *testing.T, n int) []state.OnceStore[int64] {
+			s, err := statemem.New[int64](monoid.Sum[int64]{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := []state.OnceStore[int64]{s}
+			for len(out) < n {
+				out = append(out, s.NewHandle())
+			}
+			return out
+		},
+	}
+}
+
+func memoryProviders(t *testing.T, n int) []fullProvider {
+	t.Helper()
+	s := provmem.NewStore()
+	var out []fullProvider
+	for i := range n {
+		p, err := provmem.New(s, provmem.WithOwner(owner(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestMemory(t *testing.T) {
+	t.Parallel()
+	checkBackend(t, memoryTarget)
+}

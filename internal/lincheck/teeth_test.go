@@ -1,0 +1,113 @@
+package lincheck_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/pipestate/pipestate/internal/lincheck"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/types"
+)
+
+// casIgnoresVersion is a run store whose CAS swaps whatever the stored version.
+type casIgnoresVersion struct{ provider.RunStore }
+
+func (s casIgnoresVersion) CompareAndSwapRunState(ctx context.Context, runID string, _ int, newState types.RunState) (bool, error) {
+	cur, err := s.GetRunState(ctx, runID)
+	if err != nil || cur == nil {
+		return false, err
+	}
+	newState.Version = cur.Version + 1
+	return true, s.PutRunState(ctx, newState)
+}
+
+// lockLetsTwoIn is a locker whose AcquireLock always reports success.
+type lockLetsTwoIn struct{ lincheck.LockStore }
+
+func (s lockLetsTwoIn) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	_, err := s.LockStore.AcquireLock(ctx, key, ttl)
+	return true, err
+}
+
+// fenceRepeats is a leaser that hands every lease the fence 1.
+type fenceRepeats struct{ lincheck.LockStore }
+
+func (s fenceRepeats) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	l, err := s.LockStore.AcquireLease(ctx, key, ttl)
+	if l != nil {
+		l.Fence = 1
+	}
+	return l, err
+}
+
+// onceTwice is a store whose MergeUpdateOnce applies every delivery.
+type onceTwice struct{ state.OnceStore[int64] }
+
+func (s onceTwice) MergeUpdateOnce(ctx context.Context, _ string, k state.Key, delta int64, ttl time.Duration) (bool, error) {
+	return true, s.MergeUpdate(ctx, k, delta, ttl)
+}
+
+// listDropsOldest is a run store whose ListRuns leaves out the oldest run.
+type listDropsOldest struct{ provider.RunStore }
+
+func (s listDropsOldest) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	runs, err := s.RunStore.ListRuns(ctx, pipelineID, limit)
+	if len(runs) > 1 {
+		runs = runs[:len(runs)-1]
+	}
+	return runs, err
+}
+
+// TestTeeth runs the workloads on memory through deliberately broken wrappers: each
+// history must be found not linearizable, with its visualisation written to a file.
+func TestTeeth(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(lincheck.DirEnv, dir)
+	cases := []struct {
+		name  string
+		model porcupine.Model
+		run   func(t *testing.T, ctx context.Context) []porcupine.Operation
+	}{
+		{"cas ignores version", lincheck.RunModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.RunRegister(t, ctx, []provider.RunStore{casIgnoresVersion{ps[0]}, casIgnoresVersion{ps[1]}}, lincheck.Config{})
+		}},
+		{"lock lets two in", lincheck.LockModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.Locks(t, ctx, []lincheck.LockStore{lockLetsTwoIn{ps[0]}, lockLetsTwoIn{ps[1]}}, lincheck.Config{})
+		}},
+		{"fence repeats", lincheck.LockModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.Locks(t, ctx, []lincheck.LockStore{fenceRepeats{ps[0]}, fenceRepeats{ps[1]}}, lincheck.Config{})
+		}},
+		{"redelivery applied twice", lincheck.CounterModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ss := memoryTarget(t).counters(t, 2)
+			return lincheck.Counter(t, ctx, []state.OnceStore[int64]{onceTwice{ss[0]}, onceTwice{ss[1]}}, lincheck.Config{Ops: 5})
+		}},
+		{"list drops an item", lincheck.ListModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.List(t, ctx, []provider.RunStore{listDropsOldest{ps[0]}, listDropsOldest{ps[1]}}, lincheck.Config{Ops: 10})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ops := c.run(t, t.Context())
+			requireKnown(t, ops)
+			res, path, err := lincheck.Check(c.model, ops, lincheck.Timeout, t.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res != porcupine.Illegal {
+				t.Fatalf("%s: history of %d operations checked %s; want Illegal", c.name, len(ops), res)
+			}
+			if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+				t.Fatalf("visualisation %q: %v", path, err)
+			}
+		})
+	}
+}
