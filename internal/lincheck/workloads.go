@@ -134,12 +134,14 @@ type LockStore interface {
 // Locks runs the lock and lease workload for LockModel and returns its history.
 // stores are instances with distinct owner identities over one storage; the model
 // names the owner of stores[i] "owner<i>". cfg.Clients clients each run cfg.Ops
-// rounds on one of cfg.Keys lock keys or cfg.Keys lease keys, chosen at random: a
-// lock round acquires the lock and releases it if acquired or unknown (and now and
-// then when not); a lease round acquires the lease and, if acquired, may renew it,
-// then releases it. TTLs are HoldTTL. The documented refusals (false,
-// ErrLockHeld, ErrLockNotHeld) are outputs; every other error is an unknown
-// outcome.
+// rounds on one of cfg.Keys lock keys or cfg.Keys lease keys, chosen at random,
+// holding what they take across rounds so that clients contend: a lock round
+// releases the lock if the client took it (or may have: an unknown outcome), and
+// now and then when it did not; otherwise it acquires it. A lease round renews or
+// releases the lease the client holds, otherwise acquires it; now and then it
+// renews or releases a lease the client no longer holds. TTLs are HoldTTL. The
+// documented refusals (false, ErrLockHeld, ErrLockNotHeld) are outputs; every
+// other error is an unknown outcome.
 func Locks(t testing.TB, ctx context.Context, stores []LockStore, cfg Config) []porcupine.Operation {
 	t.Helper()
 	cfg = cfg.withDefaults()
@@ -147,47 +149,58 @@ func Locks(t testing.TB, ctx context.Context, stores []LockStore, cfg Config) []
 	rec := NewRecorder()
 	runClients(rec, cfg.Clients, func(i int, c *Client, r *rand.Rand) {
 		s, owner := stores[i%len(stores)], fmt.Sprintf("owner%d", i%len(stores))
+		locks := map[string]bool{}          // lock keys this client may hold
+		leases := map[string]*types.Lease{} // leases this client holds
+		var stale *types.Lease              // a lease this client gave up
 		for range cfg.Ops {
 			n := r.IntN(cfg.Keys)
 			if r.IntN(2) == 0 {
 				key := fmt.Sprintf("lock-%d", n)
+				if locks[key] || r.IntN(8) == 0 {
+					delete(locks, key)
+					_, _ = c.Do(LockInput{Op: ReleaseLock, Key: key, Owner: owner}, func() (any, error) {
+						return refusal(s.ReleaseLock(ctx, key), provider.ErrLockNotHeld)
+					})
+					continue
+				}
 				out, err := c.Do(LockInput{Op: AcquireLock, Key: key, Owner: owner}, func() (any, error) {
 					ok, err := s.AcquireLock(ctx, key, HoldTTL)
 					return LockOutput{OK: ok}, err
 				})
-				if err != nil || out.(LockOutput).OK || r.IntN(4) == 0 {
-					_, _ = c.Do(LockInput{Op: ReleaseLock, Key: key, Owner: owner}, func() (any, error) {
-						return refusal(s.ReleaseLock(ctx, key), provider.ErrLockNotHeld)
-					})
-				}
+				locks[key] = err != nil || out.(LockOutput).OK
 				continue
 			}
 			key := fmt.Sprintf("lease-%d", n)
-			var lease *types.Lease
-			out, err := c.Do(LockInput{Op: AcquireLease, Key: key}, func() (any, error) {
-				l, err := s.AcquireLease(ctx, key, HoldTTL)
-				if err != nil {
-					return refusal(err, provider.ErrLockHeld)
-				}
-				lease = l
-				return LockOutput{OK: true, Token: l.Token, Fence: l.Fence}, nil
-			})
-			if err != nil || !out.(LockOutput).OK {
+			l := leases[key]
+			if l == nil && stale != nil && r.IntN(8) == 0 {
+				l = stale
+			}
+			if l == nil {
+				_, _ = c.Do(LockInput{Op: AcquireLease, Key: key}, func() (any, error) {
+					l, err := s.AcquireLease(ctx, key, HoldTTL)
+					if err != nil {
+						return refusal(err, provider.ErrLockHeld)
+					}
+					leases[key] = l
+					return LockOutput{OK: true, Token: l.Token, Fence: l.Fence}, nil
+				})
 				continue
 			}
+			cur := *l
+			delete(leases, key)
+			stale = &cur
 			if r.IntN(2) == 0 {
-				cur := *lease
-				_, _ = c.Do(LockInput{Op: RenewLease, Key: key, Token: cur.Token}, func() (any, error) {
+				_, _ = c.Do(LockInput{Op: RenewLease, Key: cur.Key, Token: cur.Token}, func() (any, error) {
 					l, err := s.RenewLease(ctx, cur, HoldTTL)
 					if err != nil {
 						return refusal(err, provider.ErrLockNotHeld)
 					}
-					lease = l
+					leases[cur.Key] = l
 					return LockOutput{OK: true, Token: l.Token, Fence: l.Fence}, nil
 				})
+				continue
 			}
-			cur := *lease
-			_, _ = c.Do(LockInput{Op: ReleaseLease, Key: key, Token: cur.Token}, func() (any, error) {
+			_, _ = c.Do(LockInput{Op: ReleaseLease, Key: cur.Key, Token: cur.Token}, func() (any, error) {
 				return refusal(s.ReleaseLease(ctx, cur), provider.ErrLockNotHeld)
 			})
 		}
