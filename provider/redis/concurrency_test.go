@@ -144,3 +144,123 @@ func TestListsKeepNewEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestListsAreSnapshots lists more records than one internal page while writers
+// keep moving some of them (re-puts with another sort time): no listing returns a
+// record twice, and every record that did not move is in every listing.
+func TestListsAreSnapshots(t *testing.T) {
+	const total, movers = 300, 12 // more than one page of 256
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i, round int) time.Time {
+		if i < movers && round%2 == 1 {
+			return base.Add(-time.Duration(i+1) * time.Hour) // older than all
+		}
+		if i < movers {
+			return base.Add(time.Duration(total+i) * time.Minute) // newer than all
+		}
+		return base.Add(time.Duration(i) * time.Minute)
+	}
+	id := func(i int) string { return fmt.Sprintf("id%04d", i) }
+	type kind struct {
+		name string
+		put  func(ctx context.Context, p *redis.Provider, i, round int) error
+		list []func(ctx context.Context, p *redis.Provider) ([]string, error)
+	}
+	kinds := []kind{
+		{"runs", func(ctx context.Context, p *redis.Provider, i, round int) error {
+			return p.PutRunState(ctx, types.RunState{RunID: id(i), PipelineID: "p", Status: types.RunPending, CreatedAt: at(i, round)})
+		}, []func(ctx context.Context, p *redis.Provider) ([]string, error){
+			func(ctx context.Context, p *redis.Provider) ([]string, error) {
+				rs, err := p.ListRuns(ctx, "p", total)
+				return mapIDs(rs, func(r types.RunState) string { return r.RunID }), err
+			}}},
+		{"reruns", func(ctx context.Context, p *redis.Provider, i, round int) error {
+			return p.PutRerun(ctx, types.RerunRecord{RerunID: id(i), PipelineID: "p", OriginalDate: "2026-01-01",
+				Status: types.RequestPending, RequestedAt: at(i, round)})
+		}, []func(ctx context.Context, p *redis.Provider) ([]string, error){
+			func(ctx context.Context, p *redis.Provider) ([]string, error) {
+				rs, err := p.ListReruns(ctx, "p", total)
+				return mapIDs(rs, func(r types.RerunRecord) string { return r.RerunID }), err
+			},
+			func(ctx context.Context, p *redis.Provider) ([]string, error) {
+				rs, err := p.ListAllReruns(ctx, total)
+				return mapIDs(rs, func(r types.RerunRecord) string { return r.RerunID }), err
+			}}},
+		{"replays", func(ctx context.Context, p *redis.Provider, i, round int) error {
+			return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p", Date: id(i), Status: types.RequestPending, CreatedAt: at(i, round)})
+		}, []func(ctx context.Context, p *redis.Provider) ([]string, error){
+			func(ctx context.Context, p *redis.Provider) ([]string, error) {
+				rs, err := p.ListReplays(ctx, total)
+				return mapIDs(rs, func(r types.ReplayRequest) string { return r.Date }), err
+			}}},
+	}
+	for name, h := range lockHarnesses(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, k := range kinds {
+				t.Run(k.name, func(t *testing.T) {
+					ctx := t.Context()
+					ps := []*redis.Provider{h.open(t), h.open(t)}
+					for i := range total {
+						if err := k.put(ctx, ps[0], i, 0); err != nil {
+							t.Fatal(err)
+						}
+					}
+					done := make(chan struct{})
+					var wg sync.WaitGroup
+					for w := range 2 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for round := 1; ; round++ {
+								for i := w; i < movers; i += 2 {
+									select {
+									case <-done:
+										return
+									default:
+									}
+									if err := k.put(ctx, ps[1], i, round); err != nil {
+										t.Error(err)
+										return
+									}
+								}
+							}
+						}()
+					}
+					defer func() { close(done); wg.Wait() }()
+					for range 5 {
+						for _, list := range k.list {
+							got, err := list(ctx, ps[0])
+							if err != nil {
+								t.Fatal(err)
+							}
+							seen := map[string]bool{}
+							for _, x := range got {
+								if seen[x] {
+									t.Errorf("%s listed twice", x)
+								}
+								seen[x] = true
+							}
+							for i := movers; i < total; i++ {
+								if !seen[id(i)] {
+									t.Errorf("%s, never moved, is missing from a listing of %d", id(i), len(got))
+								}
+							}
+							if t.Failed() {
+								return
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func mapIDs[T any](xs []T, id func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = id(x)
+	}
+	return out
+}
