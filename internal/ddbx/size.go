@@ -1,6 +1,7 @@
 package ddbx
 
 import (
+	"strconv"
 	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -11,10 +12,11 @@ const MaxItemSize = 400 * 1024
 
 // ItemSize estimates the stored size of item in bytes by DynamoDB's published
 // rules: attribute names and strings count their UTF-8 bytes, binaries their
-// length, numbers 1 byte per two significant digits plus 1, booleans and nulls 1,
-// lists and maps 3 bytes plus 1 per element, sets the sum of their members. The
-// estimate errs on the large side for numbers, so an item it puts at or under
-// MaxItemSize is accepted by DynamoDB.
+// length, booleans and nulls 1, lists and maps 3 bytes plus 1 per element, sets the
+// sum of their members. Numbers count as DynamoDB stores them (see numberSize),
+// which for negative numbers and odd digit alignments is a byte or two more than
+// the published approximation. The estimate is never below DynamoDB's own count,
+// so an item it puts at or under MaxItemSize is accepted by DynamoDB.
 func ItemSize(item map[string]ddbtypes.AttributeValue) int {
 	n := 0
 	for name, v := range item {
@@ -72,16 +74,41 @@ func valueSize(v ddbtypes.AttributeValue) int {
 	return 0
 }
 
-// numberSize is 1 byte per two significant digits, rounded up, plus 1.
+// numberSize is the size DynamoDB stores a number in: one byte of exponent, then
+// the significant digits in base 100, paired around the decimal point (so 1.1 takes
+// two digit bytes, 01 and 10), and for a negative number one terminating byte. The
+// documented "1 byte per two significant digits plus 1" is this without the
+// pairing and the terminator, and too small. A number that does not parse is sized
+// as if both added a byte.
 func numberSize(s string) int {
+	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimLeft(s, "+-")
+	var exp int64
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		s = s[:i]
+		e, err := strconv.ParseInt(s[i+1:], 10, 64)
+		if err != nil {
+			e = 1 // odd: the larger estimate
+		}
+		exp, s = e, s[:i]
 	}
-	s = strings.Replace(s, ".", "", 1)
-	s = strings.Trim(s, "0")
-	if s == "" {
+	intPart, frac, _ := strings.Cut(s, ".")
+	digits := intPart + frac
+	point := int64(len(intPart)) // digits before the decimal point
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= int64(len(digits) - len(trimmed))
+	digits = strings.TrimRight(trimmed, "0")
+	if digits == "" {
 		return 2
 	}
-	return (len(s)+1)/2 + 1
+	// The value is 0.digits × 10^(point+exp); an odd power of ten shifts the
+	// pairing by one digit.
+	n := len(digits)
+	if (point+exp)%2 != 0 {
+		n++
+	}
+	size := 1 + (n+1)/2
+	if neg {
+		size++
+	}
+	return size
 }

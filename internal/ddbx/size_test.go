@@ -19,7 +19,11 @@ func TestItemSize(t *testing.T) {
 		{name: "string", item: map[string]ddbtypes.AttributeValue{"PK": s("abc")}, want: 5},
 		{name: "utf8", item: map[string]ddbtypes.AttributeValue{"é": s("日本")}, want: 2 + 6},
 		{name: "number", item: map[string]ddbtypes.AttributeValue{"n": n("12345")}, want: 1 + 4},
-		{name: "number zeros", item: map[string]ddbtypes.AttributeValue{"n": n("-0001.2300")}, want: 1 + 3},
+		{name: "number zeros", item: map[string]ddbtypes.AttributeValue{"n": n("-0001.2300")}, want: 1 + 4},
+		{name: "negative", item: map[string]ddbtypes.AttributeValue{"n": n("-12")}, want: 1 + 3},
+		{name: "unaligned", item: map[string]ddbtypes.AttributeValue{"n": n("1.1")}, want: 1 + 3},
+		{name: "exponent", item: map[string]ddbtypes.AttributeValue{"n": n("-123.45e-7")}, want: 1 + 5},
+		{name: "bad exponent", item: map[string]ddbtypes.AttributeValue{"n": n("12e")}, want: 1 + 3},
 		{name: "zero", item: map[string]ddbtypes.AttributeValue{"n": n("0")}, want: 1 + 2},
 		{name: "bool null", item: map[string]ddbtypes.AttributeValue{
 			"b": &ddbtypes.AttributeValueMemberBOOL{Value: true}, "z": &ddbtypes.AttributeValueMemberNULL{Value: true}}, want: 4},

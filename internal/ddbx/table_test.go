@@ -60,30 +60,60 @@ func TestEnsureTable(t *testing.T) {
 	}
 }
 
-// TestItemSizeMatchesDynamoDB puts items right at and over the estimated limit.
+// TestItemSizeMatchesDynamoDB puts items right at the estimated limit, which
+// DynamoDB must accept, and over it by more than the estimate's slack, which it
+// must refuse. The numbers are the ones DynamoDB stores in more bytes than the
+// documented approximation: negative ones and ones whose digits do not pair up
+// around the decimal point.
 func TestItemSizeMatchesDynamoDB(t *testing.T) {
 	c, name := newTable(t)
-	item := func(pad int) map[string]ddbtypes.AttributeValue {
-		it := map[string]ddbtypes.AttributeValue{
-			"PK": &ddbtypes.AttributeValueMemberS{Value: "k"},
-			"SK": &ddbtypes.AttributeValueMemberS{Value: "s"},
-			"n":  &ddbtypes.AttributeValueMemberN{Value: "1234567"},
-			"d":  &ddbtypes.AttributeValueMemberS{},
-		}
-		it["d"] = &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", MaxItemSize-ItemSize(it)+pad)}
-		return it
-	}
 	ctx := context.Background()
-	at := item(0)
-	if ItemSize(at) != MaxItemSize {
-		t.Fatalf("test item is %d bytes", ItemSize(at))
+	for _, tc := range []struct {
+		name    string
+		numbers []string
+		slack   int // how far over MaxItemSize the estimate may be
+	}{
+		{name: "positive", numbers: []string{"1234567"}, slack: 64},
+		{name: "negative", numbers: repeat("-1", 2000), slack: 64},
+		{name: "negative long", numbers: repeat("-12345678901234567890123456789012345678", 300), slack: 64},
+		{name: "unaligned", numbers: repeat("1.1", 2000), slack: 64},
+		{name: "unaligned negative", numbers: repeat("-123.45e-7", 2000), slack: 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := func(pad int) map[string]ddbtypes.AttributeValue {
+				ns := make([]ddbtypes.AttributeValue, len(tc.numbers))
+				for i, n := range tc.numbers {
+					ns[i] = &ddbtypes.AttributeValueMemberN{Value: n}
+				}
+				it := map[string]ddbtypes.AttributeValue{
+					"PK": &ddbtypes.AttributeValueMemberS{Value: "k"},
+					"SK": &ddbtypes.AttributeValueMemberS{Value: tc.name},
+					"n":  &ddbtypes.AttributeValueMemberL{Value: ns},
+					"d":  &ddbtypes.AttributeValueMemberS{},
+				}
+				it["d"] = &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", MaxItemSize-ItemSize(it)+pad)}
+				return it
+			}
+			at := item(0)
+			if ItemSize(at) != MaxItemSize {
+				t.Fatalf("test item is %d bytes", ItemSize(at))
+			}
+			if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: at}); err != nil {
+				t.Fatalf("item of estimated size MaxItemSize rejected: %v", err)
+			}
+			if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: item(tc.slack)}); err == nil {
+				t.Fatalf("item %d bytes over the limit accepted: the estimate is too large", tc.slack)
+			}
+		})
 	}
-	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: at}); err != nil {
-		t.Fatalf("item of estimated size MaxItemSize rejected: %v", err)
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
 	}
-	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &name, Item: item(64)}); err == nil {
-		t.Fatal("item 64 bytes over the limit accepted: the estimate is too small")
-	}
+	return out
 }
 
 func TestBatchAgainstDynamoDB(t *testing.T) {
