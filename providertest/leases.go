@@ -81,6 +81,57 @@ func RunLeaser(t *testing.T, h Harness) {
 			_, err = b.AcquireLease(t.Context(), k.lock, longTTL)
 			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after forged calls (the lease must still hold)")
 		})
+		test(t, "token_prefix_rejected", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			for _, tok := range []string{lease.Token[:len(lease.Token)-1], lease.Token[:1], ""} {
+				forged := lease
+				forged.Token = tok
+				for _, l := range []provider.Leaser{a, b} {
+					_, err := l.RenewLease(t.Context(), forged, longTTL)
+					if !errors.Is(err, provider.ErrLockNotHeld) && !errors.Is(err, provider.ErrInvalidArgument) {
+						t.Errorf("RenewLease with token %q, a prefix of the current one: %v, want ErrLockNotHeld or ErrInvalidArgument", tok, err)
+					}
+					err = l.ReleaseLease(t.Context(), forged)
+					if !errors.Is(err, provider.ErrLockNotHeld) && !errors.Is(err, provider.ErrInvalidArgument) {
+						t.Errorf("ReleaseLease with token %q, a prefix of the current one: %v, want ErrLockNotHeld or ErrInvalidArgument", tok, err)
+					}
+				}
+			}
+			_, err := b.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after calls with prefix tokens (the lease must still hold)")
+			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease with the real token")
+		})
+		test(t, "expired_at_exact_ttl", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, shortTTL) // expired when now >= ExpiresAt
+			_, err := a.RenewLease(t.Context(), lease, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease exactly at ExpiresAt")
+			next := mustLease(t, b, k.lock, longTTL)
+			if next.Fence <= lease.Fence {
+				t.Errorf("fence after expiry = %d, want > %d", next.Fence, lease.Fence)
+			}
+		})
+		test(t, "release_expired_lease", func(t *testing.T) {
+			a, k := leaser(t), newIDs(t)
+			lease := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			wantErr(t, a.ReleaseLease(t.Context(), lease), provider.ErrLockNotHeld, "ReleaseLease of an expired lease")
+			mustLease(t, a, k.lock, longTTL)
+		})
+		test(t, "stale_lease_reused_by_own_instance", func(t *testing.T) {
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			old := mustLease(t, a, k.lock, shortTTL)
+			s.sleep(t, expireWait)
+			cur := mustLease(t, a, k.lock, longTTL)
+			_, err := a.RenewLease(t.Context(), old, longTTL)
+			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease of this instance's expired lease after it leased the key again")
+			wantErr(t, a.ReleaseLease(t.Context(), old), provider.ErrLockNotHeld, "ReleaseLease of this instance's expired lease after it leased the key again")
+			_, err = b.AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after the stale calls (the current lease must hold)")
+			noErr(t, a.ReleaseLease(t.Context(), cur), "ReleaseLease of the current lease")
+		})
 		test(t, "renew_extends", func(t *testing.T) {
 			a, b, k := leaser(t), leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)

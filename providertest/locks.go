@@ -81,6 +81,35 @@ func RunLocker(t *testing.T, h Harness) {
 			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock of a ttl-0 lock")
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock after the release")
 		})
+		test(t, "expired_at_exact_ttl", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			wantAcquire(t, p, k.lock, shortTTL, true, "AcquireLock")
+			s.sleep(t, shortTTL) // expired when now >= the expiry
+			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by another instance exactly at the holder's expiry")
+			wantErr(t, p.ReleaseLock(t.Context(), k.lock), provider.ErrLockNotHeld, "ReleaseLock by the expired holder")
+		})
+		test(t, "owner_prefix_cannot_release", func(t *testing.T) {
+			if s.h.OpenOwner == nil {
+				t.Skip("Harness.OpenOwner is nil")
+			}
+			k := newIDs(t)
+			owners := []string{"worker-1", "worker-10", "worker-1x", "worker-"}
+			for _, holder := range owners {
+				hp := s.h.OpenOwner(t, holder)
+				key := k.lock + "-" + holder
+				wantAcquire(t, hp, key, longTTL, true, "AcquireLock by "+holder)
+				for _, other := range owners {
+					if other == holder {
+						continue
+					}
+					op := s.h.OpenOwner(t, other)
+					wantErr(t, op.ReleaseLock(t.Context(), key), provider.ErrLockNotHeld,
+						fmt.Sprintf("ReleaseLock by owner %q of a lock held by %q", other, holder))
+					wantAcquire(t, op, key, longTTL, false, fmt.Sprintf("AcquireLock by %q after its release attempt (%q must still hold it)", other, holder))
+				}
+				noErr(t, hp.ReleaseLock(t.Context(), key), "ReleaseLock by the holder "+holder)
+			}
+		})
 		test(t, "concurrent_one_winner", func(t *testing.T) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)

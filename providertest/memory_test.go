@@ -60,6 +60,13 @@ func (b *memoryBackend) harness(wrap func(t *testing.T, p *memory.Provider) prov
 			}
 			return wrap(t, p)
 		},
+		OpenOwner: func(t *testing.T, owner string) provider.Provider {
+			p := b.open(t, memory.WithOwner(owner))
+			if wrap == nil {
+				return p
+			}
+			return wrap(t, p)
+		},
 		Sleep: func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
 	}
 }

@@ -77,6 +77,8 @@ func Run(t *testing.T, h Harness) {
 	RunLeaser(t, h)
 	RunCascadeReader(t, h)
 	RunReadiness(t, h)
+	RunLists(t, h)
+	RunLimits(t, h)
 	RunLifecycle(t, h)
 }
 
@@ -433,6 +435,13 @@ func (e *errs) add(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.list = append(e.list, fmt.Sprintf(format, args...))
+}
+
+// failed reports whether an error was collected.
+func (e *errs) failed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.list) > 0
 }
 
 // report fails the test with the collected errors (at most 10 shown).

@@ -58,6 +58,13 @@ func RunReadiness(t *testing.T, h Harness) {
 			got, err := p.GetReadiness(t.Context(), k.other)
 			wantNil(t, got, err, "GetReadiness after the readiness TTL")
 		})
+		test(t, "expired_at_exact_readiness_ttl", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.pipeline)), "PutReadiness")
+			s.sleep(t, s.readinessTTL()) // expired when now >= the expiry
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetReadiness exactly at the readiness TTL")
+		})
 		test(t, "adversarial_pipeline_ids", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			checkDistinct(t, singles(adversarialIDs(k.pipeline)),

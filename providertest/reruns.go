@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -41,6 +42,17 @@ func RunRerunStore(t *testing.T, h Harness) {
 			wantLen(t, list, err, 0, "ListReruns of a pipeline without reruns")
 			all, err := p.ListAllReruns(t.Context(), 10)
 			wantLen(t, all, err, 0, "ListAllReruns of an empty store")
+		})
+		test(t, "put_fills_zero_requested_at", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			before := backendNow(t, p)
+			noErr(t, p.PutRerun(t.Context(), newRerun(k.rerun, k.pipeline, time.Time{})), "PutRerun with a zero RequestedAt")
+			after := backendNow(t, p)
+			got, err := p.GetRerun(t.Context(), k.rerun)
+			wantWithin(t, "RequestedAt", mustGet(t, got, err, "GetRerun").RequestedAt, before, after)
+			list, err := p.ListReruns(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListReruns")
+			wantWithin(t, "RequestedAt in ListReruns", list[0].RequestedAt, before, after)
 		})
 		test(t, "put_replaces", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)

@@ -52,6 +52,24 @@ func RunRunStore(t *testing.T, h Harness) {
 			wantWithin(t, "CreatedAt", g.CreatedAt, before, after)
 			wantWithin(t, "UpdatedAt", g.UpdatedAt, before, after)
 		})
+		test(t, "put_fills_each_zero_time_on_its_own", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			onlyCreated := newRun(k.pipeline, k.run, time.Time{}) // UpdatedAt kept
+			onlyUpdated := newRun(k.pipeline, k.run+"-2", t0)
+			onlyUpdated.UpdatedAt = time.Time{}
+			before := backendNow(t, p)
+			noErr(t, p.PutRunState(t.Context(), onlyCreated), "PutRunState with a zero CreatedAt")
+			noErr(t, p.PutRunState(t.Context(), onlyUpdated), "PutRunState with a zero UpdatedAt")
+			after := backendNow(t, p)
+			got, err := p.GetRunState(t.Context(), onlyCreated.RunID)
+			g := mustGet(t, got, err, "GetRunState")
+			wantWithin(t, "CreatedAt filled alone", g.CreatedAt, before, after)
+			same(t, "UpdatedAt given with a zero CreatedAt", onlyCreated.UpdatedAt, g.UpdatedAt)
+			got, err = p.GetRunState(t.Context(), onlyUpdated.RunID)
+			g = mustGet(t, got, err, "GetRunState")
+			same(t, "CreatedAt given with a zero UpdatedAt", onlyUpdated.CreatedAt, g.CreatedAt)
+			wantWithin(t, "UpdatedAt filled alone", g.UpdatedAt, before, after)
+		})
 		test(t, "put_replaces", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")

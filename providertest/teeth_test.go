@@ -18,9 +18,10 @@ import (
 )
 
 // The teeth tests prove that the suite fails broken backends. Each broken backend
-// wraps the memory one and overrides one method; TestTeeth runs the whole suite
-// on it in a subprocess (TestBrokenBackend, selected by brokenEnv) and expects a
-// non-zero exit whose output names the subtest that catches the fault.
+// wraps the memory one and overrides one method; TestTeeth runs the group of the
+// suite that must catch it on it in a subprocess (TestBrokenBackend, selected by
+// brokenEnv) and expects a non-zero exit whose output names the subtest that
+// catches the fault.
 
 const brokenEnv = "PROVIDERTEST_BROKEN"
 
@@ -39,6 +40,9 @@ type shared struct {
 	appends   map[string]int
 	held      map[full]map[string]bool
 	stored    map[string]*types.PipelineConfig
+	listing   int
+	hidden    map[string]bool
+	tokens    map[string]string
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -48,6 +52,8 @@ func sharedOf(t *testing.T) *shared {
 		appends: map[string]int{},
 		held:    map[full]map[string]bool{},
 		stored:  map[string]*types.PipelineConfig{},
+		hidden:  map[string]bool{},
+		tokens:  map[string]string{},
 	})
 	return v.(*shared)
 }
@@ -295,6 +301,127 @@ type stopNotClosing struct{ full }
 
 func (stopNotClosing) Stop(context.Context) error { return nil }
 
+// listForgetsConcurrentCreates hides, from every later listing, a new run whose
+// first put happened while a listing was in flight (a list repair that drops an
+// entry it did not re-check).
+type listForgetsConcurrentCreates struct {
+	full
+	s *shared
+}
+
+func (b listForgetsConcurrentCreates) PutRunState(ctx context.Context, run types.RunState) error {
+	old, err := b.full.GetRunState(ctx, run.RunID)
+	if err != nil {
+		return err
+	}
+	b.s.mu.Lock()
+	if old == nil && b.s.listing > 0 {
+		b.s.hidden[run.RunID] = true
+	}
+	b.s.mu.Unlock()
+	return b.full.PutRunState(ctx, run)
+}
+
+func (b listForgetsConcurrentCreates) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	b.s.mu.Lock()
+	b.s.listing++
+	b.s.mu.Unlock()
+	list, err := b.full.ListRuns(ctx, pipelineID, limit)
+	time.Sleep(100 * time.Microsecond) // a listing takes time
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.s.listing--
+	return slices.DeleteFunc(list, func(r types.RunState) bool { return b.s.hidden[r.RunID] }), err
+}
+
+// offsetPaging lists runs in pages of 100 by offset, each page from a fresh
+// listing, so an item that moves between pages is seen twice or not at all.
+type offsetPaging struct{ full }
+
+func (b offsetPaging) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	const page = 100
+	var out []types.RunState
+	for off := 0; off < limit; off += page {
+		all, err := b.full.ListRuns(ctx, pipelineID, limit)
+		if err != nil {
+			return nil, err
+		}
+		if off >= len(all) {
+			break
+		}
+		out = append(out, all[off:min(off+page, len(all))]...)
+		time.Sleep(200 * time.Microsecond) // the next page is another round trip
+	}
+	return out, nil
+}
+
+// ttlClamped clamps a lock ttl above the limit instead of rejecting it.
+type ttlClamped struct{ full }
+
+func (b ttlClamped) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	return b.full.AcquireLock(ctx, key, min(ttl, provider.MaxTTL))
+}
+
+// renewLongDeletes renews a lease with a ttl at the limit into deletion, as an
+// overflowing expiry computation would.
+type renewLongDeletes struct{ full }
+
+func (b renewLongDeletes) RenewLease(ctx context.Context, l types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if ttl >= provider.MaxTTL/2 {
+		if err := b.full.ReleaseLease(ctx, l); err != nil {
+			return nil, err
+		}
+		l.ExpiresAt = time.Now().Add(ttl)
+		return &l, nil
+	}
+	return b.full.RenewLease(ctx, l, ttl)
+}
+
+// expiryInclusive keeps a trait live at its ExpiresAt (expiry when now > ExpiresAt).
+type expiryInclusive struct{ full }
+
+func (b expiryInclusive) PutTrait(ctx context.Context, pipelineID string, tr types.TraitEvaluation, ttl time.Duration) error {
+	if ttl > 0 {
+		ttl += time.Millisecond
+	}
+	return b.full.PutTrait(ctx, pipelineID, tr, ttl)
+}
+
+// rerunTimeNotFilled stores a zero RequestedAt as the Unix epoch.
+type rerunTimeNotFilled struct{ full }
+
+func (b rerunTimeNotFilled) PutRerun(ctx context.Context, r types.RerunRecord) error {
+	if r.RequestedAt.IsZero() {
+		r.RequestedAt = time.Unix(0, 0).UTC()
+	}
+	return b.full.PutRerun(ctx, r)
+}
+
+// tokenPrefixReleases frees a lease for a token that is a prefix of the current one.
+type tokenPrefixReleases struct {
+	full
+	s *shared
+}
+
+func (b tokenPrefixReleases) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	l, err := b.full.AcquireLease(ctx, key, ttl)
+	if l != nil {
+		b.s.mu.Lock()
+		b.s.tokens[key] = l.Token
+		b.s.mu.Unlock()
+	}
+	return l, err
+}
+
+func (b tokenPrefixReleases) ReleaseLease(ctx context.Context, l types.Lease) error {
+	b.s.mu.Lock()
+	if cur := b.s.tokens[l.Key]; l.Token != "" && strings.HasPrefix(cur, l.Token) {
+		l.Token = cur
+	}
+	b.s.mu.Unlock()
+	return b.full.ReleaseLease(ctx, l)
+}
+
 // brokenBackend is one broken variant and the subtest that must catch it.
 type brokenBackend struct {
 	name string
@@ -337,6 +464,20 @@ var brokenBackends = []brokenBackend{
 		func(p full, _ *shared) provider.Provider { return lockTTLIgnored{p} }},
 	{"fence_not_increasing", "Leaser/fence_strictly_increases",
 		func(p full, _ *shared) provider.Provider { return fenceNotIncreasing{p} }},
+	{"list_forgets_concurrent_creates", "Lists/create_while_listing/runs",
+		func(p full, s *shared) provider.Provider { return listForgetsConcurrentCreates{p, s} }},
+	{"offset_paging", "Lists/moves_while_listing/runs",
+		func(p full, _ *shared) provider.Provider { return offsetPaging{p} }},
+	{"ttl_clamped", "Limits/ttl_beyond_max",
+		func(p full, _ *shared) provider.Provider { return ttlClamped{p} }},
+	{"renew_long_deletes", "Limits/lease_ttl_limits",
+		func(p full, _ *shared) provider.Provider { return renewLongDeletes{p} }},
+	{"expiry_inclusive", "TraitStore/expired_at_exact_ttl",
+		func(p full, _ *shared) provider.Provider { return expiryInclusive{p} }},
+	{"rerun_time_not_filled", "RerunStore/put_fills_zero_requested_at",
+		func(p full, _ *shared) provider.Provider { return rerunTimeNotFilled{p} }},
+	{"token_prefix_releases", "Leaser/token_prefix_rejected",
+		func(p full, s *shared) provider.Provider { return tokenPrefixReleases{p, s} }},
 	{"stop_not_closing", "Lifecycle/after_stop/GetPipeline",
 		func(p full, _ *shared) provider.Provider { return stopNotClosing{p} }},
 }
@@ -372,8 +513,9 @@ func TestTeeth(t *testing.T) {
 	for _, b := range brokenBackends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
+			group, _, _ := strings.Cut(b.want, "/")
 			cmd := exec.CommandContext(t.Context(), os.Args[0],
-				"-test.run=^TestBrokenBackend$",
+				"-test.run=^TestBrokenBackend$/^"+group+"$",
 				// The size tests copy megabytes and catch none of these faults.
 				"-test.skip=^TestBrokenBackend$/./(huge|large)_",
 				"-test.count=1", "-test.timeout=5m")

@@ -98,6 +98,15 @@ func RunTraitStore(t *testing.T, h Harness) {
 				t.Log("an expired trait must be invisible to every read")
 			}
 		})
+		test(t, "expired_at_exact_ttl", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), shortTTL), "PutTrait")
+			s.sleep(t, shortTTL) // expired when now >= ExpiresAt
+			got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
+			wantNil(t, got, err, "GetTrait exactly at ExpiresAt")
+			list, err := p.GetTraits(t.Context(), k.pipeline)
+			wantLen(t, list, err, 0, "GetTraits exactly at ExpiresAt")
+		})
 		test(t, "put_again_resets_ttl", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), shortTTL), "PutTrait with a ttl")

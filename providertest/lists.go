@@ -1,0 +1,280 @@
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// Sizes of the list concurrency tests: large enough that a backend which drops an
+// entry written while it lists, or which pages without a snapshot, fails in most
+// runs; small enough for a real server on two cores.
+const (
+	createWriters   = 4
+	createPerWriter = 50
+	createReaders   = 4
+	// stableItems is longer than any internal page size a backend is likely to
+	// use, so a listing of all of them spans several pages.
+	stableItems = 250
+	moverItems  = 4
+	moverPuts   = 60
+)
+
+// listKind is one List* method over entities that a test creates by ID.
+type listKind struct {
+	name string
+	// put creates or re-puts entity id with sort time at, through p.
+	put func(ctx context.Context, p provider.Provider, k ids, id string, at time.Time) error
+	// list lists the entities' IDs, at most limit of them.
+	list func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error)
+	// moves is whether a re-put with another time moves the entity in the list.
+	moves bool
+}
+
+// listKinds are every list the contract's "lists" rule covers.
+func listKinds() []listKind {
+	runIDs := func(l []types.RunState) []string {
+		out := make([]string, len(l))
+		for i, r := range l {
+			out[i] = r.RunID
+		}
+		return out
+	}
+	rerunIDs := func(l []types.RerunRecord) []string {
+		out := make([]string, len(l))
+		for i, r := range l {
+			out[i] = r.RerunID
+		}
+		return out
+	}
+	putRerun := func(ctx context.Context, p provider.Provider, k ids, id string, at time.Time) error {
+		return p.PutRerun(ctx, newRerun(id, k.pipeline, at))
+	}
+	return []listKind{
+		{
+			name: "runs", moves: true,
+			put: func(ctx context.Context, p provider.Provider, k ids, id string, at time.Time) error {
+				return p.PutRunState(ctx, newRun(k.pipeline, id, at))
+			},
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListRuns(ctx, k.pipeline, limit)
+				return runIDs(l), err
+			},
+		},
+		{
+			name: "reruns", moves: true, put: putRerun,
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListReruns(ctx, k.pipeline, limit)
+				return rerunIDs(l), err
+			},
+		},
+		{
+			name: "all_reruns", moves: true, put: putRerun,
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListAllReruns(ctx, limit)
+				return rerunIDs(l), err
+			},
+		},
+		{
+			name: "replays", moves: true,
+			put: func(ctx context.Context, p provider.Provider, k ids, id string, at time.Time) error {
+				return p.PutReplay(ctx, newReplay(k.pipeline, id, "", at))
+			},
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListReplays(ctx, limit)
+				out := make([]string, len(l))
+				for i, r := range l {
+					out[i] = r.Date
+				}
+				return out, err
+			},
+		},
+		{
+			name: "pipelines",
+			put: func(ctx context.Context, p provider.Provider, k ids, id string, _ time.Time) error {
+				return p.RegisterPipeline(ctx, newPipeline(id))
+			},
+			list: func(ctx context.Context, p provider.Provider, _ ids, _ int) ([]string, error) {
+				l, err := p.ListPipelines(ctx)
+				out := make([]string, len(l))
+				for i, c := range l {
+					out[i] = c.ID
+				}
+				return out, err
+			},
+		},
+	}
+}
+
+// RunLists tests the contract's list rule on every list of IDs (runs, reruns of a
+// pipeline and across pipelines, replays, pipelines): a List*(limit) call returns
+// no duplicates, and every item that existed, unchanged, for the whole call appears
+// if it falls within the limit. It checks new IDs created by writers on two
+// instances while readers list, and long lists (several internal pages of any
+// backend) read while other items move in the order.
+func RunLists(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "Lists", h, func(t *testing.T, s *suite) {
+		for _, kind := range listKinds() {
+			test(t, "create_while_listing/"+kind.name, func(t *testing.T) {
+				s.createWhileListing(t, kind)
+			})
+			if kind.moves {
+				test(t, "moves_while_listing/"+kind.name, func(t *testing.T) {
+					s.movesWhileListing(t, kind)
+				})
+			}
+		}
+	})
+}
+
+// createWhileListing: writers on two instances create new IDs while readers list a
+// few at a time. No listing may hold a duplicate, and once the writers are done,
+// one listing must hold every ID.
+func (s *suite) createWhileListing(t *testing.T, kind listKind) {
+	ps, k := []provider.Provider{s.open(t), s.open(t)}, newIDs(t)
+	ctx := t.Context()
+	var e errs
+	var done atomic.Bool
+	var readers sync.WaitGroup
+	for r := range createReaders {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for !done.Load() {
+				got, err := kind.list(ctx, ps[r%2], k, 5)
+				if err != nil {
+					e.add("list while writers create: %v", err)
+					return
+				}
+				if d := duplicates(got); d != nil {
+					e.add("a listing while writers create holds duplicates %v: %v", d, got)
+					return
+				}
+			}
+		}()
+	}
+	runConcurrently(createWriters, func(w int) {
+		for i := range createPerWriter {
+			id := fmt.Sprintf("%s-w%d-%03d", k.rerun, w, i)
+			if err := kind.put(ctx, ps[(w+i)%2], k, id, at(w*createPerWriter+i)); err != nil {
+				e.add("create %s: %v", id, err)
+				return
+			}
+		}
+	})
+	done.Store(true)
+	readers.Wait()
+	e.report(t)
+	total := createWriters * createPerWriter
+	for i, p := range ps {
+		got, err := kind.list(ctx, p, k, total+10)
+		noErr(t, err, "list after the writers finished")
+		if d := duplicates(got); d != nil {
+			t.Errorf("instance %d: the final listing holds duplicates %v", i, d)
+		}
+		var missing []string
+		for w := range createWriters {
+			for j := range createPerWriter {
+				if id := fmt.Sprintf("%s-w%d-%03d", k.rerun, w, j); !slices.Contains(got, id) {
+					missing = append(missing, id)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("instance %d: %d of %d created IDs never appear in the list after the writers finished (lost while listed concurrently): %v",
+				i, len(missing), total, missing[:min(len(missing), 10)])
+		}
+	}
+}
+
+// movesWhileListing: stableItems items that never change are listed, whole, while a
+// writer re-puts a few other items with new times, moving them across the order.
+// Every listing must hold each stable item exactly once and no duplicate.
+func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	ctx := t.Context()
+	stable := make([]string, stableItems)
+	for i := range stableItems {
+		stable[i] = fmt.Sprintf("%s-s%03d", k.rerun, i)
+	}
+	var e errs
+	runConcurrently(8, func(w int) {
+		for i := w; i < stableItems; i += 8 {
+			if err := kind.put(ctx, p, k, stable[i], at(2*i+1)); err != nil {
+				e.add("put stable item %s: %v", stable[i], err)
+				return
+			}
+		}
+	})
+	e.report(t)
+	movers := make([]string, moverItems)
+	for i := range movers {
+		movers[i] = fmt.Sprintf("%s-m%d", k.rerun, i)
+		noErr(t, kind.put(ctx, p, k, movers[i], at(0)), "put a moving item")
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the mover: jumps items between the newest and the oldest end
+		defer wg.Done()
+		defer done.Store(true)
+		for i := range moverPuts {
+			m := movers[i%moverItems]
+			when := at(2*stableItems + 10 + i) // newest
+			if i%2 == 1 {
+				when = at(-10 - i) // oldest
+			}
+			if err := kind.put(ctx, q, k, m, when); err != nil {
+				e.add("re-put %s: %v", m, err)
+				return
+			}
+		}
+	}()
+	limit := stableItems + moverItems + 10
+	listings := 0
+	for !done.Load() || listings == 0 {
+		got, err := kind.list(ctx, p, k, limit)
+		if err != nil {
+			e.add("list while items move: %v", err)
+			break
+		}
+		listings++
+		if d := duplicates(got); d != nil {
+			e.add("listing %d holds duplicates %v (an item moved during the call)", listings, d)
+		}
+		var missing []string
+		for _, id := range stable {
+			if !slices.Contains(got, id) {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			e.add("listing %d misses %d items that existed, unchanged, for the whole call: %v", listings, len(missing), missing[:min(len(missing), 10)])
+		}
+		if e.failed() {
+			break
+		}
+	}
+	wg.Wait()
+	e.report(t)
+}
+
+// duplicates returns the IDs that appear more than once in ids, or nil.
+func duplicates(ids []string) []string {
+	seen := make(map[string]int, len(ids))
+	var dup []string
+	for _, id := range ids {
+		if seen[id]++; seen[id] == 2 {
+			dup = append(dup, id)
+		}
+	}
+	return dup
+}
