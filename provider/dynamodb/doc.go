@@ -115,7 +115,8 @@
 //
 // HTTP requests per call, as counted by the package's tests (without SDK retries).
 // "page" means one more request per 1 MB of items read, or per page of expired items
-// skipped.
+// skipped; each such page asks for twice as many items as the one before, so a
+// backlog of n expired items costs about log2(n) requests.
 //
 //	call                                   requests
 //	-------------------------------------  ----------------------------------------------------

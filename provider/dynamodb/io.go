@@ -90,7 +90,8 @@ type queryIn struct {
 }
 
 // query runs q page by page, dropping items expired at the provider clock, until it
-// has q.limit live items or the query is exhausted. Base-table queries are strongly
+// has q.limit live items or the query is exhausted. The first page asks for
+// q.limit items, each later one for at least twice as many as the one before. Base-table queries are strongly
 // consistent; GSI queries cannot be.
 func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(q.key).Build()
@@ -111,12 +112,20 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 		consistent := true
 		in.ConsistentRead = &consistent
 	}
-	var out []item
+	var (
+		out  []item
+		page int64 // the previous page's Limit
+	)
+	// pageLimit asks for the live items still wanted, and at least twice the
+	// previous page: a page falls short only when it met expired items, and
+	// doubling crosses a backlog of n of them in about log2(n) requests instead of
+	// one per q.limit items.
 	pageLimit := func() int32 {
 		if q.limit == 0 {
 			return 0
 		}
-		return int32(min(q.limit-len(out), math.MaxInt32))
+		page = min(max(int64(q.limit-len(out)), 2*page), math.MaxInt32)
+		return int32(page)
 	}
 	in.Limit = nil
 	if l := pageLimit(); l > 0 {

@@ -3,8 +3,10 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -63,5 +65,48 @@ func TestNilClient(t *testing.T) {
 	}
 	if err := dynamodb.CreateTable(context.Background(), nil, "t"); !errors.Is(err, provider.ErrInvalidArgument) {
 		t.Errorf("CreateTable(nil): err %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestReadPastExpiredEventsIsCheap reads one event past hundreds of expired ones:
+// the number of requests must grow with the logarithm of the expired backlog, not
+// with its length.
+func TestReadPastExpiredEventsIsCheap(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	p := openOn(t, e.client, e, dynamodb.WithEventRetention(time.Minute))
+	ctx := context.Background()
+	const expired = 300
+	var wg sync.WaitGroup
+	for i := range expired { // concurrent appends share transactions (group commit)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i)}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	e.clock.Advance(2 * time.Minute)
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, count := range []int64{1, 5} {
+		n.Reset()
+		recs, err := p.ReadEventsSince(ctx, "p", "", count)
+		if err != nil || len(recs) != 1 || recs[0].Event.Message != "live" {
+			t.Fatalf("ReadEventsSince(count %d) = %+v, %v; want the live event", count, recs, err)
+		}
+		if got := n.Load(); got > 12 {
+			t.Errorf("ReadEventsSince(count %d) past %d expired events took %d requests, want at most 12", count, expired, got)
+		}
+	}
+	n.Reset()
+	if list, err := p.ListEvents(ctx, "p", 2); err != nil || len(list) != 1 {
+		t.Fatalf("ListEvents = %+v, %v; want the live event", list, err)
+	}
+	if got := n.Load(); got > 12 {
+		t.Errorf("ListEvents(2) past %d expired events took %d requests, want at most 12", expired, got)
 	}
 }
