@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode"
@@ -84,8 +85,14 @@ func CheckTTL(ttl time.Duration) error {
 // CheckDelta rejects a delta the monoid cannot combine: when m implements
 // monoid.Fallible, the delta must combine with the identity (a sketch delta must
 // decode and have a valid shape). The error wraps both ErrInvalidArgument and
-// monoid.ErrIncompatible. For other monoids every value is valid.
+// monoid.ErrIncompatible. A float64 delta must pass CheckFloat64. For other monoids
+// every value is valid.
 func CheckDelta[V any](m monoid.Monoid[V], delta V) error {
+	if d, ok := any(delta).(float64); ok {
+		if err := CheckFloat64("delta", d); err != nil {
+			return err
+		}
+	}
 	f, ok := m.(monoid.Fallible[V])
 	if !ok {
 		return nil
@@ -108,13 +115,46 @@ func CheckMerge[V any](m monoid.Monoid[V], k Key, delta V, ttl time.Duration) er
 }
 
 // Combine combines a and b with m, through TryCombine when m implements
-// monoid.Fallible; its error wraps monoid.ErrIncompatible. Stores use it so a value
-// that does not combine is reported, never stored.
+// monoid.Fallible; its error wraps monoid.ErrIncompatible. A float64 result outside
+// the range of CheckFloat64 is an error wrapping ErrInvalidArgument. Stores use it so
+// a value that does not combine, or cannot be stored, is reported, never stored.
 func Combine[V any](m monoid.Monoid[V], a, b V) (V, error) {
+	var next V
 	if f, ok := m.(monoid.Fallible[V]); ok {
-		return f.TryCombine(a, b)
+		var err error
+		if next, err = f.TryCombine(a, b); err != nil {
+			return next, err
+		}
+	} else {
+		next = m.Combine(a, b)
 	}
-	return m.Combine(a, b), nil
+	if f, ok := any(next).(float64); ok {
+		if err := CheckFloat64("merged value", f); err != nil {
+			return next, err
+		}
+	}
+	return next, nil
+}
+
+// The float contract (Float64SumStore, and every float64 value a store keeps): a
+// delta and a stored value are finite float64s of magnitude 0 or within
+// [MinFloat64, MaxFloat64] — DynamoDB's number range, enforced identically by every
+// backend. A delta outside it, or a merge whose result would leave it, is an error
+// wrapping ErrInvalidArgument and stores nothing; tiny values never round to 0.
+const (
+	// MinFloat64 is the smallest non-zero magnitude of a float64 value or delta.
+	MinFloat64 = 1e-130
+	// MaxFloat64 is the largest magnitude of a float64 value or delta.
+	MaxFloat64 = 1e125
+)
+
+// CheckFloat64 returns an error wrapping ErrInvalidArgument unless v is finite with
+// magnitude 0 or within [MinFloat64, MaxFloat64]; what names v in the message.
+func CheckFloat64(what string, v float64) error {
+	if a := math.Abs(v); math.IsNaN(v) || a > MaxFloat64 || (a != 0 && a < MinFloat64) {
+		return Invalidf("%s %v is outside the float range: 0 or magnitude in [%g, %g]", what, v, MinFloat64, MaxFloat64)
+	}
+	return nil
 }
 
 // OnceClaimID returns the identity of a MergeUpdateOnce claim: an injective encoding

@@ -79,7 +79,7 @@ func connectAndRun(w io.Writer, addr, prefix string) error {
 // run consumes the demo stream in batches, as a queue consumer would, and prints
 // the totals it reads back from the stores.
 func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefix string) error {
-	views, err := redis.NewInt64SumStore(client, redis.WithKeyPrefix(prefix+":views"))
+	views, err := redis.NewInt64SumStore(client, prefix+":views")
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefi
 	if err != nil {
 		return err
 	}
-	visitors, err := redis.NewBytesStore(client, sketch, redis.WithKeyPrefix(prefix+":visitors"))
+	visitors, err := redis.NewBytesStore(client, prefix+":visitors", sketch)
 	if err != nil {
 		return err
 	}

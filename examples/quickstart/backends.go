@@ -74,8 +74,8 @@ func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
 	b := &backend{hll: sk, close: func() { client.Close(); stopServer() }}
 	var errs [3]error
 	b.provider, errs[0] = redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
-	b.clicks, errs[1] = redisstate.NewInt64SumStore(client, redisstate.WithKeyPrefix(cfg.prefix+":clicks"))
-	b.users, errs[2] = redisstate.NewBytesStore(client, sk, redisstate.WithKeyPrefix(cfg.prefix+":users"))
+	b.clicks, errs[1] = redisstate.NewInt64SumStore(client, cfg.prefix+":clicks")
+	b.users, errs[2] = redisstate.NewBytesStore(client, cfg.prefix+":users", sk)
 	if err := errors.Join(errs[:]...); err != nil {
 		b.close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // base is what every store and the deduper share: the client (not owned), the key
@@ -20,11 +21,14 @@ type base struct {
 	closed *atomic.Bool // shared by copies made during construction
 }
 
-func newBase(name string, client goredis.UniversalClient, c config) (base, error) {
-	if client == nil {
-		return base{}, state.Invalidf("%s: nil client", name)
+func newBase(name string, client goredis.UniversalClient, prefix string, c config) (base, error) {
+	if storeopt.IsNil(client) {
+		return base{}, state.Invalidf("%s: nil client", c.Ctor)
 	}
-	return base{client: client, keys: keyspace{prefix: c.prefix}, name: name, closed: new(atomic.Bool)}, nil
+	if err := checkPrefix(c.Ctor, prefix); err != nil {
+		return base{}, err
+	}
+	return base{client: client, keys: keyspace{prefix: prefix}, name: name, closed: new(atomic.Bool)}, nil
 }
 
 // begin is called first by every method: it returns ErrClosed after Close and

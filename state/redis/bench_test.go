@@ -33,11 +33,11 @@ func BenchmarkMergeUpdate(b *testing.B) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			c := be.client(b)
-			p := redis.WithKeyPrefix(prefixFor(b))
+			p := prefixFor(b)
 			sum, _ := redis.NewInt64SumStore(c, p)
 			fsum, _ := redis.NewFloat64SumStore(c, p)
 			max, _ := redis.NewInt64MaxStore(c, p)
-			bs, err := redis.NewBytesStore(c, storetest.Counter{}, p)
+			bs, err := redis.NewBytesStore(c, p, storetest.Counter{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func BenchmarkGetMany1000(b *testing.B) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			c := be.client(b)
-			s, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix(prefixFor(b)))
+			s, err := redis.NewInt64SumStore(c, prefixFor(b))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func BenchmarkHLLHotKey(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/writers=%d", be.name, writers), func(b *testing.B) {
 				stores := make([]*redis.BytesStore, 2)
 				for i := range stores {
-					s, err := redis.NewBytesStore(be.client(b), m, redis.WithKeyPrefix(prefixFor(b)), redis.WithMaxRetries(1000))
+					s, err := redis.NewBytesStore(be.client(b), prefixFor(b), m, redis.WithMaxRetries(1000))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -30,11 +30,11 @@ func TestRoundTrips(t *testing.T) {
 			}
 			nodes = masters.Load()
 		}
-		p := redis.WithKeyPrefix(prefixFor(t))
+		p := prefixFor(t)
 		sum, err1 := redis.NewInt64SumStore(c, p)
 		fsum, err2 := redis.NewFloat64SumStore(c, p)
 		max, err3 := redis.NewInt64MaxStore(c, p)
-		bs, err4 := redis.NewBytesStore(c, storetest.Counter{}, p)
+		bs, err4 := redis.NewBytesStore(c, p, storetest.Counter{})
 		dd, err5 := redis.NewDeduper(c, p)
 		for _, err := range []error{err1, err2, err3, err4, err5} {
 			if err != nil {

@@ -3,8 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
@@ -24,6 +23,7 @@ import (
 type BytesStore struct {
 	base
 	m        monoid.Monoid[[]byte]
+	kind     string // key segment: storekey.Bytes(m.Kind())
 	cas      state.CASPolicy
 	dedupTTL time.Duration
 	retries  atomic.Int64 // lost races since creation, for benchmarks
@@ -32,21 +32,23 @@ type BytesStore struct {
 var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 
 // NewBytesStore returns a BytesStore merging with m over client, which it uses but
-// does not own. Options: WithKeyPrefix, WithDedupTTL, WithMaxRetries, WithBackoff.
-func NewBytesStore(client goredis.UniversalClient, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
+// does not own, keeping its keys under prefix as NewInt64SumStore does. Key names
+// carry m's Kind, so BytesStores of different monoid kinds never share values, even
+// under one prefix. Options: WithDedupTTL, WithMaxRetries, WithBackoff.
+func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
 	const name = "BytesStore"
 	c, err := newConfig("New"+name, storeopt.Bytes, opts)
 	if err != nil {
 		return nil, err
 	}
-	if m == nil {
+	if storeopt.IsNil(m) {
 		return nil, state.Invalidf("New%s: nil monoid", name)
 	}
-	b, err := newBase(name, client, c)
+	b, err := newBase(name, client, prefix, c)
 	if err != nil {
 		return nil, err
 	}
-	return &BytesStore{base: b, m: m, cas: c.CAS, dedupTTL: c.DedupTTL}, nil
+	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupTTL: c.DedupTTL}, nil
 }
 
 func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {
@@ -58,14 +60,14 @@ func decodeBytes(raw string) ([]byte, error) { return []byte(raw), nil }
 // Get returns a copy of the value of k and whether it exists; a missing or expired key
 // returns the monoid's identity and false. One round trip (HGET).
 func (s *BytesStore) Get(ctx context.Context, k state.Key) ([]byte, bool, error) {
-	return readOne(ctx, &s.base, kindBytes, k, getBytes, decodeBytes, s.m.Identity())
+	return readOne(ctx, &s.base, s.kind, k, getBytes, decodeBytes, s.m.Identity())
 }
 
 // GetMany returns one value and one found flag per key, in the order of ks
 // (duplicates allowed; missing keys hold the monoid's identity). One pipeline of
 // HGETs: one round trip, or one per node concurrently on a Redis Cluster.
 func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []bool, error) {
-	return readMany(ctx, &s.base, kindBytes, ks, getBytes, decodeBytes, s.m.Identity())
+	return readMany(ctx, &s.base, s.kind, ks, getBytes, decodeBytes, s.m.Identity())
 }
 
 // MergeUpdate combines delta into the value of k and sets its expiry to now+ttl
@@ -108,8 +110,8 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
 		return false, err
 	}
-	keys := s.keys.scriptKeys(kindBytes, k, once, eventID)
-	ttlMS, dedupMS := millis(ttl), millis(s.dedupTTL)
+	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
+	ttlMS, dedupMS, tok := millis(ttl), millis(s.dedupTTL), storekey.Token()
 	var (
 		last     *casRead // set by a lost race
 		claimed  bool     // the event was applied before
@@ -129,7 +131,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		return r.value, r.found, r.ver, nil
 	}
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
-		res, err := scriptCAS.Run(ctx, s.client, keys, ttlMS, dedupMS, ver, next, newVersion()).Result()
+		res, err := scriptCAS.Run(ctx, s.client, keys, ttlMS, dedupMS, tok, ver, next, storekey.PushToken(ver, tok)).Result()
 		if err != nil {
 			return false, readErrs("write", err)
 		}
@@ -139,6 +141,11 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			return true, nil
 		case []any:
 			r := casFields(res)
+			if storekey.HasToken(r.ver, tok) {
+				// This call's own write, met by the client library's retry after
+				// a lost reply: applied once.
+				return true, nil
+			}
 			last = &r
 			return false, nil
 		default:
@@ -166,10 +173,4 @@ func casFields(vals []any) casRead {
 		r.ver = ver
 	}
 	return r
-}
-
-// newVersion returns a fresh 128-bit random version token. Tokens are never reused, so
-// a value that expired and was re-created cannot match a version read before (no ABA).
-func newVersion() string {
-	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
 }

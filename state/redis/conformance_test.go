@@ -16,10 +16,10 @@ import (
 )
 
 // opener adapts a store constructor to a statetest Open for backend b.
-func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalClient, ...redis.Option) (S, error)) func(t *testing.T) state.Store[V] {
+func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalClient, string, ...redis.Option) (S, error)) func(t *testing.T) state.Store[V] {
 	return func(t *testing.T) state.Store[V] {
 		t.Helper()
-		s, err := newStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		s, err := newStore(b.client(t), prefixFor(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestConformance(t *testing.T) {
 			statetest.RunStore(t, statetest.Harness[[]byte]{
 				Open: func(t *testing.T) state.Store[[]byte] {
 					t.Helper()
-					s, err := redis.NewBytesStore(b.client(t), storetest.Counter{}, redis.WithKeyPrefix(prefixFor(t)))
+					s, err := redis.NewBytesStore(b.client(t), prefixFor(t), storetest.Counter{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -92,7 +92,7 @@ func TestConformance(t *testing.T) {
 			statetest.RunDeduper(t, statetest.DeduperHarness{
 				Open: func(t *testing.T) state.Deduper {
 					t.Helper()
-					d, err := redis.NewDeduper(b.client(t), redis.WithKeyPrefix(prefixFor(t)), redis.WithTTL(ttl))
+					d, err := redis.NewDeduper(b.client(t), prefixFor(t), redis.WithTTL(ttl))
 					if err != nil {
 						t.Fatal(err)
 					}

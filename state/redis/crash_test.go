@@ -23,11 +23,11 @@ const (
 // crashStores opens the two once-stores the events go to.
 func crashStores(t testing.TB, c goredis.UniversalClient, prefix string) storetest.CrashStores {
 	t.Helper()
-	sum, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix(prefix))
+	sum, err := redis.NewInt64SumStore(c, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := redis.NewBytesStore(c, storetest.Counter{}, redis.WithKeyPrefix(prefix), redis.WithMaxRetries(1000))
+	bs, err := redis.NewBytesStore(c, prefix, storetest.Counter{}, redis.WithMaxRetries(1000))
 	if err != nil {
 		t.Fatal(err)
 	}

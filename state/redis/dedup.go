@@ -7,12 +7,16 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Deduper is a state.Deduper over Redis: a claim is the key "prefix:seen:eventID",
-// written with SET NX PX, so exactly one caller across all processes wins it until it
-// expires (WithTTL) or is released. It is safe for concurrent use.
+// created by a Lua script only when absent and holding the claiming call's random
+// token, so exactly one caller across all processes wins it until it expires
+// (WithTTL) or is released, also when the client library retried a claim whose reply
+// was lost (the retry finds its own token and still answers true). It is safe for
+// concurrent use.
 type Deduper struct {
 	base
 	ttl time.Duration
@@ -20,35 +24,35 @@ type Deduper struct {
 
 var _ state.Deduper = (*Deduper)(nil)
 
-// NewDeduper returns a Deduper over client, which it uses but does not own. Options:
-// WithKeyPrefix, WithTTL (default state.DefaultDedupTTL; 0 = claims never expire).
-func NewDeduper(client goredis.UniversalClient, opts ...Option) (*Deduper, error) {
+// NewDeduper returns a Deduper over client, which it uses but does not own, keeping
+// its claims under prefix as NewInt64SumStore does. Options: WithTTL (default
+// state.DefaultDedupTTL; 0 = claims never expire).
+func NewDeduper(client goredis.UniversalClient, prefix string, opts ...Option) (*Deduper, error) {
 	const name = "Deduper"
 	c, err := newConfig("New"+name, storeopt.Deduper, opts)
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBase(name, client, c)
+	b, err := newBase(name, client, prefix, c)
 	if err != nil {
 		return nil, err
 	}
 	return &Deduper{base: b, ttl: c.TTL}, nil
 }
 
-// MarkSeen claims eventID with SET NX PX (one round trip); firstSeen is true for
-// exactly one caller until the claim expires or is released.
+// MarkSeen claims eventID with one Lua script (one round trip); firstSeen is true for
+// exactly one caller until the claim expires or is released. The ttl is rounded up
+// to whole milliseconds.
 func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	key, err := d.key(ctx, eventID)
 	if err != nil {
 		return false, err
 	}
-	// SetNX with ttl 0 sets no expiry; a positive ttl is sent as PX (or EX when whole
-	// seconds), rounded up to whole milliseconds.
-	ok, err := d.client.SetNX(ctx, key, "1", time.Duration(millis(d.ttl))*time.Millisecond).Result()
+	n, err := scriptDedup.Run(ctx, d.client, []string{key}, millis(d.ttl), storekey.Token()).Int()
 	if err != nil {
 		return false, d.wrap("mark seen", key, err)
 	}
-	return ok, nil
+	return n == 1, nil
 }
 
 // Release deletes the claim on eventID (DEL, one round trip), so the next MarkSeen

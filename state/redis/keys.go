@@ -7,15 +7,6 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-// Store kinds, one key-name segment each, so that stores of different kinds sharing a
-// prefix and an entity never touch each other's keys.
-const (
-	kindInt64Sum   = "isum"
-	kindFloat64Sum = "fsum"
-	kindInt64Max   = "imax"
-	kindBytes      = "bytes"
-)
-
 // entityEscaper escapes the characters that would end or nest a Redis Cluster hash tag
 // ('{' and '}') and the escape character itself, so the escaped entity is injective
 // and a valid, non-empty hash tag.

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
@@ -20,6 +21,7 @@ type numericKind[V int64 | float64] struct {
 	format  func(V) string
 	parse   func(string) (V, error)
 	check   func(V) error // delta check beyond the shared ones; may be nil
+	args    []any         // script arguments after the delta
 	missing V             // the value reported for a missing key: the monoid's identity
 }
 
@@ -31,12 +33,12 @@ type numeric[V int64 | float64] struct {
 	dedupTTL time.Duration
 }
 
-func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, opts []Option) (numeric[V], error) {
+func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []Option) (numeric[V], error) {
 	c, err := newConfig("New"+nk.name, storeopt.Numeric, opts)
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	b, err := newBase(nk.name, client, c)
+	b, err := newBase(nk.name, client, prefix, c)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -73,22 +75,30 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 	}
 	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
-	n, err := s.script.Run(ctx, s.client, keys, millis(ttl), millis(s.dedupTTL), s.format(delta)).Int()
+	args := append([]any{millis(ttl), millis(s.dedupTTL), storekey.Token(), s.format(delta)}, s.args...)
+	n, err := s.script.Run(ctx, s.client, keys, args...).Int()
 	if err != nil {
 		return false, s.wrap("merge", keys[0], err)
+	}
+	if n < 0 {
+		return false, state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), keys[0])
 	}
 	return n == 1, nil
 }
 
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate adds the
-// delta with INCRBY. A sum that would overflow int64 is an error and writes nothing.
-// It is safe for concurrent use.
+// delta with INCRBY. A sum that would overflow int64 is an error wrapping
+// state.ErrInvalidArgument and writes nothing. It is safe for concurrent use.
 type Int64SumStore struct{ n numeric[int64] }
 
-// Float64SumStore is a state.OnceStore[float64] of sums: MergeUpdate adds the delta
-// with INCRBYFLOAT (Redis adds in long double precision and stores 17 significant
-// digits). A NaN or infinite delta, or a sum that would overflow to infinity, is an
-// error and writes nothing. It is safe for concurrent use.
+// Float64SumStore is a state.OnceStore[float64] of sums under the float contract of
+// package state: a Lua script adds the delta to the stored value in float64 (Lua
+// numbers are doubles) and stores the sum with 17 significant digits, so every merge's
+// result is the float64 sum and tiny deltas never vanish. A delta outside
+// state.CheckFloat64's range (NaN, infinities, magnitudes above state.MaxFloat64 or
+// below state.MinFloat64 other than 0), or a merge whose sum would leave it, is an
+// error wrapping state.ErrInvalidArgument and writes nothing. It is safe for
+// concurrent use.
 type Float64SumStore struct{ n numeric[float64] }
 
 // Int64MaxStore is a state.OnceStore[int64] of maxima (monoid.Max): MergeUpdate keeps
@@ -106,24 +116,24 @@ func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
 
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 
-func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// formatFloat writes v with 17 significant digits (it reads back as v), as the
+// script stores sums.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'e', 16, 64) }
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
-func checkFinite(v float64) error {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return state.Invalidf("delta %v is not finite", v)
-	}
-	return nil
-}
+func checkFloat(v float64) error { return state.CheckFloat64("delta", v) }
 
 // NewInt64SumStore returns an Int64SumStore over client, which it uses but does not
-// own (Close leaves it open). Options: WithKeyPrefix, WithDedupTTL.
-func NewInt64SumStore(client goredis.UniversalClient, opts ...Option) (*Int64SumStore, error) {
+// own (Close leaves it open), keeping its keys under prefix (required: non-empty,
+// valid UTF-8 without '{', '}' or control characters; give each logical store its
+// own). Options: WithDedupTTL. A nil client (also a typed nil) or a bad prefix is an
+// error wrapping state.ErrInvalidArgument.
+func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		name: "Int64SumStore", kind: kindInt64Sum, script: scriptIncrBy,
+		name: "Int64SumStore", kind: storekey.Int64Sum, script: scriptIncrBy,
 		format: formatInt, parse: parseInt,
-	}, client, opts)
+	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +141,12 @@ func NewInt64SumStore(client goredis.UniversalClient, opts ...Option) (*Int64Sum
 }
 
 // NewFloat64SumStore returns a Float64SumStore over client, which it uses but does not
-// own. Options: WithKeyPrefix, WithDedupTTL.
-func NewFloat64SumStore(client goredis.UniversalClient, opts ...Option) (*Float64SumStore, error) {
+// own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
+func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
-		name: "Float64SumStore", kind: kindFloat64Sum, script: scriptIncrByFloat,
-		format: formatFloat, parse: parseFloat, check: checkFinite,
-	}, client, opts)
+		name: "Float64SumStore", kind: storekey.Float64Sum, script: scriptFloatSum,
+		format: formatFloat, parse: parseFloat, check: checkFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
+	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +154,12 @@ func NewFloat64SumStore(client goredis.UniversalClient, opts ...Option) (*Float6
 }
 
 // NewInt64MaxStore returns an Int64MaxStore over client, which it uses but does not
-// own. Options: WithKeyPrefix, WithDedupTTL.
-func NewInt64MaxStore(client goredis.UniversalClient, opts ...Option) (*Int64MaxStore, error) {
+// own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
+func NewInt64MaxStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		name: "Int64MaxStore", kind: kindInt64Max, script: scriptMax,
+		name: "Int64MaxStore", kind: storekey.Int64Max, script: scriptMax,
 		format: formatInt, parse: parseInt, missing: math.MinInt64,
-	}, client, opts)
+	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
 	}

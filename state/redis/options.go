@@ -3,14 +3,12 @@ package redis
 import (
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
-
-// DefaultKeyPrefix is the key prefix of every store and deduper unless WithKeyPrefix
-// says otherwise.
-const DefaultKeyPrefix = "pipestate:state"
 
 // Option configures a store or a deduper. An option that does not apply to the
 // constructor it is passed to, or that has an invalid value, makes the constructor
@@ -20,30 +18,21 @@ type Option func(*config) error
 // config is what options set; see newConfig for the defaults.
 type config struct {
 	storeopt.Common
-	prefix string
 }
 
 func newConfig(ctor string, t storeopt.Target, opts []Option) (config, error) {
-	c := config{Common: storeopt.NewCommon(ctor, t), prefix: DefaultKeyPrefix}
+	c := config{Common: storeopt.NewCommon(ctor, t)}
 	return c, storeopt.Apply(&c, ctor, opts)
 }
 
-// WithKeyPrefix sets the prefix of every key the store or deduper uses (default
-// DefaultKeyPrefix). Stores of different kinds may share a prefix; two stores of the
-// same kind (say two BytesStores holding different sketches) share values when they
-// share a prefix, so give each logical store its own. The prefix must be non-empty
-// and must not contain '{' or '}' (they would change the Redis Cluster hash tag).
-func WithKeyPrefix(prefix string) Option {
-	return func(c *config) error {
-		if err := c.Allow("WithKeyPrefix", storeopt.All); err != nil {
-			return err
-		}
-		if prefix == "" || strings.ContainsAny(prefix, "{}") {
-			return state.Invalidf("%s: key prefix %q must be non-empty without '{' or '}'", c.Ctor, prefix)
-		}
-		c.prefix = prefix
-		return nil
+// checkPrefix checks the key prefix every constructor requires: non-empty, valid
+// UTF-8 without control characters, '{' or '}' (they would change the Redis Cluster
+// hash tag).
+func checkPrefix(ctor, prefix string) error {
+	if prefix == "" || !utf8.ValidString(prefix) || strings.ContainsAny(prefix, "{}") || strings.ContainsFunc(prefix, unicode.IsControl) {
+		return state.Invalidf("%s: key prefix %q must be non-empty valid UTF-8 without '{', '}' or control characters", ctor, prefix)
 	}
+	return nil
 }
 
 // WithMaxRetries sets how many times a BytesStore merge retries after losing a
@@ -63,14 +52,14 @@ func WithBackoff(base, max time.Duration) Option {
 }
 
 // WithDedupTTL sets how long a MergeUpdateOnce claim on an event ID lives (default
-// state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d < 0 is an
-// error. Stores only.
+// state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
+// [0, state.MaxTTL] is an error. Stores only.
 func WithDedupTTL(d time.Duration) Option {
 	return func(c *config) error { return c.SetDedupTTL(d) }
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
-// forever). d < 0 is an error. Deduper only.
+// forever). d outside [0, state.MaxTTL] is an error. Deduper only.
 func WithTTL(d time.Duration) Option {
 	return func(c *config) error { return c.SetTTL(d) }
 }

@@ -29,7 +29,7 @@ func TestMaxIsExactOverInt64(t *testing.T) {
 		{"lengths", []int64{99, 100, -1000, 101}, 101},
 	}
 	forEachBackend(t, func(t *testing.T, b backend) {
-		s, err := redis.NewInt64MaxStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		s, err := redis.NewInt64MaxStore(b.client(t), prefixFor(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestMaxIsExactOverInt64(t *testing.T) {
 
 func TestOverflowWritesNothing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)))
+		s, err := redis.NewInt64SumStore(b.client(t), prefixFor(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestOverflowWritesNothing(t *testing.T) {
 
 func TestDedupTTL(t *testing.T) {
 	b := miniBackend
-	s, err := redis.NewInt64SumStore(b.client(t), redis.WithKeyPrefix(prefixFor(t)), redis.WithDedupTTL(time.Minute))
+	s, err := redis.NewInt64SumStore(b.client(t), prefixFor(t), redis.WithDedupTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +104,11 @@ func TestBytesMaxRetries(t *testing.T) {
 	prefix := prefixFor(t)
 	k := state.Key{Entity: "contended"}
 	m := &meddler{t: t}
-	s, err := redis.NewBytesStore(c, m, redis.WithKeyPrefix(prefix), redis.WithMaxRetries(2), redis.WithBackoff(time.Microsecond, time.Microsecond))
+	s, err := redis.NewBytesStore(c, prefix, m, redis.WithMaxRetries(2), redis.WithBackoff(time.Microsecond, time.Microsecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := redis.NewBytesStore(c, concat{}, redis.WithKeyPrefix(prefix))
+	other, err := redis.NewBytesStore(c, prefix, concat{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,21 +151,21 @@ func TestOptions(t *testing.T) {
 		name string
 		open func() error
 	}{
-		{"empty prefix", func() error { _, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix("")); return err }},
-		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, redis.WithKeyPrefix("a{b}")); return err }},
-		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, nil); return err }},
-		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil); return err }},
-		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, nil); return err }},
-		{"negative retries", func() error { _, err := redis.NewBytesStore(c, concat{}, redis.WithMaxRetries(-1)); return err }},
-		{"retries on sum", func() error { _, err := redis.NewInt64SumStore(c, redis.WithMaxRetries(3)); return err }},
+		{"empty prefix", func() error { _, err := redis.NewInt64SumStore(c, ""); return err }},
+		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, "a{b}"); return err }},
+		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, "p", nil); return err }},
+		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil, "p"); return err }},
+		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", nil); return err }},
+		{"negative retries", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err }},
+		{"retries on sum", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithMaxRetries(3)); return err }},
 		{"bad backoff", func() error {
-			_, err := redis.NewBytesStore(c, concat{}, redis.WithBackoff(time.Second, time.Millisecond))
+			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithBackoff(time.Second, time.Millisecond))
 			return err
 		}},
-		{"ttl on store", func() error { _, err := redis.NewFloat64SumStore(c, redis.WithTTL(time.Second)); return err }},
-		{"dedup ttl on deduper", func() error { _, err := redis.NewDeduper(c, redis.WithDedupTTL(time.Second)); return err }},
-		{"negative ttl", func() error { _, err := redis.NewDeduper(c, redis.WithTTL(-time.Second)); return err }},
-		{"negative dedup ttl", func() error { _, err := redis.NewInt64SumStore(c, redis.WithDedupTTL(-1)); return err }},
+		{"ttl on store", func() error { _, err := redis.NewFloat64SumStore(c, "p", redis.WithTTL(time.Second)); return err }},
+		{"dedup ttl on deduper", func() error { _, err := redis.NewDeduper(c, "p", redis.WithDedupTTL(time.Second)); return err }},
+		{"negative ttl", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err }},
+		{"negative dedup ttl", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,21 +13,24 @@ var (
 	luaCommon string
 	//go:embed lua/incrby.lua
 	luaIncrBy string
-	//go:embed lua/incrbyfloat.lua
-	luaIncrByFloat string
+	//go:embed lua/fsum.lua
+	luaFloatSum string
 	//go:embed lua/max.lua
 	luaMax string
 	//go:embed lua/cas.lua
 	luaCAS string
+	//go:embed lua/dedup.lua
+	luaDedup string
 )
 
 // The merge scripts: the common head (claim check and finish) followed by one body.
 // goredis.Script runs EVALSHA and falls back to EVAL once per server on NOSCRIPT.
 var (
 	scriptIncrBy      = goredis.NewScript(luaCommon + luaIncrBy)
-	scriptIncrByFloat = goredis.NewScript(luaCommon + luaIncrByFloat)
+	scriptFloatSum    = goredis.NewScript(luaCommon + luaFloatSum)
 	scriptMax         = goredis.NewScript(luaCommon + luaMax)
 	scriptCAS         = goredis.NewScript(luaCommon + luaCAS)
+	scriptDedup       = goredis.NewScript(luaDedup)
 )
 
 // scriptKeys returns the KEYS of a merge script: the value key, plus the claim key

@@ -5,6 +5,8 @@
 package storeopt
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/pipestate/pipestate/state"
@@ -83,26 +85,41 @@ func (c *Common) SetBackoff(t Target, base, max time.Duration) error {
 	return nil
 }
 
-// SetDedupTTL is WithDedupTTL (stores only): d >= 0, 0 = forever.
+// SetDedupTTL is WithDedupTTL (stores only): 0 <= d <= state.MaxTTL, 0 = forever.
 func (c *Common) SetDedupTTL(d time.Duration) error {
 	if err := c.Allow("WithDedupTTL", Stores); err != nil {
 		return err
 	}
-	if d < 0 {
-		return state.Invalidf("%s: dedup ttl %v is negative", c.Ctor, d)
+	if err := state.CheckTTL(d); err != nil {
+		return fmt.Errorf("%s: dedup %w", c.Ctor, err)
 	}
 	c.DedupTTL = d
 	return nil
 }
 
-// SetTTL is WithTTL (Deduper only): d >= 0, 0 = forever.
+// SetTTL is WithTTL (Deduper only): 0 <= d <= state.MaxTTL, 0 = forever.
 func (c *Common) SetTTL(d time.Duration) error {
 	if err := c.Allow("WithTTL", Deduper); err != nil {
 		return err
 	}
-	if d < 0 {
-		return state.Invalidf("%s: ttl %v is negative", c.Ctor, d)
+	if err := state.CheckTTL(d); err != nil {
+		return fmt.Errorf("%s: %w", c.Ctor, err)
 	}
 	c.TTL = d
 	return nil
+}
+
+// IsNil reports whether client is nil or an interface holding a nil pointer (a
+// typed nil), which constructors reject with state.ErrInvalidArgument instead of
+// panicking on first use.
+func IsNil(client any) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }

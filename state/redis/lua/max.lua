@@ -1,4 +1,4 @@
--- Int64MaxStore: ARGV[3] is the delta (a canonical base-10 int64, as Go's
+-- Int64MaxStore: ARGV[4] is the delta (a canonical base-10 int64, as Go's
 -- strconv.FormatInt writes it). Values are compared as decimal strings, not as Lua
 -- numbers, which are doubles and would round int64s above 2^53.
 local function less(a, b)
@@ -19,7 +19,7 @@ local function less(a, b)
 end
 
 local cur = redis.call('GET', KEYS[1])
-if not cur or less(cur, ARGV[3]) then
-  redis.call('SET', KEYS[1], ARGV[3])
+if not cur or less(cur, ARGV[4]) then
+  redis.call('SET', KEYS[1], ARGV[4])
 end
 return finish()
