@@ -723,6 +723,9 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err := provider.Validate(rerun); err != nil {
 		return err
 	}
+	if rerun.RequestedAt.IsZero() {
+		rerun.RequestedAt = p.now()
+	}
 	body, err := encode(rerun)
 	if err != nil {
 		return err

@@ -27,16 +27,18 @@ func TestProvider(t *testing.T) {
 		}
 		return e
 	}
+	open := func(t *testing.T, opts ...Option) provider.Provider {
+		e := env(t)
+		p, err := Open(context.Background(), e.path, append([]Option{WithClock(e.now)}, opts...)...)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		return p
+	}
 	providertest.Run(t, providertest.Harness{
-		Open: func(t *testing.T) provider.Provider {
-			e := env(t)
-			p, err := Open(context.Background(), e.path, WithClock(e.now))
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			t.Cleanup(func() { _ = p.Stop(context.Background()) })
-			return p
-		},
+		Open:      func(t *testing.T) provider.Provider { return open(t) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider { return open(t, WithOwner(owner)) },
 		Sleep: func(t *testing.T, d time.Duration) { env(t).sleep(d) },
 	})
 }
