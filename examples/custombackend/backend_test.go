@@ -39,7 +39,7 @@ func TestProvider(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
 		Open:      func(t *testing.T) provider.Provider { return open(t) },
 		OpenOwner: func(t *testing.T, owner string) provider.Provider { return open(t, WithOwner(owner)) },
-		Sleep: func(t *testing.T, d time.Duration) { env(t).sleep(d) },
+		Sleep:     func(t *testing.T, d time.Duration) { env(t).sleep(d) },
 	})
 }
 
