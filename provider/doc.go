@@ -28,9 +28,19 @@
 //	               nanosecond. Fields a method fills (below) are part of what is stored.
 //	no aliasing    mutating a value after Put, or a value returned by Get, never
 //	               changes what is stored.
-//	TTL            ttl == 0 means no expiry. An expired trait, readiness result, lock
-//	               or lease is invisible to every read, even before the backend has
-//	               deleted it.
+//	TTL            ttl == 0 means no expiry. An entity is expired when now >= its
+//	               expiry (ExpiresAt, or put time + ttl): exactly at that instant it
+//	               is gone. An expired trait, readiness result, lock or lease is
+//	               invisible to every read, even before the backend has deleted it.
+//	limits         a ttl is at most MaxTTL (100 years); a run Version is at most
+//	               types.MaxRunVersion (2^53-1), so a CAS may start from at most
+//	               MaxRunVersion-1 and stores MaxRunVersion exactly. Beyond a limit
+//	               the call fails with ErrInvalidArgument and writes nothing; no
+//	               backend clamps or wraps.
+//	lists          a List*(limit) call returns no duplicates, and every item that
+//	               existed, unchanged, for the whole call appears in it if it falls
+//	               within the limit — also while other items are created or move in
+//	               the order, and when the list is longer than the backend's pages.
 //	pipelines      RegisterPipeline replaces a config with the same ID; ListPipelines
 //	               is sorted by ID; DeletePipeline removes the config only (traits,
 //	               runs and logs of the pipeline stay).
@@ -83,7 +93,9 @@
 //	               default, settable by option). ReleaseLock releases only a lock this
 //	               instance holds; otherwise it changes nothing and returns an error
 //	               wrapping ErrLockNotHeld. Of N concurrent acquirers, across
-//	               instances, exactly one wins.
+//	               instances, exactly one wins. Owner identities and lease tokens
+//	               are compared exactly, never by prefix ("worker-1" is not
+//	               "worker-10").
 //	leases         AcquireLease needs ttl > 0 and returns ErrLockHeld while another
 //	               lease (or lock) of the key is live. Fence strictly increases across
 //	               successive leases of the same key, forever, whoever holds them.
@@ -95,6 +107,11 @@
 //	lifecycle      calls work once New returns; Start is idempotent; Stop is
 //	               idempotent; after Stop every call, Start included, returns an error
 //	               wrapping ErrClosed; Ping reports whether the backend answers.
+//	lost replies   when a reply is lost and the client library retries a write the
+//	               server had applied, locks, leases, CAS and every upsert neither
+//	               lose nor double: the retry reports the first attempt's outcome
+//	               (a CAS that swapped reports true, once). Backends document any
+//	               write that may be applied twice (see each backend's doc).
 //	contention     concurrent writers never see an error for contention alone: a
 //	               backend retries its own conflicts (e.g. DynamoDB transaction
 //	               conflicts) or, for CAS, reports (false, nil).
