@@ -8,7 +8,7 @@
 // Every rule of the semantics table in the provider package doc has at least one
 // named subtest, grouped by interface (PipelineStore, TraitStore, RunStore,
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
-// ReplayStore, Locker, Leaser, CascadeReader, Readiness, Lifecycle), e.g.
+// ReplayStore, Locker, Leaser, CascadeReader, Readiness, Lists, Limits, Lifecycle), e.g.
 // "RunStore/cas_concurrent_one_winner". Each group checks, where the rule applies:
 //
 //   - round trips (after JSON: numbers in maps are float64, times are Equal to the
@@ -22,7 +22,17 @@
 //   - events paged with cursors while 8 writers on two instances append: each event
 //     is seen exactly once, and every reader sees the same order;
 //   - locks and leases across instances: exclusivity, owner-safe release, expiry
-//     and takeover, strictly increasing fences, one shared key space;
+//     and takeover, strictly increasing fences, one shared key space; owner IDs
+//     and lease tokens that are prefixes of each other never release each other
+//     (owners need Harness.OpenOwner);
+//   - the expiry instant: a trait, readiness result, lock or lease is gone when
+//     now >= its expiry (Harness.Sleep of exactly the ttl);
+//   - every list of IDs (runs, reruns, all reruns, replays, pipelines) read while
+//     writers on two instances create new IDs, and read whole (longer than any
+//     internal page) while other items move in the order: no duplicates, nothing
+//     that existed throughout missing;
+//   - numeric limits: versions up to types.MaxRunVersion, ttls up to
+//     provider.MaxTTL, ErrInvalidArgument just beyond;
 //   - a bad-input table per method: each case fails with an error wrapping
 //     provider.ErrInvalidArgument, and a follow-up read proves nothing was written;
 //   - adversarial keys built from every key delimiter of the built-in backends
