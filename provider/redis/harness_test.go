@@ -87,8 +87,9 @@ func (h *miniHarness) sleep(t *testing.T, d time.Duration) {
 
 func (h *miniHarness) harness() providertest.Harness {
 	return providertest.Harness{
-		Open:  func(t *testing.T) provider.Provider { return h.open(t) },
-		Sleep: h.sleep,
+		Open:      func(t *testing.T) provider.Provider { return h.open(t) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
+		Sleep:     h.sleep,
 	}
 }
 
@@ -139,6 +140,7 @@ func (h *serverHarness) open(t *testing.T, opts ...redis.Option) *redis.Provider
 func (h *serverHarness) harness() providertest.Harness {
 	return providertest.Harness{
 		Open:         func(t *testing.T) provider.Provider { return h.open(t) },
+		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
 		ReadinessTTL: 3 * time.Second,
 	}
 }

@@ -288,13 +288,13 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	ctx := context.Background()
 	p, c := newMini(t)
 	lk, fk := p.k.lock("k")
-	mine := p.lockHolder() + "nonce1"
+	mine := p.lockHolder() + "\nnonce1"
 	for i, want := range []int64{1, 1} {
 		if n, err := scriptLockAcquire.Run(ctx, c, []string{lk}, mine, 0).Int64(); err != nil || n != want {
 			t.Fatalf("lock attempt %d = %d, %v; want %d", i, n, err, want)
 		}
 	}
-	if n, _ := scriptLockAcquire.Run(ctx, c, []string{lk}, p.lockHolder()+"nonce2", 0).Int64(); n != 0 {
+	if n, _ := scriptLockAcquire.Run(ctx, c, []string{lk}, p.lockHolder()+"\nnonce2", 0).Int64(); n != 0 {
 		t.Fatalf("a second call of the same owner acquired a held lock: not re-entrant expected")
 	}
 	if err := p.ReleaseLock(ctx, "k"); err != nil {

@@ -52,6 +52,12 @@ func (k keys) lock(key string) (lock, fence string) {
 	return l, l + ":fence"
 }
 
+// released returns the release marker key of a lock key (see lock_release.lua).
+func (k keys) released(key string) string {
+	l, _ := k.lock(key)
+	return l + ":released"
+}
+
 var lockEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (k keys) globalPipelines() index { return k.global("pipelines") }

@@ -27,17 +27,21 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk}, p.lockHolder()+randomID(), ceilMillis(ttl)).Int64()
+	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk}, p.lockHolder()+"\n"+randomID(), ceilMillis(ttl)).Int64()
 	if err != nil {
 		return false, p.wrap("acquire lock", err)
 	}
 	return n == 1, nil
 }
 
+// releaseMemory is how long a release remembers its call, so that a release that
+// go-redis retried after a lost reply reports the release its first attempt made.
+const releaseMemory = time.Minute
+
 // ReleaseLock implements provider.Locker with one script that deletes the key only
-// if this instance holds it; otherwise it returns an error wrapping
-// provider.ErrLockNotHeld (also when a release go-redis retried after a lost reply
-// had already freed the key).
+// if this instance's owner identity, compared exactly, holds it; otherwise it
+// returns an error wrapping provider.ErrLockNotHeld. A release that go-redis retried
+// after a lost reply returns nil (see "Retries" in the package doc).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
@@ -50,7 +54,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 		return err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk}, holder).Int64()
+	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.released(key)}, holder, randomID(), releaseMemory.Milliseconds()).Int64()
 	if err != nil {
 		return p.wrap(op, err)
 	}
@@ -117,8 +121,9 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 }
 
 // ReleaseLease implements provider.Leaser with one script that deletes the key only
-// while it holds this lease; otherwise it returns an error wrapping
-// provider.ErrLockNotHeld.
+// while it holds this lease (the token compared exactly); otherwise it returns an
+// error wrapping provider.ErrLockNotHeld. Like ReleaseLock, a release retried after
+// a lost reply returns nil.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := provider.Validate(lease); err != nil {
 		return err

@@ -146,22 +146,21 @@ func runState(pid, id string) types.RunState {
 
 // lockHarness is what the lock tests need from a harness.
 type lockHarness struct {
-	open  func(t *testing.T) *redis.Provider
+	open  func(t *testing.T, opts ...redis.Option) *redis.Provider
 	sleep func(t *testing.T, d time.Duration)
 }
 
+// lockHarnesses returns a harness on miniredis, and on the real standalone server
+// and cluster when they are configured.
 func lockHarnesses(t *testing.T) map[string]lockHarness {
 	mh := newMiniHarness()
-	hs := map[string]lockHarness{
-		"miniredis": {func(t *testing.T) *redis.Provider { return mh.open(t) }, mh.sleep},
-	}
+	hs := map[string]lockHarness{"miniredis": {mh.open, mh.sleep}}
+	realSleep := func(_ *testing.T, d time.Duration) { time.Sleep(d) }
 	if addr := envAddr(); addr != "" {
-		sh := newServerHarness(realClient(t))
-		hs["redis"] = lockHarness{func(t *testing.T) *redis.Provider { return sh.open(t) }, func(_ *testing.T, d time.Duration) { time.Sleep(d) }}
+		hs["redis"] = lockHarness{newServerHarness(realClient(t)).open, realSleep}
 	}
 	if envCluster() {
-		ch := newServerHarness(clusterClient(t))
-		hs["cluster"] = lockHarness{func(t *testing.T) *redis.Provider { return ch.open(t) }, func(_ *testing.T, d time.Duration) { time.Sleep(d) }}
+		hs["cluster"] = lockHarness{newServerHarness(clusterClient(t)).open, realSleep}
 	}
 	return hs
 }
@@ -197,6 +196,46 @@ func TestLocks(t *testing.T) {
 					if err := a.ReleaseLock(ctx, key); !errors.Is(err, provider.ErrLockNotHeld) {
 						t.Fatalf("second ReleaseLock(%q) = %v", key, err)
 					}
+				}
+			})
+			t.Run("exact_identity", func(t *testing.T) {
+				ctx := t.Context()
+				for _, owners := range [][2]string{{"worker-10", "worker-1"}, {"worker-1", "worker-10"}, {"w", "w\u00e9"}} {
+					holder, other := h.open(t, redis.WithOwner(owners[0])), h.open(t, redis.WithOwner(owners[1]))
+					key := "lock-" + owners[0]
+					if ok, err := holder.AcquireLock(ctx, key, time.Minute); !ok || err != nil {
+						t.Fatalf("AcquireLock = %v, %v", ok, err)
+					}
+					if err := other.ReleaseLock(ctx, key); !errors.Is(err, provider.ErrLockNotHeld) {
+						t.Fatalf("owner %q released the lock of %q: %v", owners[1], owners[0], err)
+					}
+					if ok, err := other.AcquireLock(ctx, key, time.Minute); ok || err != nil {
+						t.Fatalf("the lock of %q is free after a release by %q: %v, %v", owners[0], owners[1], ok, err)
+					}
+					if err := holder.ReleaseLock(ctx, key); err != nil {
+						t.Fatal(err)
+					}
+				}
+				a := h.open(t)
+				l, err := a.AcquireLease(ctx, "lease", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tok := range []string{l.Token[:len(l.Token)-1], l.Token[:1], l.Token + "0"} {
+					forged := *l
+					forged.Token = tok
+					if err := a.ReleaseLease(ctx, forged); !errors.Is(err, provider.ErrLockNotHeld) {
+						t.Fatalf("ReleaseLease with token %q of %q: %v, want ErrLockNotHeld", tok, l.Token, err)
+					}
+					if _, err := a.RenewLease(ctx, forged, time.Minute); !errors.Is(err, provider.ErrLockNotHeld) {
+						t.Fatalf("RenewLease with token %q of %q: %v, want ErrLockNotHeld", tok, l.Token, err)
+					}
+				}
+				if _, err := a.AcquireLease(ctx, "lease", time.Minute); !errors.Is(err, provider.ErrLockHeld) {
+					t.Fatalf("the lease is free after forged releases: %v", err)
+				}
+				if err := a.ReleaseLease(ctx, *l); err != nil {
+					t.Fatal(err)
 				}
 			})
 			t.Run("expiry", func(t *testing.T) {
