@@ -26,11 +26,11 @@ var (
 // The merge scripts: the common head (claim check and finish) followed by one body.
 // goredis.Script runs EVALSHA and falls back to EVAL once per server on NOSCRIPT.
 var (
-	scriptIncrBy      = goredis.NewScript(luaCommon + luaIncrBy)
-	scriptFloatSum    = goredis.NewScript(luaCommon + luaFloatSum)
-	scriptMax         = goredis.NewScript(luaCommon + luaMax)
-	scriptCAS         = goredis.NewScript(luaCommon + luaCAS)
-	scriptDedup       = goredis.NewScript(luaDedup)
+	scriptIncrBy   = goredis.NewScript(luaCommon + luaIncrBy)
+	scriptFloatSum = goredis.NewScript(luaCommon + luaFloatSum)
+	scriptMax      = goredis.NewScript(luaCommon + luaMax)
+	scriptCAS      = goredis.NewScript(luaCommon + luaCAS)
+	scriptDedup    = goredis.NewScript(luaDedup)
 )
 
 // scriptKeys returns the KEYS of a merge script: the value key, plus the claim key
