@@ -315,7 +315,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		n, err := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n1").Int64()
+		n, err := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n1", "1").Int64()
 		if err != nil || n != 1 {
 			t.Fatalf("CAS replay %d = %d, %v; want 1", i, n, err)
 		}
@@ -323,7 +323,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	if v, _ := c.HGet(ctx, p.k.run("r"), "v").Result(); v != "1" {
 		t.Fatalf("version %s after a replayed CAS, want 1", v)
 	}
-	if n, _ := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n2").Int64(); n != 0 {
+	if n, _ := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n2", "1").Int64(); n != 0 {
 		t.Fatalf("another CAS from version 0 succeeded")
 	}
 }

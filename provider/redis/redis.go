@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,11 +91,12 @@ func WithOwner(owner string) Option {
 }
 
 // WithReadinessTTL sets how long PutReadiness keeps a result (default
-// DefaultReadinessTTL). It must be at least one millisecond.
+// DefaultReadinessTTL). It must be at least one millisecond and at most
+// provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl < time.Millisecond {
-			return provider.Invalidf("redis: readiness ttl %v is below 1ms", ttl)
+		if ttl < time.Millisecond || ttl > provider.MaxTTL {
+			return provider.Invalidf("redis: readiness ttl %v is outside [1ms, %v]", ttl, provider.MaxTTL)
 		}
 		p.readinessTTL = ttl
 		return nil
@@ -155,12 +157,13 @@ func WithCloseClient() Option {
 }
 
 // New returns a Provider that keeps its state in Redis through client, which may be
-// a *goredis.Client, a *goredis.ClusterClient or any other UniversalClient. The
+// a *goredis.Client, a *goredis.ClusterClient or any other UniversalClient; a nil
+// client, also a nil pointer in the interface, is ErrInvalidArgument. The
 // Provider is usable at once; Start only preloads its Lua scripts. It never closes
 // client unless WithCloseClient is given. Invalid options return an error wrapping
 // provider.ErrInvalidArgument.
 func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
-	if client == nil {
+	if v := reflect.ValueOf(client); client == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return nil, provider.Invalidf("redis: client is nil")
 	}
 	p := &Provider{

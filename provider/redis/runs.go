@@ -142,7 +142,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err := p.begin(ctx); err != nil {
 		return false, err
 	}
-	n, err := scriptRunCAS.Run(ctx, p.c, []string{p.k.run(runID)}, strconv.Itoa(expectedVersion), newState.PipelineID, data, randomID()).Int64()
+	n, err := scriptRunCAS.Run(ctx, p.c, []string{p.k.run(runID)}, strconv.Itoa(expectedVersion), newState.PipelineID, data, randomID(), strconv.Itoa(newState.Version)).Int64()
 	switch {
 	case err != nil:
 		return false, p.wrap("compare and swap run state", err)
