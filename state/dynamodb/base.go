@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // API is the part of *ddb.Client the stores and the deduper call.
@@ -34,18 +35,19 @@ type base struct {
 	client API
 	table  string
 	name   string // type name, for errors
+	kind   string // store kind (storekey), the first part of every pk; "" for a Deduper
 	cfg    config
 	closed *atomic.Bool
 }
 
-func newBase(name string, client API, table string, c config) (base, error) {
-	if client == nil {
+func newBase(name, kind string, client API, table string, c config) (base, error) {
+	if storeopt.IsNil(client) {
 		return base{}, state.Invalidf("%s: nil client", c.Ctor)
 	}
 	if table == "" {
 		return base{}, state.Invalidf("%s: empty table name", c.Ctor)
 	}
-	return base{client: client, table: table, name: name, cfg: c, closed: new(atomic.Bool)}, nil
+	return base{client: client, table: table, name: name, kind: kind, cfg: c, closed: new(atomic.Bool)}, nil
 }
 
 // begin is called first by every method: ErrClosed after Close, ctx.Err() for a done
@@ -88,10 +90,12 @@ func (b *base) expiry(ttl time.Duration) int64 {
 	return s
 }
 
-// itemKey is the primary key of k in a value table.
-func itemKey(k state.Key) map[string]av {
+// itemKey is the primary key of k in a value table: pk is the store's kind, '#' and
+// the entity (kinds hold no '#'), so stores of different kinds sharing a table never
+// share items.
+func (b *base) itemKey(k state.Key) map[string]av {
 	return map[string]av{
-		attrPK: &ddbtypes.AttributeValueMemberS{Value: k.Entity},
+		attrPK: &ddbtypes.AttributeValueMemberS{Value: b.kind + "#" + k.Entity},
 		attrSK: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(k.Bucket, 10)},
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
@@ -43,10 +43,10 @@ func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if m == nil {
+	if storeopt.IsNil(m) {
 		return nil, state.Invalidf("New%s: nil monoid", name)
 	}
-	b, err := newBase(name, client, table, c)
+	b, err := newBase(name, storekey.Bytes(m.Kind()), client, table, c)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
 		return false, err
 	}
-	key := itemKey(k)
+	key, tok := s.itemKey(k), storekey.Token()
 	var (
 		last     map[string]av // the item a lost race saw
 		haveLast bool
@@ -149,9 +149,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	write := func(ctx context.Context, next []byte, found bool, ver string) (bool, error) {
 		now := s.now()
-		item := itemKey(k)
+		item := s.itemKey(k)
 		item[attrV] = &ddbtypes.AttributeValueMemberB{Value: next}
-		item[attrVer] = &ddbtypes.AttributeValueMemberS{Value: newVersion()}
+		item[attrVer] = &ddbtypes.AttributeValueMemberS{Value: storekey.PushToken(ver, tok)}
 		if ttl > 0 {
 			item[attrTTL] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(s.expiry(ttl), 10)}
 		}
@@ -173,10 +173,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if once {
-			applied, err := s.transact(ctx, s.claimName(kindBytes, k, eventID), now, ddbtypes.TransactWriteItem{Put: put})
+			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Put: put})
 			if errors.Is(err, errLostRace) {
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
-				return false, nil
+				return ownWrite(last, tok), nil
 			}
 			if err != nil {
 				return false, err
@@ -194,7 +194,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			return true, nil
 		}
 		if last, haveLast = ddbx.ConditionFailedItem(err); haveLast {
-			return false, nil
+			return ownWrite(last, tok), nil
 		}
 		return false, s.wrap("put", err)
 	}
@@ -206,8 +206,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	return !claimed, nil
 }
 
-// newVersion returns a fresh 128-bit random version token. Tokens are never reused, so
-// an item that expired and was re-created cannot match a version read before (no ABA).
-func newVersion() string {
-	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
+// ownWrite reports whether the item that refused a conditional write holds the write
+// of the call with token tok (among its latest storekey.RecentWrites writes): that
+// call's reply was lost and the SDK retried it, so the delta was applied once.
+func ownWrite(item map[string]av, tok string) bool {
+	ver, ok := item[attrVer].(*ddbtypes.AttributeValueMemberS)
+	return ok && storekey.HasToken(ver.Value, tok)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
@@ -31,7 +32,7 @@ func NewDeduper(client API, table string, opts ...Option) (*Deduper, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBase(name, client, table, c)
+	b, err := newBase(name, "", client, table, c)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,9 @@ func NewDeduper(client API, table string, opts ...Option) (*Deduper, error) {
 }
 
 // MarkSeen claims eventID with one conditional PutItem; firstSeen is true for
-// exactly one caller until the claim expires or is released.
+// exactly one caller until the claim expires or is released. The claim holds a
+// random token of the call, so a call whose reply was lost and that the SDK retried
+// recognises its own claim and still answers true.
 func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	pk, err := d.key(ctx, eventID)
 	if err != nil {
@@ -49,19 +52,20 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	if err != nil {
 		return false, d.wrap("build expression", err)
 	}
+	tok := storekey.Token()
 	_, err = d.client.PutItem(ctx, &ddb.PutItemInput{
-		TableName: &d.table, Item: d.claimItem(pk, d.cfg.TTL),
+		TableName: &d.table, Item: d.claimItem(pk, tok, d.cfg.TTL),
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-		ExpressionAttributeValues: cond.Values(),
+		ExpressionAttributeValues:           cond.Values(),
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	switch {
-	case err == nil:
+	if err == nil {
 		return true, nil
-	case ddbx.IsConditionFailed(err):
-		return false, nil
-	default:
-		return false, d.wrap("mark seen", err)
 	}
+	if claim, ok := ddbx.ConditionFailedItem(err); ok {
+		return ownClaim(claim, tok), nil
+	}
+	return false, d.wrap("mark seen", err)
 }
 
 // Release deletes the claim on eventID (one DeleteItem), so the next MarkSeen wins

@@ -14,15 +14,8 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
-)
-
-// Store kinds: they namespace MergeUpdateOnce claims in a shared dedup table.
-const (
-	kindInt64Sum   = "isum"
-	kindFloat64Sum = "fsum"
-	kindInt64Max   = "imax"
-	kindBytes      = "bytes"
 )
 
 // numericKind is what tells the three numeric stores apart.
@@ -48,7 +41,7 @@ func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, 
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	b, err := newBase(nk.typ, client, table, c)
+	b, err := newBase(nk.typ, nk.kind, client, table, c)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -122,7 +115,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 	}
 	d := expression.Value(ddbtypes.AttributeValueMemberN{Value: s.format(delta)})
-	key := itemKey(k)
+	tok := storekey.Token()
+	key := s.itemKey(k)
 	r := retries{b: &s.base}
 	// other selects the second update of the pair; the first failed condition switches
 	// for free (the item is simply in the other state), later ones are lost races.
@@ -136,7 +130,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		var old map[string]av
 		conditionFailed := false
 		if once {
-			applied, err := s.transact(ctx, s.claimName(s.kind, k, eventID), now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 				TableName: &s.table, Key: key,
 				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
@@ -232,7 +226,7 @@ var (
 // WithDedupTable, WithDedupTTL.
 func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		typ: "Int64SumStore", kind: kindInt64Sum, format: formatInt, parse: parseInt,
+		typ: "Int64SumStore", kind: storekey.Int64Sum, format: formatInt, parse: parseInt,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -244,7 +238,7 @@ func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore,
 // using client without owning it. Options as NewInt64SumStore.
 func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
-		typ: "Float64SumStore", kind: kindFloat64Sum, format: formatFloat, parse: parseFloat, check: checkFloat,
+		typ: "Float64SumStore", kind: storekey.Float64Sum, format: formatFloat, parse: parseFloat, check: checkFloat,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -256,7 +250,7 @@ func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumSt
 // using client without owning it. Options as NewInt64SumStore.
 func NewInt64MaxStore(client API, table string, opts ...Option) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		typ: "Int64MaxStore", kind: kindInt64Max, isMax: true, format: formatInt, parse: parseInt, missing: math.MinInt64,
+		typ: "Int64MaxStore", kind: storekey.Int64Max, isMax: true, format: formatInt, parse: parseInt, missing: math.MinInt64,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err

@@ -27,22 +27,30 @@ func (b *base) checkOnce(eventID string) error {
 	return nil
 }
 
-// claimName is the dedup-table key of an event applied to k by a store: the claim is
-// per (event ID, key) (state.OnceClaimID, injective), namespaced by the value table
-// and the store kind (table names cannot contain '#'), so it never collides with
-// another store's claim or a Deduper's ("seen#...").
-func (b *base) claimName(kind string, k state.Key, eventID string) string {
-	return "once#" + b.table + "#" + kind + "#" + state.OnceClaimID(k, eventID)
+// claimName is the dedup-table key of an event applied to k by the store: the claim
+// is per (event ID, key) (state.OnceClaimID, injective), namespaced by the value table
+// and the store kind (neither can contain '#'), so it never collides with another
+// store's claim or a Deduper's ("seen#...").
+func (b *base) claimName(k state.Key, eventID string) string {
+	return "once#" + b.table + "#" + b.kind + "#" + state.OnceClaimID(k, eventID)
 }
 
-// claimItem and claimCond make a claim at now: the item (with an expiry when ttl > 0)
-// and the condition that no live claim exists.
-func (b *base) claimItem(pk string, ttl time.Duration) map[string]av {
-	item := map[string]av{attrPK: &ddbtypes.AttributeValueMemberS{Value: pk}}
+// claimItem and claimCond make a claim at now by the call with token tok: the item
+// (with an expiry when ttl > 0) and the condition that no live claim exists.
+func (b *base) claimItem(pk, tok string, ttl time.Duration) map[string]av {
+	item := map[string]av{attrPK: &ddbtypes.AttributeValueMemberS{Value: pk}, attrTok: &ddbtypes.AttributeValueMemberS{Value: tok}}
 	if ttl > 0 {
 		item[attrTTL] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(b.expiry(ttl), 10)}
 	}
 	return item
+}
+
+// ownClaim reports whether a claim that refused a write was taken by the call with
+// token tok: that call's reply was lost and the SDK retried it, so the claim was won
+// (once) by this very call.
+func ownClaim(item map[string]av, tok string) bool {
+	t, ok := item[attrTok].(*ddbtypes.AttributeValueMemberS)
+	return ok && t.Value == tok
 }
 
 func claimCond(now int64) (expression.Expression, error) {
@@ -55,11 +63,13 @@ func claimCond(now int64) (expression.Expression, error) {
 // failed, or it conflicted with a concurrent transaction.
 var errLostRace = errors.New("lost race")
 
-// transact claims the event (claimPK in the dedup table) and applies write in one
-// TransactWriteItems. It returns applied == false, nil when the event holds a live
-// claim; an error wrapping errLostRace (and the SDK error) when write's condition
-// failed or the transaction conflicted; any other error wrapped.
-func (b *base) transact(ctx context.Context, claimPK string, now int64, write ddbtypes.TransactWriteItem) (bool, error) {
+// transact claims the event (claimPK in the dedup table) for the call with token tok
+// and applies write in one TransactWriteItems. It returns applied == false, nil when
+// the event holds a live claim of another call (true, nil when the claim is this
+// call's own: a retry after a lost reply); an error wrapping errLostRace (and the SDK
+// error) when write's condition failed or the transaction conflicted; any other
+// error wrapped.
+func (b *base) transact(ctx context.Context, claimPK, tok string, now int64, write ddbtypes.TransactWriteItem) (bool, error) {
 	cond, err := claimCond(now)
 	if err != nil {
 		return false, b.wrap("build expression", err)
@@ -67,9 +77,10 @@ func (b *base) transact(ctx context.Context, claimPK string, now int64, write dd
 	_, err = b.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{
 		TransactItems: []ddbtypes.TransactWriteItem{
 			{Put: &ddbtypes.Put{
-				TableName: &b.cfg.dedupTable, Item: b.claimItem(claimPK, b.cfg.DedupTTL),
+				TableName: &b.cfg.dedupTable, Item: b.claimItem(claimPK, tok, b.cfg.DedupTTL),
 				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-				ExpressionAttributeValues: cond.Values(),
+				ExpressionAttributeValues:           cond.Values(),
+				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
 			write,
 		},
@@ -78,7 +89,8 @@ func (b *base) transact(ctx context.Context, claimPK string, now int64, write dd
 	case err == nil:
 		return true, nil
 	case ddbx.TxReasonCode(err, 0) == ddbx.ReasonConditionalCheck:
-		return false, nil
+		claim, _ := ddbx.TxConditionFailed(err, 0)
+		return ownClaim(claim, tok), nil
 	case ddbx.TxReasonCode(err, 1) == ddbx.ReasonConditionalCheck || ddbx.IsTxConflict(err):
 		return false, fmt.Errorf("%w: %w", errLostRace, err)
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -43,7 +44,7 @@ func readOne[V any](ctx context.Context, b *base, k state.Key, decode decoder[V]
 		return missing, false, err
 	}
 	out, err := b.client.GetItem(ctx, &ddb.GetItemInput{
-		TableName: &b.table, Key: itemKey(k), ConsistentRead: ptr(true),
+		TableName: &b.table, Key: b.itemKey(k), ConsistentRead: ptr(true),
 		ProjectionExpression: &readProjection, ExpressionAttributeNames: readNames,
 	})
 	if err != nil {
@@ -71,7 +72,7 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	for _, k := range ks {
 		if _, dup := seen[k]; !dup {
 			seen[k] = struct{}{}
-			keys = append(keys, itemKey(k))
+			keys = append(keys, b.itemKey(k))
 		}
 	}
 	items, err := ddbx.BatchGet(ctx, b.client, b.table, keys, ddbx.BatchOptions{
@@ -82,7 +83,7 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	}
 	byKey := make(map[state.Key]map[string]av, len(items))
 	for _, item := range items {
-		k, err := keyOf(item)
+		k, err := b.keyOf(item)
 		if err != nil {
 			return nil, nil, b.wrap("get many", err)
 		}
@@ -97,16 +98,20 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	return vals, found, nil
 }
 
-// keyOf reads the primary key of a value-table item.
-func keyOf(item map[string]av) (state.Key, error) {
+// keyOf reads the primary key of an item of the store (see itemKey).
+func (b *base) keyOf(item map[string]av) (state.Key, error) {
 	pk, ok1 := item[attrPK].(*ddbtypes.AttributeValueMemberS)
 	sk, ok2 := item[attrSK].(*ddbtypes.AttributeValueMemberN)
 	if !ok1 || !ok2 {
 		return state.Key{}, fmt.Errorf("item without a pk (S) and sk (N)")
 	}
+	entity, ok := strings.CutPrefix(pk.Value, b.kind+"#")
+	if !ok {
+		return state.Key{}, fmt.Errorf("pk %q of another store kind", pk.Value)
+	}
 	bucket, err := strconv.ParseInt(sk.Value, 10, 64)
 	if err != nil {
 		return state.Key{}, fmt.Errorf("sk %q: %w", sk.Value, err)
 	}
-	return state.Key{Entity: pk.Value, Bucket: bucket}, nil
+	return state.Key{Entity: entity, Bucket: bucket}, nil
 }

@@ -18,7 +18,8 @@ const (
 	attrSK  = "sk"  // N: the bucket (value tables only)
 	attrV   = "v"   // N (numeric stores) or B (BytesStore): the value
 	attrTTL = "ttl" // N: expiry in Unix seconds, absent = never; DynamoDB's TTL attribute
-	attrVer = "ver" // S: BytesStore's version token
+	attrVer = "ver" // S: BytesStore's version: the tokens of its latest writes (storekey.PushToken)
+	attrTok = "tok" // S: the token of the call that took a claim (dedup tables)
 )
 
 // TableAPI is the part of *ddb.Client the Create*Table functions call.
