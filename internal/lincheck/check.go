@@ -1,8 +1,11 @@
 package lincheck
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,7 @@ import (
 // Timeout bounds one Check. The workloads keep histories small enough (a few
 // hundred operations, split into partitions where the model allows) that porcupine
 // decides them in milliseconds; a history it cannot decide in Timeout fails.
-const Timeout = 20 * time.Second
+const Timeout = 10 * time.Second
 
 // DirEnv names the environment variable that overrides Dir.
 const DirEnv = "PIPESTATE_LINCHECK_DIR"
@@ -56,10 +59,45 @@ func Require(t testing.TB, model porcupine.Model, ops []porcupine.Operation) {
 	case err != nil:
 		t.Errorf("lincheck: history is %s (not linearizable, or undecided in %v); writing the visualisation failed: %v", res, Timeout, err)
 	case res == porcupine.Illegal:
-		t.Errorf("lincheck: history is not linearizable; visualisation: %s", path)
+		t.Errorf("lincheck: history is not linearizable; visualisation: %s\n%s", path, Explain(model, ops, Timeout))
 	default:
 		t.Errorf("lincheck: porcupine could not decide the history in %v; visualisation: %s", Timeout, path)
 	}
+}
+
+// maxExplain bounds the lines of Explain.
+const maxExplain = 80
+
+// Explain returns, as text for a test log, the operations of the first partition
+// of ops (per model.Partition) that is not linearizable on its own, in call order,
+// one per line with its client, call and return times in microseconds and the
+// model's description; at most maxExplain lines. It returns "" when every
+// partition is linearizable or undecided within timeout.
+func Explain(model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) string {
+	parts := [][]porcupine.Operation{ops}
+	if model.Partition != nil {
+		parts = model.Partition(ops)
+	}
+	whole := model
+	whole.Partition = nil
+	for _, p := range parts {
+		if porcupine.CheckOperationsTimeout(whole, p, timeout) != porcupine.Illegal {
+			continue
+		}
+		p = slices.Clone(p)
+		slices.SortFunc(p, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		var b strings.Builder
+		fmt.Fprintf(&b, "a partition that is not linearizable (%d operations; times in µs):\n", len(p))
+		for i, o := range p {
+			if i == maxExplain {
+				fmt.Fprintf(&b, "... %d more\n", len(p)-i)
+				break
+			}
+			fmt.Fprintf(&b, "client %-3d [%9d, %9d] %s\n", o.ClientId, o.Call/1e3, o.Return/1e3, model.DescribeOperation(o.Input, o.Output))
+		}
+		return b.String()
+	}
+	return ""
 }
 
 // fileName maps a test name to a file name: path separators and other characters
