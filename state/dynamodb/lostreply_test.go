@@ -1,0 +1,170 @@
+package dynamodb_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/internal/storetest"
+)
+
+// lostReplyStores are the stores and the deduper of one lost-reply row.
+type lostReplyStores struct {
+	sum   *dynamodb.Int64SumStore
+	fsum  *dynamodb.Float64SumStore
+	max   *dynamodb.Int64MaxStore
+	bytes *dynamodb.BytesStore
+	dedup *dynamodb.Deduper
+}
+
+// lostReplyRow is one write method: do arms the fault with arm (the operation and
+// parts of the request whose response is lost), performs the write once, and
+// asserts the documented outcome after the SDK's retry.
+type lostReplyRow struct {
+	method string
+	do     func(t *testing.T, s lostReplyStores, arm func(op string, parts ...string))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantGet fails t unless get returns one of want, found.
+func wantGet[V comparable](t *testing.T, get func(context.Context, state.Key) (V, bool, error), k state.Key, want ...V) {
+	t.Helper()
+	got, found, err := get(t.Context(), k)
+	if err != nil || !found {
+		t.Fatalf("Get = %v, %v, %v; want found", got, found, err)
+	}
+	for _, w := range want {
+		if got == w {
+			return
+		}
+	}
+	t.Fatalf("Get = %v, want one of %v", got, want)
+}
+
+// onceRow is the row of a MergeUpdateOnce: applied once, true for the caller whose
+// response was lost, false for a redelivery, the delta in the value exactly once.
+func onceRow[V comparable](method string, store func(lostReplyStores) state.OnceStore[V], delta, want V) lostReplyRow {
+	return lostReplyRow{method, func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		st, k := store(s), state.Key{Entity: "lost-" + method}
+		arm("TransactWriteItems", "lost-"+method)
+		applied, err := st.MergeUpdateOnce(t.Context(), "ev", k, delta, time.Hour)
+		if err != nil || !applied {
+			t.Fatalf("MergeUpdateOnce = %v, %v; want applied", applied, err)
+		}
+		if applied, err := st.MergeUpdateOnce(t.Context(), "ev", k, delta, time.Hour); err != nil || applied {
+			t.Fatalf("redelivery: MergeUpdateOnce = %v, %v; want not applied", applied, err)
+		}
+		wantGet(t, st.Get, k, want)
+	}}
+}
+
+// mergeRow is the row of a MergeUpdate (one UpdateItem) whose value after one merge
+// of delta onto the missing key must be one of want.
+func mergeRow[V comparable](method string, store func(lostReplyStores) state.Store[V], delta V, want ...V) lostReplyRow {
+	return lostReplyRow{method, func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		st, k := store(s), state.Key{Entity: "lost-" + method}
+		arm("UpdateItem", "lost-"+method)
+		must(t, st.MergeUpdate(t.Context(), k, delta, time.Hour))
+		wantGet(t, st.Get, k, want...)
+	}}
+}
+
+var c5 = string(storetest.Counter{}.Of(5))
+
+// lostReplyRows lists every write method of the stores and the deduper with its
+// documented outcome under a lost response: exactly once for Max, Bytes, Once merges
+// and the deduper; at least once (the delta once or twice) for a plain sum.
+var lostReplyRows = []lostReplyRow{
+	mergeRow("Int64SumStore.MergeUpdate", func(s lostReplyStores) state.Store[int64] { return s.sum }, 5, 5, 10),
+	mergeRow("Float64SumStore.MergeUpdate", func(s lostReplyStores) state.Store[float64] { return s.fsum }, 0.5, 0.5, 1),
+	mergeRow("Int64MaxStore.MergeUpdate", func(s lostReplyStores) state.Store[int64] { return s.max }, 5, 5),
+	{"BytesStore.MergeUpdate", func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		k := state.Key{Entity: "lost-bytes"}
+		arm("PutItem", "lost-bytes")
+		must(t, s.bytes.MergeUpdate(t.Context(), k, storetest.Counter{}.Of(5), time.Hour))
+		if got, _, err := s.bytes.Get(t.Context(), k); err != nil || string(got) != c5 {
+			t.Fatalf("Get = %v, %v; want Counter(5)", got, err)
+		}
+	}},
+	onceRow("Int64SumStore.MergeUpdateOnce", func(s lostReplyStores) state.OnceStore[int64] { return s.sum }, 5, 5),
+	onceRow("Float64SumStore.MergeUpdateOnce", func(s lostReplyStores) state.OnceStore[float64] { return s.fsum }, 0.5, 0.5),
+	onceRow("Int64MaxStore.MergeUpdateOnce", func(s lostReplyStores) state.OnceStore[int64] { return s.max }, 5, 5),
+	{"BytesStore.MergeUpdateOnce", func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		k := state.Key{Entity: "lost-bytes-once"}
+		arm("TransactWriteItems", "lost-bytes-once")
+		applied, err := s.bytes.MergeUpdateOnce(t.Context(), "ev", k, storetest.Counter{}.Of(5), time.Hour)
+		if err != nil || !applied {
+			t.Fatalf("MergeUpdateOnce = %v, %v; want applied", applied, err)
+		}
+		if applied, err := s.bytes.MergeUpdateOnce(t.Context(), "ev", k, storetest.Counter{}.Of(5), time.Hour); err != nil || applied {
+			t.Fatalf("redelivery: MergeUpdateOnce = %v, %v; want not applied", applied, err)
+		}
+		if got, _, err := s.bytes.Get(t.Context(), k); err != nil || string(got) != c5 {
+			t.Fatalf("Get = %v, %v; want Counter(5)", got, err)
+		}
+	}},
+	{"Deduper.MarkSeen", func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		arm("PutItem", "lost-seen")
+		if first, err := s.dedup.MarkSeen(t.Context(), "lost-seen"); err != nil || !first {
+			t.Fatalf("MarkSeen = %v, %v; want first", first, err)
+		}
+		if first, err := s.dedup.MarkSeen(t.Context(), "lost-seen"); err != nil || first {
+			t.Fatalf("second MarkSeen = %v, %v; want not first", first, err)
+		}
+	}},
+	{"Deduper.Release", func(t *testing.T, s lostReplyStores, arm func(string, ...string)) {
+		if first, err := s.dedup.MarkSeen(t.Context(), "lost-release"); err != nil || !first {
+			t.Fatalf("MarkSeen = %v, %v; want first", first, err)
+		}
+		arm("DeleteItem", "lost-release")
+		must(t, s.dedup.Release(t.Context(), "lost-release"))
+		if first, err := s.dedup.MarkSeen(t.Context(), "lost-release"); err != nil || !first {
+			t.Fatalf("MarkSeen after Release = %v, %v; want first", first, err)
+		}
+	}},
+}
+
+// TestLostReply drops the response to every write method after DynamoDB applied
+// the request, so that the SDK retries, and checks the documented outcome.
+func TestLostReply(t *testing.T) {
+	var names []string
+	for _, r := range lostReplyRows {
+		names = append(names, r.method)
+	}
+	storetest.CoverWriteMethods(t, names, &dynamodb.Int64SumStore{}, &dynamodb.Float64SumStore{}, &dynamodb.Int64MaxStore{}, &dynamodb.BytesStore{}, &dynamodb.Deduper{})
+	e := envFor(t)
+	tr := faults.NewTransport()
+	c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = &http.Client{Transport: tr} })
+	opts := []dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
+	var s lostReplyStores
+	var errs [5]error
+	s.sum, errs[0] = dynamodb.NewInt64SumStore(c, e.values, opts...)
+	s.fsum, errs[1] = dynamodb.NewFloat64SumStore(c, e.values, opts...)
+	s.max, errs[2] = dynamodb.NewInt64MaxStore(c, e.values, opts...)
+	s.bytes, errs[3] = dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{}, opts...)
+	s.dedup, errs[4] = dynamodb.NewDeduper(c, e.dedup, dynamodb.WithClock(e.clock.Now))
+	must(t, errors.Join(errs[:]...))
+	for _, r := range lostReplyRows {
+		t.Run(r.method, func(t *testing.T) {
+			before := tr.Dropped()
+			r.do(t, s, func(op string, parts ...string) { tr.DropReply(faults.Op(op, parts...)) })
+			if got := tr.Dropped() - before; got != 1 {
+				t.Fatalf("%d responses dropped, want 1: the fault did not fire", got)
+			}
+		})
+	}
+}
