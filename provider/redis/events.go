@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -16,9 +17,10 @@ import (
 // eventField is the stream entry field holding an event's JSON.
 const eventField = "e"
 
-// AppendEvent implements provider.EventStore with one XADD ... MAXLEN ~ maxEvents,
-// filling a zero Timestamp from the clock. The entry's stream ID is its cursor; the
-// order of stream IDs is the commit order every reader sees.
+// AppendEvent implements provider.EventStore with one script that runs XADD ...
+// MAXLEN ~ maxEvents, exactly once per call even when go-redis retried it after a
+// lost reply, filling a zero Timestamp from the clock. The entry's stream ID is its
+// cursor; the order of stream IDs is the commit order every reader sees.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err := provider.Validate(ev); err != nil {
 		return err
@@ -33,13 +35,23 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	err = p.c.XAdd(ctx, &goredis.XAddArgs{
-		Stream: p.k.events(ev.PipelineID),
-		MaxLen: p.maxEvents,
-		Approx: true,
-		Values: []any{eventField, data},
-	}).Err()
-	return p.wrap("append event", err)
+	return p.appendOnce(ctx, "append event", "x", ev.PipelineID, p.k.events(ev.PipelineID), data)
+}
+
+// appendMemory is how long an append remembers its call, so that an append that
+// go-redis retried after a lost reply appends once (see "Retries" in the package
+// doc).
+const appendMemory = 2 * time.Minute
+
+// appendOnce appends data to the stream (kind "x") or list ("l") at key of
+// pipeline pid with one script, exactly once per call: a nonce unique to the call
+// is kept for appendMemory in the pipeline's append set.
+func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key, data string) error {
+	now := p.now().UnixMilli()
+	mem := appendMemory.Milliseconds()
+	err := scriptAppendOnce.Run(ctx, p.c, []string{key, p.k.appends(pid)}, kind, randomID(),
+		now, now-mem, mem, data, p.maxEvents).Err()
+	return p.wrap(op, err)
 }
 
 // ListEvents implements provider.EventStore with one XREVRANGE ... COUNT limit,

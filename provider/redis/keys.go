@@ -22,6 +22,7 @@ func (k keys) config(pid string) string    { return k.pipeline(pid) + ":config" 
 func (k keys) traits(pid string) string    { return k.pipeline(pid) + ":traits" }
 func (k keys) readiness(pid string) string { return k.pipeline(pid) + ":readiness" }
 func (k keys) events(pid string) string    { return k.pipeline(pid) + ":events" }
+func (k keys) appends(pid string) string   { return k.pipeline(pid) + ":appends" }
 func (k keys) runs(pid string) index {
 	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
 }

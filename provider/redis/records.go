@@ -11,8 +11,8 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// PutRunLog implements provider.RunLogStore with one MULTI/EXEC that writes the
-// entry and its place in the pipeline's run-log order. An empty ScheduleID is
+// PutRunLog implements provider.RunLogStore with one script that writes the entry
+// and its place in the pipeline's run-log order. An empty ScheduleID is
 // DefaultScheduleID and is stored as such.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
 	if err := provider.Validate(entry); err != nil {
@@ -26,14 +26,12 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	ix := p.k.runLogs(entry.PipelineID)
-	f := slotField(entry.Date, entry.ScheduleID)
-	_, err = p.c.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
-		tx.HSet(ctx, ix.h, f, data)
-		tx.ZAdd(ctx, ix.z, goredis.Z{Member: f})
-		return nil
-	})
-	return p.wrap("put run log", err)
+	return p.slotPut(ctx, "put run log", p.k.runLogs(entry.PipelineID), slotField(entry.Date, entry.ScheduleID), data, 0)
+}
+
+// slotPut upserts field of ix with one script (see lua/slot_put.lua).
+func (p *Provider) slotPut(ctx context.Context, op string, ix index, field, data string, score int64) error {
+	return p.wrap(op, scriptSlotPut.Run(ctx, p.c, []string{ix.h, ix.z}, field, data, score).Err())
 }
 
 // GetRunLog implements provider.RunLogStore with one HGET.
@@ -77,7 +75,7 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 	return out, nil
 }
 
-// WriteCascadeMarker implements provider.CascadeStore with one MULTI/EXEC. WrittenAt
+// WriteCascadeMarker implements provider.CascadeStore with one script. WrittenAt
 // is the clock's now truncated to the microsecond, which is also the marker's score
 // in the pipeline's marker order; an empty scheduleID is DefaultScheduleID.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
@@ -93,14 +91,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	ix := p.k.markers(pipelineID)
-	f := slotField(m.Date, m.ScheduleID)
-	_, err = p.c.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
-		tx.HSet(ctx, ix.h, f, data)
-		tx.ZAdd(ctx, ix.z, goredis.Z{Score: float64(m.WrittenAt.UnixMicro()), Member: f})
-		return nil
-	})
-	return p.wrap("write cascade marker", err)
+	return p.slotPut(ctx, "write cascade marker", p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro())
 }
 
 // ListCascadeMarkers implements provider.CascadeReader with one script: newest
@@ -115,8 +106,9 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	return zlist[types.CascadeMarker](ctx, p, "list cascade markers", p.k.markers(pipelineID), limit)
 }
 
-// PutLateArrival implements provider.LateArrivalStore with one RPUSH; a zero
-// DetectedAt is filled from the clock and an empty ScheduleID is DefaultScheduleID.
+// PutLateArrival implements provider.LateArrivalStore with one script that runs
+// RPUSH, exactly once per call like AppendEvent; a zero DetectedAt is filled from
+// the clock and an empty ScheduleID is DefaultScheduleID.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
 	if err := provider.Validate(la); err != nil {
 		return err
@@ -132,7 +124,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.wrap("put late arrival", p.c.RPush(ctx, p.k.late(la.PipelineID, la.Date, la.ScheduleID), data).Err())
+	return p.appendOnce(ctx, "put late arrival", "l", la.PipelineID, p.k.late(la.PipelineID, la.Date, la.ScheduleID), data)
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one LRANGE, sorted

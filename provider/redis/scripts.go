@@ -35,4 +35,6 @@ var (
 	scriptLockRelease  = script("lock_release")
 	scriptLeaseAcquire = script("lease_acquire")
 	scriptLeaseRenew   = script("lease_renew")
+	scriptAppendOnce   = script("append_once")
+	scriptSlotPut      = script("slot_put")
 )
