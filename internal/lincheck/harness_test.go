@@ -32,6 +32,15 @@ type target struct {
 	fault func(r *rand.Rand)
 	// stopFaults turns off faults that outlive one call of fault; may be nil.
 	stopFaults func()
+	// slow divides the operations per client of every workload (0 or 1: none),
+	// for a backend whose calls are slow.
+	slow int
+}
+
+// size is cfg with Ops divided by tg.slow.
+func (tg target) size(cfg lincheck.Config) lincheck.Config {
+	cfg.Ops /= max(1, tg.slow)
+	return cfg
 }
 
 // owner is the owner identity of instance i: each is a prefix of the next.
@@ -79,27 +88,27 @@ var workloads = []workload{
 		ps := tg.providers(t, 2)
 		ss := []provider.RunStore{ps[0], ps[1]}
 		return tg.faulted(func() []porcupine.Operation {
-			return lincheck.RunRegister(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 30, Keys: 3})
+			return lincheck.RunRegister(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 30, Keys: 3}))
 		})
 	}},
 	{"locks", lincheck.LockModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
 		ps := tg.providers(t, 3)
 		ss := []lincheck.LockStore{ps[0], ps[1], ps[2]}
 		return tg.faulted(func() []porcupine.Operation {
-			return lincheck.Locks(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 20, Keys: 2})
+			return lincheck.Locks(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 20, Keys: 2}))
 		})
 	}},
 	{"counter", lincheck.CounterModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
 		ss := tg.counters(t, 2)
 		return tg.faulted(func() []porcupine.Operation {
-			return lincheck.Counter(t, ctx, ss, lincheck.Config{Clients: 4, Ops: 12, Keys: 2})
+			return lincheck.Counter(t, ctx, ss, tg.size(lincheck.Config{Clients: 4, Ops: 12, Keys: 2}))
 		})
 	}},
 	{"list", lincheck.ListModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
 		ps := tg.providers(t, 2)
 		ss := []provider.RunStore{ps[0], ps[1]}
 		return tg.faulted(func() []porcupine.Operation {
-			return lincheck.List(t, ctx, ss, lincheck.Config{Clients: 6, Ops: 30})
+			return lincheck.List(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 30}))
 		})
 	}},
 }
@@ -108,10 +117,13 @@ var workloads = []workload{
 func checkBackend(t *testing.T, open func(t *testing.T) target) {
 	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), workloadTimeout)
 			defer cancel()
 			tg := open(t)
+			start := time.Now()
 			ops := w.run(t, ctx, tg)
+			t.Logf("workload ran in %v", time.Since(start).Round(time.Millisecond))
 			if tg.fault == nil {
 				requireKnown(t, ops)
 			}

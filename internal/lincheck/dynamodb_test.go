@@ -1,0 +1,102 @@
+package lincheck_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/state"
+	statedynamodb "github.com/pipestate/pipestate/state/dynamodb"
+)
+
+// faultRate is the share of DynamoDB requests that meet a random fault.
+const faultRate = 0.1
+
+// dynamodbTarget returns storage in fresh tables of DynamoDB Local, reached through
+// one faults.Transport: a share of requests is throttled, meets a transaction
+// conflict or an internal error, has its connection reset, or has its response lost
+// after DynamoDB applied it; now and then the response to the next write is lost.
+// The SDK retries (3 attempts, backoff capped at 5ms, no retry quota), so most
+// faults are hidden and some reach the caller as unknown outcomes.
+func dynamodbTarget(t *testing.T) target {
+	admin := testenv.DynamoDBClient(t)
+	tr := faults.NewTransport()
+	client := func(t *testing.T) *ddb.Client {
+		return testenv.DynamoDBClient(t, func(o *ddb.Options) {
+			o.HTTPClient = &http.Client{Transport: tr}
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxBackoff = 5 * time.Millisecond
+				so.RateLimiter = ratelimit.None
+			})
+		})
+	}
+	table := func(t *testing.T, suffix string, create func(ctx context.Context, name string) error) string {
+		name := testenv.UniqueName(t) + suffix
+		if err := create(t.Context(), name); err != nil {
+			t.Fatalf("create table %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if _, err := admin.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &name}); err != nil {
+				t.Logf("delete table %s: %v", name, err)
+			}
+		})
+		return name
+	}
+	return target{
+		providers: func(t *testing.T, n int) []fullProvider {
+			name := table(t, "", func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, admin, name) })
+			var out []fullProvider
+			for i := range n {
+				p, err := dynamodb.New(client(t), name, dynamodb.WithOwner(owner(i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Stop(context.Background()) })
+				out = append(out, p)
+			}
+			return out
+		},
+		counters: func(t *testing.T, n int) []state.OnceStore[int64] {
+			values := table(t, "-v", func(ctx context.Context, name string) error { return statedynamodb.CreateInt64Table(ctx, admin, name) })
+			claims := table(t, "-d", func(ctx context.Context, name string) error { return statedynamodb.CreateDedupTable(ctx, admin, name) })
+			var out []state.OnceStore[int64]
+			for range n {
+				s, err := statedynamodb.NewInt64SumStore(client(t), values, statedynamodb.WithDedupTable(claims))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				out = append(out, s)
+			}
+			return out
+		},
+		fault: func(r *rand.Rand) {
+			tr.SetRandom(faultRate)
+			if r.IntN(30) == 0 {
+				tr.DropReply(func(op string, _ []byte) bool {
+					return op == "PutItem" || op == "UpdateItem" || op == "DeleteItem" || op == "TransactWriteItems"
+				})
+			}
+		},
+		stopFaults: func() {
+			tr.SetRandom(0)
+			tr.DropReply(nil)
+		},
+		slow: 2,
+	}
+}
+
+func TestDynamoDB(t *testing.T) {
+	t.Parallel()
+	testenv.DynamoDBEndpoint(t)
+	checkBackend(t, dynamodbTarget)
+}
