@@ -327,3 +327,27 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 		t.Fatalf("another CAS from version 0 succeeded")
 	}
 }
+
+// TestIndexLeavesNoTombstones checks that what leaves a list leaves nothing behind
+// in its index: a deleted pipeline, a rerun moved to another pipeline.
+func TestIndexLeavesNoTombstones(t *testing.T) {
+	ctx := context.Background()
+	p, c := newMini(t)
+	for i := range 3 {
+		if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.DeletePipeline(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		rr := types.RerunRecord{RerunID: "x", PipelineID: []string{"a", "b"}[i%2], OriginalDate: "2026-01-01", Status: types.RequestPending}
+		if err := p.PutRerun(ctx, rr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, ix := range map[string]index{"pipelines": p.k.globalPipelines(), "reruns of b": p.k.reruns("b")} {
+		if n, _ := c.HLen(ctx, ix.h).Result(); n != 0 {
+			t.Errorf("index of %s keeps %d entries for records that left it", name, n)
+		}
+	}
+}

@@ -371,7 +371,7 @@ func TestLostReplyTable(t *testing.T) {
 			n := faults.NewNet()
 			c, base := target(t, n)
 			t.Cleanup(func() { _ = c.Close() })
-			for i, r := range rows {
+			for i, r := range lostReplies() { // per target: rows share state (the lease)
 				t.Run(r.method+"/"+r.step, func(t *testing.T) {
 					ctx := t.Context()
 					prefix := fmt.Sprintf("%s:%d", base, i)

@@ -1,6 +1,8 @@
 -- idx_apply: change one entry of a list index, guarded by the record's sequence.
 -- KEYS[1] = index sorted set (score 0, lex-ordered members)
--- KEYS[2] = index hash: id -> "<seq>|<member>" (member "" = tombstone)
+-- KEYS[2] = index hash: id -> "<seq>|<member>" (member "" only in entries written
+--           by older versions, which kept tombstones; a removal now deletes the
+--           entry)
 -- ARGV[1] = mode: "p" provisional add, "s" set (member "" removes), "d" drop the
 --           entry of a record whose truth a reader found missing (never written, or
 --           lost to eviction), only if the entry is still exactly the one the reader
@@ -35,6 +37,10 @@ end
 local seq, cseq = tonumber(ARGV[4]), tonumber(curseq)
 if not (seq > cseq or (member == '' and seq == cseq)) then return 0 end
 if curmember ~= '' and curmember ~= member then redis.call('ZREM', KEYS[1], curmember) end
-if member ~= '' then redis.call('ZADD', KEYS[1], 0, member) end
+if member == '' then
+  redis.call('HDEL', KEYS[2], id) -- no tombstone: readers filter by the truth
+  return 1
+end
+redis.call('ZADD', KEYS[1], 0, member)
 redis.call('HSET', KEYS[2], id, ARGV[4] .. '|' .. member)
 return 1
