@@ -15,10 +15,11 @@
 //
 // Every change of more than one key that lives in one hash slot is one Lua script
 // (scripts in lua/*.lua, embedded, run with EVALSHA and an EVAL fallback on
-// NOSCRIPT) or one MULTI/EXEC; nothing reads in Go to decide what to write where a
-// script can decide. The changes that span slots are listed under "Cross-slot
-// writes": they are ordered so that a crash between their steps never makes
-// anything wrong visible, and readers repair what such a crash leaves behind.
+// NOSCRIPT); nothing reads in Go to decide what to write where a script can decide.
+// No write uses MULTI/EXEC, which go-redis does not retry after a lost reply. The
+// changes that span slots are listed under "Cross-slot writes": they are ordered so
+// that a crash between their steps never makes anything wrong visible, and readers
+// repair what such a crash leaves behind.
 //
 // Errors: bad input wraps provider.ErrInvalidArgument and writes nothing; a value
 // whose JSON is longer than the WithMaxValueSize limit (default 1 MiB) wraps
@@ -43,6 +44,8 @@
 //	P:{pid}:traits                           hash    trait type -> "<exp µs>|<JSON>"
 //	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
 //	P:{pid}:events                           stream  field e = event JSON; ID = cursor
+//	P:{pid}:appends                          zset    nonces of recent appends (events,
+//	                                                 late arrivals), scored by ms; PX 2m
 //	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j, n
 //	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
 //	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
@@ -58,12 +61,13 @@
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
 //	                                                 "lease:<token>", PX ttl
 //	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
+//	P:{lock:<escaped key>}:released          string  nonce of the last release, PX 1m
 //
 // timeKey is a 24-hex-digit encoding whose byte order is time order to the
 // nanosecond (Unix seconds with the sign bit flipped, then nanoseconds), so sorted
 // sets of score 0 order by time and then by ID, exactly. A lock key is free-form, so
 // its tag is the key with '%', '{' and '}' percent-escaped: injective, and the lock
-// and its fence counter share a slot.
+// and its fence counter and release marker share a slot.
 //
 // # Cross-slot writes
 //
@@ -81,9 +85,22 @@
 //
 // A list shows an entry only if its truth exists and wants exactly that member in
 // that list, so a crash between steps never shows anything wrong; a run or rerun
-// never lacks its entry, because step 1 precedes the truth. A reader that skips an
-// entry repairs it with the sequence read from the truth (the sequence guard makes
-// repairs and late writers commute), then re-reads when a repair moved an entry.
+// never lacks its entry, because step 1 precedes the truth. A reader reads each
+// page of entries (member and "<seq>|<member>") in one script, then the truths. An
+// entry it skips it repairs: with the sequence read from the truth when the truth
+// exists (the sequence guard makes repairs and late writers commute), and, when the
+// truth is missing (a writer between steps 1 and 2, a crash, an eviction), by
+// deleting the entry only if it is still exactly the one the reader observed
+// before it read the truth — so a writer that finished in between, which changed
+// the entry in step 3, keeps it, and one that finishes later re-adds it. A listing
+// re-reads, at most twice, when a repair moved an entry.
+//
+// One List* call returns each record at most once (an ID met again under the member
+// it moved to during the call is skipped), and every record that exists with an
+// unchanged sort key for the whole call is in it, within limit: pages follow each
+// other by an exclusive bound on the member, so entries that move or vanish never
+// shift the others. A record whose sort key changes during the call may appear at
+// its old or its new place, or not at all.
 // CompareAndSwapRunState never changes CreatedAt or the pipeline, so it touches only
 // the run's own key, and list reads always return the latest CAS because every run
 // they return is read from its truth. Lists read the truths with one pipeline; on a
@@ -96,22 +113,41 @@
 // ExpiresAt, and judges trait expiry: trait expiry is stored in the traits hash,
 // filtered on every read and pruned by PutTrait and the trait reads, so instances
 // should run NTP-synchronised clocks (skew shifts a trait's expiry by the skew).
-// Locks, leases and readiness results are keys with a server-side TTL (PX, rounded
-// up to whole milliseconds) and expire by the server's clock. WrittenAt of a cascade
+// A trait is expired when the clock reads its ExpiresAt or later. Locks, leases and
+// readiness results are keys with a server-side TTL (PX, rounded up to whole
+// milliseconds) and expire by the server's clock, never before the ExpiresAt the
+// call returned (now + ttl by the provider's clock, taken before the call) when
+// the clocks agree. WrittenAt of a cascade
 // marker is truncated to the microsecond, the precision of its sort score.
 //
 // # Retries
 //
 // go-redis retries a command after a network error (Options.MaxRetries), so a
-// command whose reply was lost may run twice. AcquireLock, AcquireLease and
-// CompareAndSwapRunState carry a nonce unique to the call, so a retried call
-// applies once and reports the success it had (a CAS retried after another CAS
-// already followed it reports false); every other write is an idempotent
-// upsert, except AppendEvent and PutLateArrival, which may then append twice, and a
-// release (ReleaseLock, ReleaseLease) whose first attempt freed the key, which then
-// reports ErrLockNotHeld. Set MaxRetries to -1 on the client for at-most-once
-// appends. A lock value is "lock:<owner>\n<nonce>" and a lease's "lease:<token>";
-// ReleaseLock frees any lock of this owner identity on the key.
+// command whose reply was lost may run twice. Every write is safe under such a
+// retry, and TestLostReplyTable drops the reply of each write method's requests to
+// hold it (on miniredis, a real server and a cluster):
+//
+//   - upserts (RegisterPipeline, PutTrait, PutRunState, PutRunLog, PutRerun,
+//     PutReplay, PutReadiness, WriteCascadeMarker) and DeletePipeline are
+//     idempotent;
+//   - AcquireLock, AcquireLease and CompareAndSwapRunState carry a nonce unique to
+//     the call, so a retried call applies once and reports the success it had (a
+//     CAS retried after another CAS already followed it reports false); a retried
+//     AcquireLease draws no second fence;
+//   - AppendEvent and PutLateArrival carry a nonce kept for 2 minutes in the
+//     pipeline's append set, so a retry within that time appends nothing more:
+//     each call appends exactly once;
+//   - ReleaseLock and ReleaseLease keep the call's nonce for a minute in the
+//     key's release marker, so a retried release reports nil; only a retry later
+//     than that, or after another holder's release of the same key, reports
+//     ErrLockNotHeld;
+//   - RenewLease only extends the holder's own key.
+//
+// A lock value is "lock:<owner>\n<nonce>" and a lease's "lease:<token>". Owner
+// identities and lease tokens are compared exactly, never by prefix: ReleaseLock
+// frees a lock only when the owner part of its value equals this instance's owner
+// (owners hold no control characters, so the "\n" ends it), and ReleaseLease and
+// RenewLease only when the value equals "lease:" + the token.
 //
 // # Events
 //
@@ -122,9 +158,43 @@
 // cursor that is not a canonical stream ID is ErrInvalidArgument, and one older than
 // the retained log reads from the oldest retained event.
 //
+// # Operating Redis
+//
+// What each guarantee needs from the server:
+//
+//   - Locks, leases, fences, the nonces that make retries apply once, the list
+//     indexes and run versions are ordinary keys: a server that evicts keys can
+//     drop a held lock (two holders), a fence counter (fences repeat), a CAS
+//     version or a list entry. Use maxmemory-policy noeviction, or a database or
+//     server of its own with enough memory. A list index entry lost while its truth
+//     remains comes back with the record's next write; a truth lost and written
+//     again restarts its sequence, and its list entry can stay hidden.
+//   - Fences strictly increase only as long as the fence counter survives: it has
+//     no TTL, so a server restart without persistence (RDB or AOF, appendfsync
+//     everysec loses up to a second) restarts fences from 1, and a lease taken
+//     after the restart may carry a fence an old holder already used. Persist the
+//     data if fencing must survive restarts.
+//   - Replication is asynchronous: a failover to a replica that had not received an
+//     acknowledged write loses it (a lock acquired or released, a CAS, a fence).
+//     WAIT can narrow the window but does not close it; where a lost lock or fence
+//     matters more than availability, run without automatic failover.
+//   - Expiry (locks, leases, readiness) is by the server's clock; trait expiry is
+//     by the provider's clock (see "Clocks"), so instances need synchronised
+//     clocks.
+//
+// Growth: every key the provider writes is one of the key schema's. List indexes
+// hold one entry per record in the list: a record that leaves a list (a deleted
+// pipeline, a rerun moved to another pipeline) leaves no entry behind. What is not
+// bounded by the data itself: a deleted pipeline keeps its config hash with two
+// small fields (its sequence, so that a re-registration orders after the delete),
+// one per pipeline ID ever deleted; a pipeline's append set holds one nonce per
+// append of the last 2 minutes (and expires when appends stop); a lock key keeps
+// its fence counter forever and its release marker for a minute; event streams
+// are trimmed to about WithMaxEvents entries, late-arrival lists are not trimmed.
+//
 // # Round trips
 //
-// One round trip is one command, one script or one pipeline/MULTI. On a cluster, a
+// One round trip is one command, one script or one pipeline. On a cluster, a
 // pipeline whose keys live on several nodes costs one round trip per node, sent
 // concurrently (marked "per node"). Extra pages of a list cost 2 more round trips
 // per 256 entries skipped or read; a listing that repairs entries costs 1 more, and
@@ -140,11 +210,11 @@
 //	AppendEvent              1
 //	PutTrait                 1
 //	GetTraits, GetTrait      1
-//	PutRunLog                1 (MULTI/EXEC)
+//	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
 //	ReadEventsSince          1
-//	WriteCascadeMarker       1 (MULTI/EXEC)
+//	WriteCascadeMarker       1
 //	ListCascadeMarkers       1
 //	PutLateArrival           1
 //	ListLateArrivals         1
