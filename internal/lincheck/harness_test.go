@@ -37,9 +37,14 @@ type target struct {
 	slow int
 }
 
-// size is cfg with Ops divided by tg.slow.
+// workloadDuration bounds how long a workload starts new operations, so that a
+// backend slowed down by other tests shortens the history, not the test's budget.
+const workloadDuration = 8 * time.Second
+
+// size is cfg with Ops divided by tg.slow and Duration workloadDuration.
 func (tg target) size(cfg lincheck.Config) lincheck.Config {
 	cfg.Ops /= max(1, tg.slow)
+	cfg.Duration = workloadDuration
 	return cfg
 }
 
@@ -73,8 +78,9 @@ func (tg target) faulted(f func() []porcupine.Operation) []porcupine.Operation {
 	return ops
 }
 
-// workloadTimeout bounds one workload; calls after it fail and are unknown outcomes.
-const workloadTimeout = time.Minute
+// workloadTimeout bounds one workload's calls: one still running then fails, an
+// unknown outcome.
+const workloadTimeout = 30 * time.Second
 
 // workload is one model with a workload that records a history for it.
 type workload struct {

@@ -32,6 +32,10 @@ type Config struct {
 	Clients int // concurrent clients (goroutines), spread round-robin over the instances; default 6
 	Ops     int // default 30
 	Keys    int // default 2
+	// Duration bounds the time during which clients start new operations (0: no
+	// bound): past it, each client finishes the call in flight and stops, so a slow
+	// backend yields a shorter history instead of a longer test.
+	Duration time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -47,19 +51,23 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// runClients runs f for n clients of rec at once: every goroutine is started and
-// waits on a barrier before f runs. Client i gets its own random source.
-func runClients(rec *Recorder, n int, f func(i int, c *Client, r *rand.Rand)) {
+// runClients runs f for cfg.Clients clients of rec at once: every goroutine is
+// started and waits on a barrier before f runs. Client i gets its own random
+// source; more reports whether cfg.Duration still allows new operations.
+func runClients(rec *Recorder, cfg Config, f func(i int, c *Client, r *rand.Rand, more func() bool)) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i := range n {
+	var end time.Time
+	more := func() bool { return cfg.Duration == 0 || time.Now().Before(end) }
+	for i := range cfg.Clients {
 		c := rec.Client()
 		r := rand.New(rand.NewPCG(rand.Uint64(), uint64(i)))
 		wg.Go(func() {
 			<-start
-			f(i, c, r)
+			f(i, c, r, more)
 		})
 	}
+	end = time.Now().Add(cfg.Duration)
 	close(start)
 	wg.Wait()
 }
@@ -97,10 +105,10 @@ func RunRegister(t testing.TB, ctx context.Context, stores []provider.RunStore, 
 	cfg = cfg.withDefaults()
 	checkInstances(t, len(stores), cfg)
 	rec := NewRecorder()
-	runClients(rec, cfg.Clients, func(i int, c *Client, r *rand.Rand) {
+	runClients(rec, cfg, func(i int, c *Client, r *rand.Rand, more func() bool) {
 		s := stores[i%len(stores)]
 		seen := map[string]int{} // the version this client last saw, per run
-		for range cfg.Ops {
+		for n := 0; n < cfg.Ops && more(); n++ {
 			id := fmt.Sprintf("run-%d", r.IntN(cfg.Keys))
 			st := statuses[r.IntN(len(statuses))]
 			switch p := r.IntN(10); {
@@ -160,12 +168,12 @@ func Locks(t testing.TB, ctx context.Context, stores []LockStore, cfg Config) []
 	cfg = cfg.withDefaults()
 	checkInstances(t, len(stores), cfg)
 	rec := NewRecorder()
-	runClients(rec, cfg.Clients, func(i int, c *Client, r *rand.Rand) {
+	runClients(rec, cfg, func(i int, c *Client, r *rand.Rand, more func() bool) {
 		s, owner := stores[i%len(stores)], fmt.Sprintf("owner%d", i%len(stores))
 		locks := map[string]bool{}          // lock keys this client may hold
 		leases := map[string]*types.Lease{} // leases this client holds
 		var stale *types.Lease              // a lease this client gave up
-		for range cfg.Ops {
+		for round := 0; round < cfg.Ops && more(); round++ {
 			n := r.IntN(cfg.Keys)
 			if r.IntN(2) == 0 {
 				key := fmt.Sprintf("lock-%d", n)
@@ -252,7 +260,7 @@ func Counter(t testing.TB, ctx context.Context, stores []state.OnceStore[int64],
 	}
 	type delivery struct{ key, event int }
 	rec := NewRecorder()
-	runClients(rec, cfg.Clients, func(i int, c *Client, r *rand.Rand) {
+	runClients(rec, cfg, func(i int, c *Client, r *rand.Rand, more func() bool) {
 		s := stores[i%len(stores)]
 		var ds []delivery
 		for k := range cfg.Keys {
@@ -262,6 +270,9 @@ func Counter(t testing.TB, ctx context.Context, stores []state.OnceStore[int64],
 		}
 		r.Shuffle(len(ds), func(a, b int) { ds[a], ds[b] = ds[b], ds[a] })
 		for _, d := range ds {
+			if !more() {
+				break
+			}
 			k := state.Key{Entity: fmt.Sprintf("ctr-%d", d.key)}
 			in := CounterInput{Op: MergeOnce, Key: k.Entity, Event: d.event, Delta: 1 << d.event}
 			_, _ = c.Do(in, func() (any, error) {
@@ -300,7 +311,7 @@ func List(t testing.TB, ctx context.Context, stores []provider.RunStore, cfg Con
 		done    = make(chan struct{}) // closed when the last writer is done
 	)
 	running.Store(int64(writers))
-	runClients(rec, cfg.Clients, func(i int, c *Client, r *rand.Rand) {
+	runClients(rec, cfg, func(i int, c *Client, r *rand.Rand, more func() bool) {
 		s := stores[i%len(stores)]
 		if i < writers {
 			defer func() {
@@ -308,7 +319,7 @@ func List(t testing.TB, ctx context.Context, stores []provider.RunStore, cfg Con
 					close(done)
 				}
 			}()
-			for n := i * cfg.Ops; n < (i+1)*cfg.Ops; n++ {
+			for n := i * cfg.Ops; n < (i+1)*cfg.Ops && more(); n++ {
 				_, _ = c.Do(ListInput{Op: CreateRun, ID: n}, func() (any, error) {
 					return ListOutput{}, s.PutRunState(ctx, types.RunState{RunID: listRunID(n), PipelineID: Pipeline, Status: types.RunPending})
 				})
@@ -329,7 +340,7 @@ func List(t testing.TB, ctx context.Context, stores []provider.RunStore, cfg Con
 				return false
 			}
 		}
-		for n := 0; n < 4*cfg.Ops && !finished(); n++ {
+		for n := 0; n < 4*cfg.Ops && !finished() && more(); n++ {
 			list()
 		}
 		<-done
