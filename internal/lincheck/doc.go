@@ -21,7 +21,11 @@
 //
 // Each model comes with a workload (RunRegister, Locks, Counter, List) that drives
 // the interfaces of the provider and state packages from several clients started
-// together from a barrier.
+// together from a barrier, and returns the recorded history. Config sizes it and
+// bounds its time. The tests of this package run every workload on provider/memory
+// and state/memory, miniredis, redis-server, a Redis Cluster and DynamoDB Local,
+// with faults from internal/faults, and prove on memory, through deliberately
+// broken wrappers, that each check can fail.
 //
 // Unknown outcomes: a call that returned an error other than a documented answer
 // (a cut connection, a reply lost after the retries ran out) may or may not have
@@ -31,13 +35,16 @@
 // including after everything else (never applied). Every model accepts Unknown and
 // applies the operation's effect where it is placed.
 //
+// Unknown reads, which have no effect wherever they are placed, are left out of
+// the histories the workloads return, which spares porcupine the search.
+//
 // Check runs porcupine with a timeout; a history that is not linearizable, or that
 // the checker could not decide in time, is written as porcupine's HTML
-// visualisation to a file under Dir, named in the error.
+// visualisation to a file under Dir, named in the error; Require also logs the
+// operations of the first partition that is not linearizable as text.
 //
 // Example:
 //
-//	rec := lincheck.NewRecorder()
-//	lincheck.RunRegister(ctx, rec, []provider.RunStore{p1, p2}, lincheck.Config{})
-//	lincheck.Require(t, lincheck.RunModel(), rec.Operations())
+//	ops := lincheck.RunRegister(t, ctx, []provider.RunStore{p1, p2}, lincheck.Config{Duration: 5 * time.Second})
+//	lincheck.Require(t, lincheck.RunModel(), ops)
 package lincheck
