@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ func TestMalformedCursor(t *testing.T) {
 func TestTooLargeWritesNothing(t *testing.T) {
 	p := open(t)
 	ctx := context.Background()
-	huge := map[string]any{"x": strings.Repeat("y", 410*1024)}
+	huge := map[string]any{"x": incompressible(600 * 1024)} // over 400 KB even compressed
 	run := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunPending, Metadata: huge}
 	if err := p.PutRunState(ctx, run); !errors.Is(err, provider.ErrTooLarge) {
 		t.Fatalf("PutRunState: err %v, want ErrTooLarge", err)
@@ -129,6 +130,16 @@ func TestTooLargeWritesNothing(t *testing.T) {
 	if recs, err := p.ReadEventsSince(ctx, "p", "", 10); err != nil || len(recs) != 1 || recs[0].StreamID != "1" {
 		t.Fatalf("events after a rejected one: %+v, %v; want one, numbered 1", recs, err)
 	}
+}
+
+// incompressible returns n random printable bytes.
+func incompressible(n int) string {
+	rng := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('!' + rng.IntN(94))
+	}
+	return string(b)
 }
 
 func TestCASWithOtherCreatedAtKeepsOneListCopy(t *testing.T) {

@@ -46,8 +46,9 @@
 //	marker (by time)   MARKER#{id}        #BYTIME#T(writtenAt)#{date}#{schedule}
 //	lock / lease       LOCK#{key}         LOCK
 //
-// Every item carries its entity as JSON in the attribute "data", so a Get returns
-// exactly a JSON round trip of what was put (times Equal to the nanosecond, numbers
+// Every item carries its entity as JSON in the attribute "data" (a string; or, when
+// the item would not fit DynamoDB's 400 KB otherwise, a binary holding the JSON
+// DEFLATE-compressed), so a Get returns exactly a JSON round trip of what was put (times Equal to the nanosecond, numbers
 // in maps as float64). Other attributes: "exp" (expiry, Unix ns, by the provider
 // clock), "ttl" (the same in Unix seconds, for DynamoDB's TTL deletion), "listPK" and
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
@@ -85,8 +86,10 @@
 //     release and expiry and fences strictly increase forever; a released key costs
 //     about 60 bytes of storage.
 //   - Items are checked against DynamoDB's 400 KB limit before any write
-//     (internal/ddbx.ItemSize); a larger one is ErrTooLarge and nothing is written.
-//     An entity of up to about 399 KB of JSON fits, so 256 KB of metadata always does.
+//     (internal/ddbx.ItemSize, which never counts less than DynamoDB does); a larger
+//     one is ErrTooLarge and nothing is written. An entity whose JSON does not fit
+//     is stored compressed, so 256 KB of any metadata string fits, even one that JSON
+//     escaping makes six times longer (control characters become \u00XX).
 //   - Consistency: every Get and every List of one pipeline's partition is strongly
 //     consistent. ListPipelines, ListAllReruns and ListReplays read GSI1, which
 //     DynamoDB keeps eventually consistent: on AWS a write typically shows there within

@@ -2,12 +2,14 @@ package dynamodb
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -214,14 +216,14 @@ func randomID() string {
 }
 
 // item is the stored form of every entity; see the key schema in the package doc.
-// Entity bodies are JSON in Data, so a Get returns exactly what a JSON round trip
-// gives.
+// Entity bodies are JSON in Data (compressed when the item would not fit
+// otherwise), so a Get returns exactly what a JSON round trip gives.
 type item struct {
 	PK     string `dynamodbav:"PK"`
 	SK     string `dynamodbav:"SK"`
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
 	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
-	Data   string `dynamodbav:"data,omitempty"`
+	Data   *body  `dynamodbav:"data,omitempty"`
 	// Exp is the expiry in Unix nanoseconds by the provider clock (0: never); reads
 	// and lock conditions compare it with the provider clock.
 	Exp int64 `dynamodbav:"exp,omitempty"`
@@ -297,20 +299,78 @@ func timeKey(t time.Time) string {
 
 // encode returns v as compact JSON (no HTML escaping, to save item space). A value
 // JSON cannot encode is ErrInvalidArgument.
-func encode(v any) (string, error) {
+func encode(v any) (*body, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", provider.Invalid(err)
+		return nil, provider.Invalid(err)
 	}
-	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	return &body{text: string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))}, nil
+}
+
+// body is an entity's JSON text. It is stored as the string attribute "data", or,
+// once compress has found that smaller, DEFLATE-compressed as the binary attribute
+// "data". JSON escaping can make a string six times longer (a control character
+// is \u00XX); compressed, 256 KB of any metadata string fits an item.
+type body struct {
+	text string
+	z    []byte // text compressed, when that is stored instead
+}
+
+// maxBodyText bounds the text a stored compressed body may inflate to, far above
+// what any item can hold, so that a corrupt item cannot exhaust memory.
+const maxBodyText = 64 << 20
+
+// compress makes b store its text compressed when that is smaller.
+func (b *body) compress() {
+	if b.z != nil {
+		return
+	}
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.DefaultCompression) // the level is valid
+	_, _ = w.Write([]byte(b.text))                          // writes to a bytes.Buffer never fail
+	_ = w.Close()
+	if buf.Len() < len(b.text) {
+		b.z = buf.Bytes()
+	}
+}
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (b *body) MarshalDynamoDBAttributeValue() (ddbtypes.AttributeValue, error) {
+	if b.z != nil {
+		return &ddbtypes.AttributeValueMemberB{Value: b.z}, nil
+	}
+	return &ddbtypes.AttributeValueMemberS{Value: b.text}, nil
+}
+
+// UnmarshalDynamoDBAttributeValue implements attributevalue.Unmarshaler.
+func (b *body) UnmarshalDynamoDBAttributeValue(av ddbtypes.AttributeValue) error {
+	switch av := av.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		*b = body{text: av.Value}
+	case *ddbtypes.AttributeValueMemberB:
+		text, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(av.Value)), maxBodyText+1))
+		if err != nil {
+			return fmt.Errorf("inflate data: %w", err)
+		}
+		if len(text) > maxBodyText {
+			return fmt.Errorf("inflate data: over %d bytes", maxBodyText)
+		}
+		*b = body{text: string(text), z: av.Value}
+	default:
+		return fmt.Errorf("data attribute of type %T", av)
+	}
+	return nil
 }
 
 // decodeData unmarshals it.Data.
 func decodeData[T any](it item) (T, error) {
 	var v T
-	if err := json.Unmarshal([]byte(it.Data), &v); err != nil {
+	if it.Data == nil {
+		return v, fmt.Errorf("dynamodb: corrupt item %s/%s: no data", it.PK, it.SK)
+	}
+	if err := json.Unmarshal([]byte(it.Data.text), &v); err != nil {
 		return v, fmt.Errorf("dynamodb: corrupt item %s/%s: %w", it.PK, it.SK, err)
 	}
 	return v, nil
@@ -329,11 +389,19 @@ func decodeAll[T any](items []item) ([]T, error) {
 	return out, nil
 }
 
-// marshal returns it as an attribute map and checks DynamoDB's item size limit.
+// marshal returns it as an attribute map and checks DynamoDB's item size limit. An
+// item that is too large with its data as text gets its data compressed (once:
+// the items of one entity share their body).
 func marshal(it item) (map[string]ddbtypes.AttributeValue, error) {
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb: marshal %s/%s: %w", it.PK, it.SK, err)
+	}
+	if ddbx.ItemSize(av) > ddbx.MaxItemSize && it.Data != nil && it.Data.z == nil {
+		it.Data.compress()
+		if av, err = attributevalue.MarshalMap(it); err != nil {
+			return nil, fmt.Errorf("dynamodb: marshal %s/%s: %w", it.PK, it.SK, err)
+		}
 	}
 	if n := ddbx.ItemSize(av); n > ddbx.MaxItemSize {
 		return nil, fmt.Errorf("%w: item %s/%s would be about %d bytes, over DynamoDB's %d",

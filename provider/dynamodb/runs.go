@@ -187,6 +187,40 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		newState.CreatedAt = old.CreatedAt
 		return true, nil
 	}
+	newState.Version = expectedVersion + 1
+	newState.UpdatedAt = p.now()
+	tok := randomID()
+	// swap encodes newState into the swap's transaction. It runs before any I/O, so
+	// a newState that cannot be stored is refused before anything is read. (With a
+	// zero CreatedAt the stored one is not known yet and the zero time stands in: a
+	// newState within a few bytes of the size limit may still be refused, with
+	// ErrTooLarge, after the read.)
+	swap := func() ([]ddbtypes.TransactWriteItem, error) {
+		truth, list, err := runItems(newState)
+		if err != nil {
+			return nil, err
+		}
+		truth.Tok = tok
+		tav, err := marshal(truth)
+		if err != nil {
+			return nil, err
+		}
+		lav, err := marshal(list)
+		if err != nil {
+			return nil, err
+		}
+		cond := expression.Name(attrVer).Equal(expression.Value(expectedVersion)).And(pointsAt(list.PK, list.SK))
+		putTruth, err := p.txPut(tav, &cond)
+		if err != nil {
+			return nil, err
+		}
+		putList, _ := p.txPut(lav, nil)
+		return []ddbtypes.TransactWriteItem{putTruth, putList}, nil
+	}
+	items, err := swap()
+	if err != nil {
+		return false, err
+	}
 	if newState.CreatedAt.IsZero() {
 		o, ok, err := p.get(ctx, op, runPrefix+runID, skState)
 		if err != nil || !ok {
@@ -195,32 +229,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		if retry, err := stale(o); !retry {
 			return false, err
 		}
+		if items, err = swap(); err != nil {
+			return false, err
+		}
 	}
-	newState.Version = expectedVersion + 1
-	newState.UpdatedAt = p.now()
 	createdFixed := false
-	tok := randomID()
 	for conflicts := 0; ; {
-		truth, list, err := runItems(newState)
-		if err != nil {
-			return false, err
-		}
-		truth.Tok = tok
-		tav, err := marshal(truth)
-		if err != nil {
-			return false, err
-		}
-		lav, err := marshal(list)
-		if err != nil {
-			return false, err
-		}
-		cond := expression.Name(attrVer).Equal(expression.Value(expectedVersion)).And(pointsAt(list.PK, list.SK))
-		putTruth, err := p.txPut(tav, &cond)
-		if err != nil {
-			return false, err
-		}
-		putList, _ := p.txPut(lav, nil)
-		err = p.transact(ctx, putTruth, putList)
+		err := p.transact(ctx, items...)
 		if err == nil {
 			return true, nil
 		}
@@ -240,6 +255,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 				return false, err
 			}
 			createdFixed = true
+			if items, err = swap(); err != nil {
+				return false, err
+			}
 			continue
 		}
 		if !ddbx.IsTxConflict(err) {
