@@ -116,7 +116,8 @@ func CheckMerge[V any](m monoid.Monoid[V], k Key, delta V, ttl time.Duration) er
 
 // Combine combines a and b with m, through TryCombine when m implements
 // monoid.Fallible; its error wraps monoid.ErrIncompatible. A float64 result outside
-// the range of CheckFloat64 is an error wrapping ErrInvalidArgument. Stores use it so
+// the range of CheckFloat64, and an int64 sum (monoid.KindSum) that overflows, are
+// errors wrapping ErrInvalidArgument. Stores use it so
 // a value that does not combine, or cannot be stored, is reported, never stored.
 func Combine[V any](m monoid.Monoid[V], a, b V) (V, error) {
 	var next V
@@ -128,9 +129,15 @@ func Combine[V any](m monoid.Monoid[V], a, b V) (V, error) {
 	} else {
 		next = m.Combine(a, b)
 	}
-	if f, ok := any(next).(float64); ok {
-		if err := CheckFloat64("merged value", f); err != nil {
+	switch n := any(next).(type) {
+	case float64:
+		if err := CheckFloat64("merged value", n); err != nil {
 			return next, err
+		}
+	case int64:
+		x, y := any(a).(int64), any(b).(int64)
+		if m.Kind() == monoid.KindSum && (x > 0 && y > 0 && n < 0 || x < 0 && y < 0 && n >= 0) {
+			return next, Invalidf("sum %d + %d overflows int64", x, y)
 		}
 	}
 	return next, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/smithy-go"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -27,6 +28,13 @@ type numericKind[V int64 | float64] struct {
 	parse   func(string) (V, error)
 	check   func(V) error // may be nil
 	missing V             // the value reported for a missing key: the monoid's identity
+	// lo and hi bound a sum (not used by the max store): a merge whose result would
+	// leave [lo, hi] is an error wrapping state.ErrInvalidArgument.
+	lo, hi V
+	// exact enables the read-modify-write fallback for a delta whose exact decimal
+	// sum DynamoDB refuses (over 38 significant digits, or out of its range): the
+	// float64 sum is written instead, conditioned on the value read.
+	exact bool
 }
 
 // numeric is the implementation shared by Int64SumStore, Float64SumStore and
@@ -64,9 +72,26 @@ func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, 
 	return readMany(ctx, &s.base, ks, s.decode, s.missing)
 }
 
+// bound returns the condition that adding delta keeps a sum within [lo, hi]: v absent,
+// or v <= hi-delta for a positive delta, v >= lo-delta for a negative one.
+func (s *numeric[V]) bound(delta V) expression.ConditionBuilder {
+	v := expression.Name(attrV)
+	switch {
+	case delta > 0:
+		return expression.AttributeNotExists(v).Or(v.LessThanEqual(numV(s.format(s.hi - delta))))
+	case delta < 0:
+		return expression.AttributeNotExists(v).Or(v.GreaterThanEqual(numV(s.format(s.lo - delta))))
+	}
+	return expression.AttributeNotExists(v).Or(expression.AttributeExists(v))
+}
+
+func numV(n string) expression.ValueBuilder {
+	return expression.Value(ddbtypes.AttributeValueMemberN{Value: n})
+}
+
 // update returns one of the two complementary conditional updates of a merge at now:
 //
-//	sum, live (or missing) item:  ADD v :d        IF ttl absent OR ttl > now
+//	sum, live (or missing) item:  ADD v :d        IF (ttl absent OR ttl > now) AND bound
 //	sum, expired item:            SET v = :d      IF ttl <= now
 //	max, value rises:             SET v = :d      IF v absent OR v < :d OR ttl <= now
 //	max, value stays:             (expiry only)   IF v >= :d AND (ttl absent OR ttl > now)
@@ -74,7 +99,10 @@ func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, 
 // Each also sets (or removes) ttl. Exactly one of the pair holds for any item, so a
 // merge whose condition fails tries the other, and only an item changing between the
 // two calls (expiring, or being re-created) makes it try again.
-func (s *numeric[V]) update(other bool, d expression.ValueBuilder, ttl time.Duration, now int64) (expression.Expression, error) {
+//
+// The bound of a live sum fails only when the sum would leave [lo, hi].
+func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) (expression.Expression, error) {
+	d := numV(s.format(delta))
 	v := expression.Name(attrV)
 	var (
 		u expression.UpdateBuilder
@@ -82,7 +110,7 @@ func (s *numeric[V]) update(other bool, d expression.ValueBuilder, ttl time.Dura
 	)
 	switch {
 	case !s.isMax && !other:
-		u, c = expression.Add(v, d), liveCond(now)
+		u, c = expression.Add(v, d), liveCond(now).And(s.bound(delta))
 	case !s.isMax && other:
 		u, c = expression.Set(v, d), expiredCond(now)
 	case s.isMax && !other:
@@ -114,7 +142,6 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, err
 		}
 	}
-	d := expression.Value(ddbtypes.AttributeValueMemberN{Value: s.format(delta)})
 	tok := storekey.Token()
 	key := s.itemKey(k)
 	r := retries{b: &s.base}
@@ -123,7 +150,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	other, switched := false, false
 	for {
 		now := s.now()
-		expr, err := s.update(other, d, ttl, now)
+		expr, err := s.update(other, delta, ttl, now)
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
@@ -134,14 +161,18 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 				TableName: &s.table, Key: key,
 				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}})
 			if err == nil {
 				return applied, nil
 			}
+			if s.exact && isValidation(err) {
+				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl)
+			}
 			if !errors.Is(err, errLostRace) {
 				return false, err
 			}
-			_, conditionFailed = ddbx.TxConditionFailed(err, 1)
+			old, conditionFailed = ddbx.TxConditionFailed(err, 1)
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
 				TableName: &s.table, Key: key,
@@ -152,6 +183,9 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			if err == nil {
 				return true, nil
 			}
+			if s.exact && isValidation(err) {
+				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl)
+			}
 			if old, conditionFailed = ddbx.ConditionFailedItem(err); !conditionFailed {
 				return false, s.wrap("update", err)
 			}
@@ -159,6 +193,10 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			if s.isMax && !other && ttl == 0 && old != nil && old[attrTTL] == nil {
 				return true, nil
 			}
+		}
+		if conditionFailed && !s.isMax && !other && old != nil && live(old, now) {
+			// A live item refused the ADD: its sum would leave [lo, hi].
+			return false, state.Invalidf("%s: adding %s to %q would leave [%s, %s]", s.typ, s.format(delta), k.Entity, s.format(s.lo), s.format(s.hi))
 		}
 		if conditionFailed {
 			other = !other
@@ -182,19 +220,7 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) 
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
-// DynamoDB numbers span 1e-130 to 9.99...e125 in magnitude; the largest float64
-// below 1e126 is within range.
-const (
-	tooLarge  = 1e126
-	minNumber = 1e-130
-)
-
-func checkFloat(v float64) error {
-	if a := math.Abs(v); math.IsNaN(v) || a >= tooLarge || (a != 0 && a < minNumber) {
-		return state.Invalidf("delta %v is outside DynamoDB's number range", v)
-	}
-	return nil
-}
+func checkFloat(v float64) error { return state.CheckFloat64("delta", v) }
 
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate is one
 // UpdateItem ADD. A sum beyond the int64 range is stored (DynamoDB numbers have 38
@@ -227,6 +253,7 @@ var (
 func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		typ: "Int64SumStore", kind: storekey.Int64Sum, format: formatInt, parse: parseInt,
+		check: func(int64) error { return nil }, lo: math.MinInt64, hi: math.MaxInt64,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -239,6 +266,7 @@ func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore,
 func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
 		typ: "Float64SumStore", kind: storekey.Float64Sum, format: formatFloat, parse: parseFloat, check: checkFloat,
+		lo: -state.MaxFloat64, hi: state.MaxFloat64, exact: true,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -256,4 +284,83 @@ func NewInt64MaxStore(client API, table string, opts ...Option) (*Int64MaxStore,
 		return nil, err
 	}
 	return &Int64MaxStore{n: n}, nil
+}
+
+// isValidation reports whether DynamoDB refused a request as invalid, as it refuses
+// a number it cannot store (over 38 significant digits, or out of its range).
+func isValidation(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+		return true
+	}
+	reasons, _ := ddbx.TxReasons(err)
+	for _, r := range reasons {
+		if r.Code != nil && *r.Code == "ValidationError" {
+			return true
+		}
+	}
+	return false
+}
+
+// readModifyWrite merges delta as the float64 sum of the value read and delta,
+// written with SET conditioned on the value read (or on the item being missing or
+// expired), with the event's claim for MergeUpdateOnce. It is the fallback for a
+// delta whose exact decimal sum DynamoDB refuses; a lost race reads again.
+func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, tok string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+	key := s.itemKey(k)
+	r := retries{b: &s.base}
+	for {
+		out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
+			TableName: &s.table, Key: key, ConsistentRead: ptr(true),
+			ProjectionExpression: &readProjection, ExpressionAttributeNames: readNames,
+		})
+		if err != nil {
+			return false, s.wrap("get", err)
+		}
+		now := s.now()
+		sum := delta
+		cond := expression.AttributeNotExists(expression.Name(attrPK)).Or(expiredCond(now))
+		if raw, ok := out.Item[attrV].(*ddbtypes.AttributeValueMemberN); ok && live(out.Item, now) {
+			cur, err := s.parse(raw.Value)
+			if err != nil {
+				return false, s.wrap("decode", err)
+			}
+			sum += cur
+			cond = expression.Name(attrV).Equal(numV(raw.Value)).And(liveCond(now))
+		}
+		if sum < s.lo || sum > s.hi || s.check(sum) != nil {
+			return false, state.Invalidf("%s: adding %s to %q would leave the value range", s.typ, s.format(delta), k.Entity)
+		}
+		expr, err := expression.NewBuilder().WithCondition(cond).
+			WithUpdate(s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl)).Build()
+		if err != nil {
+			return false, s.wrap("build expression", err)
+		}
+		update := &ddbtypes.Update{
+			TableName: &s.table, Key: key,
+			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		}
+		if once {
+			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: update})
+			if !errors.Is(err, errLostRace) {
+				return applied, err
+			}
+		} else {
+			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
+				TableName: update.TableName, Key: key,
+				UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
+				ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
+			})
+			if err == nil {
+				return true, nil
+			}
+			if !ddbx.IsConditionFailed(err) {
+				return false, s.wrap("update", err)
+			}
+		}
+		if err := r.again(ctx); err != nil {
+			return false, err
+		}
+	}
 }

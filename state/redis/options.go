@@ -64,13 +64,18 @@ func WithTTL(d time.Duration) Option {
 	return func(c *config) error { return c.SetTTL(d) }
 }
 
-// millis converts a ttl to the whole milliseconds Redis takes, rounding a positive
-// sub-millisecond remainder up so that a positive ttl never becomes 0 (no expiry) or
-// an immediate delete.
+// millis converts a ttl to the milliseconds Redis takes: whole milliseconds, a
+// positive sub-millisecond remainder rounded up so that a positive ttl never becomes
+// 0 (no expiry), then one less above 1 ms: Redis treats a key as expired only once
+// its clock is past the expiry millisecond, and the contract says expired when now
+// >= expiry.
 func millis(d time.Duration) int64 {
 	ms := int64(d / time.Millisecond)
 	if d%time.Millisecond > 0 {
 		ms++
+	}
+	if ms > 1 {
+		ms--
 	}
 	return ms
 }

@@ -57,6 +57,10 @@ type Harness[V any] struct {
 	// ttl semantics (state.Sharded, whose shards expire independently); a
 	// backend must pass them.
 	SkipTTL bool
+	// SkipSumLimits skips the int64 and float64 sum limit tests. Only for wrappers
+	// that spread one key over several stored values (state.Sharded, where no single
+	// write sees the total); a backend must pass them.
+	SkipSumLimits bool
 	// BadDeltas are deltas MergeUpdate must reject with state.ErrInvalidArgument
 	// without writing anything (for example undecodable sketch bytes). Optional.
 	BadDeltas []V

@@ -80,6 +80,7 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, &h) })
 	t.Run("closed", func(t *testing.T) { testClosed(t, &h) })
 	t.Run("cancelled context", func(t *testing.T) { testCancelled(t, &h) })
+	runLimits(t, &h)
 	probe := h.open(t)
 	if _, ok := probe.(state.OnceStore[V]); ok {
 		t.Run("once", func(t *testing.T) { RunOnceStore(t, h) })

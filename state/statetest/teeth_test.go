@@ -32,6 +32,8 @@ type flaws struct {
 	alwaysFirst    bool // deduper: every MarkSeen is first
 	racyDeduper    bool // deduper: check-then-set
 	releaseIgnored bool // deduper: Release does nothing
+	wrapOverflow   bool // an int64 sum overflows silently
+	expiryAfter    bool // a value expires only when now > its expiry
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -49,6 +51,10 @@ type item struct {
 }
 
 func (w *world) live(it item) bool { return it.exp.IsZero() || w.now.Before(it.exp) }
+
+func (w *world) liveAt(it item, f flaws) bool {
+	return w.live(it) || f.expiryAfter && w.now.Equal(it.exp)
+}
 
 // toy is a Sum[int64] store and a deduper over a world, with flaws.
 type toy struct {
@@ -102,7 +108,7 @@ func (s *toy) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, err
 		if s.f.reverseMany {
 			j = len(ks) - 1 - i
 		}
-		if it, ok := s.w.values[s.key(k)]; ok && (s.f.ignoreTTL || s.w.live(it)) {
+		if it, ok := s.w.values[s.key(k)]; ok && (s.f.ignoreTTL || s.w.liveAt(it, s.f)) {
 			vs[j], found[j] = it.v, true
 		}
 	}
@@ -142,7 +148,7 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		return false, nil
 	}
 	it, ok := s.w.values[s.key(k)]
-	if ok && !s.w.live(it) && !s.f.keepExpired && !s.f.ignoreTTL {
+	if ok && !s.w.liveAt(it, s.f) && !s.f.keepExpired && !s.f.ignoreTTL {
 		it = item{}
 	}
 	if s.f.lostUpdate {
@@ -155,6 +161,11 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		exp = s.w.now.Add(ttl)
 	} else if s.f.ttlZeroKeeps {
 		exp = it.exp
+	}
+	_, err := state.Combine[int64](monoid.Sum[int64]{}, it.v, delta)
+	if err != nil && !s.f.wrapOverflow {
+		s.w.mu.Unlock()
+		return false, err
 	}
 	s.w.values[s.key(k)] = item{v: it.v + delta, exp: exp}
 	if id != "" {
@@ -279,6 +290,8 @@ var broken = []struct {
 	{"deduper check then set", flaws{racyDeduper: true}, true, "race"},
 	{"deduper release ignored", flaws{releaseIgnored: true}, true, "release"},
 	{"deduper context ignored", flaws{ignoreCtx: true}, true, "cancelled_context"},
+	{"int64 sum wraps", flaws{wrapOverflow: true}, false, "int64_sum_limits"},
+	{"expired only after the instant", flaws{expiryAfter: true}, false, "expiry_instant"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
@@ -309,17 +322,24 @@ func TestSuiteHasTeeth(t *testing.T) {
 	}
 	for _, b := range broken {
 		t.Run(b.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestBrokenSubprocess$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+b.name)
-			out, err := cmd.CombinedOutput()
+			out, err := runBroken(b.name, "^TestBrokenSubprocess$")
 			if err == nil {
 				t.Fatalf("the suite passed a store with flaw %q:\n%s", b.name, out)
 			}
-			if want := "--- FAIL: TestBrokenSubprocess/" + b.fails + " "; !strings.Contains(string(out), want) {
-				t.Errorf("flaw %q: no %q in the output:\n%s", b.name, want, tail(string(out), 40))
+			if want := "--- FAIL: TestBrokenSubprocess/" + b.fails + " "; !strings.Contains(out, want) {
+				t.Errorf("flaw %q: no %q in the output:\n%s", b.name, want, tail(out, 40))
 			}
 		})
 	}
+}
+
+// runBroken runs the tests matching run in a subprocess with the flaw named in the
+// environment, returning its output.
+func runBroken(flaw, run string) (string, error) {
+	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), brokenEnv+"="+flaw)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 func tail(s string, lines int) string {
