@@ -17,7 +17,10 @@
 //   - Bad input (empty or over-long entity, negative TTL, a delta a monoid.Fallible
 //     cannot combine) returns an error wrapping ErrInvalidArgument and writes nothing.
 //   - TTL: ttl == 0 means no expiry, and a merge with ttl 0 clears an earlier expiry;
-//     otherwise every MergeUpdate sets the expiry to now+ttl. An expired entry is
+//     otherwise every MergeUpdate sets the expiry to now+ttl. ttl (and every claim
+//     TTL option) is at most MaxTTL; more is ErrInvalidArgument. An entry is expired
+//     when now >= its expiry (at the backend's resolution: 1 ms on Redis, 1 s on
+//     DynamoDB, rounded up). An expired entry is
 //     invisible to Get/GetMany, and a merge onto it starts from the monoid's Identity
 //     (also where the backend lets expired items linger, as DynamoDB does).
 //   - Get/GetMany: a missing or expired key has found == false; its value slot holds
@@ -40,6 +43,23 @@
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
 //     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
 //     is an error). Release deletes the claim, so the next MarkSeen wins again.
+//   - Numbers: an int64 sum that would overflow, and a float64 delta or merged value
+//     outside the float contract (see MinFloat64), are errors wrapping
+//     ErrInvalidArgument and store nothing, on every backend. Float precision: each
+//     merge's result is the float64 sum of the stored value and the delta (DynamoDB
+//     adds exactly in decimal where it can, which may differ from the binary sum by
+//     an ulp or two); tiny deltas never vanish.
+//   - Lost replies: when a write's reply is lost and the client library retries it,
+//     MergeUpdateOnce, MarkSeen, Bytes merges and Max merges are applied exactly once
+//     and report the outcome of the first attempt (every write carries a random token
+//     of its call, so a retry recognises what its first attempt stored; a BytesStore
+//     value remembers its latest 16 writers, enough for the milliseconds between an
+//     attempt and its retry). A plain Sum MergeUpdate is at-least-once: a retried
+//     INCRBY or ADD may apply the delta twice. Use MergeUpdateOnce with the event's
+//     ID where a doubled delta matters; it is the exactly-once path.
+//   - Two stores never share data because of default options: the Redis stores take
+//     their key prefix as a required argument, and every backend keeps each store
+//     kind (the monoid's Kind for a BytesStore) apart within one prefix or table.
 //   - After Close every method returns an error wrapping ErrClosed (Close itself is
 //     idempotent); a cancelled ctx returns an error wrapping ctx.Err() and writes
 //     nothing.
@@ -54,8 +74,20 @@
 //     and refuses new keys with ErrBufferFull when a full buffer cannot be flushed.
 //   - Sharded refuses non-commutative monoids; its shards expire independently.
 //
+// # Operating Redis
+//
+// Once-claims (MergeUpdateOnce and Deduper) and BytesStore versions are keys: a
+// server that evicts them (any maxmemory-policy but noeviction) silently breaks
+// exactly-once, so give the stores a server or database with noeviction. A claim key
+// exists per (event, key) for the dedup TTL (WithDedupTTL, WithTTL; default
+// DefaultDedupTTL), so claims grow with the event rate times the TTL: 1000 events/s
+// updating two keys each hold about 170 million claims over a day; size the TTL to
+// the redelivery window of the queue. Failover to an asynchronous replica can lose
+// acknowledged writes, claims included.
+//
 // Note for backend authors: keep the constructor shapes of state/memory —
-// New...(client, opts...), NewDeduper(client, WithTTL(d)), WithDedupTTL for
+// New...(client, where, opts...) with where the required key prefix or table,
+// NewDeduper(client, where, WithTTL(d)), WithDedupTTL for
 // OnceStore claims, WithMaxRetries(n) (n >= 0, default DefaultMaxRetries) for
 // BytesStore — so users switch backends by changing one line; use RetryCASPolicy
 // for the BytesStore loop.

@@ -8,28 +8,34 @@
 // # Tables
 //
 //	value table (CreateInt64Table, CreateBytesTable): key pk (S, hash) + sk (N, range)
-//	  pk   S  the entity (state.Key.Entity, stored as is)
+//	  pk   S  the store kind, '#' and the entity (state.Key.Entity, as is); kinds:
+//	          isum, fsum, imax, and bytes.K for a BytesStore, K its monoid's escaped Kind
 //	  sk   N  the bucket (state.Key.Bucket)
 //	  v    N  the value of Int64SumStore, Float64SumStore, Int64MaxStore
 //	       B  the value of BytesStore
-//	  ver  S  BytesStore only: a random 128-bit version token, new on every write
+//	  ver  S  BytesStore only: the random tokens of the latest 16 writes, newest first
 //	  ttl  N  expiry in Unix seconds (rounded up); absent = never expires
 //
 //	dedup table (CreateDedupTable): key pk (S, hash)
 //	  pk   S  "seen#" + eventID (Deduper) or
 //	          "once#" + value table + "#" + store kind + "#" + state.OnceClaimID(key, eventID)
 //	          (MergeUpdateOnce)
+//	  tok  S  the random token of the claiming call
 //	  ttl  N  expiry in Unix seconds (rounded up); absent = never expires
 //
 // The Create functions use on-demand billing, enable DynamoDB TTL on ttl, wait until
 // the table is ACTIVE, and accept an existing table with the same key schema. The two
-// value-table functions make the same schema; use one table per logical store (two
-// stores on one table share items with the same key). One dedup table can serve every
-// store and deduper.
+// value-table functions make the same schema. Stores of different kinds (and
+// BytesStores of different monoid kinds) may share a table; two stores of the same
+// kind on one table share values. One dedup table can serve every store and deduper.
 //
 // # Guarantees
 //
-//   - Every merge is atomic. Sums are UpdateItem ADD; maxima an UpdateItem SET
+//   - Every merge is atomic. Sums are UpdateItem ADD, conditioned on the sum staying
+//     within int64 or the float range (else state.ErrInvalidArgument, nothing
+//     written); a float delta whose exact decimal sum DynamoDB refuses (over 38
+//     significant digits, like 0.5 + 1e-50) falls back to reading the value and
+//     writing the float64 sum conditioned on the value read. Maxima an UpdateItem SET
 //     conditioned on v < :delta (exact: DynamoDB numbers are decimals of 38 digits);
 //     BytesStore reads value and version, combines in Go (TryCombine when the monoid is
 //     monoid.Fallible) and writes with a PutItem conditioned on the version, retrying
@@ -51,17 +57,22 @@
 //     the item and nobody adds onto a stale value; the expired case costs one more
 //     round trip. Expiry has whole-second resolution (rounded up) and relies on the
 //     writers' clocks being synchronised.
+//   - Lost replies: claims hold a random token of the claiming call and a BytesStore
+//     version the tokens of its latest 16 writes, so a write the SDK retried after a
+//     lost response recognises its own first attempt: MarkSeen, MergeUpdateOnce and
+//     Bytes merges are exactly once, Max merges idempotent; a plain sum ADD is
+//     at-least-once.
 //   - Bad input returns an error wrapping state.ErrInvalidArgument before any I/O (for
-//     Float64SumStore also deltas outside DynamoDB's number range, and for BytesStore
-//     a merged item over 400 KB). SDK errors are wrapped with %w, so errors.As to the
+//     Float64SumStore also deltas outside state.CheckFloat64's range, and for
+//     BytesStore a merged item over 400 KB). SDK errors are wrapped with %w, so errors.As to the
 //     SDK's types works.
 //   - Reads are strongly consistent. The stores do not own the client: Close only
 //     marks the store closed (later calls return an error wrapping state.ErrClosed).
 //
 // # Decisions where the design is silent
 //
-//   - An int64 sum beyond the int64 range is stored (DynamoDB numbers have 38 digits)
-//     and reads back as an error; Float64SumStore adds in decimal (0.1+0.2 reads 0.3).
+//   - Float64SumStore adds in decimal where DynamoDB can (0.1+0.2 reads 0.3, an ulp
+//     from the float64 sum), else in float64.
 //   - Int64MaxStore refreshes the expiry even when the stored value wins, as every
 //     other store does: that costs a second UpdateItem, skipped when ttl is 0 and the
 //     item has no expiry to clear.

@@ -223,15 +223,21 @@ func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 func checkFloat(v float64) error { return state.CheckFloat64("delta", v) }
 
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate is one
-// UpdateItem ADD. A sum beyond the int64 range is stored (DynamoDB numbers have 38
-// digits) but reads back as an error. It is safe for concurrent use.
+// UpdateItem ADD, conditioned on the sum staying within int64: a sum that would
+// overflow is an error wrapping state.ErrInvalidArgument and writes nothing. A plain
+// MergeUpdate is at-least-once when the SDK retries it after a lost response; use
+// MergeUpdateOnce for exactly once. It is safe for concurrent use.
 type Int64SumStore struct{ n numeric[int64] }
 
-// Float64SumStore is a state.OnceStore[float64] of sums: MergeUpdate is one
-// UpdateItem ADD, computed by DynamoDB in decimal with 38 significant digits (so 0.1 +
-// 0.2 reads back as 0.3). A delta outside DynamoDB's number range (NaN, infinities,
-// magnitudes above 9.99e125 or below 1e-130 other than 0) is an error wrapping
-// state.ErrInvalidArgument. It is safe for concurrent use.
+// Float64SumStore is a state.OnceStore[float64] of sums under the float contract of
+// package state: MergeUpdate is one UpdateItem ADD, computed by DynamoDB in decimal
+// (so 0.1 + 0.2 reads back as 0.3, an ulp from the float64 sum); when DynamoDB refuses
+// the exact decimal sum (over 38 significant digits, like 0.5 + 1e-50) the merge reads
+// the value and writes the float64 sum conditioned on it (two more round trips). A
+// delta outside state.CheckFloat64's range, or a sum that would leave it, is an error
+// wrapping state.ErrInvalidArgument and writes nothing. A plain MergeUpdate is
+// at-least-once under a lost response; MergeUpdateOnce is exactly once. It is safe
+// for concurrent use.
 type Float64SumStore struct{ n numeric[float64] }
 
 // Int64MaxStore is a state.OnceStore[int64] of maxima (monoid.Max): MergeUpdate is an

@@ -6,8 +6,8 @@
 //
 // # Guarantees
 //
-//   - Every merge is atomic: sums and maxima run one Lua script (INCRBY, INCRBYFLOAT,
-//     or a compare-and-set that compares int64s exactly as decimal strings, since Lua
+//   - Every merge is atomic: sums and maxima run one Lua script (INCRBY, a float64
+//     addition stored with 17 significant digits, or a compare-and-set that compares int64s exactly as decimal strings, since Lua
 //     numbers are doubles); BytesStore reads, combines in Go and writes with a Lua
 //     compare-and-swap on a version token, retrying lost races with capped
 //     exponential backoff and full jitter (WithBackoff) up to WithMaxRetries times,
@@ -17,14 +17,20 @@
 //     script, so a crash can neither lose nor double a delta. For BytesStore the
 //     combine runs in Go, so the claim is written by the same compare-and-swap script
 //     that writes the value: claimed exactly when merged.
+//   - Lost replies: MergeUpdateOnce and Deduper claims hold a random token of the
+//     claiming call, and a BytesStore version lists the tokens of its latest 16
+//     writes, so a script that go-redis retries after a lost reply recognises its own
+//     first attempt: exactly once. Max merges are idempotent. A plain sum
+//     MergeUpdate (INCRBY, float add) is at-least-once under a retried lost reply.
 //   - TTL: expiry is Redis's own (PEXPIRE, or PERSIST for ttl 0 to clear an earlier
 //     expiry), set in the merge script, so an expired value is gone for every reader
 //     and the next merge starts from the identity. TTLs are rounded up to whole
-//     milliseconds.
-//   - Bad input returns an error wrapping state.ErrInvalidArgument before any I/O. A
-//     NaN or infinite Float64SumStore delta is bad input; an int64 sum that would
-//     overflow, or a float sum that would become infinite, fails in Redis without
-//     writing. Redis errors are wrapped with %w; goredis.Nil never escapes.
+//     milliseconds and sent one millisecond short (Redis expires a key once its clock
+//     is past the expiry), so a value is expired when now >= now_at_merge+ttl.
+//   - Bad input returns an error wrapping state.ErrInvalidArgument before any I/O: a
+//     Float64SumStore delta outside state.CheckFloat64's range is bad input. An int64
+//     sum that would overflow, or a float sum that would leave the range, is refused
+//     by the script without writing, also an error wrapping state.ErrInvalidArgument. Redis errors are wrapped with %w; goredis.Nil never escapes.
 //   - The stores do not own the client: Close only marks the store closed (later
 //     calls return an error wrapping state.ErrClosed).
 //
@@ -35,9 +41,14 @@
 //     in the entity's hash tag (one cluster slot), since a Lua script may only touch
 //     keys of one slot. Claims live for WithDedupTTL (default state.DefaultDedupTTL),
 //     independent of the value's ttl.
-//   - Key names carry the store kind, so an Int64SumStore and an Int64MaxStore may
-//     share a prefix and entity names. Two stores of the same kind sharing a prefix
-//     share values: give each logical store its own WithKeyPrefix.
+//   - The key prefix is a required constructor argument (no default, so two stores
+//     never share keys by accident). Key names carry the store kind, and for a
+//     BytesStore the monoid's Kind, so an Int64SumStore and an Int64MaxStore, or an
+//     HLL and a TopK BytesStore, may share a prefix and entity names. Two stores of
+//     the same kind sharing a prefix share values: give each logical store its own
+//     prefix.
+//   - Operating Redis: claims and versions must not be evicted (maxmemory-policy
+//     noeviction); see package state.
 //   - A missing key reads as the monoid's identity with found == false (0 for sums,
 //     math.MinInt64 for Int64MaxStore, the monoid's Identity for BytesStore).
 //   - A lost BytesStore race hands the current value and version back with the
@@ -54,9 +65,11 @@
 //	prefix:{entity}:isum:bucket          Int64SumStore value (string)
 //	prefix:{entity}:fsum:bucket          Float64SumStore value (string)
 //	prefix:{entity}:imax:bucket          Int64MaxStore value (string)
-//	prefix:{entity}:bytes:bucket         BytesStore value (hash: v = bytes, ver = token)
-//	prefix:{entity}:<kind>:once:bucket:eventID  MergeUpdateOnce claim (the value's slot)
-//	prefix:seen:eventID                  Deduper claim
+//	prefix:{entity}:bytes.K:bucket       BytesStore value (hash: v = bytes, ver = latest
+//	                                     write tokens), K the escaped monoid Kind
+//	prefix:{entity}:<kind>:once:bucket:eventID  MergeUpdateOnce claim (the value's slot),
+//	                                     holding the claiming call's token
+//	prefix:seen:eventID                  Deduper claim (the claiming call's token)
 //
 // # Round trips
 //
@@ -66,12 +79,12 @@
 //	                               sent concurrently); 0 for n == 0
 //	MergeUpdate, MergeUpdateOnce   1 Lua script (sums, max)
 //	BytesStore MergeUpdate(Once)   2 (HMGET + compare-and-swap script), +1 per lost race
-//	Deduper MarkSeen / Release     1 (SET NX PX / DEL)
+//	Deduper MarkSeen / Release     1 (Lua script / DEL)
 //
 // Example:
 //
 //	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
-//	views, err := redis.NewInt64SumStore(client, redis.WithKeyPrefix("app:views"))
+//	views, err := redis.NewInt64SumStore(client, "app:views")
 //	if err != nil { ... }
 //	k := state.Key{Entity: "page:/home", Bucket: hour}
 //	err = views.MergeUpdate(ctx, k, 1, 48*time.Hour)
