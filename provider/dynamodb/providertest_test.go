@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/providertest"
 )
 
@@ -13,7 +14,8 @@ import (
 func TestConformance(t *testing.T) {
 	testEnv(t) // skip (or fail under make test) early without DynamoDB Local
 	providertest.Run(t, providertest.Harness{
-		Open:  func(t *testing.T) provider.Provider { return open(t) },
-		Sleep: func(t *testing.T, d time.Duration) { testEnv(t).clock.Advance(d) },
+		Open:      func(t *testing.T) provider.Provider { return open(t) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider { return open(t, dynamodb.WithOwner(owner)) },
+		Sleep:     func(t *testing.T, d time.Duration) { testEnv(t).clock.Advance(d) },
 	})
 }
