@@ -83,7 +83,7 @@ func listKinds() []listKind {
 // (which repairs what it skips): when the writers are done, every record they
 // created is listed. A reader's repair must never undo a writer's final step.
 func TestListsKeepNewEntries(t *testing.T) {
-	const writers, readers, perWriter = 4, 4, 100
+	const writers, readers, perWriter = 4, 4, 50
 	for name, h := range lockHarnesses(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -201,10 +201,22 @@ func TestListsAreSnapshots(t *testing.T) {
 				t.Run(k.name, func(t *testing.T) {
 					ctx := t.Context()
 					ps := []*redis.Provider{h.open(t), h.open(t)}
-					for i := range total {
-						if err := k.put(ctx, ps[0], i, 0); err != nil {
-							t.Fatal(err)
-						}
+					var setup sync.WaitGroup
+					for w := range 4 {
+						setup.Add(1)
+						go func() {
+							defer setup.Done()
+							for i := w; i < total; i += 4 {
+								if err := k.put(ctx, ps[0], i, 0); err != nil {
+									t.Error(err)
+									return
+								}
+							}
+						}()
+					}
+					setup.Wait()
+					if t.Failed() {
+						return
 					}
 					done := make(chan struct{})
 					var wg sync.WaitGroup
