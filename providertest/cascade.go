@@ -56,6 +56,12 @@ func RunCascadeStore(t *testing.T, h Harness) {
 			{"WriteCascadeMarker", func(ctx context.Context, p provider.Provider, k ids) error {
 				return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, k.other)
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			if r, ok := p.(provider.CascadeReader); ok {
+				list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
+				wantLen(t, list, err, 0, "ListCascadeMarkers after a cancelled WriteCascadeMarker")
+			}
 		})
 	})
 }
@@ -68,6 +74,7 @@ func RunCascadeStore(t *testing.T, h Harness) {
 func RunCascadeReader(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "CascadeReader", h, func(t *testing.T, s *suite) {
+		s.probe = probeMarkers
 		if _, ok := s.open(t).(provider.CascadeReader); !ok {
 			t.Skip("the provider does not implement provider.CascadeReader")
 		}
@@ -79,9 +86,9 @@ func RunCascadeReader(t *testing.T, h Harness) {
 		test(t, "write_list_round_trip", func(t *testing.T) {
 			p, r := reader(t)
 			k := newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "hourly", k.date, k.other), "WriteCascadeMarker")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
 			wantLen(t, list, err, 1, "ListCascadeMarkers")
 			want := types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: "hourly", Date: k.date, Source: k.other, WrittenAt: list[0].WrittenAt}
@@ -177,7 +184,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 				_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, 10)
 				return err
 			}},
-		})
+		}, nil, nil)
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 func RunEventStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "EventStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeEvents
 		test(t, "append_list_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			ev := newEvent(k.pipeline, 1)
@@ -37,9 +38,9 @@ func RunEventStore(t *testing.T, h Harness) {
 			p, k := s.open(t), newIDs(t)
 			ev := newEvent(k.pipeline, 1)
 			ev.Timestamp = time.Time{}
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
 			wantLen(t, list, err, 1, "ListEvents")
 			wantWithin(t, "Timestamp", list[0].Timestamp, before, after)
@@ -343,6 +344,10 @@ func RunEventStore(t *testing.T, h Harness) {
 				_, err := p.ReadEventsSince(ctx, k.pipeline, "", 10)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 0, "ListEvents after a cancelled AppendEvent")
 		})
 	})
 }

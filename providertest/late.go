@@ -17,6 +17,7 @@ import (
 func RunLateArrivalStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "LateArrivalStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeLateArrivals
 		test(t, "put_list_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			la := newLateArrival(k.pipeline, k.date, "hourly", at(0), 42)
@@ -52,9 +53,9 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 		})
 		test(t, "put_fills_zero_detected_at", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutLateArrival(t.Context(), newLateArrival(k.pipeline, k.date, "", time.Time{}, 1)), "PutLateArrival")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
 			wantLen(t, list, err, 1, "ListLateArrivals")
 			wantWithin(t, "DetectedAt", list[0].DetectedAt, before, after)
@@ -145,6 +146,10 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 				_, err := p.ListLateArrivals(ctx, k.pipeline, k.date, "")
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
+			wantLen(t, list, err, 0, "ListLateArrivals after a cancelled PutLateArrival")
 		})
 	})
 }

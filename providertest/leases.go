@@ -18,6 +18,7 @@ import (
 func RunLeaser(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Leaser", h, func(t *testing.T, s *suite) {
+		s.probe = probeLeases
 		if _, ok := s.open(t).(provider.Leaser); !ok {
 			t.Skip("the provider does not implement provider.Leaser")
 		}
@@ -28,9 +29,9 @@ func RunLeaser(t *testing.T, h Harness) {
 		test(t, "acquire_returns_lease", func(t *testing.T) {
 			p := s.open(t)
 			l, k := p.(provider.Leaser), newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			lease := mustLease(t, l, k.lock, longTTL)
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			if lease.Key != k.lock || lease.Token == "" {
 				t.Errorf("lease = %+v, want Key %q and a Token", lease, k.lock)
 			}
@@ -309,18 +310,30 @@ func RunLeaser(t *testing.T, h Harness) {
 			t.Helper()
 			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
 		})
+		var held types.Lease // the cancelled renew and release target it; setup takes it
 		s.checkCancelled(t, []call{
 			{"AcquireLease", func(ctx context.Context, p provider.Provider, k ids) error {
 				_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, longTTL)
 				return err
 			}},
 			{"RenewLease", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.Leaser).RenewLease(ctx, leaseOf(k), longTTL)
+				_, err := p.(provider.Leaser).RenewLease(ctx, held, longTTL)
 				return err
 			}},
 			{"ReleaseLease", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.(provider.Leaser).ReleaseLease(ctx, leaseOf(k))
+				return p.(provider.Leaser).ReleaseLease(ctx, held)
 			}},
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			held = mustLease(t, p.(provider.Leaser), k.lock+"-held", shortTTL)
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			q := s.open(t).(provider.Leaser)
+			mustLease(t, q, k.lock, longTTL) // the cancelled acquire took nothing
+			_, err := q.AcquireLease(t.Context(), held.Key, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after a cancelled ReleaseLease (the lease must still hold)")
+			s.sleep(t, expireWait)
+			mustLease(t, q, held.Key, longTTL) // the cancelled renew extended nothing
 		})
 	})
 }

@@ -47,7 +47,7 @@ func RunLifecycle(t *testing.T, h Harness) {
 		s.checkCancelled(t, []call{
 			{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
 			{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
-		})
+		}, nil, nil)
 		t.Run("after_stop", func(t *testing.T) {
 			t.Parallel()
 			p, k := s.open(t), newIDs(t)

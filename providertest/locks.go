@@ -214,8 +214,16 @@ func RunLocker(t *testing.T, h Harness) {
 				return err
 			}},
 			{"ReleaseLock", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.ReleaseLock(ctx, k.lock)
+				return p.ReleaseLock(ctx, k.lock+"-held")
 			}},
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			wantAcquire(t, p, k.lock+"-held", longTTL, true, "AcquireLock")
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			q := s.open(t)
+			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by another instance after a cancelled AcquireLock")
+			wantAcquire(t, q, k.lock+"-held", longTTL, false, "AcquireLock by another instance after a cancelled ReleaseLock")
 		})
 	})
 }

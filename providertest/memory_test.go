@@ -37,11 +37,16 @@ func (b *memoryBackend) get(t *testing.T) *memoryTest {
 	return mt
 }
 
-// open returns a memory provider on the test's store and clock, passed through wrap.
+// eventRetention is the event retention of the memory providers under test; the
+// harness's ExpireEvents moves the test's clock past it.
+const eventRetention = 30 * 24 * time.Hour
+
+// open returns a memory provider on the test's store and clock.
 func (b *memoryBackend) open(t *testing.T, opts ...memory.Option) *memory.Provider {
 	t.Helper()
 	mt := b.get(t)
-	p, err := memory.New(mt.store, append([]memory.Option{memory.WithClock(mt.clock.Now)}, opts...)...)
+	base := []memory.Option{memory.WithClock(mt.clock.Now), memory.WithEventRetention(eventRetention)}
+	p, err := memory.New(mt.store, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +72,9 @@ func (b *memoryBackend) harness(wrap func(t *testing.T, p *memory.Provider) prov
 			}
 			return wrap(t, p)
 		},
-		Sleep: func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
+		Sleep:        func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
+		Now:          func(t *testing.T) time.Time { return b.get(t).clock.Now() },
+		ExpireEvents: func(t *testing.T, _ string) { b.get(t).clock.Advance(eventRetention) },
 	}
 }
 

@@ -194,8 +194,17 @@ func RunPipelineStore(t *testing.T, h Harness) {
 				return err
 			}},
 			{"DeletePipeline", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.DeletePipeline(ctx, k.pipeline)
+				return p.DeletePipeline(ctx, k.other)
 			}},
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.other)), "RegisterPipeline")
+		}, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			got, err := p.GetPipeline(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetPipeline after a cancelled RegisterPipeline")
+			got, err = p.GetPipeline(t.Context(), k.other)
+			mustGet(t, got, err, "GetPipeline after a cancelled DeletePipeline")
 		})
 	})
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +47,26 @@ type Harness struct {
 	// A harness on a real server with real sleeps sets a short one (a few seconds)
 	// so that the expiry test does not sleep for 5 minutes.
 	ReadinessTTL time.Duration
+
+	// Now returns the time as the providers of the test t see it: their clock
+	// option (a fake clock's Now), or time.Now for a backend on real time. The
+	// tests of fields a method fills from the clock (CreatedAt, Timestamp,
+	// WrittenAt, ExpiresAt...) compare them with it, allowing 1 s of skew. Nil
+	// makes each group read the clock through a write of its own store (a run's
+	// filled CreatedAt in RunStore, a lease's ExpiresAt in Leaser...), so no group
+	// depends on another; a fill that is wrong in the same way in the probe and in
+	// the call under test then goes unnoticed. Set it whenever the harness has a
+	// clock.
+	Now func(t *testing.T) time.Time
+
+	// ExpireEvents applies the backend's event retention to pipelineID in the
+	// storage of t: when it returns, every event appended to pipelineID before
+	// the call is dropped, as retention drops old events, while events appended
+	// after it are kept. A backend with time-based retention advances the test's
+	// clock past it; one that trims the log by count trims it (e.g. an exact
+	// XTRIM MAXLEN 0 of the pipeline's stream). Nil skips the
+	// EventStore/retention_* tests with a reason.
+	ExpireEvents func(t *testing.T, pipelineID string)
 }
 
 // Durations the TTL tests use. They are chosen to be robust on a real server with
@@ -83,7 +105,12 @@ func Run(t *testing.T, h Harness) {
 }
 
 // suite is the Harness with defaults applied.
-type suite struct{ h Harness }
+type suite struct {
+	h Harness
+	// probe reads the providers' clock through the group's own store, when
+	// Harness.Now is nil; groups that check filled times set it.
+	probe func(t *testing.T, p provider.Provider) time.Time
+}
 
 // group runs body as the subtest name. The group itself is not parallel (so Run
 // returns only when every test has finished); the tests inside it are.
@@ -261,14 +288,23 @@ type call struct {
 }
 
 // checkCancelled runs each call with a cancelled context and expects an error
-// wrapping context.Canceled.
-func (s *suite) checkCancelled(t *testing.T, calls []call) {
+// wrapping context.Canceled. setup, if set, writes valid data first; unchanged,
+// if set, then checks with a live context that the cancelled calls changed
+// nothing stored (the writes wrote nothing, the deletes and releases freed
+// nothing).
+func (s *suite) checkCancelled(t *testing.T, calls []call, setup, unchanged func(t *testing.T, p provider.Provider, k ids)) {
 	t.Helper()
 	test(t, "cancelled_context", func(t *testing.T) {
 		p, k := s.open(t), newIDs(t)
+		if setup != nil {
+			setup(t, p, k)
+		}
 		ctx := cancelled(t)
 		for _, c := range calls {
 			wantErr(t, c.do(ctx, p, k), context.Canceled, c.name+" with a cancelled context")
+		}
+		if unchanged != nil {
+			unchanged(t, p, k)
 		}
 	})
 }
@@ -364,21 +400,27 @@ func adversarialTuples(prefix string, n int) [][]string {
 	return out
 }
 
-// checkDistinct stores each key (a rejection must wrap ErrInvalidArgument) with
-// its index as a tag, then reads every accepted key back and expects its own tag:
-// no two keys share storage. get returns the tag found, or found == false. It
-// returns the indexes of the accepted keys.
+// checkDistinct stores each key with its index as a tag: a key whose parts are
+// all valid IDs (types.ValidateID) must be accepted, any other rejected with
+// ErrInvalidArgument. It then reads every accepted key back and expects its own
+// tag: no two keys share storage. get returns the tag found, or found == false.
+// It returns the indexes of the accepted keys.
 func checkDistinct(t *testing.T, keys [][]string, put func(key []string, tag int) error,
 	get func(key []string) (tag int, found bool, err error)) []int {
 	t.Helper()
 	var accepted []int
 	for i, k := range keys {
 		err := put(k, i)
-		if err == nil {
+		switch {
+		case validKey(k) && err != nil:
+			t.Errorf("put %q, a key of valid IDs: %v, want it accepted", k, err)
+		case validKey(k):
 			accepted = append(accepted, i)
-			continue
+		case err == nil:
+			t.Errorf("put %q, a key with an invalid ID: accepted, want ErrInvalidArgument", k)
+		default:
+			wantErr(t, err, provider.ErrInvalidArgument, fmt.Sprintf("put %q", k))
 		}
-		wantErr(t, err, provider.ErrInvalidArgument, fmt.Sprintf("put %q", k))
 	}
 	for _, i := range accepted {
 		tag, found, err := get(keys[i])
@@ -391,10 +433,17 @@ func checkDistinct(t *testing.T, keys [][]string, put func(key []string, tag int
 			t.Errorf("get %q: found the value of %q: the two keys share storage", keys[i], keys[tag])
 		}
 	}
-	if len(accepted) == 0 {
-		t.Errorf("every key was rejected, even %q", keys[0])
-	}
 	return accepted
+}
+
+// validKey reports whether every part of key is a valid ID.
+func validKey(key []string) bool {
+	for _, id := range key {
+		if types.ValidateID("id", id) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // singles wraps single IDs as one-part keys for checkDistinct.
@@ -409,21 +458,35 @@ func singles(list []string) [][]string {
 // bigString returns a string of n bytes.
 func bigString(n int) string { return strings.Repeat("0123456789abcdef", n/16+1)[:n] }
 
-// runConcurrently starts n goroutines running fn(i) at once and waits for them.
+// runConcurrently runs fn(0) ... fn(n-1) in n goroutines at once and waits for
+// them. The start does not depend on luck: every goroutine is running and
+// spinning on a flag before the flag is raised, so as many calls as there are
+// CPUs start within nanoseconds of each other, not a goroutine wake-up apart.
 func runConcurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
-	start := make(chan struct{})
+	var ready atomic.Int64
+	var start atomic.Bool
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
+			ready.Add(1)
+			for !start.Load() {
+				runtime.Gosched()
+			}
 			fn(i)
 		}()
 	}
-	close(start)
+	for ready.Load() < int64(n) {
+		runtime.Gosched()
+	}
+	start.Store(true)
 	wg.Wait()
 }
+
+// raceRounds is how many times the one-winner tests repeat their race, each
+// round on a fresh key, so that a check-then-act backend loses in every run.
+const raceRounds = 20
 
 // errs collects errors from goroutines, which must not call t.Fatal.
 type errs struct {
@@ -461,24 +524,27 @@ func (e *errs) report(t *testing.T) {
 	}
 }
 
-// backendNow returns the time as the provider's clock sees it, read from the
-// DetectedAt that PutLateArrival fills in; it writes to a pipeline of its own.
-func backendNow(t *testing.T, p provider.Provider) time.Time {
+// now returns the time as the providers of t see it: Harness.Now, or else the
+// group's probe through its own store.
+func (s *suite) now(t *testing.T, p provider.Provider) time.Time {
 	t.Helper()
-	pid := uid(t, "clock-probe")
-	noErr(t, p.PutLateArrival(t.Context(), types.LateArrival{PipelineID: pid, Date: "probe"}), "probe clock: PutLateArrival")
-	list, err := p.ListLateArrivals(t.Context(), pid, "probe", "")
-	noErr(t, err, "probe clock: ListLateArrivals")
-	var now time.Time
-	for _, la := range list {
-		if la.DetectedAt.After(now) {
-			now = la.DetectedAt
-		}
+	if s.h.Now != nil {
+		return s.h.Now(t)
 	}
-	if now.IsZero() {
-		t.Fatal("probe clock: PutLateArrival did not fill DetectedAt")
+	if s.probe == nil {
+		t.Fatal("providertest: this group reads no clock (internal error)")
 	}
-	return now
+	return s.probe(t, p)
+}
+
+// probeSeq makes each clock probe write an entity of its own.
+var probeSeq atomic.Int64
+
+// probeID returns an ID for one clock probe of the test, never listed with the
+// test's own entities.
+func probeID(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("%s-%d", uid(t, "clock-probe"), probeSeq.Add(1))
 }
 
 // clockSlack is how far a time a backend fills may lie outside the clock probes

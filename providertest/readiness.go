@@ -124,6 +124,10 @@ func RunReadiness(t *testing.T, h Harness) {
 				_, err := p.GetReadiness(ctx, k.pipeline)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			got, err := p.GetReadiness(t.Context(), k.pipeline)
+			wantNil(t, got, err, "GetReadiness after a cancelled PutReadiness")
 		})
 	})
 }

@@ -17,6 +17,7 @@ import (
 func RunReplayStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "ReplayStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeReplays
 		test(t, "put_get_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			r := newReplay(k.pipeline, k.date, "hourly", at(0))
@@ -70,9 +71,9 @@ func RunReplayStore(t *testing.T, h Harness) {
 		})
 		test(t, "put_fills_zero_created_at", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutReplay(t.Context(), newReplay(k.pipeline, k.date, "", time.Time{})), "PutReplay")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
 			wantWithin(t, "CreatedAt", mustGet(t, got, err, "GetReplay").CreatedAt, before, after)
 		})
@@ -168,6 +169,10 @@ func RunReplayStore(t *testing.T, h Harness) {
 				_, err := p.ListReplays(ctx, 10)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListReplays(t.Context(), 10)
+			wantLen(t, list, err, 0, "ListReplays after a cancelled PutReplay")
 		})
 	})
 }

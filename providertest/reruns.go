@@ -18,6 +18,7 @@ import (
 func RunRerunStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "RerunStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeReruns
 		test(t, "put_get_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			r := newRerun(k.rerun, k.pipeline, at(0))
@@ -45,9 +46,9 @@ func RunRerunStore(t *testing.T, h Harness) {
 		})
 		test(t, "put_fills_zero_requested_at", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutRerun(t.Context(), newRerun(k.rerun, k.pipeline, time.Time{})), "PutRerun with a zero RequestedAt")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetRerun(t.Context(), k.rerun)
 			wantWithin(t, "RequestedAt", mustGet(t, got, err, "GetRerun").RequestedAt, before, after)
 			list, err := p.ListReruns(t.Context(), k.pipeline, 10)
@@ -303,6 +304,12 @@ func RunRerunStore(t *testing.T, h Harness) {
 				_, err := p.ListAllReruns(ctx, 10)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			got, err := p.GetRerun(t.Context(), k.rerun)
+			wantNil(t, got, err, "GetRerun after a cancelled PutRerun")
+			all, err := p.ListAllReruns(t.Context(), 10)
+			wantLen(t, all, err, 0, "ListAllReruns after a cancelled PutRerun")
 		})
 	})
 }

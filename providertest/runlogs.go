@@ -241,6 +241,10 @@ func RunRunLogStore(t *testing.T, h Harness) {
 				_, err := p.ListRunLogs(ctx, k.pipeline, 10)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 0, "ListRunLogs after a cancelled PutRunLog")
 		})
 	})
 }

@@ -19,6 +19,7 @@ import (
 func RunRunStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "RunStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeRuns
 		test(t, "put_get_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			run := newRun(k.pipeline, k.run, at(0))
@@ -44,9 +45,9 @@ func RunRunStore(t *testing.T, h Harness) {
 			p, k := s.open(t), newIDs(t)
 			run := newRun(k.pipeline, k.run, time.Time{})
 			run.UpdatedAt = time.Time{}
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetRunState(t.Context(), k.run)
 			g := mustGet(t, got, err, "GetRunState")
 			wantWithin(t, "CreatedAt", g.CreatedAt, before, after)
@@ -57,10 +58,10 @@ func RunRunStore(t *testing.T, h Harness) {
 			onlyCreated := newRun(k.pipeline, k.run, time.Time{}) // UpdatedAt kept
 			onlyUpdated := newRun(k.pipeline, k.run+"-2", t0)
 			onlyUpdated.UpdatedAt = time.Time{}
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutRunState(t.Context(), onlyCreated), "PutRunState with a zero CreatedAt")
 			noErr(t, p.PutRunState(t.Context(), onlyUpdated), "PutRunState with a zero UpdatedAt")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetRunState(t.Context(), onlyCreated.RunID)
 			g := mustGet(t, got, err, "GetRunState")
 			wantWithin(t, "CreatedAt filled alone", g.CreatedAt, before, after)
@@ -162,13 +163,13 @@ func RunRunStore(t *testing.T, h Harness) {
 			noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
 			next := run
 			next.Status, next.Metadata = types.RunRunning, map[string]any{"step": 2}
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			swapped, err := p.CompareAndSwapRunState(t.Context(), k.run, 3, next)
 			noErr(t, err, "CompareAndSwapRunState")
 			if !swapped {
 				t.Fatal("CompareAndSwapRunState with the stored version returned false")
 			}
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetRunState(t.Context(), k.run)
 			g := mustGet(t, got, err, "GetRunState")
 			want := jsonRoundTrip(t, next)
@@ -591,7 +592,7 @@ func RunRunStore(t *testing.T, h Harness) {
 		})
 		s.checkCancelled(t, []call{
 			{"PutRunState", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutRunState(ctx, newRun(k.pipeline, k.run, at(0)))
+				return p.PutRunState(ctx, newRun(k.pipeline, k.run+"-new", at(1)))
 			}},
 			{"GetRunState", func(ctx context.Context, p provider.Provider, k ids) error {
 				_, err := p.GetRunState(ctx, k.run)
@@ -602,9 +603,19 @@ func RunRunStore(t *testing.T, h Harness) {
 				return err
 			}},
 			{"CompareAndSwapRunState", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, newRun(k.pipeline, k.run, at(0)))
+				next := newRun(k.pipeline, k.run, at(0))
+				next.Status = types.RunFailed
+				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, next)
 				return err
 			}},
+		}, setupRun, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			got, err := p.GetRunState(t.Context(), k.run)
+			same(t, "GetRunState after a cancelled CompareAndSwapRunState", jsonRoundTrip(t, newRun(k.pipeline, k.run, at(0))), mustGet(t, got, err, "GetRunState"))
+			got, err = p.GetRunState(t.Context(), k.run+"-new")
+			wantNil(t, got, err, "GetRunState after a cancelled PutRunState")
+			list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
+			wantLen(t, list, err, 1, "ListRuns after cancelled writes")
 		})
 	})
 }

@@ -16,6 +16,7 @@ import (
 func RunTraitStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "TraitStore", h, func(t *testing.T, s *suite) {
+		s.probe = probeTraits
 		test(t, "put_get_round_trip", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			tr := newTrait(k.trait)
@@ -60,9 +61,9 @@ func RunTraitStore(t *testing.T, h Harness) {
 		})
 		test(t, "put_sets_expires_at", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
-			before := backendNow(t, p)
+			before := s.now(t, p)
 			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), longTTL), "PutTrait")
-			after := backendNow(t, p)
+			after := s.now(t, p)
 			got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
 			g := mustGet(t, got, err, "GetTrait")
 			if g.ExpiresAt == nil {
@@ -253,6 +254,10 @@ func RunTraitStore(t *testing.T, h Harness) {
 				_, err := p.GetTrait(ctx, k.pipeline, k.trait)
 				return err
 			}},
+		}, nil, func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			list, err := p.GetTraits(t.Context(), k.pipeline)
+			wantLen(t, list, err, 0, "GetTraits after a cancelled PutTrait")
 		})
 	})
 }

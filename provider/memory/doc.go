@@ -14,8 +14,9 @@
 //   - Values are deep-copied through JSON on the way in and out, so they come back as
 //     a networked backend returns them (numbers in map[string]any as float64) and are
 //     never aliased. A value JSON cannot encode is ErrInvalidArgument.
-//   - There is no size limit (ErrTooLarge is never returned) and no event retention:
-//     the store grows until it is dropped.
+//   - There is no size limit (ErrTooLarge is never returned). Events are kept
+//     forever unless WithEventRetention says otherwise; nothing is deleted, so the
+//     store grows until it is dropped.
 //   - TTLs are judged by the provider's clock at read time; expired entries are
 //     invisible and removed lazily.
 //   - Event cursors are per-pipeline sequence numbers in decimal.

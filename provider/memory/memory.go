@@ -50,8 +50,9 @@ type eventLog struct {
 }
 
 type record struct {
-	seq int64
-	ev  types.Event
+	seq     int64
+	ev      types.Event
+	expires time.Time // zero: kept forever
 }
 
 type readiness struct {
@@ -122,14 +123,30 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
+// WithEventRetention keeps each event for d after it is appended, by the clock of
+// the provider that appends it: from then on (now >= append time + d) it is
+// invisible to ListEvents and ReadEventsSince, and a cursor of a dropped event reads
+// from the oldest retained one. The default, 0, keeps events forever; a negative d
+// is an error.
+func WithEventRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if d < 0 {
+			return errors.New("memory: WithEventRetention: negative retention")
+		}
+		p.eventRetention = d
+		return nil
+	}
+}
+
 // Provider is one client of a Store. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
-	s            *Store
-	now          func() time.Time
-	owner        string
-	readinessTTL time.Duration
-	closed       atomic.Bool
+	s              *Store
+	now            func() time.Time
+	owner          string
+	readinessTTL   time.Duration
+	eventRetention time.Duration
+	closed         atomic.Bool
 }
 
 var (

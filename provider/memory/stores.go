@@ -230,8 +230,25 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		p.s.events[e.PipelineID] = log
 	}
 	log.seq++
-	log.records = append(log.records, record{seq: log.seq, ev: e})
+	log.records = append(log.records, record{seq: log.seq, ev: e, expires: expiry(p.now(), p.eventRetention)})
 	return nil
+}
+
+// retained returns the records of pipelineID's log, from index from on, that
+// retention has not dropped; the store must be locked.
+func (p *Provider) retained(pipelineID string, from int64) []record {
+	log := p.s.events[pipelineID]
+	if log == nil {
+		return nil
+	}
+	now := p.now()
+	var out []record
+	for _, r := range log.records[min(from, int64(len(log.records))):] {
+		if live(r.expires, now) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ListEvents implements provider.EventStore.
@@ -246,10 +263,8 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
-	var recs []record
-	if log := p.s.events[pipelineID]; log != nil {
-		recs = log.records[max(0, len(log.records)-limit):]
-	}
+	recs := p.retained(pipelineID, 0)
+	recs = recs[max(0, len(recs)-limit):]
 	out := make([]types.Event, len(recs))
 	for i, r := range recs {
 		out[i] = mustClone(r.ev)
@@ -278,14 +293,12 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	}
 	defer p.s.mu.Unlock()
 	var out []types.EventRecord
-	if log := p.s.events[pipelineID]; log != nil {
-		// Sequence numbers start at 1 and have no gaps, so record i has seq i+1.
-		for _, r := range log.records[min(since, int64(len(log.records))):] {
-			if int64(len(out)) == count {
-				break
-			}
-			out = append(out, types.EventRecord{StreamID: strconv.FormatInt(r.seq, 10), Event: mustClone(r.ev)})
+	// Sequence numbers start at 1 and have no gaps, so record i has seq i+1.
+	for _, r := range p.retained(pipelineID, since) {
+		if int64(len(out)) == count {
+			break
 		}
+		out = append(out, types.EventRecord{StreamID: strconv.FormatInt(r.seq, 10), Event: mustClone(r.ev)})
 	}
 	return out, nil
 }
