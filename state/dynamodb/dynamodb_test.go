@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"errors"
 	"fmt"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"math"
 	"sync"
 	"testing"
@@ -194,6 +195,15 @@ func TestOptions(t *testing.T) {
 		open func() error
 	}{
 		{"nil client", func() error { _, err := dynamodb.NewInt64SumStore(nil, "t"); return err }},
+		{"typed nil client", func() error { _, err := dynamodb.NewDeduper((*ddb.Client)(nil), "t"); return err }},
+		{"typed nil monoid", func() error {
+			_, err := dynamodb.NewBytesStore((*ddb.Client)(nil), "t", (*storetest.Counter)(nil))
+			return err
+		}},
+		{"dedup ttl over MaxTTL", func() error {
+			_, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), "t", dynamodb.WithDedupTTL(state.MaxTTL+1))
+			return err
+		}},
 		{"empty table", func() error { _, err := dynamodb.NewInt64SumStore(c, ""); return err }},
 		{"nil option", func() error { _, err := dynamodb.NewInt64MaxStore(c, "t", nil); return err }},
 		{"nil clock", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithClock(nil)); return err }},

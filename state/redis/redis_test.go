@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/redis"
 )
@@ -155,6 +157,10 @@ func TestOptions(t *testing.T) {
 		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, "a{b}"); return err }},
 		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, "p", nil); return err }},
 		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil, "p"); return err }},
+		{"typed nil client", func() error { _, err := redis.NewDeduper((*goredis.Client)(nil), "p"); return err }},
+		{"typed nil cluster client", func() error { _, err := redis.NewInt64SumStore((*goredis.ClusterClient)(nil), "p"); return err }},
+		{"control character in prefix", func() error { _, err := redis.NewInt64SumStore(c, "a\nb"); return err }},
+		{"ttl over MaxTTL", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(state.MaxTTL+1)); return err }},
 		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", nil); return err }},
 		{"negative retries", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err }},
 		{"retries on sum", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithMaxRetries(3)); return err }},
