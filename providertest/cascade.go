@@ -116,6 +116,24 @@ func RunCascadeReader(t *testing.T, h Harness) {
 					list[0].Source, list[0].WrittenAt, first.WrittenAt)
 			}
 		})
+		test(t, "rewrite_identical_updates_written_at", func(t *testing.T) {
+			p, r := reader(t)
+			k := newIDs(t)
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker")
+			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListCascadeMarkers")
+			first := list[0]
+			s.sleep(t, markerGap)
+			before := s.now(t, p)
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker with the same source again")
+			after := s.now(t, p)
+			list, err = r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 1, "ListCascadeMarkers after an identical rewrite (one marker per key)")
+			if !list[0].WrittenAt.After(first.WrittenAt) {
+				t.Errorf("WrittenAt = %v after an identical rewrite, want later than the first write's %v (WrittenAt = now)", list[0].WrittenAt, first.WrittenAt)
+			}
+			wantWithin(t, "WrittenAt of the rewrite", list[0].WrittenAt, before, after)
+		})
 		test(t, "list_newest_first", func(t *testing.T) {
 			p, r := reader(t)
 			k := newIDs(t)

@@ -143,6 +143,64 @@ func RunEventStore(t *testing.T, h Harness) {
 				same(t, "ReadEventsSince of "+pid, want, recordNames(readAll(t, p, pid, "", 10)))
 			}
 		})
+		test(t, "append_identical_appends", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ev := newEvent(k.pipeline, 1) // the same event, Timestamp included, three times
+			for range 3 {
+				noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+			}
+			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListEvents")
+			want := jsonRoundTrip(t, ev)
+			same(t, "ListEvents after appending one event three times", []types.Event{want, want, want}, list)
+			recs := readAll(t, p, k.pipeline, "", 10) // fails on a repeated cursor
+			wantLen(t, recs, nil, 3, "ReadEventsSince after appending one event three times")
+		})
+		test(t, "retention_drops_old_events", func(t *testing.T) {
+			if s.h.ExpireEvents == nil {
+				t.Skip("Harness.ExpireEvents is nil")
+			}
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 5)
+			old := readAll(t, p, k.pipeline, "", 10)
+			s.h.ExpireEvents(t, k.pipeline)
+			for _, inst := range []provider.Provider{p, q} {
+				list, err := inst.ListEvents(t.Context(), k.pipeline, 10)
+				wantLen(t, list, err, 0, "ListEvents after retention dropped every event")
+				recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, "", 10)
+				wantLen(t, recs, err, 0, `ReadEventsSince("") after retention dropped every event`)
+				for i, r := range old {
+					recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, r.StreamID, 10)
+					wantLen(t, recs, err, 0, fmt.Sprintf("ReadEventsSince(cursor of dropped event %d)", i))
+				}
+			}
+			appendEvents(t, q, k.pipeline, 5, 8)
+			for _, inst := range []provider.Provider{p, q} {
+				list, err := inst.ListEvents(t.Context(), k.pipeline, 10)
+				noErr(t, err, "ListEvents")
+				same(t, "ListEvents after retention and new appends", names(5, 8), eventNames(list))
+				list, err = inst.ListEvents(t.Context(), k.pipeline, 2)
+				noErr(t, err, "ListEvents")
+				same(t, "ListEvents(limit 2) after retention", names(6, 8), eventNames(list))
+				same(t, `ReadEventsSince("") after retention`, names(5, 8), recordNames(readAll(t, inst, k.pipeline, "", 2)))
+			}
+		})
+		test(t, "retention_old_cursor_reads_from_oldest_retained", func(t *testing.T) {
+			if s.h.ExpireEvents == nil {
+				t.Skip("Harness.ExpireEvents is nil")
+			}
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 4)
+			old := readAll(t, p, k.pipeline, "", 10)
+			s.h.ExpireEvents(t, k.pipeline)
+			appendEvents(t, p, k.pipeline, 4, 7)
+			for i, r := range old { // the last cursor too: new events must not reuse old positions
+				for _, inst := range []provider.Provider{p, q} {
+					same(t, fmt.Sprintf("paging from the cursor of dropped event %d", i), names(4, 7),
+						recordNames(readAll(t, inst, k.pipeline, r.StreamID, 2)))
+				}
+			}
+		})
 		test(t, "concurrent_append_paging", func(t *testing.T) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)

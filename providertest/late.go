@@ -51,6 +51,17 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 			slices.Sort(got) // the order of equal DetectedAt is not specified
 			same(t, "ListLateArrivals (every record appended)", []int64{7, 8, 9}, got)
 		})
+		test(t, "put_identical_appends", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			la := newLateArrival(k.pipeline, k.date, "hourly", at(0), 5) // the same record three times
+			for range 3 {
+				noErr(t, p.PutLateArrival(t.Context(), la), "PutLateArrival")
+			}
+			list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "hourly")
+			noErr(t, err, "ListLateArrivals")
+			want := jsonRoundTrip(t, la)
+			same(t, "ListLateArrivals after putting one record three times", []types.LateArrival{want, want, want}, list)
+		})
 		test(t, "put_fills_zero_detected_at", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			before := s.now(t, p)

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -219,28 +220,67 @@ func RunLeaser(t *testing.T, h Harness) {
 			insts := []provider.Leaser{leaser(t), leaser(t)}
 			k := newIDs(t)
 			const n = 16
-			leases := make([]*types.Lease, n)
-			var e errs
-			runConcurrently(n, func(i int) {
-				lease, err := insts[i%2].AcquireLease(t.Context(), k.lock, longTTL)
-				if err != nil && !errors.Is(err, provider.ErrLockHeld) {
-					e.add("goroutine %d: AcquireLease: %v, want nil or ErrLockHeld", i, err)
+			for round := range raceRounds {
+				key := fmt.Sprintf("%s-r%02d", k.lock, round)
+				leases := make([]*types.Lease, n)
+				var e errs
+				runConcurrently(n, func(i int) {
+					lease, err := insts[i%2].AcquireLease(t.Context(), key, longTTL)
+					if err != nil && !errors.Is(err, provider.ErrLockHeld) {
+						e.add("goroutine %d: AcquireLease: %v, want nil or ErrLockHeld", i, err)
+					}
+					if (err == nil) != (lease != nil) {
+						e.add("goroutine %d: AcquireLease = %v, %v", i, lease, err)
+					}
+					leases[i] = lease
+				})
+				e.report(t)
+				won := 0
+				for _, l := range leases {
+					if l != nil {
+						won++
+					}
 				}
-				if (err == nil) != (lease != nil) {
-					e.add("goroutine %d: AcquireLease = %v, %v", i, lease, err)
-				}
-				leases[i] = lease
-			})
-			e.report(t)
-			won := 0
-			for _, l := range leases {
-				if l != nil {
-					won++
+				if won != 1 {
+					t.Fatalf("round %d: %d of %d concurrent AcquireLease calls won, want exactly 1", round, won, n)
 				}
 			}
-			if won != 1 {
-				t.Fatalf("%d of %d concurrent AcquireLease calls won, want exactly 1", won, n)
+		})
+		test(t, "release_lock_keeps_lease", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			k := newIDs(t)
+			lease := mustLease(t, p.(provider.Leaser), k.lock, longTTL)
+			for _, inst := range []provider.Provider{p, q} {
+				wantErr(t, inst.ReleaseLock(t.Context(), k.lock), provider.ErrLockNotHeld, "ReleaseLock of a leased key")
 			}
+			_, err := q.(provider.Leaser).AcquireLease(t.Context(), k.lock, longTTL)
+			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after ReleaseLock calls (the lease must still hold)")
+			_, err = p.(provider.Leaser).RenewLease(t.Context(), lease, longTTL)
+			noErr(t, err, "RenewLease after ReleaseLock calls")
+		})
+		test(t, "lease_calls_leave_lock", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			k := newIDs(t)
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock")
+			for _, inst := range []provider.Provider{p, q} {
+				forged := types.Lease{Key: k.lock, Token: "not-a-lease", Fence: 1, ExpiresAt: at(0)}
+				_, err := inst.(provider.Leaser).RenewLease(t.Context(), forged, longTTL)
+				wantErr(t, err, provider.ErrLockNotHeld, "RenewLease of a locked key")
+				wantErr(t, inst.(provider.Leaser).ReleaseLease(t.Context(), forged), provider.ErrLockNotHeld, "ReleaseLease of a locked key")
+			}
+			wantAcquire(t, q, k.lock, longTTL, false, "AcquireLock after lease calls on the key (the lock must still hold)")
+			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock by the holder")
+		})
+		test(t, "renew_sets_expiry_from_now", func(t *testing.T) {
+			p := s.open(t)
+			a, k := p.(provider.Leaser), newIDs(t)
+			lease := mustLease(t, a, k.lock, longTTL)
+			s.sleep(t, expireWait)
+			before := s.now(t, p)
+			renewed, err := a.RenewLease(t.Context(), lease, longTTL)
+			after := s.now(t, p)
+			r := mustGet(t, renewed, err, "RenewLease")
+			wantWithin(t, "ExpiresAt of a renewed lease (the renewal's time + ttl, not the old expiry + ttl)", r.ExpiresAt, before.Add(longTTL), after.Add(longTTL))
 		})
 		test(t, "lock_blocks_lease", func(t *testing.T) {
 			p, q := s.open(t), s.open(t)

@@ -114,30 +114,43 @@ func RunLocker(t *testing.T, h Harness) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)
 			const n = 16
-			won := make([]bool, n)
-			var e errs
-			runConcurrently(n, func(i int) {
-				ok, err := insts[i%2].AcquireLock(t.Context(), k.lock, longTTL)
-				if err != nil {
-					e.add("goroutine %d: AcquireLock: %v", i, err)
-				}
-				won[i] = ok
-			})
-			e.report(t)
-			winner := -1
-			for i, w := range won {
-				if w {
-					if winner >= 0 {
-						t.Fatalf("goroutines %d and %d both acquired the lock", winner, i)
+			for round := range raceRounds {
+				key := fmt.Sprintf("%s-r%02d", k.lock, round)
+				won := make([]bool, n)
+				var e errs
+				runConcurrently(n, func(i int) {
+					ok, err := insts[i%2].AcquireLock(t.Context(), key, longTTL)
+					if err != nil {
+						e.add("goroutine %d: AcquireLock: %v", i, err)
 					}
-					winner = i
+					won[i] = ok
+				})
+				e.report(t)
+				winner := -1
+				for i, w := range won {
+					if w {
+						if winner >= 0 {
+							t.Fatalf("round %d: goroutines %d and %d both acquired the lock", round, winner, i)
+						}
+						winner = i
+					}
 				}
+				if winner < 0 {
+					t.Fatalf("round %d: no goroutine acquired the free lock", round)
+				}
+				wantErr(t, insts[(winner+1)%2].ReleaseLock(t.Context(), key), provider.ErrLockNotHeld, "ReleaseLock by the losing instance")
+				noErr(t, insts[winner%2].ReleaseLock(t.Context(), key), "ReleaseLock by the winning instance")
 			}
-			if winner < 0 {
-				t.Fatal("no goroutine acquired the free lock")
-			}
-			wantErr(t, insts[(winner+1)%2].ReleaseLock(t.Context(), k.lock), provider.ErrLockNotHeld, "ReleaseLock by the losing instance")
-			noErr(t, insts[winner%2].ReleaseLock(t.Context(), k.lock), "ReleaseLock by the winning instance")
+		})
+		test(t, "release_visible_to_waiting_instance", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock")
+			wantAcquire(t, q, k.lock, longTTL, false, "AcquireLock by another instance while held")
+			wantAcquire(t, p, k.lock, longTTL, false, "AcquireLock by the holder while held")
+			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
+			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by the instance that saw it held, after the release")
+			noErr(t, q.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
+			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock by the first holder, after the second released")
 		})
 		test(t, "mutual_exclusion_rounds", func(t *testing.T) {
 			insts := []provider.Provider{s.open(t), s.open(t)}

@@ -80,6 +80,28 @@ func RunPipelineStore(t *testing.T, h Harness) {
 			noErr(t, err, "ListPipelines")
 			same(t, "ListPipelines after delete", []types.PipelineConfig{jsonRoundTrip(t, keep)}, list)
 		})
+		test(t, "delete_keeps_other_data", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			pid, other := k.pipeline, k.pipeline+"-2" // DeletePipeline("p") leaves "p-2" alone too
+			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(pid)), "RegisterPipeline")
+			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(other)), "RegisterPipeline")
+			writePipelineData(t, p, pid, k)
+			noErr(t, p.DeletePipeline(t.Context(), pid), "DeletePipeline")
+			got, err := q.GetPipeline(t.Context(), pid)
+			wantNil(t, got, err, "GetPipeline after DeletePipeline")
+			got, err = q.GetPipeline(t.Context(), other)
+			mustGet(t, got, err, "GetPipeline of "+other+" after DeletePipeline("+pid+")")
+			checkPipelineData(t, q, pid, k)
+		})
+		test(t, "register_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			cfg := newPipeline(k.pipeline)
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline")
+			noErr(t, p.RegisterPipeline(t.Context(), cfg), "RegisterPipeline of the same config again")
+			list, err := p.ListPipelines(t.Context())
+			noErr(t, err, "ListPipelines")
+			same(t, "ListPipelines after registering one config twice", []types.PipelineConfig{jsonRoundTrip(t, cfg)}, list)
+		})
 		test(t, "delete_missing", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.DeletePipeline(t.Context(), k.pipeline), "DeletePipeline of a missing pipeline")
@@ -207,6 +229,56 @@ func RunPipelineStore(t *testing.T, h Harness) {
 			mustGet(t, got, err, "GetPipeline after a cancelled DeletePipeline")
 		})
 	})
+}
+
+// writePipelineData writes one entity of every kind that belongs to pipeline pid
+// (the lock key and readiness too); checkPipelineData checks they are all there.
+func writePipelineData(t *testing.T, p provider.Provider, pid string, k ids) {
+	t.Helper()
+	ctx := t.Context()
+	noErr(t, p.PutTrait(ctx, pid, newTrait(k.trait), 0), "PutTrait")
+	noErr(t, p.PutRunState(ctx, newRun(pid, k.run, at(0))), "PutRunState")
+	noErr(t, p.AppendEvent(ctx, newEvent(pid, 1)), "AppendEvent")
+	noErr(t, p.PutRunLog(ctx, newRunLog(pid, k.date, "")), "PutRunLog")
+	noErr(t, p.PutRerun(ctx, newRerun(k.rerun, pid, at(0))), "PutRerun")
+	noErr(t, p.PutReplay(ctx, newReplay(pid, k.date, "", at(0))), "PutReplay")
+	noErr(t, p.PutLateArrival(ctx, newLateArrival(pid, k.date, "", at(0), 1)), "PutLateArrival")
+	noErr(t, p.WriteCascadeMarker(ctx, pid, "", k.date, k.other), "WriteCascadeMarker")
+	noErr(t, p.PutReadiness(ctx, newReadiness(pid)), "PutReadiness")
+	wantAcquire(t, p, pid, longTTL, true, "AcquireLock of the pipeline's ID")
+}
+
+func checkPipelineData(t *testing.T, p provider.Provider, pid string, k ids) {
+	t.Helper()
+	ctx := t.Context()
+	what := func(m string) string { return m + " of the deleted pipeline (DeletePipeline removes the config only)" }
+	traits, err := p.GetTraits(ctx, pid)
+	wantLen(t, traits, err, 1, what("GetTraits"))
+	run, err := p.GetRunState(ctx, k.run)
+	mustGet(t, run, err, what("GetRunState"))
+	runs, err := p.ListRuns(ctx, pid, 10)
+	wantLen(t, runs, err, 1, what("ListRuns"))
+	events, err := p.ListEvents(ctx, pid, 10)
+	wantLen(t, events, err, 1, what("ListEvents"))
+	rl, err := p.GetRunLog(ctx, pid, k.date, "")
+	mustGet(t, rl, err, what("GetRunLog"))
+	logs, err := p.ListRunLogs(ctx, pid, 10)
+	wantLen(t, logs, err, 1, what("ListRunLogs"))
+	rerun, err := p.GetRerun(ctx, k.rerun)
+	mustGet(t, rerun, err, what("GetRerun"))
+	reruns, err := p.ListReruns(ctx, pid, 10)
+	wantLen(t, reruns, err, 1, what("ListReruns"))
+	replay, err := p.GetReplay(ctx, pid, k.date, "")
+	mustGet(t, replay, err, what("GetReplay"))
+	late, err := p.ListLateArrivals(ctx, pid, k.date, "")
+	wantLen(t, late, err, 1, what("ListLateArrivals"))
+	ready, err := p.GetReadiness(ctx, pid)
+	mustGet(t, ready, err, what("GetReadiness"))
+	if r, ok := p.(provider.CascadeReader); ok {
+		markers, err := r.ListCascadeMarkers(ctx, pid, 10)
+		wantLen(t, markers, err, 1, what("ListCascadeMarkers"))
+	}
+	wantAcquire(t, p, pid, longTTL, false, what("AcquireLock (the lock must still be held)"))
 }
 
 // mutatePipeline changes every map and slice reachable from cfg in place.

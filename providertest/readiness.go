@@ -65,6 +65,21 @@ func RunReadiness(t *testing.T, h Harness) {
 			got, err := p.GetReadiness(t.Context(), k.pipeline)
 			wantNil(t, got, err, "GetReadiness exactly at the readiness TTL")
 		})
+		s.checkSizes(t, sizeCheck{
+			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+				r := newReadiness(k.pipeline)
+				r.Traits[0].Value["payload"] = payload
+				return p.PutReadiness(ctx, r)
+			},
+			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+				got, err := p.GetReadiness(t.Context(), k.pipeline)
+				noErr(t, err, "GetReadiness")
+				if got == nil || len(got.Traits) == 0 {
+					return "", got != nil
+				}
+				return payloadOf(got.Traits[0].Value), true
+			},
+		})
 		test(t, "adversarial_pipeline_ids", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			checkDistinct(t, singles(adversarialIDs(k.pipeline)),

@@ -77,6 +77,48 @@ func RunReplayStore(t *testing.T, h Harness) {
 			got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
 			wantWithin(t, "CreatedAt", mustGet(t, got, err, "GetReplay").CreatedAt, before, after)
 		})
+		test(t, "put_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			r := newReplay(k.pipeline, k.date, "hourly", at(0))
+			noErr(t, p.PutReplay(t.Context(), r), "PutReplay")
+			noErr(t, p.PutReplay(t.Context(), r), "PutReplay of the same request again")
+			list, err := p.ListReplays(t.Context(), 10)
+			noErr(t, err, "ListReplays")
+			same(t, "ListReplays after putting one request twice", []types.ReplayRequest{jsonRoundTrip(t, r)}, list)
+		})
+		test(t, "re_put_fills_zero_created_at_again", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutReplay(t.Context(), newReplay(k.pipeline, k.date, "", time.Time{})), "PutReplay")
+			s.sleep(t, expireWait)
+			before := s.now(t, p)
+			noErr(t, p.PutReplay(t.Context(), newReplay(k.pipeline, k.date, "", time.Time{})), "PutReplay again with a zero CreatedAt")
+			after := s.now(t, p)
+			got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
+			wantWithin(t, "CreatedAt of the second put (filled from the clock, not kept from the first)", mustGet(t, got, err, "GetReplay").CreatedAt, before, after)
+		})
+		s.checkSizes(t, sizeCheck{
+			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+				r := newReplay(k.pipeline, k.date, "", at(0))
+				r.Reason = payload
+				return p.PutReplay(ctx, r)
+			},
+			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+				got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
+				noErr(t, err, "GetReplay")
+				list, lerr := p.ListReplays(t.Context(), 10)
+				noErr(t, lerr, "ListReplays")
+				if got == nil {
+					if len(list) != 0 {
+						t.Errorf("ListReplays has %d requests, GetReplay none", len(list))
+					}
+					return "", false
+				}
+				if len(list) != 1 || list[0].Reason != got.Reason {
+					t.Errorf("ListReplays disagrees with GetReplay (%d requests)", len(list))
+				}
+				return got.Reason, true
+			},
+		})
 		test(t, "list_newest_first_across_pipelines", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			for _, i := range []int{2, 4, 0, 3, 1} {

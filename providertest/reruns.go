@@ -67,6 +67,19 @@ func RunRerunStore(t *testing.T, h Harness) {
 			noErr(t, err, "ListAllReruns")
 			same(t, "ListAllReruns after replace", []types.RerunRecord{jsonRoundTrip(t, r)}, all)
 		})
+		test(t, "put_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			r := newRerun(k.rerun, k.pipeline, at(0))
+			noErr(t, p.PutRerun(t.Context(), r), "PutRerun")
+			noErr(t, p.PutRerun(t.Context(), r), "PutRerun of the same record again")
+			want := []types.RerunRecord{jsonRoundTrip(t, r)}
+			list, err := p.ListReruns(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListReruns")
+			same(t, "ListReruns after putting one record twice", want, list)
+			all, err := p.ListAllReruns(t.Context(), 10)
+			noErr(t, err, "ListAllReruns")
+			same(t, "ListAllReruns after putting one record twice", want, all)
+		})
 		test(t, "list_reruns_newest_first", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			for _, i := range []int{2, 0, 3, 1} {

@@ -95,6 +95,38 @@ func RunRunLogStore(t *testing.T, h Harness) {
 			noErr(t, err, "ListRunLogs")
 			same(t, "ListRunLogs after replace", []types.RunLogEntry{jsonRoundTrip(t, e)}, list)
 		})
+		test(t, "put_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			e := newRunLog(k.pipeline, k.date, "hourly")
+			noErr(t, p.PutRunLog(t.Context(), e), "PutRunLog")
+			noErr(t, p.PutRunLog(t.Context(), e), "PutRunLog of the same entry again")
+			list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
+			noErr(t, err, "ListRunLogs")
+			same(t, "ListRunLogs after putting one entry twice", []types.RunLogEntry{jsonRoundTrip(t, e)}, list)
+		})
+		s.checkSizes(t, sizeCheck{
+			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+				e := newRunLog(k.pipeline, k.date, "")
+				e.FailureMessage = payload
+				return p.PutRunLog(ctx, e)
+			},
+			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+				got, err := p.GetRunLog(t.Context(), k.pipeline, k.date, "")
+				noErr(t, err, "GetRunLog")
+				list, lerr := p.ListRunLogs(t.Context(), k.pipeline, 10)
+				noErr(t, lerr, "ListRunLogs")
+				if got == nil {
+					if len(list) != 0 {
+						t.Errorf("ListRunLogs has %d entries, GetRunLog none", len(list))
+					}
+					return "", false
+				}
+				if len(list) != 1 || list[0].FailureMessage != got.FailureMessage {
+					t.Errorf("ListRunLogs disagrees with GetRunLog (%d entries)", len(list))
+				}
+				return got.FailureMessage, true
+			},
+		})
 		test(t, "list_newest_date_first", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			for _, d := range []string{"2026-03-02", "2026-03-10", "2026-02-28", "2026-03-09", "2025-12-31"} {

@@ -83,6 +83,17 @@ func RunRunStore(t *testing.T, h Harness) {
 			noErr(t, err, "ListRuns")
 			same(t, "ListRuns after replace", []types.RunState{jsonRoundTrip(t, run)}, list)
 		})
+		test(t, "put_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			run := newRun(k.pipeline, k.run, at(0))
+			noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
+			noErr(t, p.PutRunState(t.Context(), run), "PutRunState of the same run again")
+			got, err := p.GetRunState(t.Context(), k.run)
+			same(t, "GetRunState", jsonRoundTrip(t, run), mustGet(t, got, err, "GetRunState"))
+			list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
+			noErr(t, err, "ListRuns")
+			same(t, "ListRuns after putting one run twice", []types.RunState{jsonRoundTrip(t, run)}, list)
+		})
 		test(t, "put_under_other_pipeline", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			run := newRun(k.pipeline, k.run, at(0))
@@ -318,36 +329,38 @@ func RunRunStore(t *testing.T, h Harness) {
 		test(t, "cas_concurrent_one_winner", func(t *testing.T) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)
-			run := newRun(k.pipeline, k.run, at(0))
-			run.Version = 4
-			noErr(t, insts[0].PutRunState(t.Context(), run), "PutRunState")
-			const n = 32
-			won := make([]bool, n)
-			var e errs
-			runConcurrently(n, func(i int) {
-				next := run
-				next.Status = types.RunRunning
-				next.Metadata = map[string]any{"winner": i}
-				ok, err := insts[i%2].CompareAndSwapRunState(t.Context(), k.run, 4, next)
-				if err != nil {
-					e.add("goroutine %d: CompareAndSwapRunState: %v", i, err)
+			const n = 16
+			for round := range raceRounds {
+				run := newRun(k.pipeline, fmt.Sprintf("%s-r%02d", k.run, round), at(0))
+				run.Version = 4
+				noErr(t, insts[0].PutRunState(t.Context(), run), "PutRunState")
+				won := make([]bool, n)
+				var e errs
+				runConcurrently(n, func(i int) {
+					next := run
+					next.Status = types.RunRunning
+					next.Metadata = map[string]any{"winner": i}
+					ok, err := insts[i%2].CompareAndSwapRunState(t.Context(), run.RunID, 4, next)
+					if err != nil {
+						e.add("goroutine %d: CompareAndSwapRunState: %v", i, err)
+					}
+					won[i] = ok
+				})
+				e.report(t)
+				var winners []int
+				for i, w := range won {
+					if w {
+						winners = append(winners, i)
+					}
 				}
-				won[i] = ok
-			})
-			e.report(t)
-			var winners []int
-			for i, w := range won {
-				if w {
-					winners = append(winners, i)
+				if len(winners) != 1 {
+					t.Fatalf("round %d: %d of %d concurrent CAS calls from one version won (%v), want exactly 1", round, len(winners), n, winners)
 				}
-			}
-			if len(winners) != 1 {
-				t.Fatalf("%d of %d concurrent CAS calls from one version won (%v), want exactly 1", len(winners), n, winners)
-			}
-			got, err := insts[1].GetRunState(t.Context(), k.run)
-			g := mustGet(t, got, err, "GetRunState")
-			if g.Version != 5 || g.Metadata["winner"] != float64(winners[0]) {
-				t.Errorf("stored version %d, winner %v; want version 5 written by goroutine %d", g.Version, g.Metadata["winner"], winners[0])
+				got, err := insts[1].GetRunState(t.Context(), run.RunID)
+				g := mustGet(t, got, err, "GetRunState")
+				if g.Version != 5 || g.Metadata["winner"] != float64(winners[0]) {
+					t.Fatalf("round %d: stored version %d, winner %v; want version 5 written by goroutine %d", round, g.Version, g.Metadata["winner"], winners[0])
+				}
 			}
 		})
 		test(t, "cas_concurrent_no_lost_update", func(t *testing.T) {

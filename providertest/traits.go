@@ -118,6 +118,30 @@ func RunTraitStore(t *testing.T, h Harness) {
 				t.Errorf("ExpiresAt = %v, want nil", *g.ExpiresAt)
 			}
 		})
+		test(t, "put_identical_twice", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			tr := newTrait(k.trait)
+			tr.PipelineID = k.pipeline
+			noErr(t, p.PutTrait(t.Context(), k.pipeline, tr, 0), "PutTrait")
+			noErr(t, p.PutTrait(t.Context(), k.pipeline, tr, 0), "PutTrait of the same trait again")
+			list, err := p.GetTraits(t.Context(), k.pipeline)
+			noErr(t, err, "GetTraits")
+			same(t, "GetTraits after putting one trait twice", []types.TraitEvaluation{jsonRoundTrip(t, tr)}, list)
+		})
+		test(t, "put_again_sets_new_expires_at", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), longTTL), "PutTrait")
+			s.sleep(t, expireWait)
+			before := s.now(t, p)
+			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), longTTL), "PutTrait again later")
+			after := s.now(t, p)
+			got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
+			g := mustGet(t, got, err, "GetTrait")
+			if g.ExpiresAt == nil {
+				t.Fatal("ExpiresAt is nil after PutTrait with a ttl")
+			}
+			wantWithin(t, "ExpiresAt after a later put (its time + ttl)", *g.ExpiresAt, before.Add(longTTL), after.Add(longTTL))
+		})
 		test(t, "put_replaces", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), 0), "PutTrait")
