@@ -102,11 +102,13 @@
 //     nothing is written. Throttling and 5xx errors are left to the SDK's retryer and
 //     then returned, wrapped (errors.As to the SDK type works).
 //   - Lost responses: TransactWriteItems carries the SDK's idempotency token, and
-//     CAS, event and lock writes stamp the item with a per-call token, so when the SDK
-//     retries a write whose response was lost, the call still reports its own success
-//     instead of a lost race. (A ReleaseLock or ReleaseLease whose response is lost
-//     and whose retry then finds the key free reports ErrLockNotHeld; the key is
-//     free either way.)
+//     CAS, event, lock and lease writes (acquire and release) stamp the item with a
+//     per-call token, so when the SDK retries a write whose response was lost, the
+//     call still reports its own success instead of a lost race: a CAS reports true
+//     and the version moved by exactly one, an acquire reports the lock held (a lease
+//     with the fence it took), a release reports nil, an event is appended once.
+//     Plain puts and deletes are idempotent. The package's lost-reply test drops the
+//     response of every write method once and checks these outcomes.
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,82 +19,20 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
 
-// Faults the transport injects.
-const (
-	faultThrottle   = iota // HTTP 400 ProvisionedThroughputExceededException, request not applied
-	faultServer            // HTTP 500, request not applied
-	faultDropBefore        // connection reset before the request is sent
-	faultDropAfter         // the request is applied, then the connection resets: the response is lost
-	faultKinds
-)
-
-// faultTransport fails a fraction of DynamoDB requests with each kind of fault.
-type faultTransport struct {
-	base     http.RoundTripper
-	rate     float64 // chance that a request gets a fault
-	enabled  atomic.Bool
-	injected [faultKinds]atomic.Int64
-}
-
-func (f *faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !f.enabled.Load() || rand.Float64() >= f.rate {
-		return f.base.RoundTrip(r)
-	}
-	kind := rand.IntN(faultKinds)
-	f.injected[kind].Add(1)
-	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-	switch kind {
-	case faultThrottle:
-		return fakeResponse(r, http.StatusBadRequest, "ProvisionedThroughputExceededException"), nil
-	case faultServer:
-		return fakeResponse(r, http.StatusInternalServerError, "InternalServerError"), nil
-	case faultDropBefore:
-		drain(r)
-		return nil, reset
-	default:
-		resp, err := f.base.RoundTrip(r)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		return nil, reset
-	}
-}
-
-func drain(r *http.Request) {
-	if r.Body != nil {
-		_, _ = io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-}
-
-func fakeResponse(r *http.Request, status int, errType string) *http.Response {
-	drain(r)
-	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected fault"}`, errType)
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("X-Amzn-Errortype", errType)
-	h.Set("X-Amzn-Requestid", "fault-"+strconv.Itoa(rand.Int()))
-	return &http.Response{
-		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r,
-	}
-}
-
 // TestFaults runs a concurrent workload of two providers through a transport that
-// throttles, fails and drops 15% of requests, with the SDK allowed only one retry so
+// throttles, fails and drops 15% of requests (faults.Transport.SetRandom), with the SDK allowed only one retry so
 // that errors reach the provider and the caller. Calls must succeed or fail cleanly;
 // no lease fence may be handed out twice; afterwards every list copy must equal its
 // truth item and the event log must be gapless and hold every event whose append
 // succeeded, exactly once.
 func TestFaults(t *testing.T) {
-	ft := &faultTransport{base: http.DefaultTransport.(*http.Transport).Clone(), rate: 0.15}
+	ft := faults.NewTransport()
 	e := testEnv(t, func(o *ddb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
@@ -106,7 +41,7 @@ func TestFaults(t *testing.T) {
 			so.RateLimiter = ratelimit.None
 		})
 	})
-	ft.enabled.Store(true)
+	ft.SetRandom(0.15)
 	insts := []provider.Provider{open(t), open(t)}
 	ctx := context.Background()
 
@@ -202,19 +137,12 @@ func TestFaults(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	ft.enabled.Store(false)
-	for k := range faultKinds {
-		if ft.injected[k].Load() == 0 {
-			t.Errorf("fault kind %d was never injected", k)
-		}
+	ft.SetRandom(0)
+	if ft.Dropped() == 0 || ft.Rejected() == 0 {
+		t.Errorf("faults injected: %d replies dropped, %d requests rejected; want both", ft.Dropped(), ft.Rejected())
 	}
-	t.Logf("calls: %d ok, %d failed; faults injected: %v", okCalls.Load(), errCalls.Load(), func() []int64 {
-		var n []int64
-		for k := range faultKinds {
-			n = append(n, ft.injected[k].Load())
-		}
-		return n
-	}())
+	t.Logf("calls: %d ok, %d failed; %d replies dropped, %d requests rejected",
+		okCalls.Load(), errCalls.Load(), ft.Dropped(), ft.Rejected())
 	if okCalls.Load() == 0 || errCalls.Load() == 0 {
 		t.Errorf("want both successes and failures under faults")
 	}

@@ -43,9 +43,11 @@ func take(holder, tok string, exp time.Time) expression.UpdateBuilder {
 	return u.Set(expression.Name(attrExp), expression.Value(unixNano(exp)))
 }
 
-// releaseUpdate frees the key, keeping the fence.
-func releaseUpdate() expression.UpdateBuilder {
-	return expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp)).Remove(expression.Name(attrTok))
+// releaseUpdate frees the key, keeping the fence, and stamps it with the releasing
+// call's token.
+func releaseUpdate(tok string) expression.UpdateBuilder {
+	return expression.Set(expression.Name(attrTok), expression.Value(tok)).
+		Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
 }
 
 // updateLock runs one conditional UpdateItem on the lock item of lockKey. It returns
@@ -109,12 +111,16 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	return p.release(ctx, "release lock", key, "lock:"+p.owner)
 }
 
+// release frees key if holder holds it. The release stamps the item with a token,
+// so when the SDK retries a release whose response was lost and the retry finds
+// the key free, the token tells that this call freed it.
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	_, _, ok, err := p.updateLock(ctx, op, key, releaseUpdate(), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
+	tok := randomID()
+	_, old, ok, err := p.updateLock(ctx, op, key, releaseUpdate(tok), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if !ok && old.Tok != tok {
 		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
 	}
 	return nil

@@ -242,9 +242,9 @@ type item struct {
 	Holder string `dynamodbav:"holder,omitempty"`
 	Fence  int64  `dynamodbav:"fence,omitempty"`
 	// Tok is the random token of the call that last won a conditional write of the
-	// item (CAS, event counter, lock acquire). When the SDK retries a write whose
-	// response was lost and the retry fails its condition, the token tells the call
-	// that its first attempt won.
+	// item (CAS, event counter, lock acquire and release). When the SDK retries a
+	// write whose response was lost and the retry fails its condition, the token
+	// tells the call that its first attempt won.
 	Tok string `dynamodbav:"tok,omitempty"`
 }
 

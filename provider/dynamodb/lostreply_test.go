@@ -1,0 +1,395 @@
+package dynamodb_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/types"
+)
+
+// A write fault: drop the response of the matched request after DynamoDB applied it
+// (the SDK retries), or reject it n times without reaching DynamoDB.
+type writeFault struct {
+	op     string   // DynamoDB operation of the request to hit
+	parts  []string // strings its JSON body must contain
+	reject string   // "" drops the reply; else the error type to reject with
+	n      int      // rejections (with reject)
+}
+
+func drop(op string, parts ...string) writeFault { return writeFault{op: op, parts: parts} }
+
+func rejected(n int, errType, op string, parts ...string) writeFault {
+	return writeFault{op: op, parts: parts, reject: errType, n: n}
+}
+
+// TestLostReply runs every write method of Provider with a fault on its write
+// request and checks the documented outcome: a write whose response was lost and
+// which the SDK retried still reports its own result (a CAS true and the version
+// +1 exactly, an acquire held, a release nil and the key free, an event appended
+// once, an upsert stored once); a write rejected with a throttle or a transaction
+// conflict is retried and succeeds, or fails with the SDK's error and writes
+// nothing. Every exported write method needs a row: a new one fails the test.
+func TestLostReply(t *testing.T) {
+	ft := faults.NewTransport()
+	e := testEnv(t, func(o *ddb.Options) {
+		o.HTTPClient = &http.Client{Transport: ft}
+		// Three attempts per request, without the retry quota, so that a row's
+		// rejections are used up exactly.
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 3
+			so.MaxBackoff = 5 * time.Millisecond
+			so.RateLimiter = ratelimit.None
+		})
+	})
+	p := openOn(t, e.client, e)
+	other := openOn(t, e.client, e)
+	ctx := context.Background()
+	now := e.clock.Now()
+
+	// ids returns a row's ID, from which its pipeline, run, key... IDs derive.
+	ids := func(t *testing.T) string { return strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) }
+	run := func(id string, created time.Time) types.RunState {
+		return types.RunState{RunID: "r-" + id, PipelineID: "p-" + id, Status: types.RunPending, CreatedAt: created}
+	}
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// wantRun checks that pipeline id lists exactly one run, equal to its truth,
+	// at version v.
+	wantRun := func(t *testing.T, id string, v int) {
+		t.Helper()
+		truth, err := p.GetRunState(ctx, "r-"+id)
+		must(t, err)
+		list, err := p.ListRuns(ctx, "p-"+id, 10)
+		must(t, err)
+		if truth == nil || truth.Version != v || len(list) != 1 || !reflect.DeepEqual(*truth, list[0]) {
+			t.Fatalf("run %+v listed as %+v; want version %d listed once", truth, list, v)
+		}
+	}
+	wantNoRun := func(t *testing.T, id string) {
+		t.Helper()
+		truth, err := p.GetRunState(ctx, "r-"+id)
+		must(t, err)
+		list, err := p.ListRuns(ctx, "p-"+id, 10)
+		must(t, err)
+		if truth != nil || len(list) != 0 {
+			t.Fatalf("run %+v listed as %+v; want nothing written", truth, list)
+		}
+	}
+	wantEvents := func(t *testing.T, id string, msgs ...string) {
+		t.Helper()
+		recs, err := p.ReadEventsSince(ctx, "p-"+id, "", 100)
+		must(t, err)
+		var got []string
+		for i, r := range recs {
+			if r.StreamID != strconv.Itoa(i+1) {
+				t.Fatalf("event %d numbered %s", i+1, r.StreamID)
+			}
+			got = append(got, r.Event.Message)
+		}
+		if !slices.Equal(got, msgs) {
+			t.Fatalf("events %q, want %q", got, msgs)
+		}
+	}
+	wantLock := func(t *testing.T, id string, heldByP bool) {
+		t.Helper()
+		ok, err := other.AcquireLock(ctx, "k-"+id, time.Minute)
+		must(t, err)
+		if ok == heldByP {
+			t.Fatalf("another instance acquired %v; want the lock held by p: %v", ok, heldByP)
+		}
+		if ok {
+			must(t, other.ReleaseLock(ctx, "k-"+id))
+		}
+	}
+	leases := map[string]*types.Lease{}
+
+	rows := []struct {
+		method string // the Provider method the row covers
+		name   string
+		fault  writeFault
+		setup  func(t *testing.T, id string)
+		call   func(t *testing.T, id string) error
+		check  func(t *testing.T, id string)
+	}{
+		{method: "RegisterPipeline", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p-" + id})
+			},
+			check: func(t *testing.T, id string) {
+				got, err := p.GetPipeline(ctx, "p-"+id)
+				if err != nil || got == nil {
+					t.Fatalf("pipeline %+v, %v", got, err)
+				}
+			}},
+		{method: "DeletePipeline", fault: drop("DeleteItem"),
+			setup: func(t *testing.T, id string) { must(t, p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p-" + id})) },
+			call:  func(t *testing.T, id string) error { return p.DeletePipeline(ctx, "p-"+id) },
+			check: func(t *testing.T, id string) {
+				if got, err := p.GetPipeline(ctx, "p-"+id); err != nil || got != nil {
+					t.Fatalf("pipeline %+v, %v; want deleted", got, err)
+				}
+			}},
+		{method: "PutTrait", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.PutTrait(ctx, "p-"+id, types.TraitEvaluation{TraitType: "t", Status: types.TraitPass}, time.Minute)
+			},
+			check: func(t *testing.T, id string) {
+				got, err := p.GetTraits(ctx, "p-"+id)
+				if err != nil || len(got) != 1 {
+					t.Fatalf("traits %+v, %v", got, err)
+				}
+			}},
+		{method: "PutReadiness", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "p-" + id, Status: types.Ready})
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.GetReadiness(ctx, "p-"+id); err != nil || got == nil {
+					t.Fatalf("readiness %+v, %v", got, err)
+				}
+			}},
+		{method: "PutRunState", name: "new", fault: drop("TransactWriteItems"),
+			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now)) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "PutRunState", name: "moved", fault: drop("TransactWriteItems", `"Delete"`),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now.Add(time.Second))) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "PutRunState", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
+			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now)) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "PutRunState", name: "throttled out", fault: rejected(3, faults.Throttled, "TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				err := p.PutRunState(ctx, run(id, now))
+				if err == nil || errors.Is(err, provider.ErrInvalidArgument) || !strings.Contains(err.Error(), faults.Throttled) {
+					t.Errorf("err %v, want the throttling error", err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, id string) { wantNoRun(t, id) }},
+		{method: "CompareAndSwapRunState", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		{method: "CompareAndSwapRunState", name: "zero created", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, time.Time{})))
+			},
+			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		{method: "CompareAndSwapRunState", name: "conflict", fault: rejected(3, faults.TransactionConflict, "TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		{method: "CompareAndSwapRunState", name: "throttled", fault: rejected(1, faults.Throttled, "TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		{method: "AppendEvent", fault: drop("TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})
+			},
+			check: func(t *testing.T, id string) {
+				must(t, p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "b"}))
+				wantEvents(t, id, "a", "b")
+			}},
+		{method: "AppendEvent", name: "other instance", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) {
+				must(t, other.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"}))
+			},
+			call: func(t *testing.T, id string) error {
+				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "b"})
+			},
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b") }},
+		{method: "AppendEvent", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})
+			},
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
+		{method: "PutRunLog", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RunRunning})
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListRunLogs(ctx, "p-"+id, 10); err != nil || len(got) != 1 {
+					t.Fatalf("run logs %+v, %v", got, err)
+				}
+			}},
+		{method: "PutRerun", fault: drop("TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				return p.PutRerun(ctx, types.RerunRecord{RerunID: "x-" + id, PipelineID: "p-" + id, OriginalDate: "2026-01-01",
+					Status: types.RequestPending, RequestedAt: now})
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListReruns(ctx, "p-"+id, 10); err != nil || len(got) != 1 {
+					t.Fatalf("reruns %+v, %v", got, err)
+				}
+			}},
+		{method: "WriteCascadeMarker", fault: drop("TransactWriteItems", `"Delete"`),
+			setup: func(t *testing.T, id string) { must(t, p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a")) },
+			call: func(t *testing.T, id string) error {
+				e.clock.Advance(time.Millisecond)
+				return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "b")
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListCascadeMarkers(ctx, "p-"+id, 10); err != nil || len(got) != 1 || got[0].Source != "b" {
+					t.Fatalf("markers %+v, %v", got, err)
+				}
+			}},
+		{method: "PutLateArrival", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.PutLateArrival(ctx, types.LateArrival{PipelineID: "p-" + id, Date: "2026-01-01", TraitType: "t"})
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListLateArrivals(ctx, "p-"+id, "2026-01-01", ""); err != nil || len(got) != 1 {
+					t.Fatalf("late arrivals %+v, %v; want one", got, err)
+				}
+			}},
+		{method: "PutReplay", fault: drop("PutItem"),
+			call: func(t *testing.T, id string) error {
+				return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RequestPending})
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.GetReplay(ctx, "p-"+id, "2026-01-01", ""); err != nil || got == nil {
+					t.Fatalf("replay %+v, %v", got, err)
+				}
+			}},
+		{method: "AcquireLock", fault: drop("UpdateItem"),
+			call: func(t *testing.T, id string) error {
+				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
+					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
+		{method: "AcquireLock", name: "throttled", fault: rejected(1, faults.Throttled, "UpdateItem"),
+			call: func(t *testing.T, id string) error {
+				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
+					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
+		{method: "ReleaseLock", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
+					t.Fatalf("AcquireLock = %v, %v", ok, err)
+				}
+			},
+			call:  func(t *testing.T, id string) error { return p.ReleaseLock(ctx, "k-"+id) },
+			check: func(t *testing.T, id string) { wantLock(t, id, false) }},
+		{method: "AcquireLease", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				l, err := other.AcquireLease(ctx, "k-"+id, time.Minute)
+				must(t, err)
+				must(t, other.ReleaseLease(ctx, *l))
+				leases[id] = l
+			},
+			call: func(t *testing.T, id string) error {
+				l, err := p.AcquireLease(ctx, "k-"+id, time.Minute)
+				if err == nil && l.Fence != leases[id].Fence+1 {
+					t.Errorf("fence %d after %d, want +1 exactly", l.Fence, leases[id].Fence)
+				}
+				return err
+			},
+			check: func(t *testing.T, id string) {
+				if _, err := other.AcquireLease(ctx, "k-"+id, time.Minute); !errors.Is(err, provider.ErrLockHeld) {
+					t.Fatalf("another instance: err %v, want ErrLockHeld", err)
+				}
+			}},
+		{method: "RenewLease", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				l, err := p.AcquireLease(ctx, "k-"+id, time.Minute)
+				must(t, err)
+				leases[id] = l
+			},
+			call: func(t *testing.T, id string) error {
+				_, err := p.RenewLease(ctx, *leases[id], time.Hour)
+				return err
+			},
+			check: func(t *testing.T, id string) {
+				e.clock.Advance(2 * time.Minute) // past the first ttl, within the renewed one
+				if _, err := other.AcquireLease(ctx, "k-"+id, time.Minute); !errors.Is(err, provider.ErrLockHeld) {
+					t.Fatalf("another instance: err %v, want ErrLockHeld", err)
+				}
+			}},
+		{method: "ReleaseLease", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				l, err := p.AcquireLease(ctx, "k-"+id, time.Minute)
+				must(t, err)
+				leases[id] = l
+			},
+			call: func(t *testing.T, id string) error { return p.ReleaseLease(ctx, *leases[id]) },
+			check: func(t *testing.T, id string) {
+				l, err := other.AcquireLease(ctx, "k-"+id, time.Minute)
+				if err != nil || l.Fence != leases[id].Fence+1 {
+					t.Fatalf("another instance: %+v, %v; want the key free, fence +1", l, err)
+				}
+			}},
+	}
+
+	covered := map[string]bool{}
+	for _, r := range rows {
+		covered[r.method] = true
+	}
+	typ := reflect.TypeFor[*dynamodb.Provider]()
+	for i := range typ.NumMethod() {
+		m := typ.Method(i).Name
+		switch {
+		case strings.HasPrefix(m, "Get"), strings.HasPrefix(m, "List"), strings.HasPrefix(m, "Read"),
+			m == "Ping", m == "Start", m == "Stop", m == "Owner", m == "Table": // reads and accessors
+		case !covered[m]:
+			t.Errorf("write method %s has no row in the lost-reply table", m)
+		}
+	}
+
+	for _, r := range rows {
+		name := r.name
+		if name == "" {
+			name = "lost reply"
+		}
+		t.Run(r.method+"/"+name, func(t *testing.T) {
+			id := ids(t)
+			if r.setup != nil {
+				r.setup(t, id)
+			}
+			dropped, rejectedN := ft.Dropped(), ft.Rejected()
+			match := faults.Op(r.fault.op, r.fault.parts...)
+			if r.fault.reject == "" {
+				ft.DropReply(match)
+			} else {
+				ft.Reject(r.fault.n, match, r.fault.reject)
+			}
+			err := r.call(t, id)
+			ft.DropReply(nil)
+			if err != nil {
+				t.Fatalf("%s: %v", r.method, err)
+			}
+			if r.fault.reject == "" && ft.Dropped() != dropped+1 {
+				t.Fatalf("%d replies dropped, want 1: the fault did not fire", ft.Dropped()-dropped)
+			}
+			if r.fault.reject != "" && ft.Rejected() != rejectedN+r.fault.n {
+				t.Fatalf("%d requests rejected, want %d", ft.Rejected()-rejectedN, r.fault.n)
+			}
+			r.check(t, id)
+		})
+	}
+}
