@@ -187,7 +187,9 @@ func TestLostReply(t *testing.T) {
 			check: func(t *testing.T, id string) { wantNoRun(t, id) }},
 		{method: "CompareAndSwapRunState", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
-			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now)))
+			},
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
 		{method: "CompareAndSwapRunState", name: "zero created", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
@@ -197,11 +199,15 @@ func TestLostReply(t *testing.T) {
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
 		{method: "CompareAndSwapRunState", name: "conflict", fault: rejected(3, faults.TransactionConflict, "TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
-			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now)))
+			},
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
 		{method: "CompareAndSwapRunState", name: "throttled", fault: rejected(1, faults.Throttled, "TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
-			call:  func(t *testing.T, id string) error { return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now)))
+			},
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
 		{method: "AppendEvent", fault: drop("TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
