@@ -1,0 +1,135 @@
+// Package readme_test compiles every Go snippet of the README, so that the front
+// door never shows code that does not build.
+package readme_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// given declares what the snippets use without defining it: clients, a context,
+// a run, a cursor, a message, the time, and the third-party backend of "Writing
+// your own backend".
+const given = `package readme
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/fakeclock"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+var (
+	ctx       context.Context
+	err       error
+	client    goredis.UniversalClient
+	ddbClient *ddb.Client
+	run       types.RunState
+	cursor    string
+	msg       struct{ ID string }
+	now       time.Time
+	p         provider.Provider
+)
+
+// mybackend stands for a third party's backend package.
+var mybackend struct {
+	New func(db any) (provider.Provider, error)
+}
+
+func dbFor(*testing.T) any                   { return nil }
+func clockFor(*testing.T) *fakeclock.Clock    { return nil }
+`
+
+// imports are what a snippet may use; unused ones are not errors here.
+const imports = `import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/monoid/sketch/hll"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/providertest"
+	"github.com/pipestate/pipestate/state"
+	sdynamodb "github.com/pipestate/pipestate/state/dynamodb"
+	smemory "github.com/pipestate/pipestate/state/memory"
+	sredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/types"
+)
+`
+
+// tolerated are compiler complaints that a snippet, shown out of context, may
+// cause: names it declares for the reader and does not use again.
+var tolerated = regexp.MustCompile(`declared and not used|imported (as \w+ )?and not used`)
+
+func TestSnippetsCompile(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no Go snippets")
+	}
+	dir := t.TempDir()
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := map[string]string{}
+	add := func(name, src string) {
+		tmp := filepath.Join(dir, name)
+		if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		replace[filepath.Join(here, name)] = tmp
+	}
+	add("given.go", given)
+	for i, b := range blocks {
+		body := b[1]
+		// The state stores of every backend share names; the README says which
+		// backend a line is about, and the snippet uses the state/redis one.
+		body = strings.NewReplacer("redis.NewInt64SumStore", "sredis.NewInt64SumStore",
+			"redis.NewBytesStore", "sredis.NewBytesStore").Replace(body)
+		src := fmt.Sprintf("package readme\n\n%s\n", imports)
+		if strings.HasPrefix(body, "func ") {
+			src += body
+		} else {
+			src += fmt.Sprintf("func snippet%d() {\n%s}\n", i, body)
+		}
+		add(fmt.Sprintf("snippet%d.go", i), src)
+	}
+	overlay, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command("go", "build", "-gcflags=-e", "-overlay", ov, ".").CombinedOutput()
+	var bad []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, ".go:") && !tolerated.MatchString(line) {
+			bad = append(bad, line)
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("README snippets do not compile:\n%s\n(snippets are numbered in README order from 0; full output:\n%s)", strings.Join(bad, "\n"), out)
+	}
+}
