@@ -77,6 +77,13 @@
 //     one pipeline through one Provider are group-committed (up to 99 events per
 //     transaction), so goroutines of one process never race each other for the
 //     counter; only instances do.
+//   - Lists are read page by page, and a page is not a snapshot: an entity re-put
+//     with another sort key (a run's CreatedAt, a rerun's RequestedAt, a replay's
+//     CreatedAt, a marker's WrittenAt) while a List* call pages can be met twice.
+//     The call keeps the first copy of each entity and does not count the others
+//     toward limit, so it returns no duplicates and every entity that existed,
+//     unchanged, for the whole call appears if within the limit. The other lists'
+//     sort keys never change.
 //   - TTLs are judged by the provider clock on every read (items DynamoDB has not yet
 //     deleted are filtered out), and List* calls keep paging until they have limit
 //     live items. Events expire only with WithEventRetention.

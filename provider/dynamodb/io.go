@@ -87,10 +87,17 @@ type queryIn struct {
 	key   expression.KeyConditionBuilder
 	desc  bool // newest (largest sort key) first
 	limit int  // live items wanted; 0: all
+	// id, when set, names the entity an item is a copy of. A query reads pages of
+	// a moving list: an entity re-put with another sort key while the query runs
+	// can show up again further on, so every copy after the first of one id is
+	// dropped (and not counted toward limit). Lists whose sort keys never change
+	// leave it nil.
+	id func(it item) string
 }
 
-// query runs q page by page, dropping items expired at the provider clock, until it
-// has q.limit live items or the query is exhausted. The first page asks for
+// query runs q page by page, dropping items expired at the provider clock (and
+// repeated copies, see queryIn.id), until it has q.limit live items or the query is
+// exhausted. The first page asks for
 // q.limit items, each later one for at least twice as many as the one before. Base-table queries are strongly
 // consistent; GSI queries cannot be.
 func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, error) {
@@ -132,10 +139,18 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 		in.Limit = &l
 	}
 	now := p.now()
+	seen := map[string]bool{}
 	err = ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
 		if err != nil {
 			return false, err
+		}
+		if q.id != nil {
+			id := q.id(it)
+			if seen[id] {
+				return true, nil
+			}
+			seen[id] = true
 		}
 		if it.live(now) {
 			out = append(out, it)
@@ -156,6 +171,21 @@ func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([
 	}
 	return decodeAll[T](items)
 }
+
+// timedID is queryIn.id for list copies whose sort key is prefix, T(time), '#' and
+// the entity's key: the sort key without the time.
+func timedID(prefix string) func(it item) string {
+	return func(it item) string {
+		if n := len(prefix) + len(timeKey(time.Time{})) + 1; len(it.SK) >= n {
+			return it.SK[:len(prefix)] + it.SK[n:]
+		}
+		return it.SK
+	}
+}
+
+// baseKeyID is queryIn.id for GSI1 queries: the item's base-table key, which a
+// re-put with another GSI1 sort key keeps.
+func baseKeyID(it item) string { return it.PK + "#" + it.SK }
 
 // partition is the key condition PK = pk AND begins_with(SK, prefix).
 func partition(pk, skPrefix string) expression.KeyConditionBuilder {

@@ -119,7 +119,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		return nil, err
 	}
 	return nonNil(queryData[types.ReplayRequest](ctx, p, "list replays",
-		queryIn{index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit}))
+		queryIn{index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
 // PutLateArrival implements provider.LateArrivalStore with one PutItem. Each record
@@ -231,5 +231,5 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 		return nil, err
 	}
 	return nonNil(queryData[types.CascadeMarker](ctx, p, "list cascade markers",
-		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit}))
+		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit, id: timedID(skMarkerByTime)}))
 }

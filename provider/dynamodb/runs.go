@@ -151,7 +151,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 		return nil, err
 	}
 	return nonNil(queryData[types.RunState](ctx, p, "list runs",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit}))
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit, id: timedID(skRun)}))
 }
 
 // CompareAndSwapRunState implements provider.RunStore with one TransactWriteItems:
@@ -336,7 +336,7 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "list reruns",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit}))
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit, id: timedID(skRerun)}))
 }
 
 // ListAllReruns implements provider.RerunStore with one Query of GSI1, which is
@@ -349,5 +349,5 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "list all reruns",
-		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit}))
+		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit, id: baseKeyID}))
 }
