@@ -99,7 +99,8 @@ func listKinds() []listKind {
 		{
 			name: "pipelines",
 			put: func(ctx context.Context, p provider.Provider, k ids, id string, _ time.Time) error {
-				return p.RegisterPipeline(ctx, newPipeline(id))
+				// A small config: the readers list every pipeline, whole, again and again.
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: id, Archetype: "batch"})
 			},
 			list: func(ctx context.Context, p provider.Provider, _ ids, _ int) ([]string, error) {
 				l, err := p.ListPipelines(ctx)
@@ -132,7 +133,149 @@ func RunLists(t *testing.T, h Harness) {
 				})
 			}
 		}
+		for _, kind := range longKinds() {
+			test(t, "long/"+kind.name, func(t *testing.T) {
+				p, q, k := s.open(t), s.open(t), newIDs(t)
+				if kind.reader {
+					if _, ok := p.(provider.CascadeReader); !ok {
+						t.Skip("the provider does not implement provider.CascadeReader")
+					}
+				}
+				var e errs
+				runConcurrently(8, func(w int) {
+					for i := w; i < stableItems; i += 8 {
+						if err := kind.put(t.Context(), []provider.Provider{p, q}[w%2], k, i); err != nil {
+							e.add("put item %d: %v", i, err)
+							return
+						}
+					}
+				})
+				e.report(t)
+				all, err := kind.list(t.Context(), q, k, stableItems+10)
+				noErr(t, err, "list all")
+				if d := duplicates(all); d != nil {
+					t.Fatalf("a list of %d items holds duplicates: %v", stableItems, d[:min(len(d), 10)])
+				}
+				want := make([]string, stableItems)
+				for i := range want {
+					want[i] = kind.id(k, i)
+				}
+				if kind.order != nil {
+					kind.order(want)
+					same(t, fmt.Sprintf("a list of %d items, longer than any page", stableItems), want, all)
+				} else {
+					same(t, fmt.Sprintf("the items of a list of %d, longer than any page", stableItems), sortedCopy(want), sortedCopy(all))
+				}
+				if !kind.limited {
+					return
+				}
+				const limit = 100
+				some, err := kind.list(t.Context(), q, k, limit)
+				noErr(t, err, "list with a limit")
+				if len(some) != limit || duplicates(some) != nil {
+					t.Fatalf("list(limit %d) of %d items: %d items, duplicates %v", limit, stableItems, len(some), duplicates(some))
+				}
+				switch {
+				case kind.tail:
+					same(t, fmt.Sprintf("list(limit %d): the last items of the whole list", limit), all[len(all)-limit:], some)
+				case kind.order != nil:
+					same(t, fmt.Sprintf("list(limit %d): the first items of the whole list", limit), all[:limit], some)
+				}
+			})
+		}
 	})
+}
+
+// longKind is a list that Lists/long fills with stableItems items, from eight
+// writers on two instances.
+type longKind struct {
+	name    string
+	reader  bool
+	limited bool // list takes a limit
+	tail    bool // a limit keeps the last items of the whole list (ListEvents)
+	put     func(ctx context.Context, p provider.Provider, k ids, i int) error
+	id      func(k ids, i int) string
+	// order sorts the IDs of items 0..n-1 into list order; nil when the order is
+	// not known in advance (it is checked by the group's own tests).
+	order func(ids []string)
+	list  func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error)
+}
+
+func longKinds() []longKind {
+	dateOf := func(_ ids, i int) string { return fmt.Sprintf("d%03d", i) }
+	return []longKind{
+		{name: "pipelines",
+			id: func(k ids, i int) string { return fmt.Sprintf("%s-%03d", k.pipeline, i) },
+			put: func(ctx context.Context, p provider.Provider, k ids, i int) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: fmt.Sprintf("%s-%03d", k.pipeline, i)})
+			},
+			order: slices.Sort[[]string],
+			list: func(ctx context.Context, p provider.Provider, _ ids, _ int) ([]string, error) {
+				l, err := p.ListPipelines(ctx)
+				out := make([]string, len(l))
+				for i, c := range l {
+					out[i] = c.ID
+				}
+				return out, err
+			}},
+		{name: "run_logs", limited: true, id: dateOf,
+			put: func(ctx context.Context, p provider.Provider, k ids, i int) error {
+				return p.PutRunLog(ctx, newRunLog(k.pipeline, dateOf(k, i), ""))
+			},
+			order: func(ids []string) { slices.Sort(ids); slices.Reverse(ids) },
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListRunLogs(ctx, k.pipeline, limit)
+				return runLogDates(l), err
+			}},
+		{name: "markers", reader: true, limited: true, id: dateOf,
+			put: func(ctx context.Context, p provider.Provider, k ids, i int) error {
+				return p.WriteCascadeMarker(ctx, k.pipeline, "", dateOf(k, i), k.other)
+			},
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, limit)
+				out := make([]string, len(l))
+				for i, m := range l {
+					if i > 0 && m.WrittenAt.After(l[i-1].WrittenAt) {
+						return nil, fmt.Errorf("marker %d is newer than marker %d before it", i, i-1)
+					}
+					out[i] = m.Date
+				}
+				return out, err
+			}},
+		{name: "late_arrivals",
+			id: func(_ ids, i int) string { return fmt.Sprintf("%03d", i) },
+			put: func(ctx context.Context, p provider.Provider, k ids, i int) error {
+				return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, "", at(i), int64(i)))
+			},
+			order: slices.Sort[[]string],
+			list: func(ctx context.Context, p provider.Provider, k ids, _ int) ([]string, error) {
+				l, err := p.ListLateArrivals(ctx, k.pipeline, k.date, "")
+				out := make([]string, len(l))
+				for i, la := range l {
+					out[i] = fmt.Sprintf("%03d", la.RecordDelta)
+				}
+				return out, err
+			}},
+		{name: "events", limited: true, tail: true, id: func(_ ids, i int) string { return eventName(i) },
+			put: func(ctx context.Context, p provider.Provider, k ids, i int) error {
+				return p.AppendEvent(ctx, newEvent(k.pipeline, i))
+			},
+			list: func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error) {
+				l, err := p.ListEvents(ctx, k.pipeline, limit)
+				if err != nil {
+					return nil, err
+				}
+				recs, err := p.ReadEventsSince(ctx, k.pipeline, "", int64(limit))
+				if err != nil {
+					return nil, err
+				}
+				names := eventNames(l)
+				if limit >= stableItems && !slices.Equal(names, recordNames(recs)) {
+					return nil, fmt.Errorf("ListEvents and ReadEventsSince disagree on %d events", len(names))
+				}
+				return names, nil
+			}},
+	}
 }
 
 // createWhileListing: writers on two instances create new IDs while readers list a

@@ -99,6 +99,8 @@ func Run(t *testing.T, h Harness) {
 	RunLeaser(t, h)
 	RunCascadeReader(t, h)
 	RunReadiness(t, h)
+	RunExpiry(t, h)
+	RunFidelity(t, h)
 	RunLists(t, h)
 	RunLimits(t, h)
 	RunLifecycle(t, h)
@@ -565,3 +567,15 @@ func sortedCopy(in []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// roundTripJSON sets *out to v after a JSON round trip.
+func roundTripJSON(v, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("providertest: marshal %T: %w", v, err)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// cmpDiff is cmp.Diff under the round-trip rule (cmpOpts).
+func cmpDiff(want, got any) string { return cmp.Diff(want, got, cmpOpts) }
