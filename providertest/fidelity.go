@@ -120,7 +120,7 @@ func fidelityTimes() []time.Time {
 		now.Add(30 * time.Minute).In(east), // reads later than the next, is earlier
 		now.Add(90 * time.Minute).In(west),
 		now.Add(2 * time.Hour).In(nepal),
-		time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC),               // beyond int64 nanoseconds since 1970
+		time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC), // beyond int64 nanoseconds since 1970
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), // the last instant JSON encodes
 	}
 }
