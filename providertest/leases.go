@@ -220,8 +220,8 @@ func RunLeaser(t *testing.T, h Harness) {
 			insts := []provider.Leaser{leaser(t), leaser(t)}
 			k := newIDs(t)
 			const n = 16
-			for round := range raceRounds {
-				key := fmt.Sprintf("%s-r%02d", k.lock, round)
+			for round, start := 0, time.Now(); raceAgain(round, start); round++ {
+				key := fmt.Sprintf("%s-r%04d", k.lock, round)
 				leases := make([]*types.Lease, n)
 				var e errs
 				runConcurrently(n, func(i int) {

@@ -25,6 +25,9 @@ const (
 	stableItems = 250
 	moverItems  = 4
 	moverPuts   = 60
+	// movingListings is how many whole listings each moves_while_listing test
+	// reads while items move.
+	movingListings = 10
 )
 
 // listKind is one List* method over entities that a test creates by ID.
@@ -363,13 +366,16 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 		movers[i] = fmt.Sprintf("%s-m%d", k.rerun, i)
 		noErr(t, kind.put(ctx, p, k, movers[i], at(0)), "put a moving item")
 	}
-	var done atomic.Bool
+	var done, stop atomic.Bool
+	var listed atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // the mover: jumps items between the newest and the oldest end
 		defer wg.Done()
 		defer done.Store(true)
-		for i := range moverPuts {
+		// It keeps moving until movingListings listings have completed, so that
+		// every one of them overlaps moves however fast the backend lists.
+		for i := 0; !stop.Load() && (i < moverPuts || listed.Load() < movingListings); i++ {
 			m := movers[i%moverItems]
 			when := at(2*stableItems + 10 + i) // newest
 			if i%2 == 1 {
@@ -390,6 +396,7 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 			break
 		}
 		listings++
+		listed.Add(1)
 		if d := duplicates(got); d != nil {
 			e.add("listing %d holds duplicates %v (an item moved during the call)", listings, d)
 		}
@@ -406,6 +413,7 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 			break
 		}
 	}
+	stop.Store(true)
 	wg.Wait()
 	e.report(t)
 }

@@ -114,8 +114,8 @@ func RunLocker(t *testing.T, h Harness) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)
 			const n = 16
-			for round := range raceRounds {
-				key := fmt.Sprintf("%s-r%02d", k.lock, round)
+			for round, start := 0, time.Now(); raceAgain(round, start); round++ {
+				key := fmt.Sprintf("%s-r%04d", k.lock, round)
 				won := make([]bool, n)
 				var e errs
 				runConcurrently(n, func(i int) {

@@ -486,9 +486,21 @@ func runConcurrently(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// raceRounds is how many times the one-winner tests repeat their race, each
-// round on a fresh key, so that a check-then-act backend loses in every run.
-const raceRounds = 20
+// The one-winner tests repeat their race, each round on a fresh key, at least
+// raceRounds times and until raceTime has passed (at most maxRaceRounds), so
+// that a check-then-act backend, even one with no I/O between check and act,
+// loses in every run: on a fast backend thousands of rounds fit in raceTime, and
+// some of them find the CPUs free to run callers truly at once.
+const (
+	raceRounds    = 20
+	raceTime      = 500 * time.Millisecond
+	maxRaceRounds = 2000
+)
+
+// raceAgain reports whether a race that began at start should run round.
+func raceAgain(round int, start time.Time) bool {
+	return round < raceRounds || (round < maxRaceRounds && time.Since(start) < raceTime)
+}
 
 // errs collects errors from goroutines, which must not call t.Fatal.
 type errs struct {

@@ -330,8 +330,8 @@ func RunRunStore(t *testing.T, h Harness) {
 			insts := []provider.Provider{s.open(t), s.open(t)}
 			k := newIDs(t)
 			const n = 16
-			for round := range raceRounds {
-				run := newRun(k.pipeline, fmt.Sprintf("%s-r%02d", k.run, round), at(0))
+			for round, start := 0, time.Now(); raceAgain(round, start); round++ {
+				run := newRun(k.pipeline, fmt.Sprintf("%s-r%04d", k.run, round), at(0))
 				run.Version = 4
 				noErr(t, insts[0].PutRunState(t.Context(), run), "PutRunState")
 				won := make([]bool, n)
