@@ -378,7 +378,7 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 		for i := 0; !stop.Load() && (i < moverPuts || listed.Load() < movingListings); i++ {
 			m := movers[i%moverItems]
 			when := at(2*stableItems + 10 + i) // newest
-			if i%2 == 1 {
+			if (i/moverItems)%2 == 1 {         // each mover crosses the list every time
 				when = at(-10 - i) // oldest
 			}
 			if err := kind.put(ctx, q, k, m, when); err != nil {
