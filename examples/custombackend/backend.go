@@ -86,6 +86,21 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
+// WithEventRetention keeps each event for d after it is appended, by the
+// provider's clock: from then on it is invisible to ListEvents and
+// ReadEventsSince, and a cursor of a dropped event reads from the oldest retained
+// one. The default, 0, keeps events forever. Dropped rows stay in the file until
+// something deletes them (see README.md, step 6).
+func WithEventRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if d < 0 {
+			return errors.New("sqlite: WithEventRetention: negative retention")
+		}
+		p.eventRetention = d
+		return nil
+	}
+}
+
 // WithBusyTimeout sets how long a write waits for the database's write lock
 // (default DefaultBusyTimeout); past it the call fails with SQLITE_BUSY.
 func WithBusyTimeout(d time.Duration) Option {
@@ -102,12 +117,13 @@ func WithBusyTimeout(d time.Duration) Option {
 // Providers, in one process or several, may open the same file; each is one client
 // with its own lock owner identity. It is safe for concurrent use.
 type Provider struct {
-	db           *sql.DB
-	now          func() time.Time
-	owner        string
-	readinessTTL time.Duration
-	busyTimeout  time.Duration
-	closed       atomic.Bool
+	db             *sql.DB
+	now            func() time.Time
+	owner          string
+	readinessTTL   time.Duration
+	eventRetention time.Duration
+	busyTimeout    time.Duration
+	closed         atomic.Bool
 }
 
 var (
@@ -594,7 +610,9 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.exec(ctx, p.db, "append event", `INSERT INTO events (pipeline_id, body) VALUES (?, ?)`, ev.PipelineID, body)
+	expires, _ := expiry(p.now(), p.eventRetention)
+	_, err = p.exec(ctx, p.db, "append event", `INSERT INTO events (pipeline_id, expires_at, body) VALUES (?, ?, ?)`,
+		ev.PipelineID, expires, body)
 	return err
 }
 
@@ -610,8 +628,8 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	return getAll[types.Event](ctx, p, "list events",
-		`SELECT body FROM (SELECT seq, body FROM events WHERE pipeline_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
-		pipelineID, limit)
+		`SELECT body FROM (SELECT seq, body FROM events WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
+		pipelineID, sortTime(p.now()), limit)
 }
 
 // ReadEventsSince implements provider.EventStore. The cursor is the event's seq in
@@ -635,8 +653,8 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		since = n
 	}
 	rows, err := p.db.QueryContext(ctx,
-		`SELECT seq, body FROM events WHERE pipeline_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		pipelineID, since, count)
+		`SELECT seq, body FROM events WHERE pipeline_id = ? AND seq > ? AND `+liveSQL+` ORDER BY seq LIMIT ?`,
+		pipelineID, since, sortTime(p.now()), count)
 	if err != nil {
 		return nil, p.fail(ctx, "read events", err)
 	}

@@ -27,9 +27,10 @@ func TestProvider(t *testing.T) {
 		}
 		return e
 	}
+	const retention = 30 * 24 * time.Hour
 	open := func(t *testing.T, opts ...Option) provider.Provider {
 		e := env(t)
-		p, err := Open(context.Background(), e.path, append([]Option{WithClock(e.now)}, opts...)...)
+		p, err := Open(context.Background(), e.path, append([]Option{WithClock(e.now), WithEventRetention(retention)}, opts...)...)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -40,6 +41,10 @@ func TestProvider(t *testing.T) {
 		Open:      func(t *testing.T) provider.Provider { return open(t) },
 		OpenOwner: func(t *testing.T, owner string) provider.Provider { return open(t, WithOwner(owner)) },
 		Sleep:     func(t *testing.T, d time.Duration) { env(t).sleep(d) },
+		Now:       func(t *testing.T) time.Time { return env(t).now() },
+		// Retention is by time: moving the test's clock past it drops every
+		// event appended so far.
+		ExpireEvents: func(t *testing.T, _ string) { env(t).sleep(retention) },
 	})
 }
 
@@ -103,6 +108,7 @@ func TestOpenRejects(t *testing.T) {
 		{"empty owner", filepath.Join(dir, "o.db"), []Option{WithOwner("")}},
 		{"zero readiness ttl", filepath.Join(dir, "r.db"), []Option{WithReadinessTTL(0)}},
 		{"tiny busy timeout", filepath.Join(dir, "b.db"), []Option{WithBusyTimeout(time.Microsecond)}},
+		{"negative event retention", filepath.Join(dir, "e.db"), []Option{WithEventRetention(-time.Second)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,10 +37,13 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline_id, created_at DESC, run_id DESC);
 
 -- events.seq is the cursor. SQLite has one writer at a time, so seq order is commit
--- order: a reader never sees seq N+1 before seq N.
+-- order: a reader never sees seq N+1 before seq N. expires_at is the end of the
+-- event's retention (WithEventRetention); AUTOINCREMENT never reuses a seq, so a
+-- cursor of a dropped event still reads from the oldest retained one.
 CREATE TABLE IF NOT EXISTS events (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	pipeline_id TEXT NOT NULL,
+	expires_at  TEXT,
 	body        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_pipeline ON events (pipeline_id, seq);
