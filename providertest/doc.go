@@ -8,41 +8,71 @@
 // Every rule of the semantics table in the provider package doc has at least one
 // named subtest, grouped by interface (PipelineStore, TraitStore, RunStore,
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
-// ReplayStore, Locker, Leaser, CascadeReader, Readiness, Lists, Limits, Lifecycle), e.g.
-// "RunStore/cas_concurrent_one_winner". Each group checks, where the rule applies:
+// ReplayStore, Locker, Leaser, CascadeReader, Readiness) and by class of rule
+// (Expiry, Fidelity, Lists, Limits, Lifecycle), e.g.
+// "RunStore/cas_concurrent_one_winner"; a failure names the rule it breaks.
+// Each group checks, where the rule applies:
 //
 //   - round trips (after JSON: numbers in maps are float64, times are Equal to the
-//     nanosecond) and the fields a method fills from the clock;
+//     nanosecond), and each field a method fills from the clock, on its own and
+//     on a re-put (CreatedAt, UpdatedAt, Timestamp, RequestedAt, DetectedAt,
+//     WrittenAt, ExpiresAt of traits and renewed leases);
 //   - missing entities ((nil, nil)) and empty lists;
 //   - list order, ties and limits;
-//   - TTLs of traits, readiness, locks and leases, moving time with Harness.Sleep;
+//   - upserts and appends of identical records: an upsert twice is one entity,
+//     listed once; an append twice (events, late arrivals) is two;
+//   - DeletePipeline removing the config only: traits, runs, run logs, reruns,
+//     events, late arrivals, replays, readiness, markers and locks stay, and so
+//     does a pipeline whose ID the deleted one prefixes;
+//   - TTLs of traits, readiness, locks and leases, moving time with
+//     Harness.Sleep: ttl 0, expiry and the exact instant (gone when now >= the
+//     expiry); in the Expiry group, sub-second ttls, a shorter ttl after a longer
+//     one, a re-put part-way through a ttl, and an entity read while live (from
+//     the writing instance and another) invisible to both once expired;
+//   - event retention (Harness.ExpireEvents): dropped events are invisible to
+//     every read, a cursor of a dropped event reads from the oldest retained one,
+//     and new events never reuse old positions;
 //   - compare-and-swap: match, mismatch, missing run, ID mismatches, CreatedAt kept,
-//     Version = expected+1, exactly one winner among 32 goroutines on two instances,
-//     no lost update among 8 goroutines x 50 retried increments;
+//     Version = expected+1, exactly one winner among 16 goroutines on two
+//     instances, no lost update among 8 goroutines x 50 retried increments;
+//   - races that do not depend on luck: the one-winner tests (CAS, locks, leases)
+//     start their callers from a spinning barrier and repeat for at least 20
+//     rounds and 500 ms, so a check-then-act backend loses in every run;
 //   - events paged with cursors while 8 writers on two instances append: each event
 //     is seen exactly once, and every reader sees the same order;
-//   - locks and leases across instances: exclusivity, owner-safe release, expiry
-//     and takeover, strictly increasing fences, one shared key space; owner IDs
-//     and lease tokens that are prefixes of each other never release each other
-//     (owners need Harness.OpenOwner);
-//   - the expiry instant: a trait, readiness result, lock or lease is gone when
-//     now >= its expiry (Harness.Sleep of exactly the ttl);
+//   - locks and leases from the same instance and from another: exclusivity,
+//     owner-safe release, expiry and takeover, strictly increasing fences, one
+//     shared key space (a lock and a lease of one key, and the calls of one on
+//     the other), a release seen by an instance that found the key held, owner
+//     IDs and lease tokens that are prefixes of each other (owners need
+//     Harness.OpenOwner);
 //   - every list of IDs (runs, reruns, all reruns, replays, pipelines) read while
-//     writers on two instances create new IDs, and read whole (longer than any
-//     internal page) while other items move in the order: no duplicates, nothing
-//     that existed throughout missing;
+//     writers on two instances create new IDs, and read whole while other items
+//     move across it; lists of 250 pipelines, run logs, markers, late arrivals
+//     and events, longer than any internal page: no duplicates, nothing that
+//     existed throughout missing;
+//   - fidelity (the Fidelity group): times near the zero time, before 1970,
+//     beyond int64 nanoseconds, in several zones and with monotonic readings, a
+//     nanosecond apart, in every time-ordered list and in event Timestamps; IDs
+//     of every valid character and of the maximum length accepted in every ID
+//     position of every method; prefix-related IDs ("p", "p-2", "p2", "P"...)
+//     never seeing each other's data in any read;
 //   - numeric limits: versions up to types.MaxRunVersion, ttls up to
 //     provider.MaxTTL, ErrInvalidArgument just beyond;
 //   - a bad-input table per method: each case fails with an error wrapping
 //     provider.ErrInvalidArgument, and a follow-up read proves nothing was written;
 //   - adversarial keys built from every key delimiter of the built-in backends
-//     (':', '#', '{', '}', '|', '/', whitespace, Unicode) and more: each key is
-//     either rejected with ErrInvalidArgument or stored without colliding with any
-//     other; lock keys are free-form, so each must be a lock of its own;
-//   - sizes: 256 KB of metadata round-trips; 1 MB either round-trips or fails with
-//     provider.ErrTooLarge and writes nothing;
+//     (':', '#', '{', '}', '|', '/', whitespace, Unicode) and more: a key of
+//     valid IDs must be accepted and stored without colliding with any other, any
+//     other key rejected with ErrInvalidArgument; lock keys are free-form, so each
+//     must be a lock of its own;
+//   - sizes, for every entity kind with a free-form field (pipelines, traits,
+//     runs, events, run logs, reruns, replays, readiness): 256 KB round-trips;
+//     1 MB either round-trips or fails with provider.ErrTooLarge and writes
+//     nothing, also over a smaller value;
 //   - no aliasing between the caller's values and what is stored;
-//   - a cancelled context for every method (errors.Is(err, context.Canceled));
+//   - a cancelled context for every method: errors.Is(err, context.Canceled),
+//     and a read afterwards shows that no write, delete or release happened;
 //   - lifecycle: Ping, idempotent Start and Stop, ErrClosed from every method after
 //     Stop.
 //
@@ -63,8 +93,8 @@
 //		})
 //	}
 //
-// Run one group with RunRunStore, RunLocker and so on, or one test with
-// go test -run 'TestConformance/RunStore/cas_match'.
+// Run one group with RunRunStore, RunLocker, RunExpiry, RunFidelity and so on, or
+// one test with go test -run 'TestConformance/RunStore/cas_match'.
 //
 // # The Harness contract
 //
@@ -75,19 +105,37 @@
 // provider and registers its own cleanup with t.Cleanup; the suite stops some
 // providers itself, so Stop must be idempotent (it is in the contract).
 //
-// Sleep moves time forward for the providers of one test. A backend with a fake
-// clock advances the clock of that test (the one keyed by t.Name()); nil means
-// time.Sleep, for a real server whose TTLs run on real time. The TTL tests use
-// TTLs of at least 2 s and sleep one second past them, and assert that something
-// is still live only right after writing it with an hour's TTL, so they hold on a
-// loaded machine. ReadinessTTL tells the suite the readiness TTL your providers
-// were opened with (zero: the default 5 minutes); with real sleeps, open them with
-// a short one and say so here.
+// The other fields are optional; each enables or sharpens tests:
+//
+//   - OpenOwner opens an instance with a chosen owner identity. It enables
+//     Locker/owner_prefix_cannot_release (owners that are prefixes of each
+//     other); nil skips it.
+//   - Sleep moves time forward for the providers of one test. A backend with a
+//     fake clock advances the clock of that test (the one keyed by t.Name()); nil
+//     means time.Sleep, for a real server whose TTLs run on real time. The TTL
+//     tests use TTLs of at least 2 s and sleep one second past them, and assert
+//     that something is still live only right after writing it, so they hold on
+//     a loaded machine; with Sleep nil, the tests that need a point part-way
+//     through a ttl (Readiness/kept_within_readiness_ttl, Expiry/re_put_mid_ttl)
+//     skip, and the sub-second tests only check expiry.
+//   - Now returns the providers' clock for the test. The fill checks compare
+//     filled times with it (±1 s). Nil makes each group read the clock through a
+//     write of its own store, so no group depends on another, but a fill that is
+//     wrong the same way in the probe and in the call under test goes unnoticed:
+//     set Now whenever the harness has a clock (time.Now for real time).
+//   - ReadinessTTL tells the suite the readiness TTL your providers were opened
+//     with (zero: the default 5 minutes); with real sleeps, open them with a
+//     short one and say so here.
+//   - ExpireEvents drops, by the backend's own retention, every event appended
+//     so far to a pipeline (advance the clock past a time-based retention, or
+//     trim a log kept by count). It enables the EventStore/retention_* tests;
+//     nil skips them.
 //
 // The subtests call t.Parallel, so a backend on a real server with real sleeps
 // does not serialize; the groups themselves run one after another, so Run returns
 // only when every test has finished. Raise go test -parallel to overlap more of
-// the sleeping tests.
+// the sleeping tests. On the memory backend the whole suite takes about 15 s
+// with -race on two cores.
 //
 // # Optional interfaces
 //
@@ -95,7 +143,16 @@
 // what Open returns. When present, the Leaser and CascadeReader groups run (and
 // the bad-input cases of WriteCascadeMarker also read the markers back); when
 // absent, those groups skip with the reason, as do the after-Stop calls of their
-// methods.
+// methods and the Expiry, Fidelity and Lists subtests of leases and markers.
+//
+// # Teeth
+//
+// The suite's own tests (teeth_test.go) wrap the memory backend in 60 broken
+// backends, each with one realistic bug — a check-then-act CAS or lock with no
+// I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
+// prefix scan without its delimiter, a list that stops after one page, a write
+// that lands before the cancelled context is reported — and require each to fail
+// the subtest named for the rule it breaks, in a subprocess.
 //
 // # Decisions where the contract is silent
 //
@@ -106,4 +163,7 @@
 //     must keep every one (PutLateArrival appends).
 //   - RenewLease returns the lease with the same Key, Token and Fence.
 //   - A lease held by an instance blocks AcquireLock by that same instance too.
+//   - Without Harness.Now, a group reads the clock through its own store (a
+//     run's filled CreatedAt in RunStore, a lease's ExpiresAt in Leaser...), so
+//     one broken store never fails another group.
 package providertest

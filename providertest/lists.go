@@ -121,8 +121,9 @@ func listKinds() []listKind {
 // pipeline and across pipelines, replays, pipelines): a List*(limit) call returns
 // no duplicates, and every item that existed, unchanged, for the whole call appears
 // if it falls within the limit. It checks new IDs created by writers on two
-// instances while readers list, and long lists (several internal pages of any
-// backend) read while other items move in the order.
+// instances while readers list, long lists (several internal pages of any
+// backend) read while other items move in the order, and lists of 250 pipelines,
+// run logs, markers, late arrivals and events, whole and with a limit.
 func RunLists(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Lists", h, func(t *testing.T, s *suite) {
