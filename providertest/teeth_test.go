@@ -1061,54 +1061,79 @@ type brokenBackend struct {
 }
 
 var brokenBackends = []brokenBackend{
+	// Runs: CAS succeeds only if the stored Version equals expectedVersion.
 	{"cas_ignores_version", "RunStore/cas_version_mismatch",
 		func(p full, _ *shared) provider.Provider { return casIgnoresVersion{p} }},
+	// Runs: CreatedAt never changes through CAS.
 	{"cas_overwrites_created_at", "RunStore/cas_keeps_created_at",
 		func(p full, _ *shared) provider.Provider { return casOverwritesCreatedAt{p} }},
+	// Round trip: times are Equal to the nanosecond.
 	{"truncates_times", "RunStore/put_get_round_trip",
 		func(p full, _ *shared) provider.Provider { return truncatesTimes{p} }},
+	// Runs: ListRuns is newest CreatedAt first.
 	{"list_runs_oldest_first", "RunStore/list_runs_newest_first",
 		func(p full, _ *shared) provider.Provider { return listRunsOldestFirst{p} }},
+	// Bad input: an empty ID is ErrInvalidArgument.
 	{"accepts_empty_run_id", "RunStore/bad_input/put_run_id_empty",
 		func(p full, _ *shared) provider.Provider { return acceptsEmptyRunID{p} }},
+	// Missing: a Get of a missing entity is (nil, nil).
 	{"get_missing_errors", "RerunStore/get_missing",
 		func(p full, _ *shared) provider.Provider { return getMissingErrors{p} }},
+	// No aliasing: mutating a value after Put never changes what is stored.
 	{"pipeline_aliasing", "PipelineStore/no_aliasing",
 		func(p full, s *shared) provider.Provider { return pipelineAliasing{p, s} }},
+	// TTL: an expired trait is invisible.
 	{"trait_ttl_ignored", "TraitStore/ttl_expiry",
 		func(p full, _ *shared) provider.Provider { return traitTTLIgnored{p} }},
+	// Events: a reader paging while writers append sees every event once.
 	{"lost_events", "EventStore/concurrent_append_paging",
 		func(p full, s *shared) provider.Provider { return lostEvents{p, s} }},
+	// Events: ReadEventsSince returns events strictly after the cursor.
 	{"inclusive_cursor", "EventStore/read_since_strictly_after",
 		func(p full, _ *shared) provider.Provider { return inclusiveCursor{p} }},
+	// Events: ListEvents is oldest first.
 	{"list_events_newest_first", "EventStore/list_events_most_recent_oldest_first",
 		func(p full, _ *shared) provider.Provider { return listEventsNewestFirst{p} }},
+	// Context: a cancelled context returns context.Canceled.
 	{"ignores_context", "EventStore/cancelled_context",
 		func(p full, _ *shared) provider.Provider { return ignoresContext{p} }},
+	// Run logs: keyed by (pipeline, date, schedule).
 	{"run_log_ignores_schedule", "RunLogStore/schedules_independent",
 		func(p full, _ *shared) provider.Provider { return runLogIgnoresSchedule{p} }},
+	// Locks: ReleaseLock releases only a lock this instance holds.
 	{"any_instance_releases", "Locker/release_by_other_instance",
 		func(p full, s *shared) provider.Provider { return anyInstanceReleases{p, s} }},
+	// Locks: not re-entrant.
 	{"reentrant_lock", "Locker/not_reentrant",
 		func(p full, s *shared) provider.Provider { return reentrantLock{p, s} }},
+	// Locks: an expired lock is free.
 	{"lock_ttl_ignored", "Locker/expiry_takeover",
 		func(p full, _ *shared) provider.Provider { return lockTTLIgnored{p} }},
+	// Leases: Fence strictly increases across leases of a key.
 	{"fence_not_increasing", "Leaser/fence_strictly_increases",
 		func(p full, _ *shared) provider.Provider { return fenceNotIncreasing{p} }},
+	// Lists: every item that existed for the whole call appears.
 	{"list_forgets_concurrent_creates", "Lists/create_while_listing/runs",
 		func(p full, s *shared) provider.Provider { return listForgetsConcurrentCreates{p, s} }},
+	// Lists: no duplicates and nothing missing while items move.
 	{"offset_paging", "Lists/moves_while_listing/runs",
 		func(p full, _ *shared) provider.Provider { return offsetPaging{p} }},
+	// Limits: a ttl beyond MaxTTL is ErrInvalidArgument, never clamped.
 	{"ttl_clamped", "Limits/ttl_beyond_max",
 		func(p full, _ *shared) provider.Provider { return ttlClamped{p} }},
+	// Limits: a lease renewed with MaxTTL stays held.
 	{"renew_long_deletes", "Limits/lease_ttl_limits",
 		func(p full, _ *shared) provider.Provider { return renewLongDeletes{p} }},
+	// TTL: expired when now >= ExpiresAt.
 	{"expiry_inclusive", "TraitStore/expired_at_exact_ttl",
 		func(p full, _ *shared) provider.Provider { return expiryInclusive{p} }},
+	// Fills: a zero RequestedAt is filled from the clock.
 	{"rerun_time_not_filled", "RerunStore/put_fills_zero_requested_at",
 		func(p full, _ *shared) provider.Provider { return rerunTimeNotFilled{p} }},
+	// Leases: tokens are compared exactly, never by prefix.
 	{"token_prefix_releases", "Leaser/token_prefix_rejected",
 		func(p full, s *shared) provider.Provider { return tokenPrefixReleases{p, s} }},
+	// Lifecycle: after Stop every call returns ErrClosed.
 	{"stop_not_closing", "Lifecycle/after_stop/GetPipeline",
 		func(p full, _ *shared) provider.Provider { return stopNotClosing{p} }},
 	// Races: of N concurrent CAS calls from one version exactly one wins.
