@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -38,17 +37,12 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	return p.appendOnce(ctx, "append event", "x", ev.PipelineID, p.k.events(ev.PipelineID), data)
 }
 
-// appendMemory is how long an append remembers its call, so that an append that
-// go-redis retried after a lost reply appends once (see "Retries" in the package
-// doc).
-const appendMemory = 2 * time.Minute
-
 // appendOnce appends data to the stream (kind "x") or list ("l") at key of
 // pipeline pid with one script, exactly once per call: a nonce unique to the call
-// is kept for appendMemory in the pipeline's append set.
+// is kept for callMemory in the pipeline's append set.
 func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key, data string) error {
 	now := p.now().UnixMilli()
-	mem := appendMemory.Milliseconds()
+	mem := callMemory.Milliseconds()
 	err := scriptAppendOnce.Run(ctx, p.c, []string{key, p.k.appends(pid)}, kind, randomID(),
 		now, now-mem, mem, data, p.maxEvents).Err()
 	return p.wrap(op, err)

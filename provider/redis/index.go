@@ -109,8 +109,8 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 	if strict {
 		mode = "strict"
 	}
-	args := append([]any{member, data, pipeline, mode}, extra...)
-	res, err := scriptRecordPut.Run(ctx, p.c, []string{key}, args...).Slice()
+	args := append([]any{member, data, pipeline, mode, callMemory.Milliseconds()}, extra...)
+	res, err := scriptRecordPut.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}

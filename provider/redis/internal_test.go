@@ -165,7 +165,7 @@ func TestRunCrashWindows(t *testing.T) {
 		r := run("pipe", "r1", t2)
 		data, _ := p.encode(r)
 		m2 := timeKey(t2) + "r1"
-		if err := scriptRecordPut.Run(ctx, c, []string{p.k.run("r1")}, m2, data, "pipe", "strict",
+		if err := scriptRecordPut.Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000,
 			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func TestRerunMoveCrash(t *testing.T) {
 	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordPut.Run(ctx, c, []string{p.k.rerun("x")}, m, data, "b", "move").Err(); err != nil {
+	if err := scriptRecordPut.Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for pid, want := range map[string]int{"a": 0, "b": 1} {
@@ -262,7 +262,7 @@ func TestPipelineDeleteCrash(t *testing.T) {
 	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordDel.Run(ctx, c, []string{p.k.config("a")}).Err(); err != nil {
+	if err := scriptRecordDel.Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := p.ListPipelines(ctx)
@@ -290,11 +290,11 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	lk, fk := p.k.lock("k")
 	mine := p.lockHolder() + "\nnonce1"
 	for i, want := range []int64{1, 1} {
-		if n, err := scriptLockAcquire.Run(ctx, c, []string{lk}, mine, 0).Int64(); err != nil || n != want {
+		if n, err := scriptLockAcquire.Run(ctx, c, []string{lk, p.k.call(lk, "nonce1")}, mine, 0, 60000).Int64(); err != nil || n != want {
 			t.Fatalf("lock attempt %d = %d, %v; want %d", i, n, err, want)
 		}
 	}
-	if n, _ := scriptLockAcquire.Run(ctx, c, []string{lk}, p.lockHolder()+"\nnonce2", 0).Int64(); n != 0 {
+	if n, _ := scriptLockAcquire.Run(ctx, c, []string{lk, p.k.call(lk, "nonce2")}, p.lockHolder()+"\nnonce2", 0, 60000).Int64(); n != 0 {
 		t.Fatalf("a second call of the same owner acquired a held lock: not re-entrant expected")
 	}
 	if err := p.ReleaseLock(ctx, "k"); err != nil {
@@ -302,8 +302,8 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	}
 
 	lease := leaseHolder("tok")
-	f1, err := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk}, lease, 1000).Int64()
-	f2, err2 := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk}, lease, 1000).Int64()
+	f1, err := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
+	f2, err2 := scriptLeaseAcquire.Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
 	if err != nil || err2 != nil || f1 == 0 || f1 != f2 {
 		t.Fatalf("lease replay: fences %d, %d (%v, %v); want the same, non-zero", f1, f2, err, err2)
 	}
@@ -314,8 +314,11 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	if err := p.PutRunState(ctx, run("pipe", "r", time.Now())); err != nil {
 		t.Fatal(err)
 	}
+	cas := func(nonce string) (int64, error) {
+		return scriptRunCAS.Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000).Int64()
+	}
 	for i := range 2 {
-		n, err := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n1", "1").Int64()
+		n, err := cas("n1")
 		if err != nil || n != 1 {
 			t.Fatalf("CAS replay %d = %d, %v; want 1", i, n, err)
 		}
@@ -323,7 +326,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	if v, _ := c.HGet(ctx, p.k.run("r"), "v").Result(); v != "1" {
 		t.Fatalf("version %s after a replayed CAS, want 1", v)
 	}
-	if n, _ := scriptRunCAS.Run(ctx, c, []string{p.k.run("r")}, "0", "pipe", `{}`, "n2", "1").Int64(); n != 0 {
+	if n, _ := cas("n2"); n != 0 {
 		t.Fatalf("another CAS from version 0 succeeded")
 	}
 }

@@ -53,11 +53,11 @@ func (k keys) lock(key string) (lock, fence string) {
 	return l, l + ":fence"
 }
 
-// released returns the release marker key of a lock key (see lock_release.lua).
-func (k keys) released(key string) string {
-	l, _ := k.lock(key)
-	return l + ":released"
-}
+// call returns the marker key of the call with nonce on the record or lock at key:
+// it shares key's slot, and keeps the call's outcome for callMemory so that a
+// retried call applies once (see "Retries" in the package doc). Nonces are hex, so
+// markers never equal another key of the schema.
+func (k keys) call(key, nonce string) string { return key + ":call:" + nonce }
 
 var lockEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 

@@ -13,9 +13,10 @@ import (
 func (p *Provider) lockHolder() string { return "lock:" + p.owner }
 func leaseHolder(token string) string  { return "lease:" + token }
 
-// AcquireLock implements provider.Locker with one SET key owner NX [PX ttl]; ttl is
-// rounded up to whole milliseconds and 0 means until released. Expiry is judged by
-// the server.
+// AcquireLock implements provider.Locker with one script: SET key owner NX [PX ttl];
+// ttl is rounded up to whole milliseconds and 0 means until released. Expiry is
+// judged by the server. A call that go-redis retried after a lost reply reports
+// its first attempt's outcome (see "Retries" in the package doc).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return false, err
@@ -27,16 +28,14 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk}, p.lockHolder()+"\n"+randomID(), ceilMillis(ttl)).Int64()
+	nonce := randomID()
+	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, ceilMillis(ttl),
+		callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return false, p.wrap("acquire lock", err)
 	}
 	return n == 1, nil
 }
-
-// releaseMemory is how long a release remembers its call, so that a release that
-// go-redis retried after a lost reply reports the release its first attempt made.
-const releaseMemory = time.Minute
 
 // ReleaseLock implements provider.Locker with one script that deletes the key only
 // if this instance's owner identity, compared exactly, holds it; otherwise it
@@ -54,7 +53,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 		return err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.released(key)}, holder, randomID(), releaseMemory.Milliseconds()).Int64()
+	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.call(lk, randomID())}, holder, callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return p.wrap(op, err)
 	}
@@ -83,7 +82,8 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	token := randomID()
 	ms := ceilMillis(ttl)
 	now := p.now()
-	fence, err := scriptLeaseAcquire.Run(ctx, p.c, []string{lk, fk}, leaseHolder(token), ms).Int64()
+	fence, err := scriptLeaseAcquire.Run(ctx, p.c, []string{lk, fk, p.k.call(lk, token)}, leaseHolder(token), ms,
+		callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return nil, p.wrap("acquire lease", err)
 	}

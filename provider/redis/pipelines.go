@@ -75,7 +75,8 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	seq, err := scriptRecordDel.Run(ctx, p.c, []string{p.k.config(id)}).Int64()
+	key := p.k.config(id)
+	seq, err := scriptRecordDel.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, callMemory.Milliseconds()).Int64()
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}

@@ -126,8 +126,9 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // CompareAndSwapRunState implements provider.RunStore with one script that compares
 // the stored version and writes the new state. The stored CreatedAt is kept; Version
 // becomes expectedVersion+1 and UpdatedAt the provider clock's now. The run's list
-// entry never changes (it orders by CreatedAt), so CAS touches one key. A nonce
-// makes a CAS that go-redis retried after a lost reply report its success.
+// entry never changes (it orders by CreatedAt), so CAS touches one slot. A CAS that
+// go-redis retried after a lost reply reports its first attempt's swap (see
+// "Retries" in the package doc).
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
@@ -142,7 +143,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err := p.begin(ctx); err != nil {
 		return false, err
 	}
-	n, err := scriptRunCAS.Run(ctx, p.c, []string{p.k.run(runID)}, strconv.Itoa(expectedVersion), newState.PipelineID, data, randomID(), strconv.Itoa(newState.Version)).Int64()
+	key := p.k.run(runID)
+	n, err := scriptRunCAS.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, strconv.Itoa(expectedVersion),
+		newState.PipelineID, data, strconv.Itoa(newState.Version), callMemory.Milliseconds()).Int64()
 	switch {
 	case err != nil:
 		return false, p.wrap("compare and swap run state", err)

@@ -1,9 +1,15 @@
 -- record_del: delete the truth of an indexed record, keeping its sequence so that
--- index changes stay ordered.
--- KEYS[1] = record hash
+-- index changes stay ordered, once per call: the call's marker keeps the new
+-- sequence for the call memory, so a call the client retried after a lost reply
+-- returns it and deletes nothing more (a record written in between stays).
+-- KEYS[1] = record hash, KEYS[2] = the call's marker (same slot)
+-- ARGV[1] = marker TTL in ms
 -- Returns the new seq, or 0 when there was nothing to delete.
+local done = redis.call('GET', KEYS[2])
+if done then return tonumber(done) end
 if redis.call('HEXISTS', KEYS[1], 'j') == 0 then return 0 end
 local seq = redis.call('HINCRBY', KEYS[1], 's', 1)
 redis.call('HDEL', KEYS[1], 'j')
 redis.call('HSET', KEYS[1], 'm', '')
+redis.call('SET', KEYS[2], string.format('%d', seq), 'PX', ARGV[1])
 return seq

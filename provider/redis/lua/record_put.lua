@@ -1,13 +1,23 @@
--- record_put: write the truth of an indexed record and bump its sequence.
+-- record_put: write the truth of an indexed record and bump its sequence, once per
+-- call: the call's marker keeps the reply for the call memory, so a call the client
+-- retried after a lost reply returns its first attempt's reply and writes nothing
+-- more (a CAS, put or delete that came in between stays).
 -- KEYS[1] = record hash (fields s = seq, m = list member, p = pipeline, j = JSON, ...)
+-- KEYS[2] = the call's marker "<seq>|<oldPipeline>" (same slot)
 -- ARGV[1] = member, ARGV[2] = JSON, ARGV[3] = pipeline ("" when not tracked)
 -- ARGV[4] = "strict": refuse to change the stored pipeline; "move": allow it
--- ARGV[5..] = extra field/value pairs stored beside the JSON
--- Returns {seq, oldPipeline}; seq = -1 when refused (nothing written).
+-- ARGV[5] = marker TTL in ms, ARGV[6..] = extra field/value pairs stored beside the JSON
+-- Returns {seq, oldPipeline}; seq = -1 when refused (nothing written, nothing kept).
+local done = redis.call('GET', KEYS[2])
+if done then
+  local bar = string.find(done, '|', 1, true)
+  return {tonumber(string.sub(done, 1, bar - 1)), string.sub(done, bar + 1)}
+end
 local old = redis.call('HGET', KEYS[1], 'p') or ''
 if ARGV[4] == 'strict' and old ~= '' and old ~= ARGV[3] then
   return {-1, old}
 end
 local seq = redis.call('HINCRBY', KEYS[1], 's', 1)
-redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], unpack(ARGV, 5))
+redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], unpack(ARGV, 6))
+redis.call('SET', KEYS[2], string.format('%d|%s', seq, old), 'PX', ARGV[5])
 return {seq, old}

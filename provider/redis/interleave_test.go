@@ -1,0 +1,364 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// dialer is go-redis's Dialer; nil dials directly.
+type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// server opens clients of one server for a test: a fresh miniredis, the real
+// server or the cluster. poolSize 0 is go-redis's default.
+type server struct {
+	name  string
+	start func(t *testing.T) (open func(dial dialer, poolSize int) goredis.UniversalClient, prefix string)
+}
+
+// servers returns the servers the tests of this file run on.
+func servers() []server {
+	out := []server{{"miniredis", func(t *testing.T) (func(dialer, int) goredis.UniversalClient, string) {
+		m := miniredis.RunT(t)
+		return func(dial dialer, n int) goredis.UniversalClient {
+			return goredis.NewClient(&goredis.Options{Addr: m.Addr(), Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
+		}, "il"
+	}}}
+	if testenvAddr() != "" {
+		out = append(out, server{"redis", func(t *testing.T) (func(dialer, int) goredis.UniversalClient, string) {
+			addr := testenv.RedisAddr(t)
+			return func(dial dialer, n int) goredis.UniversalClient {
+				return goredis.NewClient(&goredis.Options{Addr: addr, Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
+			}, "pst:" + testenv.UniqueName(t)
+		}})
+	}
+	if testenvCluster() {
+		out = append(out, server{"cluster", func(t *testing.T) (func(dialer, int) goredis.UniversalClient, string) {
+			addrs := testenv.RedisClusterAddrs(t)
+			return func(dial dialer, n int) goredis.UniversalClient {
+				return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
+			}, "pst:" + testenv.UniqueName(t)
+		}})
+	}
+	return out
+}
+
+// retryEnv is one test's storage. Provider a calls through a client whose replies
+// can be dropped and which keeps one connection per node, so that go-redis's retry
+// after a dropped reply must dial a new one: what the test armed as "between" runs
+// then, on other clients, after the server applied the first attempt and before
+// the retry is sent.
+type retryEnv struct {
+	n      *faults.Net
+	clean  goredis.UniversalClient
+	faulty goredis.UniversalClient
+	prefix string
+
+	mu      sync.Mutex
+	base    int    // n.Dropped() when between was armed
+	between func() // run by the first dial after the armed drop
+	ran     bool
+}
+
+func newRetryEnv(t *testing.T, s server) *retryEnv {
+	open, prefix := s.start(t)
+	e := &retryEnv{n: faults.NewNet(), prefix: prefix}
+	e.clean = open(nil, 0)
+	e.faulty = open(e.dial, 1)
+	t.Cleanup(func() {
+		deletePrefix(e.clean, prefix)
+		_ = e.faulty.Close()
+		_ = e.clean.Close()
+	})
+	return e
+}
+
+func (e *retryEnv) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	e.mu.Lock()
+	f := e.between
+	if f != nil && e.n.Dropped() > e.base {
+		e.between, e.ran = nil, true
+	} else {
+		f = nil
+	}
+	e.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return e.n.Dial(ctx, network, addr)
+}
+
+// open returns a started provider with owner, on the faulty client or a clean one.
+func (e *retryEnv) open(t *testing.T, faulty bool, owner string) *Provider {
+	t.Helper()
+	c := e.clean
+	if faulty {
+		c = e.faulty
+	}
+	p, err := New(c, WithKeyPrefix(e.prefix), WithOwner(owner))
+	must(t, err)
+	must(t, p.Start(t.Context()))
+	return p
+}
+
+// lose runs call with the reply to the first request that match accepts dropped,
+// and between run before go-redis retries it; it fails t unless both happened once.
+func (e *retryEnv) lose(t *testing.T, match func([]byte) bool, between func(), call func() error) error {
+	t.Helper()
+	e.mu.Lock()
+	e.base, e.between, e.ran = e.n.Dropped(), between, false
+	e.mu.Unlock()
+	e.n.DropReply(match)
+	err := call()
+	e.n.Disarm()
+	e.mu.Lock()
+	ran, dropped := e.ran, e.n.Dropped()-e.base
+	e.between = nil
+	e.mu.Unlock()
+	if dropped != 1 || !ran {
+		t.Fatalf("dropped %d replies, between ran: %v; want 1 and true", dropped, ran)
+	}
+	return err
+}
+
+// interleaving is a call whose reply is lost, with another instance's operations
+// run between its first attempt and go-redis's retry. a calls (through the faulty
+// client, owner worker-1); a2 is another goroutine of the same instance (same
+// owner) and b another instance (owner worker-2), on a clean client.
+type interleaving struct {
+	name    string
+	script  *goredis.Script // the request whose reply is lost
+	setup   func(ctx context.Context, a *Provider) error
+	between func(ctx context.Context, a, a2, b *Provider) error // runs in go-redis's dial goroutine
+	call    func(t *testing.T, ctx context.Context, a *Provider) error
+	check   func(t *testing.T, ctx context.Context, a, a2, b *Provider)
+}
+
+// acquired describes an unexpected AcquireLock outcome.
+func acquired(who string, ok bool, err error, want bool) error {
+	if err != nil || ok != want {
+		return fmt.Errorf("%s AcquireLock = %v, %v; want %v", who, ok, err, want)
+	}
+	return nil
+}
+
+func checkLock(t *testing.T, who string, ok bool, err error, want bool) {
+	t.Helper()
+	if err := acquired(who, ok, err, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func interleavings() []interleaving {
+	var lease *types.Lease
+	getLease := func(ctx context.Context, a *Provider) (err error) {
+		lease, err = a.AcquireLease(ctx, "lease", time.Hour)
+		return err
+	}
+	takeLock := func(ctx context.Context, a *Provider) error {
+		_, err := a.AcquireLock(ctx, "lock", time.Hour)
+		return err
+	}
+	register := func(tier int) func(ctx context.Context, a *Provider) error {
+		return func(ctx context.Context, a *Provider) error {
+			return a.RegisterPipeline(ctx, types.PipelineConfig{ID: lrPipe, Tier: tier})
+		}
+	}
+	return []interleaving{
+		{"PutRunState/CAS between", scriptRecordPut, nil,
+			func(ctx context.Context, _, _, b *Provider) error {
+				ok, err := b.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0))
+				if !ok || err != nil {
+					return fmt.Errorf("CAS from version 0 = %v, %v", ok, err)
+				}
+				return nil
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error { return a.PutRunState(ctx, lrRunState(0)) },
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				got, err := b.GetRunState(ctx, lrRun)
+				if err != nil || got == nil || got.Version != 1 {
+					t.Fatalf("GetRunState = %+v, %v; want version 1: the put applied twice", got, err)
+				}
+				if ok, err := b.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0)); ok || err != nil {
+					t.Fatalf("a second CAS from version 0 = %v, %v; want false", ok, err)
+				}
+			}},
+		{"CompareAndSwapRunState/put between", scriptRunCAS,
+			func(ctx context.Context, a *Provider) error { return a.PutRunState(ctx, lrRunState(0)) },
+			func(ctx context.Context, _, _, b *Provider) error { return b.PutRunState(ctx, lrRunState(5)) },
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				ok, err := a.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0))
+				if err == nil && !ok {
+					err = errors.New("CAS whose first attempt swapped reported false")
+				}
+				return err
+			},
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				got, err := b.GetRunState(ctx, lrRun)
+				if err != nil || got == nil || got.Version != 5 {
+					t.Fatalf("GetRunState = %+v, %v; want the later put's version 5", got, err)
+				}
+			}},
+		{"RegisterPipeline/delete between", scriptRecordPut, nil,
+			func(ctx context.Context, _, _, b *Provider) error { return b.DeletePipeline(ctx, lrPipe) },
+			func(t *testing.T, ctx context.Context, a *Provider) error { return register(1)(ctx, a) },
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				if got, err := b.GetPipeline(ctx, lrPipe); got != nil || err != nil {
+					t.Fatalf("GetPipeline = %+v, %v; want none: the register applied twice", got, err)
+				}
+			}},
+		{"DeletePipeline/register between", scriptRecordDel, register(1),
+			func(ctx context.Context, _, _, b *Provider) error { return register(2)(ctx, b) },
+			func(t *testing.T, ctx context.Context, a *Provider) error { return a.DeletePipeline(ctx, lrPipe) },
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				got, err := b.GetPipeline(ctx, lrPipe)
+				if err != nil || got == nil || got.Tier != 2 {
+					t.Fatalf("GetPipeline = %+v, %v; want tier 2: the delete applied twice", got, err)
+				}
+				all, err := b.ListPipelines(ctx)
+				one(t, "ListPipelines", len(all), err)
+			}},
+		{"ReleaseLock/same owner re-acquires between", scriptLockRelease, takeLock,
+			func(ctx context.Context, _, a2, _ *Provider) error {
+				ok, err := a2.AcquireLock(ctx, "lock", time.Hour)
+				return acquired("a2", ok, err, true)
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error { return a.ReleaseLock(ctx, "lock") },
+			func(t *testing.T, ctx context.Context, _, a2, b *Provider) {
+				ok, err := b.AcquireLock(ctx, "lock", time.Hour)
+				checkLock(t, "b (a2 holds the lock)", ok, err, false)
+				must(t, a2.ReleaseLock(ctx, "lock"))
+			}},
+		{"ReleaseLock/another release between", scriptLockRelease, takeLock,
+			func(ctx context.Context, _, a2, _ *Provider) error {
+				ok, err := a2.AcquireLock(ctx, "lock", time.Hour)
+				if err := acquired("a2", ok, err, true); err != nil {
+					return err
+				}
+				return a2.ReleaseLock(ctx, "lock")
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error { return a.ReleaseLock(ctx, "lock") },
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				ok, err := b.AcquireLock(ctx, "lock", time.Hour)
+				checkLock(t, "b", ok, err, true)
+			}},
+		{"ReleaseLease/another lease between", scriptLockRelease, getLease,
+			func(ctx context.Context, _, _, b *Provider) error {
+				l, err := b.AcquireLease(ctx, "lease", time.Hour)
+				if err != nil {
+					return err
+				}
+				return b.ReleaseLease(ctx, *l)
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error { return a.ReleaseLease(ctx, *lease) },
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				l, err := b.AcquireLease(ctx, "lease", time.Hour)
+				if err != nil || l.Fence != lease.Fence+2 {
+					t.Fatalf("next lease = %+v, %v; want fence %d", l, err, lease.Fence+2)
+				}
+			}},
+		{"AcquireLock/released and taken between", scriptLockAcquire, nil,
+			func(ctx context.Context, _, a2, b *Provider) error {
+				if err := a2.ReleaseLock(ctx, "lock"); err != nil {
+					return err
+				}
+				ok, err := b.AcquireLock(ctx, "lock", time.Hour)
+				return acquired("b", ok, err, true)
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				ok, err := a.AcquireLock(ctx, "lock", time.Hour)
+				if err == nil && !ok {
+					err = errors.New("AcquireLock whose first attempt acquired reported false")
+				}
+				return err
+			},
+			func(t *testing.T, ctx context.Context, _, a2, b *Provider) {
+				ok, err := a2.AcquireLock(ctx, "lock", time.Hour)
+				checkLock(t, "a2 (b holds the lock)", ok, err, false)
+				must(t, b.ReleaseLock(ctx, "lock"))
+			}},
+		{"AcquireLock/released between", scriptLockAcquire, nil,
+			func(ctx context.Context, _, a2, _ *Provider) error { return a2.ReleaseLock(ctx, "lock") },
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				ok, err := a.AcquireLock(ctx, "lock", time.Hour)
+				if err == nil && !ok {
+					err = errors.New("AcquireLock whose first attempt acquired reported false")
+				}
+				return err
+			},
+			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
+				ok, err := b.AcquireLock(ctx, "lock", time.Hour)
+				checkLock(t, "b (the lock was released)", ok, err, true)
+			}},
+		{"AcquireLease/expired and taken between", scriptLeaseAcquire, nil,
+			func(ctx context.Context, a, _, b *Provider) error {
+				lk, _ := a.k.lock("lease")
+				if err := b.c.Del(ctx, lk).Err(); err != nil { // the lease expires
+					return err
+				}
+				l, err := b.AcquireLease(ctx, "lease", time.Hour)
+				if err != nil || l.Fence != 2 {
+					return fmt.Errorf("b's lease = %+v, %v; want fence 2", l, err)
+				}
+				return nil
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				l, err := a.AcquireLease(ctx, "lease", time.Hour)
+				if err == nil && l.Fence != 1 {
+					err = errors.New("the lease of the first attempt has another fence")
+				}
+				return err
+			},
+			func(t *testing.T, ctx context.Context, _, a2, _ *Provider) {
+				if _, err := a2.AcquireLease(ctx, "lease", time.Hour); !errors.Is(err, provider.ErrLockHeld) {
+					t.Fatalf("AcquireLease while b holds the lease = %v", err)
+				}
+			}},
+	}
+}
+
+// TestRetryAfterInterleaving drops the reply to a write, runs other instances'
+// operations before go-redis retries it, and checks that the retry neither applies
+// the write again nor reports another outcome than its first attempt had.
+func TestRetryAfterInterleaving(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			for _, il := range interleavings() {
+				t.Run(il.name, func(t *testing.T) {
+					ctx := t.Context()
+					e := newRetryEnv(t, s)
+					a := e.open(t, true, "worker-1")
+					a2 := e.open(t, false, "worker-1")
+					b := e.open(t, false, "worker-2")
+					if il.setup != nil {
+						must(t, il.setup(ctx, a))
+					}
+					err := e.lose(t, faults.Contains("evalsha", il.script.Hash()),
+						func() {
+							if err := il.between(ctx, a, a2, b); err != nil {
+								t.Errorf("between the attempt and the retry: %v", err)
+							}
+						},
+						func() error { return il.call(t, ctx, a) })
+					if err != nil {
+						t.Fatalf("after a lost reply: %v", err)
+					}
+					il.check(t, ctx, a, a2, b)
+				})
+			}
+		})
+	}
+}
