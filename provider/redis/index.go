@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -79,10 +82,22 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 	return cmds, nil
 }
 
-// idxCall is an idx_apply call on list ix; member is the observed entry in mode "d".
-func idxCall(ix index, mode, id, member string, seq int64) call {
-	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, seq}}
+// idxCall is an idx_apply call on list ix; member is the observed entry in mode
+// "d", and n is the writer's clock in ms (mode "p"), the sequence (mode "s") or the
+// stamp before which a provisional entry may be dropped (mode "d").
+func idxCall(ix index, mode, id, member string, n int64) call {
+	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, n}}
 }
+
+// provisionalGrace is how long a provisional list entry whose truth is missing is
+// kept from readers' repairs: its writer may still be between steps 1 and 2 (see
+// "Cross-slot writes" in the package doc). go-redis's timeouts and retries bound
+// that time far below it.
+const provisionalGrace = 5 * time.Minute
+
+// undoAny is the mode "d" stamp bound of a writer undoing its own provisional
+// entry, whatever its age.
+const undoAny = math.MaxInt64
 
 // listEntry names one list a write puts its record in.
 type listEntry struct {
@@ -98,8 +113,9 @@ type listEntry struct {
 func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pipeline string, strict bool,
 	lists []listEntry, moved func(oldPipeline string) (index, bool), extra ...any) (oldPipeline string, ok bool, err error) {
 	calls := make([]call, len(lists))
+	stamp := p.now().UnixMilli()
 	for i, l := range lists {
-		calls[i] = idxCall(l.ix, "p", id, l.member, 0)
+		calls[i] = idxCall(l.ix, "p", id, l.member, stamp)
 	}
 	added, err := p.runBatch(ctx, op, calls)
 	if err != nil {
@@ -121,7 +137,7 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 	for i, l := range lists {
 		if seq < 0 { // refused: undo exactly the provisional entry this call added
 			entry, _ := added[i].Text() // "" (no undo) if it added none
-			calls[i] = idxCall(l.ix, "d", id, entry, 0)
+			calls[i] = idxCall(l.ix, "d", id, entry, undoAny)
 		} else {
 			calls[i] = idxCall(l.ix, "s", id, l.member, seq)
 		}
@@ -183,6 +199,14 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 		out[i] = r
 	}
 	return out, nil
+}
+
+// settled reports whether a list entry was set by a write's final step (or by a
+// repair): "<seq>|<member>", rather than provisional: "<seq>@<ms>|<member>", or
+// "0|<member>" from older versions.
+func settled(entry string) bool {
+	seq, _, ok := strings.Cut(entry, "|")
+	return ok && seq != "0" && !strings.Contains(seq, "@")
 }
 
 // listSpec describes how to read one list.
@@ -259,14 +283,15 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 			return nil, err
 		}
 		var fixes []call
+		young := p.now().Add(-provisionalGrace).UnixMilli()
 		for i, r := range recs {
 			m, id, entry := page[3*i], page[3*i+1], page[3*i+2]
 			if !r.exists {
-				fixes = append(fixes, idxCall(s.ix, "d", id, entry, 0))
+				fixes = append(fixes, idxCall(s.ix, "d", id, entry, young))
 				continue
 			}
 			w := s.want(r)
-			if w == m {
+			if w == m && settled(entry) {
 				if !seen[id] && (limit <= 0 || len(out) < limit) {
 					seen[id] = true
 					out = append(out, r)

@@ -362,3 +362,173 @@ func TestRetryAfterInterleaving(t *testing.T) {
 		})
 	}
 }
+
+// hookFunc is a go-redis hook that wraps the processing of single commands.
+type hookFunc func(next goredis.ProcessHook) goredis.ProcessHook
+
+func (h hookFunc) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (h hookFunc) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return h(next) }
+func (h hookFunc) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+// isScript reports whether cmd runs s, with arg at position i of its arguments
+// when arg is not "".
+func isScript(cmd goredis.Cmder, s *goredis.Script, i int, arg string) bool {
+	args := cmd.Args()
+	if len(args) < 2 || args[0] != "evalsha" || args[1] != s.Hash() {
+		return false
+	}
+	return arg == "" || (len(args) > i && args[i] == arg)
+}
+
+// TestStaleRepairKeepsListedRun lets a reader observe a new run's provisional list
+// entry before the run's truth is written and repair it only after: a listing that
+// showed the run, and every later one, must keep showing it.
+func TestStaleRepairKeepsListedRun(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			open, prefix := s.start(t)
+			clients := make([]goredis.UniversalClient, 3)
+			for i := range clients {
+				clients[i] = open(nil, 0)
+			}
+			t.Cleanup(func() {
+				deletePrefix(clients[0], prefix)
+				for _, c := range clients {
+					_ = c.Close()
+				}
+			})
+			var ps [3]*Provider
+			for i, c := range clients {
+				p, err := New(c, WithKeyPrefix(prefix))
+				must(t, err)
+				must(t, p.Start(ctx))
+				ps[i] = p
+			}
+			w, r1, r2 := ps[0], ps[1], ps[2]
+			listed := func(when string) {
+				t.Helper()
+				runs, err := r2.ListRuns(ctx, lrPipe, 10)
+				if err != nil || len(runs) != 1 {
+					t.Errorf("ListRuns %s = %d runs, %v; want the run", when, len(runs), err)
+				}
+			}
+
+			reached, resume, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var once, reach sync.Once
+			r1.c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
+				return func(ctx context.Context, cmd goredis.Cmder) error {
+					if isScript(cmd, scriptIdxApply, 5, "d") { // the stale repair
+						reach.Do(func() { close(reached) })
+						<-resume
+					}
+					return next(ctx, cmd)
+				}
+			}))
+			w.c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
+				return func(ctx context.Context, cmd goredis.Cmder) error {
+					if !isScript(cmd, scriptRecordPut, 0, "") {
+						return next(ctx, cmd)
+					}
+					first := false
+					once.Do(func() { first = true })
+					if !first {
+						return next(ctx, cmd)
+					}
+					// r1 reads the provisional entry and the missing truth.
+					go func() {
+						defer close(done)
+						if _, err := r1.ListRuns(ctx, lrPipe, 10); err != nil {
+							t.Error(err)
+						}
+					}()
+					select {
+					case <-reached:
+					case <-done:
+					}
+					err := next(ctx, cmd) // the truth is written
+					listed("after the truth was written")
+					close(resume) // r1 repairs what it observed before
+					<-done
+					listed("after a stale repair")
+					return err
+				}
+			}))
+			must(t, w.PutRunState(ctx, lrRunState(0)))
+			listed("after the put")
+		})
+	}
+}
+
+// TestListIsSnapshot lets a reader read a run list's index while one run (x) is
+// between its provisional entry and its truth, and read the truths only after
+// another run (y) was created and listed and x's truth was written: a listing
+// that shows x must show y, which was listed before x's truth existed.
+func TestListIsSnapshot(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			open, prefix := s.start(t)
+			c := open(nil, 0)
+			t.Cleanup(func() {
+				deletePrefix(c, prefix)
+				_ = c.Close()
+			})
+			w, err := New(c, WithKeyPrefix(prefix))
+			must(t, err)
+			must(t, w.Start(ctx))
+			rc := open(nil, 0)
+			t.Cleanup(func() { _ = rc.Close() })
+			r, err := New(rc, WithKeyPrefix(prefix))
+			must(t, err)
+			must(t, r.Start(ctx))
+
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			x, y := lrRunState(0), lrRunState(0)
+			x.RunID, y.RunID, x.CreatedAt, y.CreatedAt = "x", "y", at, at.Add(time.Second)
+			mx := timeKey(x.CreatedAt) + "x"
+			_, err = w.runBatch(ctx, "test", []call{idxCall(w.k.runs(lrPipe), "p", "x", mx, time.Now().UnixMilli())})
+			must(t, err) // x's step 1
+			ids := func(runs []types.RunState) map[string]bool {
+				out := map[string]bool{}
+				for _, r := range runs {
+					out[r.RunID] = true
+				}
+				return out
+			}
+
+			var once sync.Once
+			r.c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
+				return func(ctx context.Context, cmd goredis.Cmder) error {
+					err := next(ctx, cmd)
+					if isScript(cmd, scriptIdxPage, 0, "") {
+						once.Do(func() {
+							if err := w.PutRunState(ctx, y); err != nil {
+								t.Error(err)
+							}
+							runs, err := w.ListRuns(ctx, lrPipe, 10)
+							if got := ids(runs); err != nil || !got["y"] || got["x"] {
+								t.Errorf("ListRuns after y's create = %v, %v; want y only", got, err)
+							}
+							data, _ := w.encode(x) // x's step 2
+							key := w.k.run("x")
+							if err := scriptRecordPut.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000,
+								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
+								t.Error(err)
+							}
+						})
+					}
+					return err
+				}
+			}))
+			runs, err := r.ListRuns(ctx, lrPipe, 10)
+			if got := ids(runs); err != nil || (got["x"] && !got["y"]) {
+				t.Errorf("ListRuns = %v, %v: shows x, whose truth was written after a listing that showed y, but not y", got, err)
+			}
+		})
+	}
+}

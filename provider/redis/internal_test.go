@@ -136,10 +136,20 @@ func TestRunCrashWindows(t *testing.T) {
 		p, c := newMini(t)
 		r := run("pipe", "r1", t1)
 		m := timeKey(t1) + "r1"
-		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "p", "r1", m, 0)}); err != nil {
+		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "p", "r1", m, time.Now().UnixMilli())}); err != nil {
 			t.Fatal(err)
 		}
 		if ids := listRunIDs(t, p, "pipe"); len(ids) != 0 {
+			t.Errorf("ListRuns = %v, want nothing: the run was never written", ids)
+		}
+		// The writer may still be about to write the truth: the entry stays until
+		// it is older than provisionalGrace.
+		checkRunIndex(t, p, c, "pipe", m)
+		later, err := New(c, WithKeyPrefix("t"), WithClock(func() time.Time { return time.Now().Add(provisionalGrace + time.Second) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := listRunIDs(t, later, "pipe"); len(ids) != 0 {
 			t.Errorf("ListRuns = %v, want nothing: the run was never written", ids)
 		}
 		checkRunIndex(t, p, c, "pipe")
