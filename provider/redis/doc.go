@@ -46,7 +46,7 @@
 //	P:{pid}:events                           stream  field e = event JSON; ID = cursor
 //	P:{pid}:appends                          zset    nonces of recent appends (events,
 //	                                                 late arrivals), scored by ms; PX 2m
-//	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j, n
+//	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j
 //	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
 //	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
 //	P:{rerun:<rerunID>}                      hash    rerun: s, m, p, j
@@ -61,13 +61,16 @@
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
 //	                                                 "lease:<token>", PX ttl
 //	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
-//	P:{lock:<escaped key>}:released          string  nonce of the last release, PX 1m
+//	<truth or lock key>:call:<nonce>         string  a write's outcome, kept for a
+//	                                                 retry of the same call; PX 2m
 //
 // timeKey is a 24-hex-digit encoding whose byte order is time order to the
 // nanosecond (Unix seconds with the sign bit flipped, then nanoseconds), so sorted
 // sets of score 0 order by time and then by ID, exactly. A lock key is free-form, so
 // its tag is the key with '%', '{' and '}' percent-escaped: injective, and the lock
-// and its fence counter and release marker share a slot.
+// and its fence counter and call markers share a slot. A call marker is named by
+// the key the call writes (a record's truth, a lock key) and the call's nonce (hex),
+// so it shares that key's slot and never equals another key of the schema.
 //
 // # Cross-slot writes
 //
@@ -77,23 +80,32 @@
 // atomic step. Every list is a sorted set plus a hash id -> "<seq>|<member>"; each
 // truth carries a sequence bumped by every write. A write:
 //
-//  1. adds a provisional list entry where the ID has none (one pipelined round trip);
+//  1. adds a provisional list entry "<seq>@<ms>|<member>", stamped with the
+//     writer's clock, where the ID has none (one pipelined round trip);
 //  2. writes the truth with one script, which returns the new sequence (and, for
 //     runs, refuses a RunID stored under another pipeline);
 //  3. sets each list entry to (sequence, member), or removes it when the record left
 //     that list — only if the list has not seen a later sequence.
 //
-// A list shows an entry only if its truth exists and wants exactly that member in
-// that list, so a crash between steps never shows anything wrong; a run or rerun
-// never lacks its entry, because step 1 precedes the truth. A reader reads each
-// page of entries (member and "<seq>|<member>") in one script, then the truths. An
-// entry it skips it repairs: with the sequence read from the truth when the truth
-// exists (the sequence guard makes repairs and late writers commute), and, when the
-// truth is missing (a writer between steps 1 and 2, a crash, an eviction), by
-// deleting the entry only if it is still exactly the one the reader observed
-// before it read the truth — so a writer that finished in between, which changed
-// the entry in step 3, keeps it, and one that finishes later re-adds it. A listing
-// re-reads, at most twice, when a repair moved an entry.
+// A list shows an entry only if it is settled (set by a step 3 or a repair, not
+// provisional) and its truth exists and wants exactly that member in that list, so
+// a crash between steps never shows anything wrong; a run or rerun never lacks its
+// entry, because step 1 precedes the truth. A reader reads each page of entries
+// (member and entry) in one script, then the truths. An entry it skips it repairs:
+// with the sequence read from the truth when the truth exists (the sequence guard
+// makes repairs and late writers commute), which also settles the provisional entry
+// of a writer between steps 2 and 3; and, when the truth is missing, by deleting the
+// entry only if it is still exactly the one the reader observed before it read the
+// truth and, if provisional, stamped more than 5 minutes (provisionalGrace) ago by
+// the reader's clock: its writer may still be about to write the truth (go-redis's
+// timeouts and retries end far sooner), while a crashed writer's entry goes. A
+// listing re-reads, at most twice, when a repair settled or moved an entry.
+//
+// So a single-page listing is a snapshot of the settled entries when it read the
+// index: a record is listed from the moment its entry settles (within its write),
+// and from then on by every later listing; a record whose truth is written after a
+// listing read the index is not in that listing, even if it exists by the time the
+// listing reads the truths.
 //
 // One List* call returns each record at most once (an ID met again under the member
 // it moved to during the call is skipped), and every record that exists with an
@@ -123,25 +135,37 @@
 // # Retries
 //
 // go-redis retries a command after a network error (Options.MaxRetries), so a
-// command whose reply was lost may run twice. Every write is safe under such a
-// retry, and TestLostReplyTable drops the reply of each write method's requests to
-// hold it (on miniredis, a real server and a cluster):
+// command whose reply was lost may run twice, and other clients' writes may land
+// between the two. Every write is safe under such a retry: TestLostReplyTable drops
+// the reply of each write method's requests, and TestRetryAfterInterleaving also
+// runs other instances' writes before the retry (on miniredis, a real server and a
+// cluster). Each write carries a nonce unique to the call, and the script that
+// applies it checks the call's own marker first:
 //
-//   - upserts (RegisterPipeline, PutTrait, PutRunState, PutRunLog, PutRerun,
-//     PutReplay, PutReadiness, WriteCascadeMarker) and DeletePipeline are
-//     idempotent;
-//   - AcquireLock, AcquireLease and CompareAndSwapRunState carry a nonce unique to
-//     the call, so a retried call applies once and reports the success it had (a
-//     CAS retried after another CAS already followed it reports false); a retried
+//   - PutRunState, RegisterPipeline, PutRerun, PutReplay (the truth step) and
+//     DeletePipeline keep their outcome (sequence, previous pipeline) in the call's
+//     marker for 2 minutes, so a retry returns it and writes nothing more: a CAS,
+//     put or delete that followed the first attempt stays. Their list steps are
+//     idempotent under the sequence guard;
+//   - CompareAndSwapRunState keeps a marker after a swap, so a retry reports true
+//     even when another write followed it, and swaps nothing more;
+//   - AcquireLock and AcquireLease keep a marker after an acquisition (a lease's
+//     holds its fence), so a retry reports the first attempt's lock or lease and
+//     takes nothing more, even if the lock was released by another call of the
+//     same owner, or the lease expired, and the key taken since; a retried
 //     AcquireLease draws no second fence;
-//   - AppendEvent and PutLateArrival carry a nonce kept for 2 minutes in the
-//     pipeline's append set, so a retry within that time appends nothing more:
-//     each call appends exactly once;
-//   - ReleaseLock and ReleaseLease keep the call's nonce for a minute in the
-//     key's release marker, so a retried release reports nil; only a retry later
-//     than that, or after another holder's release of the same key, reports
-//     ErrLockNotHeld;
-//   - RenewLease only extends the holder's own key.
+//   - ReleaseLock and ReleaseLease keep a marker after a release, so a retry
+//     reports nil and frees nothing more: not a hold the same owner took since;
+//   - AppendEvent and PutLateArrival keep their nonce for 2 minutes in the
+//     pipeline's append set, so each call appends exactly once;
+//   - the other upserts (PutTrait, PutRunLog, PutReadiness, WriteCascadeMarker)
+//     are one idempotent script or command: a retry writes the same value again,
+//     after any write that came in between (last writer wins, as for two calls);
+//   - RenewLease only extends the key while it holds the call's token; a retry
+//     extends it again, never a key that another lease holds.
+//
+// A retry later than 2 minutes after its first attempt finds no marker; go-redis's
+// timeouts and retries end far sooner.
 //
 // A lock value is "lock:<owner>\n<nonce>" and a lease's "lease:<token>". Owner
 // identities and lease tokens are compared exactly, never by prefix: ReleaseLock
@@ -162,10 +186,11 @@
 //
 // What each guarantee needs from the server:
 //
-//   - Locks, leases, fences, the nonces that make retries apply once, the list
-//     indexes and run versions are ordinary keys: a server that evicts keys can
-//     drop a held lock (two holders), a fence counter (fences repeat), a CAS
-//     version or a list entry. Use maxmemory-policy noeviction, or a database or
+//   - Locks, leases, fences, the nonces and call markers that make retries apply
+//     once, the list indexes and run versions are ordinary keys: a server that
+//     evicts keys can drop a held lock (two holders), a fence counter (fences
+//     repeat), a CAS version, a call marker (a retry applies twice) or a list
+//     entry. Use maxmemory-policy noeviction, or a database or
 //     server of its own with enough memory. A list index entry lost while its truth
 //     remains comes back with the record's next write; a truth lost and written
 //     again restarts its sequence, and its list entry can stay hidden.
@@ -188,9 +213,12 @@
 // bounded by the data itself: a deleted pipeline keeps its config hash with two
 // small fields (its sequence, so that a re-registration orders after the delete),
 // one per pipeline ID ever deleted; a pipeline's append set holds one nonce per
-// append of the last 2 minutes (and expires when appends stop); a lock key keeps
-// its fence counter forever and its release marker for a minute; event streams
-// are trimmed to about WithMaxEvents entries, late-arrival lists are not trimmed.
+// append of the last 2 minutes (and expires when appends stop); every other write
+// leaves a call marker that expires after 2 minutes (one small key per write of the
+// last 2 minutes); a lock key keeps its fence counter forever; a provisional list
+// entry whose writer died before writing the truth stays, unseen, until a reader
+// meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
+// entries, late-arrival lists are not trimmed.
 //
 // # Round trips
 //

@@ -27,12 +27,14 @@ import (
 //  3. each list entry is set to (sequence, member), or removed (member ""), and this
 //     only if the list has not already seen a later sequence.
 //
-// Readers show a list entry only if the truth exists and wants exactly that member
-// in that list, so a crash between the steps never makes anything wrong visible: a
-// provisional entry without truth, or a stale member, is invisible. Readers also
-// repair what they skip, with the sequence read from the truth, so the sequence
-// guard makes repairs and late writers commute: the list converges to the latest
-// truth whatever the interleaving.
+// Readers show a list entry only if it is settled (not provisional) and the truth
+// exists and wants exactly that member in that list, so a crash between the steps
+// never makes anything wrong visible, and a listing is a snapshot of the settled
+// entries when it read the index. Readers also repair what they skip, with the
+// sequence read from the truth (settling the provisional entry of a truth that
+// exists), so the sequence guard makes repairs and late writers commute: the list
+// converges to the latest truth whatever the interleaving. A provisional entry
+// whose truth is missing is dropped only once older than provisionalGrace.
 
 // record is one truth hash as read by fetchRecords.
 type record struct {
@@ -226,8 +228,8 @@ var errRetry = errors.New("retry")
 
 // listIndexed returns up to limit (all when limit <= 0) visible records of a list,
 // in list order, repairing the entries it skips. See the comment at the top of the
-// file. A listing that re-adds entries (so that the order it read may be stale) is
-// redone, at most twice.
+// file. A listing that re-adds or settles entries (so that the order it read may be
+// stale, or a record that existed is missing) is redone, at most twice.
 //
 // One call returns each record at most once, and every record that exists and
 // keeps its member for the whole call is returned (within limit): pages follow each

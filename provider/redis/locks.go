@@ -67,7 +67,9 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 // shared with locks, then INCR of the key's fence counter, which has no TTL, so
 // fences strictly increase forever. The key expires on the server after ttl
 // (rounded up to whole milliseconds); the returned ExpiresAt is the clock's now +
-// ttl, taken before the call.
+// ttl, taken before the call. A call that go-redis retried after a lost reply
+// returns the lease its first attempt took, with its fence (see "Retries" in the
+// package doc).
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
