@@ -36,7 +36,7 @@
 //     Version = expected+1, exactly one winner among 16 goroutines on two
 //     instances, no lost update among 8 goroutines x 50 retried increments;
 //   - races that do not depend on luck: the one-winner tests (CAS, locks, leases)
-//     start their callers from a spinning barrier and repeat for at least 20
+//     start their callers from a spinning barrier and repeat for at least 3
 //     rounds and 500 ms, so a check-then-act backend loses in every run;
 //   - events paged with cursors while 8 writers on two instances append: each event
 //     is seen exactly once, and every reader sees the same order;
