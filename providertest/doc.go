@@ -48,7 +48,7 @@
 //     Harness.OpenOwner);
 //   - every list of IDs (runs, reruns, all reruns, replays, pipelines) read while
 //     writers on two instances create new IDs, and read whole while other items
-//     move across it; lists of 250 pipelines, run logs, markers, late arrivals
+//     move across it; lists of 300 pipelines, run logs, markers, late arrivals
 //     and events, longer than any internal page: no duplicates, nothing that
 //     existed throughout missing;
 //   - fidelity (the Fidelity group): times near the zero time, before 1970,

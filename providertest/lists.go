@@ -20,9 +20,9 @@ const (
 	createWriters   = 4
 	createPerWriter = 50
 	createReaders   = 4
-	// stableItems is longer than any internal page size a backend is likely to
-	// use, so a listing of all of them spans several pages.
-	stableItems = 250
+	// stableItems is longer than the internal pages of the built-in backends
+	// (Redis pages by 256 entries), so a listing of all of them spans pages.
+	stableItems = 300
 	moverItems  = 4
 	moverPuts   = 60
 	// movingListings is how many whole listings each moves_while_listing test
@@ -122,7 +122,7 @@ func listKinds() []listKind {
 // no duplicates, and every item that existed, unchanged, for the whole call appears
 // if it falls within the limit. It checks new IDs created by writers on two
 // instances while readers list, long lists (several internal pages of any
-// backend) read while other items move in the order, and lists of 250 pipelines,
+// backend) read while other items move in the order, and lists of 300 pipelines,
 // run logs, markers, late arrivals and events, whole and with a limit.
 func RunLists(t *testing.T, h Harness) {
 	t.Helper()
