@@ -47,16 +47,16 @@ func TestConformance(t *testing.T) {
 		t.Run("int64 sum", func(t *testing.T) {
 			t.Parallel() // each store has its own prefix; the expiry tests sleep
 			statetest.RunStore(t, statetest.Harness[int64]{
-				Open: opener[int64](b, redis.NewInt64SumStore), Sleep: sleeper(b), TTL: ttlFor(b),
-				Monoid: monoid.Sum[int64]{}, Delta: func(i int) int64 { return int64(i%7) + 1 },
+				Open: opener[int64](b, redis.NewInt64SumStore), Sleep: sleeper(b), TTL: ttlFor(b), FakeTime: b.mini != nil,
+				Monoid: monoid.Sum[int64]{}, Delta: func(i int) int64 { return int64(i%7)*2 - 5 }, // down as well as up
 				Equal: func(a, b int64) bool { return a == b },
 			})
 		})
 		t.Run("float64 sum", func(t *testing.T) {
 			t.Parallel() // each store has its own prefix; the expiry tests sleep
 			statetest.RunStore(t, statetest.Harness[float64]{
-				Open: opener[float64](b, redis.NewFloat64SumStore), Sleep: sleeper(b), TTL: ttlFor(b),
-				Monoid: monoid.Sum[float64]{}, Delta: func(i int) float64 { return float64(i%5) + 0.5 },
+				Open: opener[float64](b, redis.NewFloat64SumStore), Sleep: sleeper(b), TTL: ttlFor(b), FakeTime: b.mini != nil,
+				Monoid: monoid.Sum[float64]{}, Delta: func(i int) float64 { return float64(i%5) - 2.5 },
 				Equal:     func(a, b float64) bool { return a == b },
 				BadDeltas: []float64{math.NaN(), math.Inf(1), math.Inf(-1)},
 			})
@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 		t.Run("int64 max", func(t *testing.T) {
 			t.Parallel() // each store has its own prefix; the expiry tests sleep
 			statetest.RunStore(t, statetest.Harness[int64]{
-				Open: opener[int64](b, redis.NewInt64MaxStore), Sleep: sleeper(b), TTL: ttlFor(b),
+				Open: opener[int64](b, redis.NewInt64MaxStore), Sleep: sleeper(b), TTL: ttlFor(b), FakeTime: b.mini != nil,
 				Monoid: monoid.Max[int64]{}, Delta: func(i int) int64 { return int64(i*7919%1000) - 500 },
 				Equal: func(a, b int64) bool { return a == b },
 			})
@@ -80,8 +80,8 @@ func TestConformance(t *testing.T) {
 					}
 					return s
 				},
-				Sleep: sleeper(b), TTL: ttlFor(b),
-				Monoid: storetest.Counter{}, Delta: func(i int) []byte { return storetest.Counter{}.Of(int64(i%3) + 1) },
+				Sleep: sleeper(b), TTL: ttlFor(b), FakeTime: b.mini != nil,
+				Monoid: storetest.Counter{}, Delta: func(i int) []byte { return storetest.Counter{}.Of(int64(i%3)*2 - 1) },
 				Equal:     bytes.Equal,
 				BadDeltas: [][]byte{{1, 2, 3}},
 			})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,31 +59,24 @@ func testDistinctIDs(t *testing.T, h *DeduperHarness) {
 	}
 }
 
+// testDedupRace delivers one event to Racers callers at once, from a barrier, in
+// repeated rounds: exactly one caller wins every round.
 func testDedupRace(t *testing.T, h *DeduperHarness) {
 	ds := []state.Deduper{h.open(t), h.open(t)}
-	for round := range 5 {
+	raceRounds(t, func(round int) {
 		id := fmt.Sprintf("race-%d", round)
-		var (
-			winners atomic.Int32
-			wg      sync.WaitGroup
-			start   = make(chan struct{})
-			errs    = make(chan error, Racers)
-		)
-		for g := range Racers {
-			wg.Go(func() {
-				<-start
-				first, err := ds[g%2].MarkSeen(t.Context(), id)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if first {
-					winners.Add(1)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		var winners atomic.Int32
+		errs := make(chan error, Racers)
+		together(Racers, func(g int) {
+			first, err := ds[g%2].MarkSeen(t.Context(), id)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if first {
+				winners.Add(1)
+			}
+		})
 		close(errs)
 		for err := range errs {
 			t.Fatalf("MarkSeen: %v", err)
@@ -92,7 +84,7 @@ func testDedupRace(t *testing.T, h *DeduperHarness) {
 		if n := winners.Load(); n != 1 {
 			t.Fatalf("round %d: %d of %d racers saw %q first, want exactly 1", round, n, Racers, id)
 		}
-	}
+	})
 }
 
 func testRelease(t *testing.T, h *DeduperHarness) {
@@ -172,5 +164,11 @@ func testDedupCancelled(t *testing.T, h *DeduperHarness) {
 	}
 	if !mustMark(t, d, "x") {
 		t.Error("a cancelled MarkSeen claimed its ID")
+	}
+	if err := d.Release(ctx, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Release with a cancelled context: %v, want context.Canceled", err)
+	}
+	if mustMark(t, d, "x") {
+		t.Error("a cancelled Release released its claim")
 	}
 }

@@ -20,6 +20,13 @@ func RunOnceStore[V any](t *testing.T, h Harness[V]) {
 	t.Run("claim per key", func(t *testing.T) { testClaimPerKey(t, &h) })
 	t.Run("bad input", func(t *testing.T) { testOnceBadInput(t, &h) })
 	t.Run("failed merge does not claim", func(t *testing.T) { testFailedMergeDoesNotClaim(t, &h) })
+	t.Run("claim ids are injective", func(t *testing.T) { testClaimIDsInjective(t, &h) })
+	t.Run("same event at once", func(t *testing.T) { testSameEventAtOnce(t, &h) })
+	if !h.SkipTTL {
+		t.Run("merge resets expiry", func(t *testing.T) { testOnceResetsExpiry(t, &h) })
+		t.Run("claim outlives value ttl", func(t *testing.T) { testClaimOutlivesValue(t, &h) })
+		t.Run("claim expires after dedup ttl", func(t *testing.T) { testClaimExpires(t, &h) })
+	}
 }
 
 // openOnce opens a store and fails the test unless it is a state.OnceStore.
@@ -162,17 +169,56 @@ func testOnceBadInput[V any](t *testing.T, h *Harness[V]) {
 	}
 }
 
-func testFailedMergeDoesNotClaim[V any](t *testing.T, h *Harness[V]) {
-	if len(h.BadDeltas) == 0 {
-		t.Skip("no Harness.BadDeltas")
+// testSameEventAtOnce delivers one event to Racers callers at once, from a
+// barrier, in repeated rounds: exactly one delivery is applied every round.
+func testSameEventAtOnce[V any](t *testing.T, h *Harness[V]) {
+	stores := []state.OnceStore[V]{h.openOnce(t), h.openOnce(t)}
+	k := state.Key{Entity: "simultaneous"}
+	rounds := 0
+	raceRounds(t, func(round int) {
+		rounds++
+		id := fmt.Sprintf("evt-%d", round)
+		var applied atomic.Int32
+		errs := make(chan error, Racers)
+		together(Racers, func(g int) {
+			ok, err := stores[g%2].MergeUpdateOnce(t.Context(), id, k, h.Delta(round), 0)
+			for errors.Is(err, state.ErrMaxRetriesExceeded) {
+				ok, err = stores[g%2].MergeUpdateOnce(t.Context(), id, k, h.Delta(round), 0)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				applied.Add(1)
+			}
+		})
+		close(errs)
+		for err := range errs {
+			t.Fatalf("MergeUpdateOnce: %v", err)
+		}
+		if n := applied.Load(); n != 1 {
+			t.Fatalf("round %d: %q applied by %d of %d simultaneous deliveries, want exactly 1", round, id, n, Racers)
+		}
+	})
+	if !t.Failed() {
+		wantValue(t, h, stores[0], k, h.fold(0, rounds))
 	}
+}
+
+// testOnceResetsExpiry: MergeUpdateOnce sets the expiry to now+ttl like
+// MergeUpdate, also part-way through an earlier ttl.
+func testOnceResetsExpiry[V any](t *testing.T, h *Harness[V]) {
 	s := h.openOnce(t)
-	k := state.Key{Entity: "once-bad-delta"}
-	mustMerge(t, s, k, h.Delta(0), 0)
-	_, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.BadDeltas[0], 0)
-	wantInvalid(t, "MergeUpdateOnce(bad delta)", err)
-	if !mustOnce(t, s, "evt", k, h.Delta(1)) {
-		t.Error("the event of a failed merge was claimed")
+	ttl := h.ttl()
+	k := state.Key{Entity: "once-sliding"}
+	for i, id := range []string{"first", "second"} {
+		if applied, err := s.MergeUpdateOnce(t.Context(), id, k, h.Delta(i), ttl); err != nil || !applied {
+			t.Fatalf("MergeUpdateOnce(%q): applied = %v, %v", id, applied, err)
+		}
+		h.sleep(t, ttl*6/10)
 	}
 	wantValue(t, h, s, k, h.fold(0, 2))
+	h.sleep(t, ttl)
+	wantMissing(t, s, k)
 }

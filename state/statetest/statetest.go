@@ -64,6 +64,15 @@ type Harness[V any] struct {
 	// BadDeltas are deltas MergeUpdate must reject with state.ErrInvalidArgument
 	// without writing anything (for example undecodable sketch bytes). Optional.
 	BadDeltas []V
+	// DedupTTL is the claim TTL the OnceStores were opened with (their
+	// WithDedupTTL option); 0 means state.DefaultDedupTTL. The claim tests check
+	// that a claim outlives a shorter value ttl and, with FakeTime, that it
+	// expires after DedupTTL.
+	DedupTTL time.Duration
+	// FakeTime reports that Sleep only moves a fake clock, so sleeping hours or
+	// days costs nothing. It enables the long-span tests (values and claims
+	// observed across hours and days). Leave it false where Sleep really sleeps.
+	FakeTime bool
 }
 
 // DeduperHarness describes a Deduper backend under test.
@@ -114,6 +123,13 @@ func (h *Harness[V]) fold(from, to int) V {
 		v = h.Monoid.Combine(v, h.Delta(i))
 	}
 	return v
+}
+
+func (h *Harness[V]) dedupTTL() time.Duration {
+	if h.DedupTTL > 0 {
+		return h.DedupTTL
+	}
+	return state.DefaultDedupTTL
 }
 
 func (h *Harness[V]) maxEntityLen() int {

@@ -70,6 +70,7 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	t.Run("keys are distinct", func(t *testing.T) { testDistinctKeys(t, &h) })
 	t.Run("get many", func(t *testing.T) { testGetMany(t, &h) })
 	t.Run("get many empty", func(t *testing.T) { testGetManyEmpty(t, &h) })
+	t.Run("get many past 100 keys", func(t *testing.T) { testGetManyLarge(t, &h) })
 	if !h.SkipTTL {
 		t.Run("ttl expires", func(t *testing.T) { testTTLExpires(t, &h) })
 		t.Run("merge resets expiry", func(t *testing.T) { testMergeResetsExpiry(t, &h) })
@@ -81,6 +82,8 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	t.Run("closed", func(t *testing.T) { testClosed(t, &h) })
 	t.Run("cancelled context", func(t *testing.T) { testCancelled(t, &h) })
 	runLimits(t, &h)
+	runMonoids(t, &h)
+	runTiming(t, &h)
 	probe := h.open(t)
 	if _, ok := probe.(state.OnceStore[V]); ok {
 		t.Run("once", func(t *testing.T) { RunOnceStore(t, h) })
@@ -197,21 +200,74 @@ func testGetManyEmpty[V any](t *testing.T, h *Harness[V]) {
 	}
 }
 
-func testTTLExpires[V any](t *testing.T, h *Harness[V]) {
+// LargeGetMany is the number of distinct keys of the large GetMany test: more
+// than the 100 of a DynamoDB BatchGetItem, and of typical pipeline batches.
+const LargeGetMany = 250
+
+// testGetManyLarge: a GetMany of LargeGetMany keys (one in five merged, the rest
+// missing in between) plus duplicates answers every slot in request order.
+func testGetManyLarge[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
+	key := func(i int) state.Key { return state.Key{Entity: fmt.Sprintf("many-%d", i), Bucket: int64(i % 3)} }
+	for i := 0; i < LargeGetMany; i += 5 {
+		mustMerge(t, s, key(i), h.Delta(i), 0)
+	}
+	var idx []int
+	for j := range LargeGetMany {
+		i := j * 7 % LargeGetMany // a permutation: not the order of the merges
+		idx = append(idx, i)
+		if j%10 == 9 {
+			idx = append(idx, idx[j/2]) // a duplicate of an earlier slot
+		}
+	}
+	ks := make([]state.Key, len(idx))
+	for j, i := range idx {
+		ks[j] = key(i)
+	}
+	vs, found, err := s.GetMany(t.Context(), ks)
+	if err != nil {
+		t.Fatalf("GetMany(%d keys): %v", len(ks), err)
+	}
+	if len(vs) != len(ks) || len(found) != len(ks) {
+		t.Fatalf("GetMany returned %d values and %d flags for %d keys", len(vs), len(found), len(ks))
+	}
+	bad := 0
+	for j, i := range idx {
+		want := i%5 == 0
+		if found[j] != want || (want && !h.Equal(vs[j], h.fold(i, i+1))) {
+			if bad++; bad <= 5 {
+				t.Errorf("slot %d (key %d): got %v (found %v), want %v (found %v)", j, i, vs[j], found[j], h.fold(i, i+1), want)
+			}
+		}
+	}
+	if bad > 5 {
+		t.Errorf("... %d wrong slots of %d", bad, len(ks))
+	}
+}
+
+// testTTLExpires: a value expires after its ttl, and a value read while live (by
+// Get and GetMany, on two instances) is invisible to both once expired: no read
+// cache keeps it.
+func testTTLExpires[V any](t *testing.T, h *Harness[V]) {
+	s1, s2 := h.open(t), h.open(t)
 	ttl := h.ttl()
 	k, keep := state.Key{Entity: "session", Bucket: 1}, state.Key{Entity: "forever"}
-	mustMerge(t, s, k, h.Delta(0), ttl)
-	mustMerge(t, s, keep, h.Delta(1), 0)
-	wantValue(t, h, s, k, h.fold(0, 1))
-	h.sleep(t, 2*ttl)
-	wantMissing(t, s, k)
-	_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
-	if err != nil {
-		t.Fatalf("GetMany: %v", err)
+	mustMerge(t, s1, k, h.Delta(0), ttl)
+	mustMerge(t, s1, keep, h.Delta(1), 0)
+	for _, s := range []state.Store[V]{s1, s2} {
+		wantValue(t, h, s, k, h.fold(0, 1))
+		_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
+		if err != nil || !found[0] || !found[1] {
+			t.Fatalf("GetMany while live: found = %v, %v; want [true true]", found, err)
+		}
 	}
-	if !found[0] || found[1] {
-		t.Errorf("GetMany after expiry: found = %v, want [true false]", found)
+	h.sleep(t, 2*ttl)
+	for _, s := range []state.Store[V]{s1, s2} {
+		wantMissing(t, s, k)
+		_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
+		if err != nil || !found[0] || found[1] {
+			t.Errorf("GetMany after expiry: found = %v, %v; want [true false]", found, err)
+		}
 	}
 }
 
@@ -354,25 +410,40 @@ func testClosed[V any](t *testing.T, h *Harness[V]) {
 	wantValue(t, h, h.open(t), k, h.fold(0, 1))
 }
 
+// testCancelled: every method returns context.Canceled for a cancelled context,
+// and no write changes what is stored: the value keeps its value, and the event of
+// a cancelled MergeUpdateOnce is not claimed.
 func testCancelled[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	k := state.Key{Entity: "cancelled"}
+	k, existing := state.Key{Entity: "cancelled"}, state.Key{Entity: "cancelled", Bucket: 1}
+	mustMerge(t, s, existing, h.Delta(0), 0)
 	wantCanceled := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: err = %v, want context.Canceled", what, err)
 		}
 	}
-	wantCanceled("MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(0), 0))
+	wantCanceled("MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(1), 0))
+	wantCanceled("MergeUpdate of an existing value", s.MergeUpdate(ctx, existing, h.Delta(1), 0))
 	_, _, err := s.Get(ctx, k)
 	wantCanceled("Get", err)
 	_, _, err = s.GetMany(ctx, []state.Key{k})
 	wantCanceled("GetMany", err)
-	if os, ok := s.(state.OnceStore[V]); ok {
-		_, err := os.MergeUpdateOnce(ctx, "e", k, h.Delta(0), 0)
+	os, once := s.(state.OnceStore[V])
+	if once {
+		_, err := os.MergeUpdateOnce(ctx, "e", k, h.Delta(1), 0)
 		wantCanceled("MergeUpdateOnce", err)
+		_, err = os.MergeUpdateOnce(ctx, "e", existing, h.Delta(1), 0)
+		wantCanceled("MergeUpdateOnce of an existing value", err)
 	}
 	wantMissing(t, s, k)
+	wantValue(t, h, s, existing, h.fold(0, 1))
+	if once {
+		if !mustOnce(t, os, "e", existing, h.Delta(1)) {
+			t.Error("a cancelled MergeUpdateOnce claimed its event")
+		}
+		wantValue(t, h, s, existing, h.fold(0, 2))
+	}
 }

@@ -1,0 +1,216 @@
+package statetest
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+)
+
+// absorbed returns two of the harness's deltas, hi and lo, with hi ⊕ lo == hi and
+// lo != hi: merging lo after hi leaves the value unchanged (Max, sketches). ok is
+// false when the first deltas have no such pair (sums).
+func (h *Harness[V]) absorbed() (hi, lo V, ok bool) {
+	const n = 16
+	for i := range n {
+		for j := range n {
+			a, b := h.Delta(i), h.Delta(j)
+			if !h.Equal(a, b) && h.Equal(h.Monoid.Combine(a, b), a) {
+				return a, b, true
+			}
+		}
+	}
+	return hi, lo, false
+}
+
+// testMergeIdentity: merging the monoid's Identity creates the value (it is found,
+// holding Identity ⊕ Identity) and leaves an existing value as it was.
+func testMergeIdentity[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	id := h.Monoid.Identity()
+	k, other := state.Key{Entity: "identity"}, state.Key{Entity: "identity", Bucket: 1}
+	mustMerge(t, s, k, id, 0)
+	wantValue(t, h, s, k, h.Monoid.Combine(id, id))
+	mustMerge(t, s, other, h.Delta(0), 0)
+	mustMerge(t, s, other, id, 0)
+	wantValue(t, h, s, other, h.fold(0, 1))
+}
+
+// testBackToZero: a sum merged down to exactly zero is still found, holding 0.
+func testBackToZero[V int64 | float64](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	k := state.Key{Entity: "zero"}
+	for _, d := range []V{5, -3, -2} {
+		mustMerge(t, s, k, d, 0)
+	}
+	wantValue(t, h, s, k, 0)
+	mustMerge(t, s, k, -1, 0)
+	wantValue(t, h, s, k, -1)
+}
+
+// testUnchangedMergeRefreshes: a merge that leaves the value as it was (a lower
+// Max, or the Identity) still sets the expiry to now+ttl.
+func testUnchangedMergeRefreshes[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	ttl := h.ttl()
+	hi, lo, ok := h.absorbed()
+	if !ok {
+		hi, lo = h.Delta(0), h.Monoid.Identity()
+	}
+	k := state.Key{Entity: "unchanged"}
+	mustMerge(t, s, k, hi, ttl)
+	h.sleep(t, ttl*6/10)
+	mustMerge(t, s, k, lo, ttl)
+	h.sleep(t, ttl*6/10)
+	// 1.2 ttl after the first merge, 0.6 ttl after the unchanging one: still there.
+	want := h.Monoid.Combine(h.Monoid.Combine(h.Monoid.Identity(), hi), lo)
+	wantValue(t, h, s, k, want)
+	h.sleep(t, ttl)
+	wantMissing(t, s, k)
+}
+
+// testExpiredThenMergedLower: after expiry a merge starts from Identity, also when
+// the old value would have absorbed the new delta (a Max that must go down).
+func testExpiredThenMergedLower[V any](t *testing.T, h *Harness[V]) {
+	hi, lo, ok := h.absorbed()
+	if !ok {
+		t.Skip("no pair of Harness deltas where one absorbs the other")
+	}
+	s := h.open(t)
+	ttl := h.ttl()
+	k := state.Key{Entity: "lower after expiry"}
+	mustMerge(t, s, k, hi, ttl)
+	h.sleep(t, ttl*12/10)
+	mustMerge(t, s, k, lo, 0)
+	wantValue(t, h, s, k, h.Monoid.Combine(h.Monoid.Identity(), lo))
+}
+
+// runMonoids runs the monoid tests that apply to h.
+func runMonoids[V any](t *testing.T, h *Harness[V]) {
+	t.Run("merge identity", func(t *testing.T) { testMergeIdentity(t, h) })
+	if h.Monoid.Kind() == monoid.KindSum {
+		switch h := any(h).(type) {
+		case *Harness[int64]:
+			t.Run("merge back to zero", func(t *testing.T) { testBackToZero(t, h) })
+		case *Harness[float64]:
+			t.Run("merge back to zero", func(t *testing.T) { testBackToZero(t, h) })
+		}
+	}
+	if !h.SkipTTL {
+		t.Run("unchanged merge refreshes expiry", func(t *testing.T) { testUnchangedMergeRefreshes(t, h) })
+		t.Run("expired then merged lower", func(t *testing.T) { testExpiredThenMergedLower(t, h) })
+	}
+}
+
+// testClaimOutlivesValue: a claim lives for the dedup TTL, not the value's ttl: a
+// redelivery after the value expired is still a redelivery.
+func testClaimOutlivesValue[V any](t *testing.T, h *Harness[V]) {
+	ttl := h.ttl()
+	if h.dedupTTL() <= 3*ttl {
+		t.Skip("Harness.DedupTTL is not longer than 3 TTL")
+	}
+	s := h.openOnce(t)
+	k := state.Key{Entity: "short-lived"}
+	if applied, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl); err != nil || !applied {
+		t.Fatalf("first delivery: applied = %v, %v", applied, err)
+	}
+	h.sleep(t, ttl*12/10)
+	wantMissing(t, s, k)
+	if applied, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl); err != nil || applied {
+		t.Fatalf("redelivery after the value expired: applied = %v, %v; want false: the claim died with the value", applied, err)
+	}
+	wantMissing(t, s, k)
+}
+
+// testClaimExpires: with a fake clock, a claim is held for the dedup TTL and gone
+// after it (independent of a value without expiry), and the value is kept.
+func testClaimExpires[V any](t *testing.T, h *Harness[V]) {
+	if !h.FakeTime {
+		t.Skip("needs Harness.FakeTime")
+	}
+	s := h.openOnce(t)
+	dedup := h.dedupTTL()
+	k := state.Key{Entity: "claimed"}
+	if !mustOnce(t, s, "evt", k, h.Delta(0)) {
+		t.Fatal("first delivery not applied")
+	}
+	h.sleep(t, dedup/2)
+	if mustOnce(t, s, "evt", k, h.Delta(0)) {
+		t.Fatal("redelivery within the dedup TTL applied")
+	}
+	h.sleep(t, dedup)
+	if !mustOnce(t, s, "evt", k, h.Delta(1)) {
+		t.Error("redelivery after the dedup TTL not applied: the claim never expires")
+	}
+	wantValue(t, h, s, k, h.fold(0, 2))
+}
+
+// testClaimIDsInjective: first deliveries of (event, key) pairs whose naive
+// encodings collide ("e:1" + "1:x" vs "e" + "1:1:x", and so on) are all applied.
+func testClaimIDsInjective[V any](t *testing.T, h *Harness[V]) {
+	s := h.openOnce(t)
+	entities := []string{"e", "e:1", "e#1", "1"}
+	ids := []string{"x", "1:x", "x:e", "x#e"}
+	want := map[state.Key]V{}
+	i := 0
+	for _, e := range entities {
+		for b := range int64(2) {
+			k := state.Key{Entity: e, Bucket: b}
+			v := h.Monoid.Identity()
+			for _, id := range ids {
+				if !mustOnce(t, s, id, k, h.Delta(i)) {
+					t.Errorf("first delivery of %q to %q/%d not applied: its claim collides with another pair's", id, e, b)
+				}
+				v = h.Monoid.Combine(v, h.Delta(i))
+				i++
+			}
+			want[k] = v
+		}
+	}
+	for k, v := range want {
+		wantValue(t, h, s, k, v)
+	}
+}
+
+// testFailedMergeDoesNotClaim: a MergeUpdateOnce that fails (a bad delta, an
+// int64 overflow, a ttl over state.MaxTTL) claims nothing: redelivering the event
+// applies it.
+func testFailedMergeDoesNotClaim[V any](t *testing.T, h *Harness[V]) {
+	s := h.openOnce(t)
+	ctx := t.Context()
+	k := state.Key{Entity: "once-failed"}
+	mustMerge(t, s, k, h.Delta(0), 0)
+	want := h.fold(0, 1)
+	redeliver := func(what, id string) {
+		t.Helper()
+		d := h.Delta(1)
+		if !mustOnce(t, s, id, k, d) {
+			t.Errorf("redelivery after %s not applied: the failed merge claimed %q", what, id)
+			return
+		}
+		want = h.Monoid.Combine(want, d)
+	}
+	_, err := s.MergeUpdateOnce(ctx, "over-max-ttl", k, h.Delta(1), state.MaxTTL+1)
+	wantInvalid(t, "MergeUpdateOnce(ttl MaxTTL+1)", err)
+	redeliver("a ttl over MaxTTL", "over-max-ttl")
+	for i, bad := range h.BadDeltas {
+		id := fmt.Sprintf("bad-delta-%d", i)
+		_, err := s.MergeUpdateOnce(ctx, id, k, bad, 0)
+		wantInvalid(t, "MergeUpdateOnce(bad delta)", err)
+		redeliver("a bad delta", id)
+	}
+	if hi, ok := any(h).(*Harness[int64]); ok && !h.SkipSumLimits && h.Monoid.Kind() == monoid.KindSum {
+		os := any(s).(state.OnceStore[int64])
+		top := state.Key{Entity: "once-overflow"}
+		mustMerge(t, os, top, math.MaxInt64, 0)
+		_, err = os.MergeUpdateOnce(ctx, "overflow", top, 1, 0)
+		wantInvalid(t, "MergeUpdateOnce(MaxInt64 + 1)", err)
+		if applied, err := os.MergeUpdateOnce(ctx, "overflow", top, -1, 0); err != nil || !applied {
+			t.Errorf("redelivery after an overflow: applied = %v, %v; want true", applied, err)
+		}
+		wantValue(t, hi, os, top, math.MaxInt64-1)
+	}
+	wantValue(t, h, s, k, want)
+}
