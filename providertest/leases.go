@@ -107,7 +107,7 @@ func RunLeaser(t *testing.T, h Harness) {
 		test(t, "expired_at_exact_ttl", func(t *testing.T) {
 			a, b, k := leaser(t), leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)
-			s.sleep(t, shortTTL) // expired when now >= ExpiresAt
+			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
 			_, err := a.RenewLease(t.Context(), lease, longTTL)
 			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease exactly at ExpiresAt")
 			next := mustLease(t, b, k.lock, longTTL)

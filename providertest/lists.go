@@ -20,11 +20,12 @@ const (
 	createWriters   = 4
 	createPerWriter = 50
 	createReaders   = 4
-	// stableItems is longer than the internal pages of the built-in backends
-	// (Redis pages by 256 entries), so a listing of all of them spans pages.
-	stableItems = 300
-	moverItems  = 4
-	moverPuts   = 60
+	// defaultLongList is the length of the long lists when Harness.ListPage is
+	// zero: longer than the default internal pages of the built-in backends (Redis
+	// pages by 256 entries), so a listing of all of them spans pages.
+	defaultLongList = 300
+	moverItems      = 4
+	moverPuts       = 60
 	// movingListings is how many whole listings each moves_while_listing test
 	// reads while items move.
 	movingListings = 10
@@ -137,7 +138,7 @@ func RunLists(t *testing.T, h Harness) {
 				})
 			}
 		}
-		for _, kind := range longKinds() {
+		for _, kind := range s.longKinds() {
 			test(t, "long/"+kind.name, func(t *testing.T) {
 				p, q, k := s.open(t), s.open(t), newIDs(t)
 				if kind.reader {
@@ -147,7 +148,7 @@ func RunLists(t *testing.T, h Harness) {
 				}
 				var e errs
 				runConcurrently(8, func(w int) {
-					for i := w; i < stableItems; i += 8 {
+					for i := w; i < s.longList(); i += 8 {
 						if err := kind.put(t.Context(), []provider.Provider{p, q}[w%2], k, i); err != nil {
 							e.add("put item %d: %v", i, err)
 							return
@@ -155,20 +156,20 @@ func RunLists(t *testing.T, h Harness) {
 					}
 				})
 				e.report(t)
-				all, err := kind.list(t.Context(), q, k, stableItems+10)
+				all, err := kind.list(t.Context(), q, k, s.longList()+10)
 				noErr(t, err, "list all")
 				if d := duplicates(all); d != nil {
-					t.Fatalf("a list of %d items holds duplicates: %v", stableItems, d[:min(len(d), 10)])
+					t.Fatalf("a list of %d items holds duplicates: %v", s.longList(), d[:min(len(d), 10)])
 				}
-				want := make([]string, stableItems)
+				want := make([]string, s.longList())
 				for i := range want {
 					want[i] = kind.id(k, i)
 				}
 				if kind.order != nil {
 					kind.order(want)
-					same(t, fmt.Sprintf("a list of %d items, longer than any page", stableItems), want, all)
+					same(t, fmt.Sprintf("a list of %d items, longer than any page", s.longList()), want, all)
 				} else {
-					same(t, fmt.Sprintf("the items of a list of %d, longer than any page", stableItems), sortedCopy(want), sortedCopy(all))
+					same(t, fmt.Sprintf("the items of a list of %d, longer than any page", s.longList()), sortedCopy(want), sortedCopy(all))
 				}
 				if !kind.limited {
 					return
@@ -177,7 +178,7 @@ func RunLists(t *testing.T, h Harness) {
 				some, err := kind.list(t.Context(), q, k, limit)
 				noErr(t, err, "list with a limit")
 				if len(some) != limit || duplicates(some) != nil {
-					t.Fatalf("list(limit %d) of %d items: %d items, duplicates %v", limit, stableItems, len(some), duplicates(some))
+					t.Fatalf("list(limit %d) of %d items: %d items, duplicates %v", limit, s.longList(), len(some), duplicates(some))
 				}
 				switch {
 				case kind.tail:
@@ -190,7 +191,7 @@ func RunLists(t *testing.T, h Harness) {
 	})
 }
 
-// longKind is a list that Lists/long fills with stableItems items, from eight
+// longKind is a list that Lists/long fills with s.longList() items, from eight
 // writers on two instances.
 type longKind struct {
 	name    string
@@ -205,7 +206,7 @@ type longKind struct {
 	list  func(ctx context.Context, p provider.Provider, k ids, limit int) ([]string, error)
 }
 
-func longKinds() []longKind {
+func (s *suite) longKinds() []longKind {
 	dateOf := func(_ ids, i int) string { return fmt.Sprintf("d%03d", i) }
 	return []longKind{
 		{name: "pipelines",
@@ -274,7 +275,7 @@ func longKinds() []longKind {
 					return nil, err
 				}
 				names := eventNames(l)
-				if limit >= stableItems && !slices.Equal(names, recordNames(recs)) {
+				if limit >= s.longList() && !slices.Equal(names, recordNames(recs)) {
 					return nil, fmt.Errorf("ListEvents and ReadEventsSince disagree on %d events", len(names))
 				}
 				return names, nil
@@ -342,19 +343,19 @@ func (s *suite) createWhileListing(t *testing.T, kind listKind) {
 	}
 }
 
-// movesWhileListing: stableItems items that never change are listed, whole, while a
+// movesWhileListing: s.longList() items that never change are listed, whole, while a
 // writer re-puts a few other items with new times, moving them across the order.
 // Every listing must hold each stable item exactly once and no duplicate.
 func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 	p, q, k := s.open(t), s.open(t), newIDs(t)
 	ctx := t.Context()
-	stable := make([]string, stableItems)
-	for i := range stableItems {
+	stable := make([]string, s.longList())
+	for i := range s.longList() {
 		stable[i] = fmt.Sprintf("%s-s%03d", k.rerun, i)
 	}
 	var e errs
 	runConcurrently(8, func(w int) {
-		for i := w; i < stableItems; i += 8 {
+		for i := w; i < s.longList(); i += 8 {
 			if err := kind.put(ctx, p, k, stable[i], at(2*i+1)); err != nil {
 				e.add("put stable item %s: %v", stable[i], err)
 				return
@@ -378,8 +379,8 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 		// every one of them overlaps moves however fast the backend lists.
 		for i := 0; !stop.Load() && (i < moverPuts || listed.Load() < movingListings); i++ {
 			m := movers[i%moverItems]
-			when := at(2*stableItems + 10 + i) // newest
-			if (i/moverItems)%2 == 1 {         // each mover crosses the list every time
+			when := at(2*s.longList() + 10 + i) // newest
+			if (i/moverItems)%2 == 1 {          // each mover crosses the list every time
 				when = at(-10 - i) // oldest
 			}
 			if err := kind.put(ctx, q, k, m, when); err != nil {
@@ -388,7 +389,7 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 			}
 		}
 	}()
-	limit := stableItems + moverItems + 10
+	limit := s.longList() + moverItems + 10
 	listings := 0
 	for !done.Load() || listings == 0 {
 		got, err := kind.list(ctx, p, k, limit)
@@ -417,6 +418,15 @@ func (s *suite) movesWhileListing(t *testing.T, kind listKind) {
 	stop.Store(true)
 	wg.Wait()
 	e.report(t)
+}
+
+// longList is the length of the long lists: more than two of the backend's internal
+// pages (Harness.ListPage), or defaultLongList.
+func (s *suite) longList() int {
+	if s.h.ListPage > 0 {
+		return 2*s.h.ListPage + 10
+	}
+	return defaultLongList
 }
 
 // duplicates returns the IDs that appear more than once in ids, or nil.

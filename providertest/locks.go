@@ -84,7 +84,7 @@ func RunLocker(t *testing.T, h Harness) {
 		test(t, "expired_at_exact_ttl", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			wantAcquire(t, p, k.lock, shortTTL, true, "AcquireLock")
-			s.sleep(t, shortTTL) // expired when now >= the expiry
+			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by another instance exactly at the holder's expiry")
 			wantErr(t, p.ReleaseLock(t.Context(), k.lock), provider.ErrLockNotHeld, "ReleaseLock by the expired holder")
 		})

@@ -59,6 +59,14 @@ type Harness struct {
 	// clock.
 	Now func(t *testing.T) time.Time
 
+	// ListPage is the most items the backend reads in one internal page of a list,
+	// as the providers Open returns are configured (for example a client wrapper
+	// that caps a DynamoDB Query's Limit). The long-list tests then use lists of
+	// 2*ListPage+10 items, so every listing spans at least three pages. Zero means
+	// lists of 300 items, longer than the default page of every built-in backend.
+	// A small page makes the paging tests both stronger and faster.
+	ListPage int
+
 	// ExpireEvents applies the backend's event retention to pipelineID in the
 	// storage of t: when it returns, every event appended to pipelineID before
 	// the call is dropped, as retention drops old events, while events appended
@@ -152,6 +160,23 @@ func (s *suite) sleep(t *testing.T, d time.Duration) {
 		return
 	}
 	s.h.Sleep(t, d)
+}
+
+// realExpirySlack is how long past an expiry the exact-instant tests wait on real
+// time (Harness.Sleep nil): a server starts a ttl when the request reaches it, a
+// little after the client read its clock, and may count time in milliseconds, so
+// on real time the instant can only be checked to within this much.
+const realExpirySlack = 50 * time.Millisecond
+
+// sleepToExpiry moves time forward to the instant an entity written with ttl d
+// expires: exactly d with a fake clock (Harness.Sleep), d+realExpirySlack on real
+// time.
+func (s *suite) sleepToExpiry(t *testing.T, d time.Duration) {
+	t.Helper()
+	if s.h.Sleep == nil {
+		d += realExpirySlack
+	}
+	s.sleep(t, d)
 }
 
 func (s *suite) readinessTTL() time.Duration {

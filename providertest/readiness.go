@@ -61,7 +61,7 @@ func RunReadiness(t *testing.T, h Harness) {
 		test(t, "expired_at_exact_readiness_ttl", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.PutReadiness(t.Context(), newReadiness(k.pipeline)), "PutReadiness")
-			s.sleep(t, s.readinessTTL()) // expired when now >= the expiry
+			s.sleepToExpiry(t, s.readinessTTL()) // expired when now >= the expiry
 			got, err := p.GetReadiness(t.Context(), k.pipeline)
 			wantNil(t, got, err, "GetReadiness exactly at the readiness TTL")
 		})

@@ -102,7 +102,7 @@ func RunTraitStore(t *testing.T, h Harness) {
 		test(t, "expired_at_exact_ttl", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.PutTrait(t.Context(), k.pipeline, newTrait(k.trait), shortTTL), "PutTrait")
-			s.sleep(t, shortTTL) // expired when now >= ExpiresAt
+			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
 			got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
 			wantNil(t, got, err, "GetTrait exactly at ExpiresAt")
 			list, err := p.GetTraits(t.Context(), k.pipeline)

@@ -90,6 +90,19 @@ func (h *miniHarness) harness() providertest.Harness {
 		Open:      func(t *testing.T) provider.Provider { return h.open(t) },
 		OpenOwner: func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
 		Sleep:     h.sleep,
+		Now:       func(t *testing.T) time.Time { return h.env(t).clock.now() },
+		ExpireEvents: func(t *testing.T, pipelineID string) {
+			trimEvents(t, h.env(t).c, redis.DefaultKeyPrefix, pipelineID)
+		},
+	}
+}
+
+// trimEvents drops every event of pipelineID, as retention (WithMaxEvents) drops
+// old ones, with an exact XTRIM of the pipeline's stream.
+func trimEvents(t *testing.T, c goredis.UniversalClient, prefix, pipelineID string) {
+	t.Helper()
+	if err := c.XTrimMaxLen(context.Background(), prefix+":{"+pipelineID+"}:events", 0).Err(); err != nil {
+		t.Fatalf("trim events: %v", err)
 	}
 }
 
@@ -142,6 +155,8 @@ func (h *serverHarness) harness() providertest.Harness {
 		Open:         func(t *testing.T) provider.Provider { return h.open(t) },
 		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
 		ReadinessTTL: 3 * time.Second,
+		Now:          func(*testing.T) time.Time { return time.Now() },
+		ExpireEvents: func(t *testing.T, pipelineID string) { trimEvents(t, h.c, h.prefix(t), pipelineID) },
 	}
 }
 
