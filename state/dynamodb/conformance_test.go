@@ -81,7 +81,7 @@ func TestConformance(t *testing.T) {
 				}
 				return d
 			},
-			Sleep: advance, FakeTime: true, TTL: time.Hour,
+			Sleep: advance, TTL: time.Hour,
 		})
 	})
 }

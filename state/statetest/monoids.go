@@ -108,8 +108,8 @@ func runMonoids[V any](t *testing.T, h *Harness[V]) {
 // redelivery after the value expired is still a redelivery.
 func testClaimOutlivesValue[V any](t *testing.T, h *Harness[V]) {
 	ttl := h.ttl()
-	if h.dedupTTL() <= 3*ttl {
-		t.Skip("Harness.DedupTTL is not longer than 3 TTL")
+	if h.dedupTTL() <= 2*ttl {
+		t.Skip("Harness.DedupTTL is not longer than 2 TTL")
 	}
 	s := h.openOnce(t)
 	k := state.Key{Entity: "short-lived"}

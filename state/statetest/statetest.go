@@ -18,7 +18,46 @@
 // Stores (and dedupers) opened within one (sub)test must share storage — they are
 // different instances, as two processes would be — and different (sub)tests must
 // never see each other's data: key the storage (key prefix, table, fake clock) by
-// t.Name(). Test names are stable: one t.Run per behaviour.
+// t.Name(). Test names are stable: one t.Run per rule of package state, so a
+// failing subtest names the rule a backend breaks.
+//
+// # What RunStore checks
+//
+//   - Reads: missing keys, values shared between instances, keys that naive
+//     encodings collide (delimiters, hash tags, buckets, the longest entity),
+//     GetMany in request order with duplicates and missing keys, empty, and past
+//     100 keys (LargeGetMany distinct keys plus duplicates).
+//   - Expiry (unless SkipTTL): ttl expires, also for a value read while live on
+//     two instances (no read cache keeps it); a merge resets the expiry part-way
+//     through a ttl (MergeUpdate and MergeUpdateOnce), also to an earlier time
+//     (a shorter ttl after a longer one) and also when it leaves the value as it
+//     was (a lower Max, the Identity); ttl 0 clears an expiry; an expired value
+//     is merged from Identity (also where that lowers a Max); the exact instant
+//     (now >= expiry) and sub-second ttls; with FakeTime, spans of hours, days
+//     and months.
+//   - Monoids: merging Identity creates a found value, a sum merged back to zero
+//     is found (the reference harnesses' deltas go down as well as up), the int64
+//     and float64 sum limits (unless SkipSumLimits), MaxTTL, bad input and
+//     BadDeltas refused without writing.
+//   - Concurrency: merges from many goroutines and two instances are all applied.
+//   - Close and context: after Close every method is ErrClosed; with a cancelled
+//     context every method is context.Canceled and nothing stored changes (an
+//     existing value keeps its value, a cancelled MergeUpdateOnce claims nothing).
+//   - OnceStore (when the store implements it): exactly-once per (event, key),
+//     redeliveries from many goroutines, N simultaneous deliveries of one event
+//     released from a barrier in repeated rounds (exactly one applies each
+//     round), claim IDs injective across (event, key) pairs that share
+//     separators, a rejected or failed merge (bad input, BadDeltas, an int64
+//     overflow, a ttl over MaxTTL) claims nothing, proven by redelivering it; a
+//     claim outlives a shorter value ttl and, with FakeTime, expires after
+//     DedupTTL.
+//
+// RunDeduper checks first-seen-once across instances, distinct IDs, simultaneous
+// MarkSeen from a barrier in repeated rounds, Release, claim expiry, bad input,
+// Close and cancelled contexts (a cancelled Release keeps the claim).
+//
+// The suite has teeth: its own tests plant realistic bugs in toy stores (see
+// teeth_test.go) and require each to fail the subtest of the rule it breaks.
 package statetest
 
 import (

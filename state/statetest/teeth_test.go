@@ -34,6 +34,24 @@ type flaws struct {
 	releaseIgnored bool // deduper: Release does nothing
 	wrapOverflow   bool // an int64 sum overflows silently
 	expiryAfter    bool // a value expires only when now > its expiry
+
+	maxNoRefresh     bool // a Max merge that does not raise the value keeps the old expiry
+	skipIdentity     bool // merging the Identity writes nothing
+	deleteAtZero     bool // a sum that reaches zero is deleted
+	claimWithValue   bool // a claim expires with the value's ttl
+	claimForever     bool // a claim ignores the dedup TTL
+	claimBeforeCheck bool // MergeUpdateOnce claims before the merge can fail
+	naiveClaimID     bool // claims are keyed id:entity:bucket
+	wholeSeconds     bool // ttls are truncated to whole seconds (0 = no expiry)
+	onlyExtends      bool // a merge never moves the expiry earlier
+	onceKeepsExpiry  bool // MergeUpdateOnce sets the expiry only when it creates the value
+	readCache        bool // each instance caches what it read, ignoring expiry
+	int32Millis      bool // ttls are stored as int32 milliseconds
+	zeroTTLIsDay     bool // ttl 0 means a day, not no expiry
+	first100         bool // GetMany answers only its first 100 keys
+	racyOnce         bool // MergeUpdateOnce checks the claim and claims in two steps
+	onceCtxLate      bool // MergeUpdateOnce claims, then checks the context
+	releaseCtxLate   bool // deduper: Release deletes, then checks the context
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -41,9 +59,12 @@ type world struct {
 	mu     sync.Mutex
 	now    time.Time
 	values map[string]item
-	events map[string]bool // Deduper claims
-	claims map[string]bool // MergeUpdateOnce claims
+	events map[string]bool      // Deduper claims
+	claims map[string]time.Time // MergeUpdateOnce claims and their expiry (zero: none)
 }
+
+// toyDedupTTL is the claim TTL of the toy OnceStore.
+const toyDedupTTL = 3 * time.Hour
 
 type item struct {
 	v   int64
@@ -56,11 +77,20 @@ func (w *world) liveAt(it item, f flaws) bool {
 	return w.live(it) || f.expiryAfter && w.now.Equal(it.exp)
 }
 
-// toy is a Sum[int64] store and a deduper over a world, with flaws.
+// toy is a Sum[int64] or Max[int64] store and a deduper over a world, with flaws.
 type toy struct {
 	w      *world
 	f      flaws
+	max    bool
+	cache  map[string]int64 // with readCache
 	closed bool
+}
+
+func (s *toy) monoid() monoid.Monoid[int64] {
+	if s.max {
+		return monoid.Max[int64]{}
+	}
+	return monoid.Sum[int64]{}
 }
 
 func (s *toy) enter(ctx context.Context) error {
@@ -108,8 +138,18 @@ func (s *toy) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, err
 		if s.f.reverseMany {
 			j = len(ks) - 1 - i
 		}
+		if s.f.first100 && i >= 100 {
+			continue
+		}
+		if v, ok := s.cache[s.key(k)]; ok && s.f.readCache {
+			vs[j], found[j] = v, true
+			continue
+		}
 		if it, ok := s.w.values[s.key(k)]; ok && (s.f.ignoreTTL || s.w.liveAt(it, s.f)) {
 			vs[j], found[j] = it.v, true
+			if s.f.readCache {
+				s.cache[s.key(k)] = it.v
+			}
 		}
 	}
 	return vs, found, nil
@@ -130,49 +170,114 @@ func (s *toy) MergeUpdateOnce(ctx context.Context, id string, k state.Key, delta
 }
 
 func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, ttl time.Duration) (bool, error) {
-	if err := s.enter(ctx); err != nil {
+	if err := s.enter(ctx); err != nil && !(id != "" && s.f.onceCtxLate) {
 		return false, err
 	}
 	if !s.f.noValidate {
-		if err := state.CheckMerge[int64](monoid.Sum[int64]{}, k, delta, ttl); err != nil {
+		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil && !(id != "" && s.f.claimBeforeCheck) {
 			return false, err
 		}
 	}
 	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
 	claim := state.OnceClaimID(k, id)
-	if s.f.storeWideClaim {
+	switch {
+	case s.f.storeWideClaim:
 		claim = id
+	case s.f.naiveClaimID:
+		claim = fmt.Sprintf("%s:%s:%d", id, k.Entity, k.Bucket)
 	}
-	if id != "" && s.w.claims[claim] && !s.f.noDedupe {
-		s.w.mu.Unlock()
-		return false, nil
+	if id != "" && !s.f.noDedupe {
+		if exp, ok := s.w.claims[claim]; ok && (exp.IsZero() || s.w.now.Before(exp)) {
+			return false, nil
+		}
+		if s.f.racyOnce {
+			s.w.mu.Unlock() // no I/O between the check and the claim, only a preemption point
+			runtime.Gosched()
+			s.w.mu.Lock()
+		}
 	}
 	it, ok := s.w.values[s.key(k)]
-	if ok && !s.w.liveAt(it, s.f) && !s.f.keepExpired && !s.f.ignoreTTL {
-		it = item{}
+	live := ok && s.w.liveAt(it, s.f)
+	if !ok || !live && !s.f.keepExpired && !s.f.ignoreTTL {
+		it = item{v: s.monoid().Identity()}
+	}
+	if id != "" && (s.f.claimBeforeCheck || s.f.onceCtxLate) {
+		s.w.claims[claim] = s.claimExpiry(ttl)
+		if err := s.enter(ctx); err != nil {
+			return false, err
+		}
+		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil {
+			return false, err
+		}
 	}
 	if s.f.lostUpdate {
 		s.w.mu.Unlock()
 		runtime.Gosched()
 		s.w.mu.Lock()
 	}
-	exp := time.Time{}
-	if ttl > 0 {
-		exp = s.w.now.Add(ttl)
-	} else if s.f.ttlZeroKeeps {
+	if s.f.skipIdentity && delta == s.monoid().Identity() {
+		if id != "" {
+			s.w.claims[claim] = s.claimExpiry(ttl)
+		}
+		return true, nil
+	}
+	v, err := state.Combine(s.monoid(), it.v, delta)
+	if err != nil {
+		if !s.f.wrapOverflow {
+			return false, err
+		}
+		v = it.v + delta
+	}
+	exp := s.expiry(ttl, it.exp)
+	switch {
+	case s.f.maxNoRefresh && live && v == it.v:
+		exp = it.exp
+	case s.f.onlyExtends && live && exp.Before(it.exp):
+		exp = it.exp
+	case s.f.onceKeepsExpiry && id != "" && live:
 		exp = it.exp
 	}
-	_, err := state.Combine[int64](monoid.Sum[int64]{}, it.v, delta)
-	if err != nil && !s.f.wrapOverflow {
-		s.w.mu.Unlock()
-		return false, err
+	if s.f.deleteAtZero && v == 0 {
+		delete(s.w.values, s.key(k))
+	} else {
+		s.w.values[s.key(k)] = item{v: v, exp: exp}
 	}
-	s.w.values[s.key(k)] = item{v: it.v + delta, exp: exp}
+	delete(s.cache, s.key(k))
 	if id != "" {
-		s.w.claims[claim] = true
+		s.w.claims[claim] = s.claimExpiry(ttl)
 	}
-	s.w.mu.Unlock()
 	return true, nil
+}
+
+// expiry is the expiry a merge with ttl sets, old the expiry it replaces.
+func (s *toy) expiry(ttl time.Duration, old time.Time) time.Time {
+	switch {
+	case s.f.wholeSeconds:
+		ttl = ttl.Truncate(time.Second)
+	case s.f.int32Millis:
+		ttl = time.Duration(int32(ttl.Milliseconds())) * time.Millisecond
+	case s.f.zeroTTLIsDay && ttl == 0:
+		ttl = 24 * time.Hour
+	}
+	if ttl != 0 {
+		return s.w.now.Add(ttl)
+	}
+	if s.f.ttlZeroKeeps {
+		return old
+	}
+	return time.Time{}
+}
+
+// claimExpiry is the expiry of a claim made by a merge with the value ttl ttl.
+func (s *toy) claimExpiry(ttl time.Duration) time.Time {
+	switch {
+	case s.f.claimForever:
+		return time.Time{}
+	case s.f.claimWithValue:
+		return s.expiry(ttl, time.Time{})
+	}
+	return s.w.now.Add(toyDedupTTL)
 }
 
 func (s *toy) MarkSeen(ctx context.Context, id string) (bool, error) {
@@ -187,8 +292,8 @@ func (s *toy) MarkSeen(ctx context.Context, id string) (bool, error) {
 	s.w.mu.Lock()
 	seen := s.w.events[id]
 	if s.f.racyDeduper {
-		s.w.mu.Unlock()
-		time.Sleep(time.Millisecond) // widen the check-then-set window
+		s.w.mu.Unlock() // no I/O between the check and the set, only a preemption point
+		runtime.Gosched()
 		s.w.mu.Lock()
 	}
 	s.w.events[id] = true
@@ -197,7 +302,7 @@ func (s *toy) MarkSeen(ctx context.Context, id string) (bool, error) {
 }
 
 func (s *toy) Release(ctx context.Context, id string) error {
-	if err := s.enter(ctx); err != nil {
+	if err := s.enter(ctx); err != nil && !s.f.releaseCtxLate {
 		return err
 	}
 	if !s.f.noValidate {
@@ -210,7 +315,7 @@ func (s *toy) Release(ctx context.Context, id string) error {
 		delete(s.w.events, id)
 		s.w.mu.Unlock()
 	}
-	return nil
+	return s.enter(ctx)
 }
 
 func (s *toy) Close() error { s.closed = true; return nil }
@@ -229,7 +334,7 @@ func (ws *worlds) get(t *testing.T) *world {
 	}
 	w, ok := ws.m[t.Name()]
 	if !ok {
-		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]bool{}, claims: map[string]bool{}}
+		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]bool{}, claims: map[string]time.Time{}}
 		ws.m[t.Name()] = w
 	}
 	return w
@@ -245,12 +350,30 @@ func (ws *worlds) sleep(t *testing.T, d time.Duration) {
 func toyHarness(f flaws) statetest.Harness[int64] {
 	ws := &worlds{}
 	return statetest.Harness[int64]{
-		Open:   func(t *testing.T) state.Store[int64] { return &toy{w: ws.get(t), f: f} },
-		Sleep:  ws.sleep,
-		Monoid: monoid.Sum[int64]{},
-		Delta:  func(i int) int64 { return int64(i) + 1 },
-		Equal:  func(a, b int64) bool { return a == b },
+		Open: func(t *testing.T) state.Store[int64] {
+			return &toy{w: ws.get(t), f: f, cache: map[string]int64{}}
+		},
+		Sleep:    ws.sleep,
+		Monoid:   monoid.Sum[int64]{},
+		Delta:    func(i int) int64 { return (int64(i) + 1) * int64(1-i%3/2*2) }, // 1, 2, -3, 4, 5, -6, ...
+		Equal:    func(a, b int64) bool { return a == b },
+		DedupTTL: toyDedupTTL,
+		FakeTime: true,
 	}
+}
+
+// toyMaxHarness is toyHarness for a Max[int64] toy.
+func toyMaxHarness(f flaws) statetest.Harness[int64] {
+	h := toyHarness(f)
+	open := h.Open
+	h.Open = func(t *testing.T) state.Store[int64] {
+		s := open(t).(*toy)
+		s.max = true
+		return s
+	}
+	h.Monoid = monoid.Max[int64]{}
+	h.Delta = func(i int) int64 { return int64(i*7919%1000) - 500 }
+	return h
 }
 
 func toyDeduperHarness(f flaws) statetest.DeduperHarness {
@@ -264,34 +387,79 @@ func toyDeduperHarness(f flaws) statetest.DeduperHarness {
 // TestToyConforms is the control: the toy without flaws passes, so each flaw's
 // failure below is the flaw's doing.
 func TestToyConforms(t *testing.T) {
-	statetest.RunStore(t, toyHarness(flaws{}))
-	statetest.RunDeduper(t, toyDeduperHarness(flaws{}))
+	t.Run("sum", func(t *testing.T) { statetest.RunStore(t, toyHarness(flaws{})) })
+	t.Run("max", func(t *testing.T) { statetest.RunStore(t, toyMaxHarness(flaws{})) })
+	t.Run("deduper", func(t *testing.T) { statetest.RunDeduper(t, toyDeduperHarness(flaws{})) })
 }
 
-// broken lists each flaw and a subtest that must fail because of it.
+// Kinds of toy a flaw is planted in.
+const (
+	sumToy     = "sum"
+	maxToy     = "max"
+	deduperToy = "deduper"
+)
+
+// broken lists each flaw, the toy it is planted in and a subtest that must fail
+// because of it.
 var broken = []struct {
-	name    string
-	flaws   flaws
-	deduper bool
-	fails   string
+	name  string
+	flaws flaws
+	kind  string
+	fails string
 }{
-	{"lost update", flaws{lostUpdate: true}, false, "concurrent_merges"},
-	{"ttl ignored", flaws{ignoreTTL: true}, false, "ttl_expires"},
-	{"expired value kept", flaws{keepExpired: true}, false, "expired_then_merged"},
-	{"ttl zero keeps expiry", flaws{ttlZeroKeeps: true}, false, "ttl_zero_clears_expiry"},
-	{"get many out of order", flaws{reverseMany: true}, false, "get_many"},
-	{"once not deduping", flaws{noDedupe: true}, false, "once/redelivery"},
-	{"context ignored", flaws{ignoreCtx: true}, false, "cancelled_context"},
-	{"no validation", flaws{noValidate: true}, false, "bad_input"},
-	{"naive key encoding", flaws{naiveKeys: true}, false, "keys_are_distinct"},
-	{"works after close", flaws{closedWorks: true}, false, "closed"},
-	{"deduper always first", flaws{alwaysFirst: true}, true, "first_seen_once"},
-	{"once claims store-wide", flaws{storeWideClaim: true}, false, "once/claim_per_key"},
-	{"deduper check then set", flaws{racyDeduper: true}, true, "race"},
-	{"deduper release ignored", flaws{releaseIgnored: true}, true, "release"},
-	{"deduper context ignored", flaws{ignoreCtx: true}, true, "cancelled_context"},
-	{"int64 sum wraps", flaws{wrapOverflow: true}, false, "int64_sum_limits"},
-	{"expired only after the instant", flaws{expiryAfter: true}, false, "expiry_instant"},
+	{"lost update", flaws{lostUpdate: true}, sumToy, "concurrent_merges"},
+	{"ttl ignored", flaws{ignoreTTL: true}, sumToy, "ttl_expires"},
+	{"expired value kept", flaws{keepExpired: true}, sumToy, "expired_then_merged"},
+	{"ttl zero keeps expiry", flaws{ttlZeroKeeps: true}, sumToy, "ttl_zero_clears_expiry"},
+	{"get many out of order", flaws{reverseMany: true}, sumToy, "get_many"},
+	{"once not deduping", flaws{noDedupe: true}, sumToy, "once/redelivery"},
+	{"context ignored", flaws{ignoreCtx: true}, sumToy, "cancelled_context"},
+	{"no validation", flaws{noValidate: true}, sumToy, "bad_input"},
+	{"naive key encoding", flaws{naiveKeys: true}, sumToy, "keys_are_distinct"},
+	{"works after close", flaws{closedWorks: true}, sumToy, "closed"},
+	{"deduper always first", flaws{alwaysFirst: true}, deduperToy, "first_seen_once"},
+	{"once claims store-wide", flaws{storeWideClaim: true}, sumToy, "once/claim_per_key"},
+	{"deduper check then set", flaws{racyDeduper: true}, deduperToy, "race"},
+	{"deduper release ignored", flaws{releaseIgnored: true}, deduperToy, "release"},
+	{"deduper context ignored", flaws{ignoreCtx: true}, deduperToy, "cancelled_context"},
+	{"int64 sum wraps", flaws{wrapOverflow: true}, sumToy, "int64_sum_limits"},
+	{"expired only after the instant", flaws{expiryAfter: true}, sumToy, "expiry_instant"},
+	// Rule: a merge that leaves a Max as it was still sets the expiry to now+ttl.
+	{"max no refresh when not raised", flaws{maxNoRefresh: true}, maxToy, "unchanged_merge_refreshes_expiry"},
+	// Rule: after expiry a merge starts from Identity, also when that lowers a Max.
+	{"max continues from expired", flaws{keepExpired: true}, maxToy, "expired_then_merged_lower"},
+	// Rule: merging Identity creates the value (it is found).
+	{"identity merge skipped", flaws{skipIdentity: true}, sumToy, "merge_identity"},
+	// Rule: a sum at exactly zero is a value like any other (found).
+	{"zero sum deleted", flaws{deleteAtZero: true}, sumToy, "merge_back_to_zero"},
+	// Rule: a claim lives for the dedup TTL, independent of the value's ttl.
+	{"claim dies with the value", flaws{claimWithValue: true}, sumToy, "once/claim_outlives_value_ttl"},
+	// Rule: a claim expires after the dedup TTL.
+	{"claim never expires", flaws{claimForever: true}, sumToy, "once/claim_expires_after_dedup_ttl"},
+	// Rule: a failed merge claims nothing.
+	{"claim before the merge can fail", flaws{claimBeforeCheck: true}, sumToy, "once/failed_merge_does_not_claim"},
+	// Rule: claim IDs are injective across (event, key) pairs.
+	{"claim id joined with colons", flaws{naiveClaimID: true}, sumToy, "once/claim_ids_are_injective"},
+	// Rule: sub-second ttls expire (not truncated to 0 = never).
+	{"ttl truncated to seconds", flaws{wholeSeconds: true}, sumToy, "sub-second_ttl"},
+	// Rule: every merge sets the expiry to now+ttl, also an earlier one.
+	{"expiry only extended", flaws{onlyExtends: true}, sumToy, "shorter_ttl_after_longer"},
+	// Rule: MergeUpdateOnce sets the expiry like MergeUpdate, part-way through a ttl too.
+	{"once keeps the expiry", flaws{onceKeepsExpiry: true}, sumToy, "once/merge_resets_expiry"},
+	// Rule: a value read while live is invisible once expired.
+	{"read cache ignores expiry", flaws{readCache: true}, sumToy, "ttl_expires"},
+	// Rule: ttls of days (30) expire exactly then; int32 milliseconds overflow.
+	{"ttl as int32 milliseconds", flaws{int32Millis: true}, sumToy, "long_spans"},
+	// Rule: ttl 0 never expires, observed over months.
+	{"ttl zero means a day", flaws{zeroTTLIsDay: true}, sumToy, "long_spans"},
+	// Rule: GetMany answers every key, past any internal batch (100).
+	{"get many answers 100 keys", flaws{first100: true}, sumToy, "get_many_past_100_keys"},
+	// Rule: simultaneous deliveries of one event: exactly one applies.
+	{"once check then claim", flaws{racyOnce: true}, sumToy, "once/same_event_at_once"},
+	// Rule: a cancelled MergeUpdateOnce claims nothing.
+	{"once claims before the context check", flaws{onceCtxLate: true}, sumToy, "cancelled_context"},
+	// Rule: a cancelled Release keeps the claim.
+	{"release before the context check", flaws{releaseCtxLate: true}, deduperToy, "cancelled_context"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
@@ -305,9 +473,12 @@ func TestBrokenSubprocess(t *testing.T) {
 	}
 	for _, b := range broken {
 		if b.name == name {
-			if b.deduper {
+			switch b.kind {
+			case deduperToy:
 				statetest.RunDeduper(t, toyDeduperHarness(b.flaws))
-			} else {
+			case maxToy:
+				statetest.RunStore(t, toyMaxHarness(b.flaws))
+			default:
 				statetest.RunStore(t, toyHarness(b.flaws))
 			}
 			return
