@@ -174,7 +174,7 @@ func RunLists(t *testing.T, h Harness) {
 				if !kind.limited {
 					return
 				}
-				const limit = 100
+				limit := s.longList() / 2 // spans more than one page too
 				some, err := kind.list(t.Context(), q, k, limit)
 				noErr(t, err, "list with a limit")
 				if len(some) != limit || duplicates(some) != nil {
