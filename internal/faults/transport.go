@@ -27,6 +27,7 @@ type Transport struct {
 
 	mu       sync.Mutex
 	dropNext func(op string, body []byte) bool
+	dropThen func()
 	rejects  []reject
 	rate     float64
 	dropped  int
@@ -66,8 +67,15 @@ func Op(op string, parts ...string) func(string, []byte) bool {
 // connection reset (which it retries). A later DropReply replaces one that has not
 // fired.
 func (t *Transport) DropReply(match func(op string, body []byte) bool) {
+	t.DropReplyThen(match, nil)
+}
+
+// DropReplyThen is DropReply that also runs then (when not nil) after the server
+// applied the request and before the SDK sees the error and retries: a test runs
+// there what another client does in between, e.g. takes a lock the call released.
+func (t *Transport) DropReplyThen(match func(op string, body []byte) bool, then func()) {
 	t.mu.Lock()
-	t.dropNext = match
+	t.dropNext, t.dropThen = match, then
 	t.mu.Unlock()
 }
 
@@ -130,7 +138,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	f, errType := t.decide(op, body)
+	f, errType, then := t.decide(op, body)
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	switch f {
 	case rejectWith:
@@ -144,46 +152,50 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if then != nil {
+			then()
+		}
 		return nil, reset
 	}
 	return t.base.RoundTrip(r)
 }
 
-func (t *Transport) decide(op string, body []byte) (fault, string) {
+func (t *Transport) decide(op string, body []byte) (fault, string, func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.dropNext != nil && t.dropNext(op, body) {
-		t.dropNext = nil
+		then := t.dropThen
+		t.dropNext, t.dropThen = nil, nil
 		t.dropped++
-		return dropAfter, ""
+		return dropAfter, "", then
 	}
 	for i := range t.rejects {
 		rj := &t.rejects[i]
 		if rj.n > 0 && rj.match(op, body) {
 			rj.n--
 			t.rejected++
-			return rejectWith, rj.errType
+			return rejectWith, rj.errType, nil
 		}
 	}
 	if t.rate == 0 || rand.Float64() >= t.rate {
-		return pass, ""
+		return pass, "", nil
 	}
 	switch rand.IntN(5) {
 	case 0:
 		t.rejected++
-		return rejectWith, Throttled
+		return rejectWith, Throttled, nil
 	case 1:
 		t.rejected++
-		return rejectWith, TransactionConflict
+		return rejectWith, TransactionConflict, nil
 	case 2:
 		t.rejected++
-		return rejectWith, InternalError
+		return rejectWith, InternalError, nil
 	case 3:
 		t.rejected++
-		return dropBefore, ""
+		return dropBefore, "", nil
 	default:
 		t.dropped++
-		return dropAfter, ""
+		return dropAfter, "", nil
 	}
 }
 

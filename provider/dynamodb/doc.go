@@ -88,8 +88,10 @@
 //     deleted are filtered out), and List* calls keep paging until they have limit
 //     live items. Events expire only with WithEventRetention.
 //   - Locks and leases are one item per key, updated in place by conditional
-//     UpdateItem (acquire: holder absent or exp <= now; release and renew: holder is
-//     us and exp > now). The item is never deleted, so its fence counter survives
+//     updates (acquire: holder absent or exp <= now; release and renew: holder is
+//     us and exp > now): AcquireLock, ReleaseLock and ReleaseLease as one-action
+//     TransactWriteItems, for their idempotency token (below); AcquireLease and
+//     RenewLease as UpdateItem, which returns the new fence. The item is never deleted, so its fence counter survives
 //     release and expiry and fences strictly increase forever; a released key costs
 //     about 60 bytes of storage.
 //   - Items are checked against DynamoDB's 400 KB limit before any write
@@ -108,10 +110,14 @@
 //     most 1,000 times. Past either bound the call fails with ErrContention and
 //     nothing is written. Throttling and 5xx errors are left to the SDK's retryer and
 //     then returned, wrapped (errors.As to the SDK type works).
-//   - Lost responses: TransactWriteItems carries the SDK's idempotency token, and
-//     CAS, event, lock and lease writes (acquire and release) stamp the item with a
-//     per-call token, so when the SDK retries a write whose response was lost, the
-//     call still reports its own success instead of a lost race: a CAS reports true
+//   - Lost responses: TransactWriteItems carries the SDK's idempotency token (one
+//     per call, kept across the SDK's retries; DynamoDB answers a retried token with
+//     the first attempt's success for 10 minutes), and CAS, event and lease-acquire
+//     writes stamp the item with a per-call token, so when the SDK retries a write
+//     whose response was lost, the call still reports its own success instead of a
+//     lost race — also when other callers changed the lock before the retry (a
+//     release then reports nil although another instance holds the key now, and an
+//     acquire reports true although the key was released and taken): a CAS reports true
 //     and the version moved by exactly one, an acquire reports the lock held (a lease
 //     with the fence it took), a release reports nil, an event is appended once.
 //     Plain puts and deletes are idempotent. The package's lost-reply test drops the

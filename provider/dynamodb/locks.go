@@ -43,13 +43,6 @@ func take(holder, tok string, exp time.Time) expression.UpdateBuilder {
 	return u.Set(expression.Name(attrExp), expression.Value(unixNano(exp)))
 }
 
-// releaseUpdate frees the key, keeping the fence, and stamps it with the releasing
-// call's token.
-func releaseUpdate(tok string) expression.UpdateBuilder {
-	return expression.Set(expression.Name(attrTok), expression.Value(tok)).
-		Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
-}
-
 // updateLock runs one conditional UpdateItem on the lock item of lockKey. It returns
 // the attributes ret asks for, or, when the condition failed, ok false and the item
 // as the condition saw it (zero when missing).
@@ -82,7 +75,45 @@ func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expre
 	return out.Attributes, old, true, nil
 }
 
-// AcquireLock implements provider.Locker with one conditional UpdateItem.
+// updateLockOnce runs one conditional update of the lock item of lockKey as a
+// one-action TransactWriteItems and reports whether the condition held. The SDK fills
+// the call's ClientRequestToken once and keeps it across its own retries, and
+// DynamoDB answers a retried token with the first attempt's success without running
+// it again: so when a response is lost, the retry reports what this call did, not
+// what the condition says after other callers changed the lock in between. A
+// transaction cancelled by a concurrent one is run again, as a new call.
+func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
+	}
+	action := ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+		TableName:                 &p.table,
+		Key:                       key(lockPrefix+lockKey, skLock),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}}
+	for attempt := 0; ; attempt++ {
+		err := p.transact(ctx, action)
+		if _, failed := ddbx.TxConditionFailed(err, 0); failed {
+			return false, nil
+		}
+		if err == nil || !ddbx.IsTxConflict(err) {
+			if err != nil {
+				return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+			}
+			return true, nil
+		}
+		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
+			return false, err
+		}
+	}
+}
+
+// AcquireLock implements provider.Locker with one conditional update (see
+// updateLockOnce).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return false, err
@@ -94,13 +125,11 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	tok := randomID()
-	_, old, ok, err := p.updateLock(ctx, "acquire lock", key, take("lock:"+p.owner, tok, expiresAt(now, ttl)), free(now), ddbtypes.ReturnValueNone)
-	// old.Tok == tok: an SDK retry of our own acquire, whose response was lost.
-	return ok || (err == nil && old.Tok == tok), err
+	return p.updateLockOnce(ctx, "acquire lock", key, take("lock:"+p.owner, randomID(), expiresAt(now, ttl)), free(now))
 }
 
-// ReleaseLock implements provider.Locker with one conditional UpdateItem.
+// ReleaseLock implements provider.Locker with one conditional update (see
+// updateLockOnce).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
@@ -111,16 +140,14 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	return p.release(ctx, "release lock", key, "lock:"+p.owner)
 }
 
-// release frees key if holder holds it. The release stamps the item with a token,
-// so when the SDK retries a release whose response was lost and the retry finds
-// the key free, the token tells that this call freed it.
+// release frees key, keeping its fence, if holder holds it (see updateLockOnce).
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	tok := randomID()
-	_, old, ok, err := p.updateLock(ctx, op, key, releaseUpdate(tok), heldBy(holder, p.now()), ddbtypes.ReturnValueNone)
+	upd := expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
+	ok, err := p.updateLockOnce(ctx, op, key, upd, heldBy(holder, p.now()))
 	if err != nil {
 		return err
 	}
-	if !ok && old.Tok != tok {
+	if !ok {
 		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
 	}
 	return nil
@@ -181,7 +208,8 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	return &lease, nil
 }
 
-// ReleaseLease implements provider.Leaser with one conditional UpdateItem.
+// ReleaseLease implements provider.Leaser with one conditional update (see
+// updateLockOnce).
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := provider.Validate(lease); err != nil {
 		return err

@@ -278,7 +278,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("replay %+v, %v", got, err)
 				}
 			}},
-		{method: "AcquireLock", fault: drop("UpdateItem"),
+		{method: "AcquireLock", fault: drop("TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
@@ -286,7 +286,7 @@ func TestLostReply(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
-		{method: "AcquireLock", name: "throttled", fault: rejected(1, faults.Throttled, "UpdateItem"),
+		{method: "AcquireLock", name: "throttled", fault: rejected(1, faults.Throttled, "TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
@@ -294,7 +294,7 @@ func TestLostReply(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
-		{method: "ReleaseLock", fault: drop("UpdateItem"),
+		{method: "ReleaseLock", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Fatalf("AcquireLock = %v, %v", ok, err)
@@ -337,7 +337,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("another instance: err %v, want ErrLockHeld", err)
 				}
 			}},
-		{method: "ReleaseLease", fault: drop("UpdateItem"),
+		{method: "ReleaseLease", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) {
 				l, err := p.AcquireLease(ctx, "k-"+id, time.Minute)
 				must(t, err)
