@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -143,7 +144,7 @@ var (
 // error wrapping provider.ErrInvalidArgument on a nil client (a typed nil such as
 // (*ddb.Client)(nil) included), an empty table name or an invalid option.
 func New(client API, table string, opts ...Option) (*Provider, error) {
-	if ddbx.IsNil(client) {
+	if nilcheck.IsNil(client) {
 		return nil, provider.Invalidf("dynamodb: New: nil client")
 	}
 	if table == "" {

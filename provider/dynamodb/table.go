@@ -9,6 +9,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -65,7 +66,7 @@ func TableInput(table string) *ddb.CreateTableInput {
 // at once. A nil client (a typed nil included) or an empty table name is an error
 // wrapping provider.ErrInvalidArgument.
 func CreateTable(ctx context.Context, client AdminAPI, table string) error {
-	if ddbx.IsNil(client) {
+	if nilcheck.IsNil(client) {
 		return provider.Invalidf("dynamodb: CreateTable: nil client")
 	}
 	if table == "" {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -163,7 +163,7 @@ func WithCloseClient() Option {
 // client unless WithCloseClient is given. Invalid options return an error wrapping
 // provider.ErrInvalidArgument.
 func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
-	if v := reflect.ValueOf(client); client == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if nilcheck.IsNil(client) {
 		return nil, provider.Invalidf("redis: client is nil")
 	}
 	p := &Provider{

@@ -12,8 +12,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // API is the part of *ddb.Client the stores and the deduper call.
@@ -41,7 +41,7 @@ type base struct {
 }
 
 func newBase(name, kind string, client API, table string, c config) (base, error) {
-	if storeopt.IsNil(client) {
+	if nilcheck.IsNil(client) {
 		return base{}, state.Invalidf("%s: nil client", c.Ctor)
 	}
 	if table == "" {

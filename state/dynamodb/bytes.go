@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -43,7 +44,7 @@ func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if storeopt.IsNil(m) {
+	if nilcheck.IsNil(m) {
 		return nil, state.Invalidf("New%s: nil monoid", name)
 	}
 	b, err := newBase(name, storekey.Bytes(m.Kind()), client, table, c)

@@ -8,8 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // base is what every store and the deduper share: the client (not owned), the key
@@ -22,7 +22,7 @@ type base struct {
 }
 
 func newBase(name string, client goredis.UniversalClient, prefix string, c config) (base, error) {
-	if storeopt.IsNil(client) {
+	if nilcheck.IsNil(client) {
 		return base{}, state.Invalidf("%s: nil client", c.Ctor)
 	}
 	if err := checkPrefix(c.Ctor, prefix); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -41,7 +42,7 @@ func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoi
 	if err != nil {
 		return nil, err
 	}
-	if storeopt.IsNil(m) {
+	if nilcheck.IsNil(m) {
 		return nil, state.Invalidf("New%s: nil monoid", name)
 	}
 	b, err := newBase(name, client, prefix, c)

@@ -6,7 +6,6 @@ package storeopt
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/pipestate/pipestate/state"
@@ -107,19 +106,4 @@ func (c *Common) SetTTL(d time.Duration) error {
 	}
 	c.TTL = d
 	return nil
-}
-
-// IsNil reports whether client is nil or an interface holding a nil pointer (a
-// typed nil), which constructors reject with state.ErrInvalidArgument instead of
-// panicking on first use.
-func IsNil(client any) bool {
-	if client == nil {
-		return true
-	}
-	v := reflect.ValueOf(client)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }
