@@ -2,13 +2,17 @@ package dynamodb_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/fakeclock"
+	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 )
@@ -77,4 +81,20 @@ func openOn(t testing.TB, api dynamodb.API, e *env, opts ...dynamodb.Option) *dy
 	}
 	t.Cleanup(func() { _ = p.Stop(context.Background()) })
 	return p
+}
+
+// faultEnv returns t's env on a client whose requests go through ft, with the SDK
+// making at most attempts tries per request, 5 ms of backoff and no retry quota, so
+// that injected faults are retried quickly and a test's rejections are used up
+// exactly.
+func faultEnv(t testing.TB, ft *faults.Transport, attempts int) *env {
+	t.Helper()
+	return testEnv(t, func(o *ddb.Options) {
+		o.HTTPClient = &http.Client{Transport: ft}
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = attempts
+			so.MaxBackoff = 5 * time.Millisecond
+			so.RateLimiter = ratelimit.None
+		})
+	})
 }

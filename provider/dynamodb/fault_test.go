@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
@@ -33,14 +29,7 @@ import (
 // succeeded, exactly once.
 func TestFaults(t *testing.T) {
 	ft := faults.NewTransport()
-	e := testEnv(t, func(o *ddb.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 2
-			so.MaxBackoff = 5 * time.Millisecond
-			so.RateLimiter = ratelimit.None
-		})
-	})
+	e := faultEnv(t, ft, 2)
 	ft.SetRandom(0.15)
 	insts := []provider.Provider{open(t), open(t)}
 	ctx := context.Background()

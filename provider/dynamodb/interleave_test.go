@@ -3,13 +3,8 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/testenv"
@@ -24,14 +19,7 @@ import (
 // one report false, while the others held it).
 func TestRetryAfterInterleaving(t *testing.T) {
 	ft := faults.NewTransport()
-	e := testEnv(t, func(o *ddb.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 3
-			so.MaxBackoff = 5 * time.Millisecond
-			so.RateLimiter = ratelimit.None
-		})
-	})
+	e := faultEnv(t, ft, 3)
 	direct := testenv.DynamoDBClient(t)
 	p := openOn(t, e.client, e)
 	same := openOn(t, direct, e, dynamodb.WithOwner(p.Owner())) // another process of p's owner

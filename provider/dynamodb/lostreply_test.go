@@ -3,17 +3,12 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/provider"
@@ -45,16 +40,7 @@ func rejected(n int, errType, op string, parts ...string) writeFault {
 // nothing. Every exported write method needs a row: a new one fails the test.
 func TestLostReply(t *testing.T) {
 	ft := faults.NewTransport()
-	e := testEnv(t, func(o *ddb.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
-		// Three attempts per request, without the retry quota, so that a row's
-		// rejections are used up exactly.
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 3
-			so.MaxBackoff = 5 * time.Millisecond
-			so.RateLimiter = ratelimit.None
-		})
-	})
+	e := faultEnv(t, ft, 3)
 	p := openOn(t, e.client, e)
 	other := openOn(t, e.client, e)
 	ctx := context.Background()
