@@ -369,6 +369,14 @@ func (b offsetPaging) ListRuns(ctx context.Context, pipelineID string, limit int
 	return out, nil
 }
 
+// versionInt32 keeps run versions in a 32-bit column, as a SQL INT would.
+type versionInt32 struct{ full }
+
+func (b versionInt32) PutRunState(ctx context.Context, run types.RunState) error {
+	run.Version = int(int32(run.Version))
+	return b.full.PutRunState(ctx, run)
+}
+
 // ttlClamped clamps a lock ttl above the limit instead of rejecting it.
 type ttlClamped struct{ full }
 
@@ -1119,6 +1127,9 @@ var brokenBackends = []brokenBackend{
 	{"offset_paging", "Lists/moves_while_listing/runs",
 		func(p full, _ *shared) provider.Provider { return offsetPaging{p} }},
 	// Limits: a ttl beyond MaxTTL is ErrInvalidArgument, never clamped.
+	// Limits: versions up to MaxRunVersion are stored exactly.
+	{"version_int32", "Limits/cas_up_to_max_version",
+		func(p full, _ *shared) provider.Provider { return versionInt32{p} }},
 	{"ttl_clamped", "Limits/ttl_beyond_max",
 		func(p full, _ *shared) provider.Provider { return ttlClamped{p} }},
 	// Limits: a lease renewed with MaxTTL stays held.
