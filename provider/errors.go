@@ -1,26 +1,30 @@
 package provider
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/pipestate/pipestate"
 	"github.com/pipestate/pipestate/types"
 )
 
-// Sentinel errors. Backends wrap them, together with any cause, so that both
-// errors.Is(err, ErrX) and errors.As to the cause's type work.
+// Sentinel errors: the library-wide values of package pipestate, re-exported so
+// that a backend needs only this package. Backends wrap them, together with any
+// cause, so that both errors.Is(err, ErrX) and errors.As to the cause's type work.
 var (
 	// ErrInvalidArgument: an argument broke the contract; nothing was written.
-	ErrInvalidArgument = errors.New("provider: invalid argument")
+	ErrInvalidArgument = pipestate.ErrInvalidArgument
 	// ErrTooLarge: a value is larger than the backend can store; nothing was written.
-	ErrTooLarge = errors.New("provider: value too large")
+	ErrTooLarge = pipestate.ErrTooLarge
 	// ErrClosed: the provider was stopped.
-	ErrClosed = errors.New("provider: closed")
+	ErrClosed = pipestate.ErrClosed
+	// ErrContention: a write lost to concurrent writers more often than its retry
+	// budget allows; nothing was written.
+	ErrContention = pipestate.ErrContention
 	// ErrLockHeld: another holder has the lock or lease.
-	ErrLockHeld = errors.New("provider: lock held")
+	ErrLockHeld = pipestate.ErrLockHeld
 	// ErrLockNotHeld: the caller does not hold the lock or lease.
-	ErrLockNotHeld = errors.New("provider: lock not held")
+	ErrLockNotHeld = pipestate.ErrLockNotHeld
 )
 
 // Invalid wraps cause (usually a types validation error) in ErrInvalidArgument.

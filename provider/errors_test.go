@@ -39,8 +39,8 @@ func TestChecks(t *testing.T) {
 			if tc.err != nil && !errors.Is(tc.err, provider.ErrInvalidArgument) {
 				t.Errorf("%v does not wrap ErrInvalidArgument", tc.err)
 			}
-			if tc.err != nil && !strings.HasPrefix(tc.err.Error(), "provider: ") {
-				t.Errorf("message %q lacks the provider: prefix", tc.err)
+			if tc.err != nil && !strings.HasPrefix(tc.err.Error(), "pipestate: ") {
+				t.Errorf("message %q lacks the pipestate: prefix", tc.err)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 // Defaults of the compare-and-swap merge loop (RetryCAS) used by every BytesStore.
 const (
 	// DefaultMaxRetries is how many times a BytesStore retries a merge that lost a
-	// compare-and-swap race before returning ErrMaxRetriesExceeded (so at most
+	// compare-and-swap race before returning ErrContention (so at most
 	// DefaultMaxRetries+1 attempts).
 	DefaultMaxRetries = 10
 	// DefaultRetryBase is the delay ceiling before the first retry.
@@ -37,7 +37,7 @@ type CASWrite[V, Ver any] func(ctx context.Context, next V, found bool, version 
 // ErrInvalidArgument and monoid.ErrIncompatible, and nothing is written), and writes it
 // conditionally. On a lost race it waits with capped exponential backoff and full
 // jitter (base DefaultRetryBase, cap DefaultRetryMax) and tries again, at most
-// maxRetries times; then it returns an error wrapping ErrMaxRetriesExceeded. retries
+// maxRetries times; then it returns an error wrapping ErrContention. retries
 // is the number of lost races. ctx cancellation during a wait returns ctx.Err().
 // maxRetries < 0 is ErrInvalidArgument.
 func RetryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, read CASRead[V, Ver], write CASWrite[V, Ver]) (retries int, err error) {
@@ -102,7 +102,7 @@ func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxR
 			return attempt, nil
 		}
 		if attempt >= maxRetries {
-			return attempt + 1, fmt.Errorf("%w: lost %d compare-and-swap races", ErrMaxRetriesExceeded, attempt+1)
+			return attempt + 1, fmt.Errorf("%w: lost %d compare-and-swap races", ErrContention, attempt+1)
 		}
 		if err := p.Wait(ctx, attempt); err != nil {
 			return attempt + 1, err

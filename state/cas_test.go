@@ -63,8 +63,8 @@ func TestRetryCAS(t *testing.T) {
 	t.Run("max retries", func(t *testing.T) {
 		c := &casCell{found: true, lose: 100}
 		retries, err := state.RetryCAS(ctx, sum, 1, 2, c.read, c.write)
-		if !errors.Is(err, state.ErrMaxRetriesExceeded) || retries != 3 || c.writes != 3 || c.v != 0 {
-			t.Errorf("retries %d, writes %d, err %v, v %d; want 3 attempts and ErrMaxRetriesExceeded", retries, c.writes, err, c.v)
+		if !errors.Is(err, state.ErrContention) || retries != 3 || c.writes != 3 || c.v != 0 {
+			t.Errorf("retries %d, writes %d, err %v, v %d; want 3 attempts and ErrContention", retries, c.writes, err, c.v)
 		}
 	})
 	t.Run("negative max retries", func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestRetryCAS(t *testing.T) {
 		c := &casCell{found: true, lose: 100}
 		p := state.CASPolicy{MaxRetries: 4, Base: time.Microsecond, Max: time.Microsecond}
 		retries, err := state.RetryCASPolicy(ctx, sum, 1, p, c.read, c.write)
-		if !errors.Is(err, state.ErrMaxRetriesExceeded) || retries != 5 || c.writes != 5 {
+		if !errors.Is(err, state.ErrContention) || retries != 5 || c.writes != 5 {
 			t.Errorf("retries %d, writes %d, err %v; want 5 attempts", retries, c.writes, err)
 		}
 		for _, bad := range []state.CASPolicy{{MaxRetries: -1, Base: 1, Max: 1}, {Base: 0, Max: 1}, {Base: 2, Max: 1}} {

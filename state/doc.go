@@ -29,7 +29,7 @@
 //     duplicates; an empty request returns empty slices.
 //   - MergeUpdate is atomic per key: concurrent merges from any number of processes
 //     are all applied (sums and max natively; byte values by compare-and-swap through
-//     RetryCAS/RetryCASPolicy, which give up with ErrMaxRetriesExceeded — nothing
+//     RetryCAS/RetryCASPolicy, which give up with ErrContention — nothing
 //     written — after DefaultMaxRetries lost races unless the backend's MaxRetries
 //     option says otherwise).
 //   - A value a monoid.Fallible rejects is never stored: errors wrap

@@ -2,8 +2,9 @@ package state
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/pipestate/pipestate"
 )
 
 // Key names one value in a store: an entity and, for windowed values, a bucket.
@@ -49,12 +50,15 @@ type Deduper interface {
 	Close() error
 }
 
-// Sentinel errors; backends wrap them together with any cause.
+// Sentinel errors: the library-wide values of package pipestate, re-exported so
+// that a store needs only this package; backends wrap them together with any cause.
 var (
-	// ErrInvalidArgument: an argument broke the contract; nothing was written.
-	ErrInvalidArgument = errors.New("state: invalid argument")
-	// ErrMaxRetriesExceeded: a compare-and-swap merge lost the race MaxRetries times.
-	ErrMaxRetriesExceeded = errors.New("state: max retries exceeded")
+	// ErrInvalidArgument: an argument or option broke the contract; nothing was
+	// written.
+	ErrInvalidArgument = pipestate.ErrInvalidArgument
+	// ErrContention: a compare-and-swap merge lost the race more often than its
+	// retry budget (MaxRetries) allows; nothing was written.
+	ErrContention = pipestate.ErrContention
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("state: closed")
+	ErrClosed = pipestate.ErrClosed
 )

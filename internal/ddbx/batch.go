@@ -2,7 +2,6 @@ package ddbx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pipestate/pipestate"
 	"github.com/pipestate/pipestate/internal/backoff"
 )
 
@@ -32,7 +32,7 @@ var (
 // items were still unprocessed after the last retry. For BatchWrite, the requests
 // that were processed are stored; the call may be repeated, since puts and deletes
 // are idempotent.
-var ErrUnprocessed = errors.New("ddbx: unprocessed after retries")
+var ErrUnprocessed = fmt.Errorf("ddbx: unprocessed after retries: %w", pipestate.ErrContention)
 
 // BatchGetAPI is the BatchGetItem method of *ddb.Client.
 type BatchGetAPI interface {

@@ -107,7 +107,7 @@
 //     is retried with capped exponential backoff and full jitter, at most 64 times; a
 //     condition that fails because another writer got there first (an event number
 //     taken, a list copy moved) is retried at once with what the failure returned, at
-//     most 1,000 times. Past either bound the call fails with ErrContention and
+//     most 1,000 times. Past either bound the call fails with provider.ErrContention and
 //     nothing is written. Throttling and 5xx errors are left to the SDK's retryer and
 //     then returned, wrapped (errors.As to the SDK type works).
 //   - Lost responses: TransactWriteItems carries the SDK's idempotency token (one

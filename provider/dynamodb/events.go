@@ -188,7 +188,7 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 			}
 			p.sawSeq(pipelineID, last)
 			if lost++; lost >= maxLostRaces {
-				return fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, ErrContention, lost, err)
+				return fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, provider.ErrContention, lost, err)
 			}
 			continue
 		}

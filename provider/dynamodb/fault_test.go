@@ -17,7 +17,6 @@ import (
 
 	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -53,7 +52,7 @@ func TestFaults(t *testing.T) {
 		default:
 			errCalls.Add(1)
 			var opErr *smithy.OperationError
-			if !errors.As(err, &opErr) && !errors.Is(err, dynamodb.ErrContention) {
+			if !errors.As(err, &opErr) && !errors.Is(err, provider.ErrContention) {
 				t.Errorf("error does not wrap the SDK's error: %v", err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/provider"
 )
 
 // Key prefixes and fixed sort keys; see the key schema in the package doc.
@@ -230,10 +231,10 @@ func (p *Provider) transact(ctx context.Context, items ...ddbtypes.TransactWrite
 }
 
 // conflictWait backs off before retrying a transaction that lost to a concurrent
-// one; it returns ErrContention once maxTxAttempts are used up.
+// one; it returns provider.ErrContention once maxTxAttempts are used up.
 func (p *Provider) conflictWait(ctx context.Context, op string, attempt int, cause error) error {
 	if attempt+1 >= maxTxAttempts {
-		return fmt.Errorf("dynamodb: %s: %w after %d attempts: %w", op, ErrContention, maxTxAttempts, cause)
+		return fmt.Errorf("dynamodb: %s: %w after %d attempts: %w", op, provider.ErrContention, maxTxAttempts, cause)
 	}
 	return p.retry.Wait(ctx, attempt)
 }

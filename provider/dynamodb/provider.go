@@ -54,11 +54,6 @@ const (
 	maxLostRaces  = 1000
 )
 
-// ErrContention is wrapped by the error of a write that lost to concurrent writers
-// of the same items too many times in a row (see the package doc); nothing was
-// written. It is rare and safe to retry.
-var ErrContention = errors.New("dynamodb: too much contention")
-
 // Option configures a Provider; see New.
 type Option func(*Provider) error
 

@@ -93,7 +93,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
 			// The truth item is not what this attempt assumed; the failure carries it.
 			if lost++; lost >= maxLostRaces {
-				return fmt.Errorf("dynamodb: %s: %w: %w", op, ErrContention, err)
+				return fmt.Errorf("dynamodb: %s: %w: %w", op, provider.ErrContention, err)
 			}
 			if av == nil { // deleted meanwhile: write it as new
 				old = nil

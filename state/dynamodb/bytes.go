@@ -80,7 +80,7 @@ func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []b
 // (ttl == 0 clears any expiry). Round trips: GetItem + conditional PutItem when
 // uncontended; a lost race returns the current item with the refusal, so each retry
 // costs one PutItem more. After MaxRetries lost races it returns an error wrapping
-// state.ErrMaxRetriesExceeded. A delta or stored value the monoid rejects is an error
+// state.ErrContention. A delta or stored value the monoid rejects is an error
 // wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument), and a merged item
 // over DynamoDB's 400 KB limit is an error wrapping state.ErrInvalidArgument; nothing
 // is written in either case.

@@ -41,7 +41,7 @@
 //     monoid.Fallible) and writes with a PutItem conditioned on the version, retrying
 //     lost races with capped exponential backoff and full jitter (WithBackoff) up to
 //     WithMaxRetries times, then failing with an error wrapping
-//     state.ErrMaxRetriesExceeded (nothing written).
+//     state.ErrContention (nothing written).
 //   - MergeUpdateOnce is one TransactWriteItems: a Put of the event's claim in the
 //     dedup table, conditioned on no live claim, and the value's conditional write. A
 //     crash can neither lose nor double a delta. Claims are per (event ID, key) and

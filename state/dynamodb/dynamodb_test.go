@@ -127,9 +127,9 @@ func TestConcurrentMergesOntoExpired(t *testing.T) {
 							}
 						}
 						for _, op := range ops {
-							// ErrMaxRetriesExceeded promises nothing was written.
+							// ErrContention promises nothing was written.
 							err := op()
-							for errors.Is(err, state.ErrMaxRetriesExceeded) {
+							for errors.Is(err, state.ErrContention) {
 								err = op()
 							}
 							if err != nil {

@@ -105,10 +105,10 @@ type retries struct {
 }
 
 // again records a lost race; it waits with the backoff policy, or returns an error
-// wrapping state.ErrMaxRetriesExceeded once MaxRetries races were lost.
+// wrapping state.ErrContention once MaxRetries races were lost.
 func (r *retries) again(ctx context.Context) error {
 	if r.lost >= r.b.cfg.CAS.MaxRetries {
-		return fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrMaxRetriesExceeded, r.lost+1)
+		return fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrContention, r.lost+1)
 	}
 	p := backoff.Policy{Base: r.b.cfg.CAS.Base, Max: r.b.cfg.CAS.Max}
 	if err := p.Wait(ctx, r.lost); err != nil {

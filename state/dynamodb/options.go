@@ -45,7 +45,7 @@ func WithClock(now func() time.Time) Option {
 // WithMaxRetries sets how many times a merge retries after losing a race (a failed
 // compare-and-swap of BytesStore, a transaction conflict, or an item expiring between
 // two conditional writes) before it returns an error wrapping
-// state.ErrMaxRetriesExceeded (default state.DefaultMaxRetries; 0 = a single attempt).
+// state.ErrContention (default state.DefaultMaxRetries; 0 = a single attempt).
 // n < 0 is an error. Stores only.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error { return c.SetMaxRetries(storeopt.Stores, n) }

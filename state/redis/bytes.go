@@ -75,7 +75,7 @@ func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []b
 // (ttl == 0 clears any expiry). Round trips: 1 read + 1 conditional write when
 // uncontended; a lost race returns the current value with the refusal, so each retry
 // costs 1 more. After the configured MaxRetries lost races it returns an error
-// wrapping state.ErrMaxRetriesExceeded. A delta or stored value the monoid rejects is
+// wrapping state.ErrContention. A delta or stored value the monoid rejects is
 // an error wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument) and nothing
 // is written.
 func (s *BytesStore) MergeUpdate(ctx context.Context, k state.Key, delta []byte, ttl time.Duration) error {

@@ -11,7 +11,7 @@
 //     numbers are doubles); BytesStore reads, combines in Go and writes with a Lua
 //     compare-and-swap on a version token, retrying lost races with capped
 //     exponential backoff and full jitter (WithBackoff) up to WithMaxRetries times,
-//     then failing with an error wrapping state.ErrMaxRetriesExceeded (nothing
+//     then failing with an error wrapping state.ErrContention (nothing
 //     written).
 //   - MergeUpdateOnce checks the event's claim, merges and writes the claim in ONE Lua
 //     script, so a crash can neither lose nor double a delta. For BytesStore the

@@ -37,7 +37,7 @@ func checkPrefix(ctor, prefix string) error {
 
 // WithMaxRetries sets how many times a BytesStore merge retries after losing a
 // compare-and-swap race before it returns an error wrapping
-// state.ErrMaxRetriesExceeded (default state.DefaultMaxRetries; 0 = a single
+// state.ErrContention (default state.DefaultMaxRetries; 0 = a single
 // attempt). n < 0 is an error. BytesStore only.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error { return c.SetMaxRetries(storeopt.Bytes, n) }

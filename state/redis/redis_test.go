@@ -116,8 +116,8 @@ func TestBytesMaxRetries(t *testing.T) {
 	}
 	m.other, m.key = other, k
 	err = s.MergeUpdate(t.Context(), k, []byte("x"), 0)
-	if !errors.Is(err, state.ErrMaxRetriesExceeded) {
-		t.Fatalf("err = %v, want ErrMaxRetriesExceeded", err)
+	if !errors.Is(err, state.ErrContention) {
+		t.Fatalf("err = %v, want ErrContention", err)
 	}
 	if m.calls != 3 {
 		t.Errorf("combined %d times, want 3 (1 attempt + 2 retries)", m.calls)

@@ -116,7 +116,7 @@ func testRedelivery[V any](t *testing.T, h *Harness[V]) {
 				}
 				e := queue[i].event
 				ok, err := s.MergeUpdateOnce(t.Context(), fmt.Sprintf("evt-%d", e), keys[e%2], h.Delta(e), 0)
-				for errors.Is(err, state.ErrMaxRetriesExceeded) {
+				for errors.Is(err, state.ErrContention) {
 					ok, err = s.MergeUpdateOnce(t.Context(), fmt.Sprintf("evt-%d", e), keys[e%2], h.Delta(e), 0)
 				}
 				if err != nil {
@@ -182,7 +182,7 @@ func testSameEventAtOnce[V any](t *testing.T, h *Harness[V]) {
 		errs := make(chan error, Racers)
 		together(Racers, func(g int) {
 			ok, err := stores[g%2].MergeUpdateOnce(t.Context(), id, k, h.Delta(round), 0)
-			for errors.Is(err, state.ErrMaxRetriesExceeded) {
+			for errors.Is(err, state.ErrContention) {
 				ok, err = stores[g%2].MergeUpdateOnce(t.Context(), id, k, h.Delta(round), 0)
 			}
 			if err != nil {

@@ -306,11 +306,11 @@ func testExpiredThenMerged[V any](t *testing.T, h *Harness[V]) {
 }
 
 // mergeRetrying merges, retrying a merge that lost too many compare-and-swap races
-// (state.ErrMaxRetriesExceeded promises nothing was written).
+// (state.ErrContention promises nothing was written).
 func mergeRetrying[V any](ctx context.Context, s state.Store[V], k state.Key, delta V) error {
 	for {
 		err := s.MergeUpdate(ctx, k, delta, 0)
-		if !errors.Is(err, state.ErrMaxRetriesExceeded) {
+		if !errors.Is(err, state.ErrContention) {
 			return err
 		}
 	}

@@ -1,0 +1,35 @@
+// Package pipestate defines the sentinel errors of the whole library. Every
+// package — provider, state, their backends, and third-party backends run through
+// providertest or statetest — wraps these values, so a caller handles "bad input",
+// "closed", "too large" or "contention" once, whichever package returned the
+// error. provider and state re-export them under the same names (the same values:
+// errors.Is(err, provider.ErrClosed) and errors.Is(err, pipestate.ErrClosed) agree).
+//
+// Backends wrap a sentinel together with the cause (fmt.Errorf("%w: %w")), so
+// errors.As to the client library's error type (go-redis, the AWS SDK's smithy
+// errors) keeps working.
+//
+// The library itself lives in the subpackages; see the README for a tour.
+package pipestate
+
+import "errors"
+
+// Sentinel errors.
+var (
+	// ErrInvalidArgument: an argument or option broke the contract; nothing was
+	// written.
+	ErrInvalidArgument = errors.New("pipestate: invalid argument")
+	// ErrTooLarge: a value is larger than the backend can store; nothing was
+	// written.
+	ErrTooLarge = errors.New("pipestate: value too large")
+	// ErrClosed: the provider or store was stopped or closed.
+	ErrClosed = errors.New("pipestate: closed")
+	// ErrContention: a call lost to concurrent writers, or was throttled, more
+	// times than its retry budget allows. It is safe to retry; unless the call's
+	// doc says otherwise (batch writes), nothing was written.
+	ErrContention = errors.New("pipestate: too much contention")
+	// ErrLockHeld: another holder has the lock or lease.
+	ErrLockHeld = errors.New("pipestate: lock held")
+	// ErrLockNotHeld: the caller does not hold the lock or lease.
+	ErrLockNotHeld = errors.New("pipestate: lock not held")
+)

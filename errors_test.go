@@ -1,0 +1,36 @@
+package pipestate_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/state"
+)
+
+// TestOneSentinelPerMeaning pins that provider and state re-export the library's
+// sentinels rather than define their own: a caller handles each once.
+func TestOneSentinelPerMeaning(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		got, want error
+	}{
+		{"provider.ErrInvalidArgument", provider.ErrInvalidArgument, pipestate.ErrInvalidArgument},
+		{"state.ErrInvalidArgument", state.ErrInvalidArgument, pipestate.ErrInvalidArgument},
+		{"provider.ErrClosed", provider.ErrClosed, pipestate.ErrClosed},
+		{"state.ErrClosed", state.ErrClosed, pipestate.ErrClosed},
+		{"provider.ErrContention", provider.ErrContention, pipestate.ErrContention},
+		{"state.ErrContention", state.ErrContention, pipestate.ErrContention},
+		{"provider.ErrTooLarge", provider.ErrTooLarge, pipestate.ErrTooLarge},
+		{"provider.ErrLockHeld", provider.ErrLockHeld, pipestate.ErrLockHeld},
+		{"provider.ErrLockNotHeld", provider.ErrLockNotHeld, pipestate.ErrLockNotHeld},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s is not the library's sentinel %v", tc.name, tc.want)
+		}
+	}
+	if errors.Is(pipestate.ErrInvalidArgument, pipestate.ErrClosed) {
+		t.Error("distinct sentinels must not match each other")
+	}
+}
