@@ -284,9 +284,10 @@ func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, cmpFn func(
 	return out
 }
 
-// checked validates v (wrapping ErrInvalidArgument) and returns a deep copy of it.
-func checked[T interface{ Validate() error }](v T) (T, error) {
-	if err := provider.Validate(v); err != nil {
+// stored takes the result of a provider.Prepare* call (or a value and its check)
+// and returns a deep copy of the value to store.
+func stored[T any](v T, err error) (T, error) {
+	if err != nil {
 		return v, err
 	}
 	return clone(v)

@@ -13,11 +13,10 @@ import (
 
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	e, err := checked(entry)
+	e, err := stored(provider.PrepareRunLog(entry))
 	if err != nil {
 		return err
 	}
-	e.ScheduleID = types.ScheduleOrDefault(e.ScheduleID)
 	return p.write(ctx, func(s *Store) { s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e })
 }
 
@@ -30,12 +29,9 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	return get(ctx, p, runLogs, k)
 }
 
-// checkSlot validates a (pipeline, date, schedule) key and applies the default schedule.
+// checkSlot checks a (pipeline, date, schedule) key with provider.CheckSlot.
 func checkSlot(pipelineID, date, scheduleID string) (slot, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "date", date); err != nil {
-		return slot{}, err
-	}
-	s, err := provider.CheckSchedule(scheduleID)
+	s, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	return slot{pipelineID, date, s}, err
 }
 
@@ -53,12 +49,9 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 
 // PutRerun implements provider.RerunStore.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	r, err := checked(rerun)
+	r, err := stored(provider.PrepareRerun(rerun, p.now()))
 	if err != nil {
 		return err
-	}
-	if r.RequestedAt.IsZero() {
-		r.RequestedAt = p.now()
 	}
 	return p.write(ctx, func(s *Store) { s.reruns[r.RerunID] = r })
 }
@@ -92,13 +85,9 @@ func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) 
 
 // PutReplay implements provider.ReplayStore.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	r, err := checked(req)
+	r, err := stored(provider.PrepareReplay(req, p.now()))
 	if err != nil {
 		return err
-	}
-	r.ScheduleID = types.ScheduleOrDefault(r.ScheduleID)
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = p.now()
 	}
 	return p.write(ctx, func(s *Store) { s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r })
 }
@@ -119,13 +108,9 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 
 // PutLateArrival implements provider.LateArrivalStore.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	l, err := checked(la)
+	l, err := stored(provider.PrepareLateArrival(la, p.now()))
 	if err != nil {
 		return err
-	}
-	l.ScheduleID = types.ScheduleOrDefault(l.ScheduleID)
-	if l.DetectedAt.IsZero() {
-		l.DetectedAt = p.now()
 	}
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
 	return p.write(ctx, func(s *Store) { s.lateArrivals[k] = append(s.lateArrivals[k], l) })
@@ -148,17 +133,11 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 
 // WriteCascadeMarker implements provider.CascadeStore.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source}
-	if err := provider.Validate(m); err != nil {
+	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now()))
+	if err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	m.WrittenAt = p.now()
-	p.s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = mustClone(m)
-	return nil
+	return p.write(ctx, func(s *Store) { s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m })
 }
 
 // ListCascadeMarkers implements provider.CascadeReader.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
@@ -13,7 +12,7 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	c, err := checked(cfg)
+	c, err := stored(cfg, provider.Validate(cfg))
 	if err != nil {
 		return err
 	}
@@ -43,27 +42,9 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return err
-	}
-	if err := provider.Validate(trait); err != nil {
-		return err
-	}
-	if trait.PipelineID != "" && trait.PipelineID != pipelineID {
-		return provider.Invalidf("trait pipeline ID %q differs from %q", trait.PipelineID, pipelineID)
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
-		return err
-	}
-	t, err := clone(trait)
+	t, err := stored(provider.PrepareTrait(pipelineID, trait, ttl, p.now()))
 	if err != nil {
 		return err
-	}
-	t.PipelineID = pipelineID
-	t.ExpiresAt = nil
-	if ttl > 0 {
-		exp := p.now().Add(ttl)
-		t.ExpiresAt = &exp
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
@@ -113,7 +94,7 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 
 // PutReadiness implements provider.Provider.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	r, err := checked(result)
+	r, err := stored(result, provider.Validate(result))
 	if err != nil {
 		return err
 	}
@@ -141,16 +122,9 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 
 // PutRunState implements provider.RunStore.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	r, err := checked(run)
+	r, err := stored(provider.PrepareRunState(run, p.now()))
 	if err != nil {
 		return err
-	}
-	now := p.now()
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = now
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
@@ -213,12 +187,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 
 // AppendEvent implements provider.EventStore.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	e, err := checked(ev)
+	e, err := stored(provider.PrepareEvent(ev, p.now()))
 	if err != nil {
 		return err
-	}
-	if e.Timestamp.IsZero() {
-		e.Timestamp = p.now()
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
@@ -280,13 +251,9 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if err := provider.CheckCount(count); err != nil {
 		return nil, err
 	}
-	var since int64
-	if sinceID != "" {
-		n, err := strconv.ParseInt(sinceID, 10, 64)
-		if err != nil || n < 0 {
-			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
-		}
-		since = n
+	since, err := provider.ParseSeqCursor(sinceID)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.begin(ctx); err != nil {
 		return nil, err
@@ -298,7 +265,7 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		if int64(len(out)) == count {
 			break
 		}
-		out = append(out, types.EventRecord{StreamID: strconv.FormatInt(r.seq, 10), Event: mustClone(r.ev)})
+		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(r.seq), Event: mustClone(r.ev)})
 	}
 	return out, nil
 }
