@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/rediskey"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -63,15 +64,14 @@ type Provider struct {
 type Option func(*Provider) error
 
 // WithKeyPrefix sets the prefix of every key the provider writes (default
-// DefaultKeyPrefix). It must be 1 to 64 bytes without '{', '}' or control
+// DefaultKeyPrefix). It must be 1 to 64 bytes of valid UTF-8 without '{', '}' or control
 // characters, so that the hash tags that follow it are the ones the provider
 // chooses. Providers that must not see each other's data need prefixes that are not
 // equal.
 func WithKeyPrefix(prefix string) Option {
 	return func(p *Provider) error {
-		if prefix == "" || len(prefix) > 64 || strings.ContainsAny(prefix, "{}") ||
-			strings.ContainsFunc(prefix, unicode.IsControl) {
-			return provider.Invalidf("redis: key prefix %q must be 1 to 64 bytes without '{', '}' or control characters", prefix)
+		if err := rediskey.CheckPrefix(prefix); err != nil {
+			return provider.Invalidf("redis: WithKeyPrefix: %v", err)
 		}
 		p.k = keys{prefix: prefix}
 		return nil

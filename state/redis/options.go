@@ -1,11 +1,9 @@
 package redis
 
 import (
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/pipestate/pipestate/internal/rediskey"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
@@ -25,12 +23,12 @@ func newConfig(ctor string, t storeopt.Target, opts []Option) (config, error) {
 	return c, storeopt.Apply(&c, ctor, opts)
 }
 
-// checkPrefix checks the key prefix every constructor requires: non-empty, valid
+// checkPrefix checks the key prefix every constructor requires: 1 to 64 bytes of valid
 // UTF-8 without control characters, '{' or '}' (they would change the Redis Cluster
 // hash tag).
 func checkPrefix(ctor, prefix string) error {
-	if prefix == "" || !utf8.ValidString(prefix) || strings.ContainsAny(prefix, "{}") || strings.ContainsFunc(prefix, unicode.IsControl) {
-		return state.Invalidf("%s: key prefix %q must be non-empty valid UTF-8 without '{', '}' or control characters", ctor, prefix)
+	if err := rediskey.CheckPrefix(prefix); err != nil {
+		return state.Invalidf("%s: %v", ctor, err)
 	}
 	return nil
 }
