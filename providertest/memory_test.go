@@ -19,7 +19,7 @@ type memoryBackend struct {
 }
 
 type memoryTest struct {
-	store *memory.Store
+	data  *memory.Provider // the first handle on the test's data; providers are its handles
 	clock *fakeclock.Clock
 }
 
@@ -31,7 +31,11 @@ func (b *memoryBackend) get(t *testing.T) *memoryTest {
 	}
 	mt, ok := b.tests[t.Name()]
 	if !ok {
-		mt = &memoryTest{store: memory.NewStore(), clock: fakeclock.New(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))}
+		data, err := memory.New()
+		if err != nil {
+			panic(err)
+		}
+		mt = &memoryTest{data: data, clock: fakeclock.New(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))}
 		b.tests[t.Name()] = mt
 	}
 	return mt
@@ -41,12 +45,12 @@ func (b *memoryBackend) get(t *testing.T) *memoryTest {
 // harness's ExpireEvents moves the test's clock past it.
 const eventRetention = 30 * 24 * time.Hour
 
-// open returns a memory provider on the test's store and clock.
+// open returns a memory provider on the test's data and clock.
 func (b *memoryBackend) open(t *testing.T, opts ...memory.Option) *memory.Provider {
 	t.Helper()
 	mt := b.get(t)
 	base := []memory.Option{memory.WithClock(mt.clock.Now), memory.WithEventRetention(eventRetention)}
-	p, err := memory.New(mt.store, append(base, opts...)...)
+	p, err := mt.data.NewHandle(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,10 +65,9 @@ func run(ctx context.Context, w io.Writer, flowYAML []byte, date string) error {
 	for i, level := range flow.Levels() {
 		fmt.Fprintf(w, "  level %d: %s\n", i, strings.Join(level, ", "))
 	}
-	store := memory.NewStore() // the shared state, like a Redis server
 
 	// Process 1 is killed right after extract-orders succeeds.
-	p1, err := memory.New(store)
+	p1, err := memory.New() // creates the shared state, like a Redis server
 	if err != nil {
 		return err
 	}
@@ -83,7 +82,7 @@ func run(ctx context.Context, w io.Writer, flowYAML []byte, date string) error {
 	fmt.Fprintln(w, "== process-1 was killed")
 
 	// Process 2 starts on the same store: it recovers, then runs the date again.
-	p2, err := memory.New(store)
+	p2, err := p1.NewHandle() // a second client of the same state
 	if err != nil {
 		return err
 	}

@@ -291,8 +291,7 @@ func TestRestartRecovery(t *testing.T) {
 pipeline: p
 tasks:
   - {name: slow}`)
-	store := memory.NewStore()
-	p1, err := memory.New(store)
+	p1, err := memory.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +303,7 @@ tasks:
 		t.Fatalf("killed Run error = %v, want context.Canceled", err)
 	}
 
-	p2, err := memory.New(store)
+	p2, err := p1.NewHandle()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +358,7 @@ func mustLoad(t *testing.T, yaml string) *Flow {
 
 func newRunner(t *testing.T, flow *Flow, exec ExecFunc) (*Runner, *memory.Provider) {
 	t.Helper()
-	p, err := memory.New(memory.NewStore())
+	p, err := memory.New()
 	if err != nil {
 		t.Fatal(err)
 	}

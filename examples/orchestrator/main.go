@@ -86,8 +86,7 @@ func pipelines() []types.PipelineConfig {
 func run(ctx context.Context, w io.Writer, n int) error {
 	out := &lockedWriter{w: w}
 	world := newWorld(time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC))
-	store := memory.NewStore() // the shared state, like a Redis server
-	admin, err := memory.New(store, memory.WithClock(world.clock.Now))
+	admin, err := memory.New(memory.WithClock(world.clock.Now)) // creates the shared state, like a Redis server
 	if err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func run(ctx context.Context, w io.Writer, n int) error {
 		g, gctx := errgroup.WithContext(ctx)
 		for i := 1; i <= n; i++ {
 			name := fmt.Sprintf("orch-%d", i)
-			p, err := memory.New(store, memory.WithClock(world.clock.Now), memory.WithOwner(name))
+			p, err := admin.NewHandle(memory.WithClock(world.clock.Now), memory.WithOwner(name))
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func TestTwoOrchestrators(t *testing.T) {
 func TestRetriesExhausted(t *testing.T) {
 	ctx := testContext(t)
 	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-	p, err := memory.New(memory.NewStore(), memory.WithClock(w.clock.Now))
+	p, err := memory.New(memory.WithClock(w.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRetriesExhausted(t *testing.T) {
 func TestEvaluatorError(t *testing.T) {
 	ctx := testContext(t)
 	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-	p, err := memory.New(memory.NewStore(), memory.WithClock(w.clock.Now))
+	p, err := memory.New(memory.WithClock(w.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,12 @@
 // mutex-guarded set of maps that behaves exactly like the networked backends, for
 // tests, examples and single-process use.
 //
-// A Store is the shared data, like a server; each Provider opened on it is one client
-// with its own lock owner identity:
+// New creates the data, like a server, and returns its first client; NewHandle
+// opens another client on the same data, with its own options and lock owner
+// identity (state/memory's stores and dedupers share data the same way):
 //
-//	store := memory.NewStore()
-//	p1, _ := memory.New(store, memory.WithClock(clock)) // clock: func() time.Time
-//	p2, _ := memory.New(store)                          // another instance, another owner
+//	p1, _ := memory.New(memory.WithClock(clock)) // clock: func() time.Time
+//	p2, _ := p1.NewHandle()                      // another instance, another owner
 //
 // Guarantees and decisions:
 //   - Every call is atomic: one lock over the store.

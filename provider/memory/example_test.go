@@ -12,7 +12,7 @@ import (
 // the old version loses.
 func Example() {
 	ctx := context.Background()
-	p, err := memory.New(memory.NewStore())
+	p, err := memory.New()
 	if err != nil {
 		panic(err)
 	}
@@ -28,12 +28,11 @@ func Example() {
 	// Output: true false RUNNING 1
 }
 
-// Two providers on one store are two lock owners.
+// Two handles on one memory backend are two lock owners.
 func Example_locks() {
 	ctx := context.Background()
-	store := memory.NewStore()
-	a, _ := memory.New(store)
-	b, _ := memory.New(store)
+	a, _ := memory.New()
+	b, _ := a.NewHandle()
 	gotA, _ := a.AcquireLock(ctx, "eval:orders:daily", 0)
 	gotB, _ := b.AcquireLock(ctx, "eval:orders:daily", 0)
 	fmt.Println(gotA, gotB, b.ReleaseLock(ctx, "eval:orders:daily") != nil)

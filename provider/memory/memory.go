@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,16 +15,16 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// Selectors of the Store's maps, for the generic get and list.
-func pipelines(s *Store) map[string]types.PipelineConfig { return s.pipelines }
-func runs(s *Store) map[string]types.RunState            { return s.runs }
-func runLogs(s *Store) map[slot]types.RunLogEntry        { return s.runLogs }
-func reruns(s *Store) map[string]types.RerunRecord       { return s.reruns }
-func replays(s *Store) map[slot]types.ReplayRequest      { return s.replays }
-func markers(s *Store) map[slot]types.CascadeMarker      { return s.markers }
+// Selectors of the data's maps, for the generic get and list.
+func pipelines(s *data) map[string]types.PipelineConfig { return s.pipelines }
+func runs(s *data) map[string]types.RunState            { return s.runs }
+func runLogs(s *data) map[slot]types.RunLogEntry        { return s.runLogs }
+func reruns(s *data) map[string]types.RerunRecord       { return s.reruns }
+func replays(s *data) map[slot]types.ReplayRequest      { return s.replays }
+func markers(s *data) map[slot]types.CascadeMarker      { return s.markers }
 
-// Store is the data that Providers share. The zero value is not usable; call NewStore.
-type Store struct {
+// data is what the Providers of one New and its handles share.
+type data struct {
 	mu           sync.Mutex
 	pipelines    map[string]types.PipelineConfig
 	traits       map[string]map[string]types.TraitEvaluation // pipeline -> trait type
@@ -66,9 +65,9 @@ type lock struct {
 	expires time.Time // zero: never
 }
 
-// NewStore returns an empty store.
-func NewStore() *Store {
-	return &Store{
+// newData returns empty data.
+func newData() *data {
+	return &data{
 		pipelines:    map[string]types.PipelineConfig{},
 		traits:       map[string]map[string]types.TraitEvaluation{},
 		runs:         map[string]types.RunState{},
@@ -94,7 +93,7 @@ type Option func(*Provider) error
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
 		if now == nil {
-			return errors.New("memory: WithClock: nil clock")
+			return provider.Invalidf("memory: WithClock: nil clock")
 		}
 		p.now = now
 		return nil
@@ -105,7 +104,7 @@ func WithClock(now func() time.Time) Option {
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
 		if owner == "" {
-			return errors.New("memory: WithOwner: empty owner")
+			return provider.Invalidf("memory: WithOwner: empty owner")
 		}
 		p.owner = owner
 		return nil
@@ -116,7 +115,7 @@ func WithOwner(owner string) Option {
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
 		if ttl <= 0 {
-			return errors.New("memory: WithReadinessTTL: ttl must be positive")
+			return provider.Invalidf("memory: WithReadinessTTL: ttl %v is not positive", ttl)
 		}
 		p.readinessTTL = ttl
 		return nil
@@ -131,17 +130,17 @@ func WithReadinessTTL(ttl time.Duration) Option {
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if d < 0 {
-			return errors.New("memory: WithEventRetention: negative retention")
+			return provider.Invalidf("memory: WithEventRetention: negative retention %v", d)
 		}
 		p.eventRetention = d
 		return nil
 	}
 }
 
-// Provider is one client of a Store. It implements provider.Provider,
+// Provider is one client of its data. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
-	s              *Store
+	s              *data
 	now            func() time.Time
 	owner          string
 	readinessTTL   time.Duration
@@ -155,13 +154,26 @@ var (
 	_ provider.CascadeReader = (*Provider)(nil)
 )
 
-// New returns a Provider on store. It fails only on a nil store or an invalid option.
-func New(store *Store, opts ...Option) (*Provider, error) {
-	if store == nil {
-		return nil, errors.New("memory: New: nil store")
-	}
-	p := &Provider{s: store, now: time.Now, owner: randomID(), readinessTTL: DefaultReadinessTTL}
+// New returns a Provider on new, empty data. It fails only on an invalid or nil
+// option (an error wrapping provider.ErrInvalidArgument).
+func New(opts ...Option) (*Provider, error) {
+	return open(newData(), opts)
+}
+
+// NewHandle returns another Provider on p's data, like a second client of one
+// server: it sees everything p writes, and p everything it writes. Its options are
+// its own (a fresh owner identity, the default clock and TTLs unless opts say
+// otherwise); p is unchanged.
+func (p *Provider) NewHandle(opts ...Option) (*Provider, error) {
+	return open(p.s, opts)
+}
+
+func open(s *data, opts []Option) (*Provider, error) {
+	p := &Provider{s: s, now: time.Now, owner: randomID(), readinessTTL: DefaultReadinessTTL}
 	for _, o := range opts {
+		if o == nil {
+			return nil, provider.Invalidf("memory: nil option")
+		}
 		if err := o(p); err != nil {
 			return nil, err
 		}
@@ -255,7 +267,7 @@ func (p *Provider) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop implements provider.Provider. The Store stays usable by other Providers.
+// Stop implements provider.Provider. The data stays usable by p's other handles.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.closed.Store(true)
 	return nil
@@ -294,7 +306,7 @@ func stored[T any](v T, err error) (T, error) {
 }
 
 // write runs set with the store locked.
-func (p *Provider) write(ctx context.Context, set func(s *Store)) error {
+func (p *Provider) write(ctx context.Context, set func(s *data)) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
@@ -304,7 +316,7 @@ func (p *Provider) write(ctx context.Context, set func(s *Store)) error {
 }
 
 // get returns a copy of the entity at k of the map that of selects, or nil when absent.
-func get[K comparable, V any](ctx context.Context, p *Provider, of func(*Store) map[K]V, k K) (*V, error) {
+func get[K comparable, V any](ctx context.Context, p *Provider, of func(*data) map[K]V, k K) (*V, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -318,7 +330,7 @@ func get[K comparable, V any](ctx context.Context, p *Provider, of func(*Store) 
 
 // list returns copies of the values of the map that of selects that keep accepts
 // (nil: all), ordered by cmpFn, at most limit.
-func list[K comparable, V any](ctx context.Context, p *Provider, limit int, of func(*Store) map[K]V, keep func(V) bool, cmpFn func(a, b V) int) ([]V, error) {
+func list[K comparable, V any](ctx context.Context, p *Provider, limit int, of func(*data) map[K]V, keep func(V) bool, cmpFn func(a, b V) int) ([]V, error) {
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e })
+	return p.write(ctx, func(s *data) { s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e })
 }
 
 // GetRunLog implements provider.RunLogStore.
@@ -53,7 +53,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { s.reruns[r.RerunID] = r })
+	return p.write(ctx, func(s *data) { s.reruns[r.RerunID] = r })
 }
 
 // GetRerun implements provider.RerunStore.
@@ -89,7 +89,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r })
+	return p.write(ctx, func(s *data) { s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r })
 }
 
 // GetReplay implements provider.ReplayStore.
@@ -113,7 +113,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 		return err
 	}
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
-	return p.write(ctx, func(s *Store) { s.lateArrivals[k] = append(s.lateArrivals[k], l) })
+	return p.write(ctx, func(s *data) { s.lateArrivals[k] = append(s.lateArrivals[k], l) })
 }
 
 // ListLateArrivals implements provider.LateArrivalStore.
@@ -137,7 +137,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m })
+	return p.write(ctx, func(s *data) { s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m })
 }
 
 // ListCascadeMarkers implements provider.CascadeReader.

@@ -16,7 +16,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { s.pipelines[c.ID] = c })
+	return p.write(ctx, func(s *data) { s.pipelines[c.ID] = c })
 }
 
 // GetPipeline implements provider.PipelineStore.
@@ -37,7 +37,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) { delete(s.pipelines, id) })
+	return p.write(ctx, func(s *data) { delete(s.pipelines, id) })
 }
 
 // PutTrait implements provider.TraitStore.
@@ -98,7 +98,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *Store) {
+	return p.write(ctx, func(s *data) {
 		s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
 	})
 }
