@@ -1,8 +1,7 @@
 package main
 
 // This file holds what a copy of main.go replaces with its own: the simulated
-// work, the simulated crash, the retry wait (pipestate's internal backoff) and
-// the final report.
+// work, the simulated crash, the retry wait and the final report.
 
 import (
 	"cmp"
@@ -10,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -29,12 +28,8 @@ type Sim struct {
 // simulate is the ExecFunc of the demo: it waits for the task's Duration (or
 // ctx) and fails the first Sim.Failures attempts.
 func simulate(ctx context.Context, t Task, attempt int) error {
-	timer := time.NewTimer(t.Sim.Duration)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
+	if err := sleep(ctx, t.Sim.Duration); err != nil {
+		return err
 	}
 	if attempt <= t.Sim.Failures {
 		return fmt.Errorf("simulated failure of attempt %d", attempt)
@@ -54,11 +49,31 @@ func killAfter(task string, kill func(), exec ExecFunc) ExecFunc {
 	}
 }
 
-// retryWait waits before retry number attempt (1-based) of t: a random time up to
+// retryWait waits before retry number attempt (1-based) of t, with capped
+// exponential backoff and full jitter: a random time up to
 // RetryDelay * 2^(attempt-1), capped at MaxRetryDelay (default 8 * RetryDelay).
 func retryWait(ctx context.Context, t Task, attempt int) error {
-	policy := backoff.Policy{Base: t.RetryDelay, Max: cmp.Or(t.MaxRetryDelay, 8*t.RetryDelay)}
-	return policy.Wait(ctx, attempt-1)
+	limit := cmp.Or(t.MaxRetryDelay, 8*t.RetryDelay)
+	ceiling := t.RetryDelay
+	for i := 1; i < attempt && ceiling < limit; i++ {
+		ceiling += min(ceiling, limit-ceiling) // doubles up to the cap, never overflows
+	}
+	if ceiling = min(ceiling, limit); ceiling <= 0 {
+		return ctx.Err()
+	}
+	return sleep(ctx, rand.N(ceiling+1))
+}
+
+// sleep waits for d or until ctx is done, returning ctx.Err() then.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // report prints the final run, the date's run log and the run's events, all read

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -192,13 +192,21 @@ func summary(ctx context.Context, w io.Writer, p provider.Provider, world *world
 	return nil
 }
 
-// retryWait waits before retry number attempt (1-based) with capped exponential
-// backoff and full jitter, per the pipeline's RetryPolicy.
+// retryWait waits before retry number attempt (1-based) per the pipeline's
+// RetryPolicy, with capped exponential backoff and full jitter: a random time up to
+// Backoff * 2^(attempt-1), capped at MaxBackoff.
 func retryWait(ctx context.Context, policy *types.RetryPolicy, attempt int) error {
 	if policy == nil {
 		return ctx.Err()
 	}
-	return backoff.Policy{Base: policy.Backoff, Max: policy.MaxBackoff}.Wait(ctx, attempt-1)
+	ceiling := policy.Backoff
+	for i := 1; i < attempt && ceiling < policy.MaxBackoff; i++ {
+		ceiling += min(ceiling, policy.MaxBackoff-ceiling) // doubles up to the cap, never overflows
+	}
+	if ceiling = min(ceiling, policy.MaxBackoff); ceiling <= 0 {
+		return ctx.Err()
+	}
+	return sleep(ctx, rand.N(ceiling+1))
 }
 
 // sleep waits for d or until ctx is done.

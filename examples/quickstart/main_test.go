@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"testing"
-
-	"github.com/pipestate/pipestate/internal/testenv"
 )
 
 const transcript = `registered pipeline orders
@@ -31,10 +32,10 @@ func TestQuickstart(t *testing.T) {
 	}{
 		{"miniredis", func(t *testing.T) backendConfig { return backendConfig{prefix: "quickstart"} }},
 		{"redis", func(t *testing.T) backendConfig {
-			return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.UniqueName(t)}
+			return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
 		}},
 		{"dynamodb", func(t *testing.T) backendConfig {
-			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.UniqueName(t)}
+			return backendConfig{dynamoEndpoint: server(t, "DYNAMODB_ENDPOINT"), prefix: uniqueName()}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,3 +54,22 @@ func TestQuickstart(t *testing.T) {
 		})
 	}
 }
+
+// server returns the address of a real server from the environment variable env
+// (`make test` sets REDIS_ADDR and DYNAMODB_ENDPOINT). When it is unset the test
+// is skipped, or fails under PIPESTATE_REQUIRE_SERVERS=1.
+func server(t *testing.T, env string) string {
+	t.Helper()
+	addr := os.Getenv(env)
+	if addr == "" {
+		msg := env + " is unset: run `make test`, or set it to a server's address"
+		if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return addr
+}
+
+// uniqueName is a key prefix and table name that no other test or run uses.
+func uniqueName() string { return fmt.Sprintf("quickstart-%016x", rand.Uint64()) }
