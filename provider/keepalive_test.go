@@ -1,0 +1,155 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/types"
+)
+
+// leaser returns two handles on one memory backend: the holder and a rival.
+func leaser(t *testing.T) (*memory.Provider, *memory.Provider) {
+	t.Helper()
+	a, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.NewHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+// TestKeepAliveHoldsAndReleases: the lease outlives many TTLs while kept alive, a
+// rival cannot take it, and stop releases it.
+func TestKeepAliveHoldsAndReleases(t *testing.T) {
+	a, rival := leaser(t)
+	ctx := t.Context()
+	const ttl = 150 * time.Millisecond
+	lease, err := a.AcquireLease(ctx, "job", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, stop, err := provider.KeepAlive(ctx, a, *lease, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * ttl)
+	if err := work.Err(); err != nil {
+		t.Fatalf("work canceled while the lease was kept alive: %v", context.Cause(work))
+	}
+	if _, err := rival.AcquireLease(ctx, "job", ttl); !errors.Is(err, provider.ErrLockHeld) {
+		t.Fatalf("rival AcquireLease = %v, want ErrLockHeld", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stop = %v", err)
+	}
+	if work.Err() == nil {
+		t.Error("stop did not cancel the work")
+	}
+	if err := stop(); err != nil {
+		t.Errorf("second stop = %v, want the first result (nil)", err)
+	}
+	next, err := rival.AcquireLease(ctx, "job", ttl)
+	if err != nil {
+		t.Fatalf("rival after stop: %v", err)
+	}
+	if next.Fence <= lease.Fence {
+		t.Errorf("fence %d after release, want > %d", next.Fence, lease.Fence)
+	}
+}
+
+// failing is a Leaser whose renewals fail with err once fail is set.
+type failing struct {
+	provider.Leaser
+	fail  atomic.Bool
+	err   error
+	calls atomic.Int64
+}
+
+func (f *failing) RenewLease(ctx context.Context, l types.Lease, ttl time.Duration) (*types.Lease, error) {
+	f.calls.Add(1)
+	if f.fail.Load() {
+		return nil, f.err
+	}
+	return f.Leaser.RenewLease(ctx, l, ttl)
+}
+
+// TestKeepAliveCancelsOnLoss: a renewal that reports ErrLockNotHeld cancels the work
+// at once, and stop reports the loss without releasing.
+func TestKeepAliveCancelsOnLoss(t *testing.T) {
+	a, _ := leaser(t)
+	const ttl = 300 * time.Millisecond
+	lease, err := a.AcquireLease(t.Context(), "job", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failing{Leaser: a, err: provider.ErrLockNotHeld}
+	f.fail.Store(true)
+	work, stop, err := provider.KeepAlive(t.Context(), f, *lease, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-work.Done():
+	case <-time.After(ttl):
+		t.Fatal("work not canceled after the renewal reported the lease lost")
+	}
+	if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
+		t.Errorf("cause = %v, want ErrLockNotHeld", context.Cause(work))
+	}
+	if err := stop(); !errors.Is(err, provider.ErrLockNotHeld) {
+		t.Errorf("stop = %v, want the loss", err)
+	}
+}
+
+// TestKeepAliveCancelsBeforeExpiry: when renewals keep failing with a transient
+// error, the work is canceled no later than the lease's expiry, and renewals were
+// retried in between.
+func TestKeepAliveCancelsBeforeExpiry(t *testing.T) {
+	a, _ := leaser(t)
+	const ttl = 300 * time.Millisecond
+	lease, err := a.AcquireLease(t.Context(), "job", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failing{Leaser: a, err: errors.New("connection reset")}
+	f.fail.Store(true)
+	work, stop, err := provider.KeepAlive(t.Context(), f, *lease, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stop() }()
+	<-work.Done()
+	if canceledAt := time.Now(); canceledAt.After(lease.ExpiresAt.Add(20 * time.Millisecond)) {
+		t.Errorf("work canceled %v after the lease expired", canceledAt.Sub(lease.ExpiresAt))
+	}
+	if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
+		t.Errorf("cause = %v, want ErrLockNotHeld (expired)", context.Cause(work))
+	}
+	if n := f.calls.Load(); n < 2 {
+		t.Errorf("%d renewal attempts before expiry, want retries", n)
+	}
+}
+
+func TestKeepAliveRejectsBadInput(t *testing.T) {
+	a, _ := leaser(t)
+	good := types.Lease{Key: "job", Token: "t", ExpiresAt: time.Now().Add(time.Minute)}
+	var nilLeaser *memory.Provider
+	for name, call := range map[string]func() error{
+		"nil leaser":  func() error { _, _, err := provider.KeepAlive(t.Context(), nilLeaser, good, time.Second); return err },
+		"no token":    func() error { _, _, err := provider.KeepAlive(t.Context(), a, types.Lease{Key: "job"}, time.Second); return err },
+		"zero ttl":    func() error { _, _, err := provider.KeepAlive(t.Context(), a, good, 0); return err },
+		"ttl too big": func() error { _, _, err := provider.KeepAlive(t.Context(), a, good, provider.MaxTTL+1); return err },
+	} {
+		if err := call(); !errors.Is(err, provider.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+}
