@@ -143,8 +143,11 @@ func TestKeepAliveRejectsBadInput(t *testing.T) {
 	good := types.Lease{Key: "job", Token: "t", ExpiresAt: time.Now().Add(time.Minute)}
 	var nilLeaser *memory.Provider
 	for name, call := range map[string]func() error{
-		"nil leaser":  func() error { _, _, err := provider.KeepAlive(t.Context(), nilLeaser, good, time.Second); return err },
-		"no token":    func() error { _, _, err := provider.KeepAlive(t.Context(), a, types.Lease{Key: "job"}, time.Second); return err },
+		"nil leaser": func() error { _, _, err := provider.KeepAlive(t.Context(), nilLeaser, good, time.Second); return err },
+		"no token": func() error {
+			_, _, err := provider.KeepAlive(t.Context(), a, types.Lease{Key: "job"}, time.Second)
+			return err
+		},
 		"zero ttl":    func() error { _, _, err := provider.KeepAlive(t.Context(), a, good, 0); return err },
 		"ttl too big": func() error { _, _, err := provider.KeepAlive(t.Context(), a, good, provider.MaxTTL+1); return err },
 	} {
