@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -37,15 +36,13 @@ func eventSK(seq int64) string { return fmt.Sprintf("%s%020d", skEvent, seq) }
 // One round trip when this instance knows the counter (it made the pipeline's
 // previous append), else two; one more per race lost to another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := provider.Validate(ev); err != nil {
+	now := p.now()
+	ev, err := provider.PrepareEvent(ev, now)
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	now := p.now()
-	if ev.Timestamp.IsZero() {
-		ev.Timestamp = now
 	}
 	data, err := encode(ev)
 	if err != nil {
@@ -275,13 +272,9 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if err := provider.CheckCount(count); err != nil {
 		return nil, err
 	}
-	var since int64
-	if sinceID != "" {
-		n, err := strconv.ParseInt(sinceID, 10, 64)
-		if err != nil || n < 0 || strconv.FormatInt(n, 10) != sinceID {
-			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
-		}
-		since = n
+	since, err := provider.ParseSeqCursor(sinceID)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.begin(ctx); err != nil {
 		return nil, err
@@ -301,7 +294,7 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, types.EventRecord{StreamID: strconv.FormatInt(it.Seq, 10), Event: ev})
+		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq), Event: ev})
 	}
 	return out, nil
 }

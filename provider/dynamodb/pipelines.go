@@ -73,33 +73,21 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore with one PutItem.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return err
-	}
-	if err := provider.Validate(trait); err != nil {
-		return err
-	}
-	if trait.PipelineID != "" && trait.PipelineID != pipelineID {
-		return provider.Invalidf("trait pipeline ID %q differs from %q", trait.PipelineID, pipelineID)
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
+	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	exp := expiresAt(p.now(), ttl)
-	trait.PipelineID = pipelineID
-	trait.ExpiresAt = nil
-	if !exp.IsZero() {
-		trait.ExpiresAt = &exp
 	}
 	data, err := encode(trait)
 	if err != nil {
 		return err
 	}
 	it := item{PK: pipelinePrefix + pipelineID, SK: skTrait + trait.TraitType, Data: data}
-	it.setExpiry(exp)
+	if trait.ExpiresAt != nil {
+		it.setExpiry(*trait.ExpiresAt)
+	}
 	return p.put(ctx, "put trait", it)
 }
 

@@ -16,21 +16,12 @@ import (
 // ID byte, so string order of the suffix is (date, schedule) order.
 func slotSK(date, scheduleID string) string { return date + "#" + scheduleID }
 
-// checkSlot validates a (pipeline, date, schedule) key and applies the default
-// schedule.
-func checkSlot(pipelineID, date, scheduleID string) (string, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "date", date); err != nil {
-		return "", err
-	}
-	return provider.CheckSchedule(scheduleID)
-}
-
 // PutRunLog implements provider.RunLogStore with one PutItem.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := provider.Validate(entry); err != nil {
+	entry, err := provider.PrepareRunLog(entry)
+	if err != nil {
 		return err
 	}
-	entry.ScheduleID = types.ScheduleOrDefault(entry.ScheduleID)
 	data, err := encode(entry)
 	if err != nil {
 		return err
@@ -45,7 +36,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 
 // GetRunLog implements provider.RunLogStore with one GetItem.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
-	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -74,15 +65,12 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 // PutReplay implements provider.ReplayStore with one PutItem; the item is also in
 // GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := provider.Validate(req); err != nil {
+	req, err := provider.PrepareReplay(req, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	req.ScheduleID = types.ScheduleOrDefault(req.ScheduleID)
-	if req.CreatedAt.IsZero() {
-		req.CreatedAt = p.now()
 	}
 	data, err := encode(req)
 	if err != nil {
@@ -98,7 +86,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 
 // GetReplay implements provider.ReplayStore with one GetItem.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
-	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -127,15 +115,12 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 // records with equal DetectedAt list in insertion order (within one process;
 // across processes, by wall clock).
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := provider.Validate(la); err != nil {
+	la, err := provider.PrepareLateArrival(la, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	la.ScheduleID = types.ScheduleOrDefault(la.ScheduleID)
-	if la.DetectedAt.IsZero() {
-		la.DetectedAt = p.now()
 	}
 	data, err := encode(la)
 	if err != nil {
@@ -151,7 +136,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 // ListLateArrivals implements provider.LateArrivalStore with one strongly consistent
 // Query (more past 1 MB), oldest DetectedAt first.
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
-	schedule, err := checkSlot(pipelineID, date, scheduleID)
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -203,14 +188,13 @@ func markerItems(m types.CascadeMarker) (truth, list item, err error) {
 // list copy change in one TransactWriteItems (two when the marker existed: the
 // second also deletes the old list copy).
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source}
-	if err := provider.Validate(m); err != nil {
+	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	m.WrittenAt = p.now()
 	truth, list, err := markerItems(m)
 	if err != nil {
 		return err

@@ -29,18 +29,12 @@ func runItems(r types.RunState) (truth, list item, err error) {
 // list copy (a second transaction deletes the old copy and writes the new one);
 // re-putting a run under another pipeline is ErrInvalidArgument.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := provider.Validate(run); err != nil {
+	run, err := provider.PrepareRunState(run, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	now := p.now()
-	if run.CreatedAt.IsZero() {
-		run.CreatedAt = now
-	}
-	if run.UpdatedAt.IsZero() {
-		run.UpdatedAt = now
 	}
 	truth, list, err := runItems(run)
 	if err != nil {
@@ -296,14 +290,12 @@ func rerunItems(r types.RerunRecord) (truth, list item, err error) {
 // the second also deleting the old list copy). A zero RequestedAt is filled from
 // the clock.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := provider.Validate(rerun); err != nil {
+	rerun, err := provider.PrepareRerun(rerun, p.now())
+	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
-	}
-	if rerun.RequestedAt.IsZero() {
-		rerun.RequestedAt = p.now()
 	}
 	truth, list, err := rerunItems(rerun)
 	if err != nil {

@@ -21,11 +21,9 @@ const eventField = "e"
 // lost reply, filling a zero Timestamp from the clock. The entry's stream ID is its
 // cursor; the order of stream IDs is the commit order every reader sees.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := provider.Validate(ev); err != nil {
+	ev, err := provider.PrepareEvent(ev, p.now())
+	if err != nil {
 		return err
-	}
-	if ev.Timestamp.IsZero() {
-		ev.Timestamp = p.now()
 	}
 	data, err := p.encode(ev)
 	if err != nil {

@@ -126,26 +126,14 @@ func decodeRecords[T any](op string, recs []record, fix func(*T, record) error) 
 // with its ExpiresAt (the clock's now + ttl; nil for ttl 0) and prunes the
 // pipeline's expired traits.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return err
-	}
-	if err := provider.Validate(trait); err != nil {
-		return err
-	}
-	if trait.PipelineID != "" && trait.PipelineID != pipelineID {
-		return provider.Invalidf("trait pipeline ID %q differs from %q", trait.PipelineID, pipelineID)
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
-		return err
-	}
-	trait.PipelineID = pipelineID
 	now := p.now()
-	trait.ExpiresAt = nil
-	var expUS int64
-	if ttl > 0 {
-		exp := now.Add(ttl)
-		trait.ExpiresAt = &exp
-		expUS = exp.UnixMicro()
+	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, now)
+	if err != nil {
+		return err
+	}
+	var expUS int64 // 0: no expiry
+	if trait.ExpiresAt != nil {
+		expUS = trait.ExpiresAt.UnixMicro()
 	}
 	data, err := p.encode(trait)
 	if err != nil {

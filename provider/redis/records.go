@@ -15,10 +15,10 @@ import (
 // and its place in the pipeline's run-log order. An empty ScheduleID is
 // DefaultScheduleID and is stored as such.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := provider.Validate(entry); err != nil {
+	entry, err := provider.PrepareRunLog(entry)
+	if err != nil {
 		return err
 	}
-	entry.ScheduleID = types.ScheduleOrDefault(entry.ScheduleID)
 	data, err := p.encode(entry)
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (p *Provider) slotPut(ctx context.Context, op string, ix index, field, data
 
 // GetRunLog implements provider.RunLogStore with one HGET.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
-	scheduleID, err := checkSlot(pipelineID, date, scheduleID)
+	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +79,10 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 // is the clock's now truncated to the microsecond, which is also the marker's score
 // in the pipeline's marker order; an empty scheduleID is DefaultScheduleID.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source}
-	if err := provider.Validate(m); err != nil {
+	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now().Truncate(time.Microsecond))
+	if err != nil {
 		return err
 	}
-	m.WrittenAt = p.now().Truncate(time.Microsecond)
 	data, err := p.encode(m)
 	if err != nil {
 		return err
@@ -110,12 +109,9 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 // RPUSH, exactly once per call like AppendEvent; a zero DetectedAt is filled from
 // the clock and an empty ScheduleID is DefaultScheduleID.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := provider.Validate(la); err != nil {
+	la, err := provider.PrepareLateArrival(la, p.now())
+	if err != nil {
 		return err
-	}
-	la.ScheduleID = types.ScheduleOrDefault(la.ScheduleID)
-	if la.DetectedAt.IsZero() {
-		la.DetectedAt = p.now()
 	}
 	data, err := p.encode(la)
 	if err != nil {
@@ -130,7 +126,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 // ListLateArrivals implements provider.LateArrivalStore with one LRANGE, sorted
 // oldest DetectedAt first (ties in append order).
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
-	scheduleID, err := checkSlot(pipelineID, date, scheduleID)
+	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}

@@ -18,15 +18,9 @@ import (
 // ErrInvalidArgument, a RunID stored under another pipeline), then the list entry is
 // set. See "Cross-slot writes" in the package doc.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := provider.Validate(run); err != nil {
+	run, err := provider.PrepareRunState(run, p.now())
+	if err != nil {
 		return err
-	}
-	now := p.now()
-	if run.CreatedAt.IsZero() {
-		run.CreatedAt = now
-	}
-	if run.UpdatedAt.IsZero() {
-		run.UpdatedAt = now
 	}
 	data, err := p.encode(run)
 	if err != nil {
@@ -160,11 +154,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 // RequestedAt is filled from the clock. Re-putting a RerunID under another pipeline
 // moves it to that pipeline's list.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := provider.Validate(rerun); err != nil {
+	rerun, err := provider.PrepareRerun(rerun, p.now())
+	if err != nil {
 		return err
-	}
-	if rerun.RequestedAt.IsZero() {
-		rerun.RequestedAt = p.now()
 	}
 	data, err := p.encode(rerun)
 	if err != nil {
@@ -240,12 +232,9 @@ func replayID(pipelineID, date, schedule string) string {
 // list entry, the record, final entry). An empty ScheduleID is DefaultScheduleID and
 // is stored as such; a zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := provider.Validate(req); err != nil {
+	req, err := provider.PrepareReplay(req, p.now())
+	if err != nil {
 		return err
-	}
-	req.ScheduleID = types.ScheduleOrDefault(req.ScheduleID)
-	if req.CreatedAt.IsZero() {
-		req.CreatedAt = p.now()
 	}
 	data, err := p.encode(req)
 	if err != nil {
@@ -263,7 +252,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 
 // GetReplay implements provider.ReplayStore with one HGET.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
-	scheduleID, err := checkSlot(pipelineID, date, scheduleID)
+	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -303,13 +292,4 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		return nil, err
 	}
 	return decodeRecords[types.ReplayRequest]("list replays", recs, nil)
-}
-
-// checkSlot validates a (pipeline, date, schedule) key and returns the schedule with
-// the default applied.
-func checkSlot(pipelineID, date, scheduleID string) (string, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "date", date); err != nil {
-		return "", err
-	}
-	return provider.CheckSchedule(scheduleID)
 }
