@@ -15,13 +15,12 @@ func TestRun(t *testing.T) {
 	}
 	want := []string{
 		"B lists 1: orders",
-		"A acquires=true, B acquires=false, B release: sqlite: release lock \"eval:orders:daily\": provider: lock not held",
+		"A acquires=true, B acquires=false, B release: sqlite: release lock \"eval:orders:daily\": pipestate: lock not held",
 		"A and B both CAS from version 0, 1 wins",
 		"A reads COMPLETED at version 3",
 		"events page 1: RUN_STATE_CHANGED RUNNING",
 		"events page 2: RUN_STATE_CHANGED COMPLETED",
 		"A fence=1; B while A holds it: held=true; B after release: fence=2",
-		"run log orders 2026-11-21/daily: COMPLETED, attempt 1",
 	}
 	for _, w := range want {
 		if !strings.Contains(out.String(), w) {

@@ -3,7 +3,7 @@
 -- Each entity is one table. The full value is stored as JSON in `body` (so a Get
 -- returns exactly what was put, after a JSON round trip); the columns beside it are
 -- the key and what the queries filter and order by. Times used for ordering or
--- expiry are TEXT in one fixed-width UTC format (see sortTime in backend.go), so
+-- expiry are TEXT in one fixed-width UTC format (see sortTime in provider.go), so
 -- string order is time order. `expires_at` is NULL for "never expires".
 
 CREATE TABLE IF NOT EXISTS pipelines (

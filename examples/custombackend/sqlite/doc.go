@@ -1,0 +1,23 @@
+// Package sqlite is a third-party pipestate backend: a provider.Provider (plus
+// provider.Leaser and provider.CascadeReader) on one SQLite database file, through
+// database/sql and the pure-Go driver modernc.org/sqlite (no cgo). It passes
+// providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
+// database; ../README.md says what to change.
+//
+// Every method checks its arguments and fills defaults with the provider package's
+// Check* and Prepare* helpers before any I/O, so bad input is rejected exactly as in
+// the built-in backends.
+//
+// Where atomicity comes from:
+//   - a single SQL statement is atomic (upserts, deletes, the lease renewal);
+//   - multi-statement changes (CAS, locks, leases) run in a transaction opened with
+//     BEGIN IMMEDIATE (the DSN's _txlock=immediate), which takes SQLite's write lock
+//     before the first read, so read-check-write cannot interleave with another
+//     writer, in this process or any other process on the same file;
+//   - busy_timeout makes a writer wait for the lock instead of failing with
+//     SQLITE_BUSY; WAL lets readers run while a writer holds it.
+//
+// Times that are compared or ordered are stored as fixed-width UTC text (sortTime),
+// so string order is time order; expires_at is NULL for "never expires", and a row
+// is live while now < expires_at, judged when reading.
+package sqlite

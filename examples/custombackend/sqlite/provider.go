@@ -1,0 +1,364 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	driver "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/pipestate/pipestate/provider"
+)
+
+//go:embed schema.sql
+var schema string
+
+// DefaultReadinessTTL is how long PutReadiness keeps a result unless
+// WithReadinessTTL says otherwise.
+const DefaultReadinessTTL = 5 * time.Minute
+
+// DefaultBusyTimeout is how long a write waits for another writer's lock before
+// failing, unless WithBusyTimeout says otherwise.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Option configures a Provider. A nil Option, or one given a bad value, makes New
+// fail with an error wrapping provider.ErrInvalidArgument.
+type Option func(*Provider) error
+
+// WithClock sets the clock that fills timestamps and judges TTLs (default
+// time.Now). Every provider opened on one database file should share one clock.
+func WithClock(now func() time.Time) Option {
+	return func(p *Provider) error {
+		if now == nil {
+			return provider.Invalidf("sqlite: WithClock: nil clock")
+		}
+		p.now = now
+		return nil
+	}
+}
+
+// WithOwner sets the lock owner identity (default: 16 random bytes in hex). Two
+// providers with one owner can release each other's locks.
+func WithOwner(owner string) Option {
+	return func(p *Provider) error {
+		if owner == "" {
+			return provider.Invalidf("sqlite: WithOwner: empty owner")
+		}
+		p.owner = owner
+		return nil
+	}
+}
+
+// WithReadinessTTL sets how long readiness results are kept (default
+// DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
+func WithReadinessTTL(ttl time.Duration) Option {
+	return func(p *Provider) error {
+		if ttl <= 0 || ttl > provider.MaxTTL {
+			return provider.Invalidf("sqlite: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
+		}
+		p.readinessTTL = ttl
+		return nil
+	}
+}
+
+// WithEventRetention keeps each event for d after it is appended, by the
+// provider's clock: from then on it is invisible to ListEvents and
+// ReadEventsSince, and a cursor of a dropped event reads from the oldest retained
+// one. The default, 0, keeps events forever; d must be at most provider.MaxTTL.
+// Dropped rows stay in the file until something deletes them (see ../README.md,
+// step 6).
+func WithEventRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("sqlite: WithEventRetention: %w", err)
+		}
+		p.eventRetention = d
+		return nil
+	}
+}
+
+// WithBusyTimeout sets how long a write waits for the database's write lock
+// (default DefaultBusyTimeout, at least 1ms); past it the call fails with
+// SQLITE_BUSY.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(p *Provider) error {
+		if d < time.Millisecond {
+			return provider.Invalidf("sqlite: WithBusyTimeout: timeout %v is below 1ms", d)
+		}
+		p.busyTimeout = d
+		return nil
+	}
+}
+
+// Provider is a provider.Provider on one SQLite database file. Any number of
+// Providers, in one process or several, may open the same file; each is one client
+// with its own lock owner identity. It is safe for concurrent use.
+type Provider struct {
+	db             *sql.DB
+	now            func() time.Time
+	owner          string
+	readinessTTL   time.Duration
+	eventRetention time.Duration
+	busyTimeout    time.Duration
+	closed         atomic.Bool
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Leaser        = (*Provider)(nil)
+	_ provider.CascadeReader = (*Provider)(nil)
+)
+
+// New opens (creating if needed) the SQLite database file at path, creates the
+// schema if it is missing, and returns a Provider ready for calls; Stop closes the
+// database. A bad path or option is an error wrapping provider.ErrInvalidArgument:
+// path must name a file (not ":memory:", whose every pooled connection would be a
+// separate database) and must not contain '?', which starts the DSN's parameters.
+func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
+	p := &Provider{
+		now:          time.Now,
+		owner:        randomHex(),
+		readinessTTL: DefaultReadinessTTL,
+		busyTimeout:  DefaultBusyTimeout,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, provider.Invalidf("sqlite: nil option")
+		}
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
+		return nil, provider.Invalidf("sqlite: path %q must name a file and not contain '?'", path)
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate") // every BeginTx is BEGIN IMMEDIATE
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", p.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: create schema in %s: %w", path, err)
+	}
+	p.db = db
+	return p, nil
+}
+
+// Owner returns the lock owner identity of p.
+func (p *Provider) Owner() string { return p.owner }
+
+// Start implements provider.Provider: it checks that the database answers.
+func (p *Provider) Start(ctx context.Context) error { return p.Ping(ctx) }
+
+// Stop implements provider.Provider: it closes the database. It is idempotent.
+func (p *Provider) Stop(ctx context.Context) error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	if err := p.db.Close(); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// Ping implements provider.Provider.
+func (p *Provider) Ping(ctx context.Context) error {
+	if err := p.enter(ctx); err != nil {
+		return err
+	}
+	return p.fail(ctx, "ping", p.db.PingContext(ctx))
+}
+
+// The plumbing below is shared by every method. Each method checks its arguments
+// first (provider.Check*, provider.Prepare*), then does its I/O through exec, put,
+// getOne, getAll, each or inTx, which all start with enter.
+
+// enter is the first step of all I/O: a cancelled context or a stopped provider
+// fails before anything is read or written.
+func (p *Provider) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	return nil
+}
+
+// fail turns a database error into the error the contract asks for: the context's
+// error when it is done, ErrClosed after Stop, ErrTooLarge for SQLITE_TOOBIG, and
+// otherwise the driver's error wrapped with %w (errors.As to *driver.Error works).
+func (p *Provider) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *driver.Error
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("sqlite: %s: %w", op, errors.Join(ctx.Err(), err))
+	case p.closed.Load():
+		return fmt.Errorf("sqlite: %s: %w", op, errors.Join(provider.ErrClosed, err))
+	case errors.As(err, &se) && se.Code() == sqlite3.SQLITE_TOOBIG:
+		return fmt.Errorf("sqlite: %s: %w", op, errors.Join(provider.ErrTooLarge, err))
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// inTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits it, or rolls
+// it back when fn or the commit fails. Errors fn returns are passed through as they
+// are, so fn can return contract errors (ErrInvalidArgument, ErrLockHeld, ...).
+func (p *Provider) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if err := p.enter(ctx); err != nil {
+		return err
+	}
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return p.fail(ctx, op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return p.fail(ctx, op, tx.Commit())
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// exec runs one statement on e and returns the number of rows it changed.
+func (p *Provider) exec(ctx context.Context, e execer, op, query string, args ...any) (int64, error) {
+	if err := p.enter(ctx); err != nil {
+		return 0, err
+	}
+	res, err := e.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, p.fail(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	return n, p.fail(ctx, op, err)
+}
+
+// put runs the upsert or insert query with args followed by v's JSON body: the
+// query's last parameter is the body column.
+func (p *Provider) put(ctx context.Context, op string, v any, query string, args ...any) error {
+	body, err := encode(v)
+	if err != nil {
+		return err
+	}
+	_, err = p.exec(ctx, p.db, op, query, append(args, body)...)
+	return err
+}
+
+// encode is the JSON body of a value. A value JSON cannot encode is bad input.
+func encode(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", provider.Invalid(err)
+	}
+	return string(b), nil
+}
+
+// decode is the value of a stored JSON body.
+func decode[T any](op, body string) (T, error) {
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		return v, fmt.Errorf("sqlite: %s: decode stored value: %w", op, err)
+	}
+	return v, nil
+}
+
+// each runs query and calls fn with each row's Scan, in order.
+func (p *Provider) each(ctx context.Context, op, query string, args []any, fn func(scan func(dest ...any) error) error) error {
+	if err := p.enter(ctx); err != nil {
+		return err
+	}
+	rows, err := p.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return p.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return p.fail(ctx, op, rows.Err())
+}
+
+// getAll returns the bodies of the rows query selects, decoded, in order. It never
+// returns a nil slice without an error.
+func getAll[T any](ctx context.Context, p *Provider, op, query string, args ...any) ([]T, error) {
+	out := []T{}
+	err := p.each(ctx, op, query, args, func(scan func(...any) error) error {
+		var body string
+		if err := scan(&body); err != nil {
+			return p.fail(ctx, op, err)
+		}
+		v, err := decode[T](op, body)
+		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// getOne returns the body of the single row query selects, decoded, or (nil, nil)
+// when there is none.
+func getOne[T any](ctx context.Context, p *Provider, op, query string, args ...any) (*T, error) {
+	all, err := getAll[T](ctx, p, op, query, args...)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	return &all[0], nil
+}
+
+// sortTime formats t for a TEXT column that is ordered or compared: UTC with a
+// fixed-width fraction, so string order is time order (years 0000-9999).
+func sortTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
+// expiresAt is the expires_at column value of something that expires at t: NULL for
+// nil (never).
+func expiresAt(t *time.Time) sql.NullString {
+	if t == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: sortTime(*t), Valid: true}
+}
+
+// after is the time ttl after now, or nil (never) when ttl is 0.
+func after(now time.Time, ttl time.Duration) *time.Time {
+	if ttl == 0 {
+		return nil
+	}
+	t := now.Add(ttl)
+	return &t
+}
+
+// liveSQL is the condition that keeps rows whose expires_at has not passed; its one
+// argument is sortTime(now). A row is live while now < expires_at.
+const liveSQL = "(expires_at IS NULL OR expires_at > ?)"
+
+func randomHex() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}

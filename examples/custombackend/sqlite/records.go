@@ -1,0 +1,169 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// PutRunLog implements provider.RunLogStore.
+func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	e, err := provider.PrepareRunLog(entry)
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "put run log", e,
+		`INSERT INTO run_logs (pipeline_id, date, schedule_id, body) VALUES (?, ?, ?, ?)
+		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET body = excluded.body`,
+		e.PipelineID, e.Date, e.ScheduleID)
+}
+
+// GetRunLog implements provider.RunLogStore.
+func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return getOne[types.RunLogEntry](ctx, p, "get run log",
+		`SELECT body FROM run_logs WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+}
+
+// ListRunLogs implements provider.RunLogStore.
+func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.RunLogEntry](ctx, p, "list run logs",
+		`SELECT body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id DESC LIMIT ?`, pipelineID, limit)
+}
+
+// PutRerun implements provider.RerunStore. The record is one row, so re-putting it
+// under another pipeline moves it between the pipelines' lists atomically.
+func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	r, err := provider.PrepareRerun(rerun, p.now())
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "put rerun", r,
+		`INSERT INTO reruns (rerun_id, pipeline_id, requested_at, body) VALUES (?, ?, ?, ?)
+		 ON CONFLICT (rerun_id) DO UPDATE
+		 SET pipeline_id = excluded.pipeline_id, requested_at = excluded.requested_at, body = excluded.body`,
+		r.RerunID, r.PipelineID, sortTime(r.RequestedAt))
+}
+
+// GetRerun implements provider.RerunStore.
+func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+		return nil, err
+	}
+	return getOne[types.RerunRecord](ctx, p, "get rerun", `SELECT body FROM reruns WHERE rerun_id = ?`, rerunID)
+}
+
+// ListReruns implements provider.RerunStore.
+func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.RerunRecord](ctx, p, "list reruns",
+		`SELECT body FROM reruns WHERE pipeline_id = ? ORDER BY requested_at DESC, rerun_id DESC LIMIT ?`,
+		pipelineID, limit)
+}
+
+// ListAllReruns implements provider.RerunStore.
+func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.RerunRecord](ctx, p, "list all reruns",
+		`SELECT body FROM reruns ORDER BY requested_at DESC, rerun_id DESC LIMIT ?`, limit)
+}
+
+// PutReplay implements provider.ReplayStore.
+func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	r, err := provider.PrepareReplay(req, p.now())
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "put replay", r,
+		`INSERT INTO replays (pipeline_id, date, schedule_id, created_at, body) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET created_at = excluded.created_at, body = excluded.body`,
+		r.PipelineID, r.Date, r.ScheduleID, sortTime(r.CreatedAt))
+}
+
+// GetReplay implements provider.ReplayStore.
+func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return getOne[types.ReplayRequest](ctx, p, "get replay",
+		`SELECT body FROM replays WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+}
+
+// ListReplays implements provider.ReplayStore.
+func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.ReplayRequest](ctx, p, "list replays",
+		`SELECT body FROM replays ORDER BY created_at DESC, pipeline_id DESC, date DESC, schedule_id DESC LIMIT ?`, limit)
+}
+
+// PutLateArrival implements provider.LateArrivalStore.
+func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	l, err := provider.PrepareLateArrival(la, p.now())
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "put late arrival", l,
+		`INSERT INTO late_arrivals (pipeline_id, date, schedule_id, detected_at, body) VALUES (?, ?, ?, ?, ?)`,
+		l.PipelineID, l.Date, l.ScheduleID, sortTime(l.DetectedAt))
+}
+
+// ListLateArrivals implements provider.LateArrivalStore.
+func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
+	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return getAll[types.LateArrival](ctx, p, "list late arrivals",
+		`SELECT body FROM late_arrivals WHERE pipeline_id = ? AND date = ? AND schedule_id = ? ORDER BY detected_at, seq`,
+		pipelineID, date, schedule)
+}
+
+// WriteCascadeMarker implements provider.CascadeStore. The marker's seq, which
+// orders markers written at the same WrittenAt, comes from a subquery of the same
+// statement.
+func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now())
+	if err != nil {
+		return err
+	}
+	return p.put(ctx, "write cascade marker", m,
+		`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body)
+		 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?)
+		 ON CONFLICT (pipeline_id, schedule_id, date) DO UPDATE
+		 SET written_at = excluded.written_at, seq = excluded.seq, body = excluded.body`,
+		m.PipelineID, m.ScheduleID, m.Date, sortTime(m.WrittenAt))
+}
+
+// ListCascadeMarkers implements provider.CascadeReader. Markers written at the same
+// WrittenAt are ordered by write, the later first.
+func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.CascadeMarker](ctx, p, "list cascade markers",
+		`SELECT body FROM cascade_markers WHERE pipeline_id = ? ORDER BY written_at DESC, seq DESC LIMIT ?`,
+		pipelineID, limit)
+}

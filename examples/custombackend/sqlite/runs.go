@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// PutRunState implements provider.RunStore. It is one upsert whose update only
+// applies when the stored run has the same pipeline, so the pipeline check and the
+// write are atomic.
+func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	r, err := provider.PrepareRunState(run, p.now())
+	if err != nil {
+		return err
+	}
+	body, err := encode(r)
+	if err != nil {
+		return err
+	}
+	n, err := p.exec(ctx, p.db, "put run state",
+		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (run_id) DO UPDATE
+		 SET version = excluded.version, created_at = excluded.created_at, body = excluded.body
+		 WHERE runs.pipeline_id = excluded.pipeline_id`,
+		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body)
+	if err == nil && n == 0 {
+		return provider.Invalidf("run %q is stored under another pipeline than %q", r.RunID, r.PipelineID)
+	}
+	return err
+}
+
+// GetRunState implements provider.RunStore.
+func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return nil, err
+	}
+	return getOne[types.RunState](ctx, p, "get run state", `SELECT body FROM runs WHERE run_id = ?`, runID)
+}
+
+// ListRuns implements provider.RunStore. There is one row per run, so the list
+// always shows the latest CAS.
+func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	return getAll[types.RunState](ctx, p, "list runs",
+		`SELECT body FROM runs WHERE pipeline_id = ? ORDER BY created_at DESC, run_id DESC LIMIT ?`,
+		pipelineID, limit)
+}
+
+// CompareAndSwapRunState implements provider.RunStore. In one transaction it reads
+// the stored run (for its pipeline and CreatedAt) and writes newState with
+// UPDATE ... WHERE run_id = ? AND version = ?; the swap happened iff one row changed.
+func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	const op = "compare and swap run state"
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
+		return false, err
+	}
+	swapped := false
+	err := p.inTx(ctx, op, func(tx *sql.Tx) error {
+		var storedPipeline, storedBody string
+		var storedVersion int
+		err := tx.QueryRowContext(ctx, `SELECT pipeline_id, version, body FROM runs WHERE run_id = ?`, runID).
+			Scan(&storedPipeline, &storedVersion, &storedBody)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil // a missing run is (false, nil)
+		case err != nil:
+			return p.fail(ctx, op, err)
+		case storedPipeline != newState.PipelineID:
+			return provider.Invalidf("run %q belongs to pipeline %q, not %q", runID, storedPipeline, newState.PipelineID)
+		case storedVersion != expectedVersion:
+			return nil
+		}
+		stored, err := decode[types.RunState](op, storedBody)
+		if err != nil {
+			return err
+		}
+		newState.Version = expectedVersion + 1
+		newState.CreatedAt = stored.CreatedAt // CreatedAt never changes through CAS
+		newState.UpdatedAt = p.now()
+		body, err := encode(newState)
+		if err != nil {
+			return err
+		}
+		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ? WHERE run_id = ? AND version = ?`,
+			newState.Version, body, runID, expectedVersion)
+		swapped = n == 1
+		return err
+	})
+	return err == nil && swapped, err
+}
