@@ -32,4 +32,7 @@ var (
 	ErrLockHeld = errors.New("pipestate: lock held")
 	// ErrLockNotHeld: the caller does not hold the lock or lease.
 	ErrLockNotHeld = errors.New("pipestate: lock not held")
+	// ErrCursorExpired: a cursor points before the oldest record the backend
+	// retains, so records after it may be lost; start again from a fresh cursor.
+	ErrCursorExpired = errors.New("pipestate: cursor expired")
 )

@@ -25,6 +25,7 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 		{"provider.ErrTooLarge", provider.ErrTooLarge, pipestate.ErrTooLarge},
 		{"provider.ErrLockHeld", provider.ErrLockHeld, pipestate.ErrLockHeld},
 		{"provider.ErrLockNotHeld", provider.ErrLockNotHeld, pipestate.ErrLockNotHeld},
+		{"provider.ErrCursorExpired", provider.ErrCursorExpired, pipestate.ErrCursorExpired},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s is not the library's sentinel %v", tc.name, tc.want)

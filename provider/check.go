@@ -247,3 +247,12 @@ func PrepareCascadeMarker(pipelineID, scheduleID, date, source string, now time.
 	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source, WrittenAt: now}
 	return m, Validate(m)
 }
+
+// PrepareCreateRun is CreateRunState's: PrepareRunState's checks and defaults, and
+// run.Version is 0.
+func PrepareCreateRun(run types.RunState, now time.Time) (types.RunState, error) {
+	if run.Version != 0 {
+		return run, Invalidf("a created run starts at version 0, not %d", run.Version)
+	}
+	return PrepareRunState(run, now)
+}

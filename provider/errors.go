@@ -23,6 +23,9 @@ var (
 	ErrLockHeld = pipestate.ErrLockHeld
 	// ErrLockNotHeld: the caller does not hold the lock or lease.
 	ErrLockNotHeld = pipestate.ErrLockNotHeld
+	// ErrCursorExpired: a cursor points before the oldest record the backend
+	// retains.
+	ErrCursorExpired = pipestate.ErrCursorExpired
 )
 
 // Invalid wraps cause (usually a types validation error) in ErrInvalidArgument.

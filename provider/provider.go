@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/pipestate/pipestate/types"
@@ -159,4 +160,44 @@ type Leaser interface {
 type CascadeReader interface {
 	// ListCascadeMarkers returns the pipeline's markers newest WrittenAt first, at most limit.
 	ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error)
+}
+
+// RunCreator is an optional interface for creating a run exactly once.
+// PutRunState overwrites a run, version included; CreateRunState is the call for a
+// worker that must not clobber a run another worker created.
+type RunCreator interface {
+	// CreateRunState stores run (run.Version must be 0; zero CreatedAt and UpdatedAt
+	// are filled from the clock) only if no run with its RunID exists, atomically
+	// with its place in ListRuns. created is true for exactly one of any number of
+	// concurrent calls, also when the client library retried a call whose reply was
+	// lost; the others return (false, nil) and change nothing.
+	CreateRunState(ctx context.Context, run types.RunState) (created bool, err error)
+}
+
+// EventFollower is an optional interface for following a pipeline's event log as
+// it is written.
+type EventFollower interface {
+	// FollowEvents yields every event of the pipeline strictly after cursor (an
+	// EventRecord.StreamID; "" is the start of the log) in commit order, then
+	// blocks and yields each new event as it is committed. Resuming from the last
+	// StreamID yielded loses and repeats nothing (events dropped by retention
+	// excepted, as for ReadEventsSince). The sequence ends after yielding one error:
+	// ctx's error when ctx ends, an error wrapping ErrInvalidArgument for a bad
+	// pipeline ID or cursor, or a backend error; the caller resumes from its last
+	// cursor. Breaking out of the loop releases what the follower holds.
+	FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error]
+}
+
+// MarkerWatcher is an optional interface for watching the cascade markers of every
+// pipeline as they are written: the trigger of a stream-router.
+type MarkerWatcher interface {
+	// WatchCascadeMarkers yields every marker write strictly after cursor (a
+	// CascadeMarkerRecord.Cursor; "" is the oldest write the backend retains), then
+	// blocks and yields new writes. Delivery is at least once: a resumed watch may
+	// yield writes again, so consumers must be idempotent; writing the same marker
+	// again is a new write (with a new WrittenAt) and is delivered again. A cursor
+	// older than what the backend retains yields an error wrapping
+	// ErrCursorExpired, never a silent gap. The sequence ends after yielding one
+	// error, like EventFollower's.
+	WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error]
 }

@@ -128,6 +128,14 @@ type CascadeMarker struct {
 	WrittenAt  time.Time `json:"writtenAt"`
 }
 
+// CascadeMarkerRecord is one write of a cascade marker as a
+// provider.MarkerWatcher delivers it. Cursor is opaque and only meaningful to the
+// backend that made it: watching from it resumes after this write.
+type CascadeMarkerRecord struct {
+	Cursor string        `json:"cursor"`
+	Marker CascadeMarker `json:"marker"`
+}
+
 // Validate checks every field but WrittenAt. An empty ScheduleID means
 // DefaultScheduleID; Source is the upstream pipeline's ID.
 func (m CascadeMarker) Validate() error {
