@@ -33,7 +33,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "empty owner", client: client, table: "t", opt: dynamodb.WithOwner("")},
 		{name: "nil clock", client: client, table: "t", opt: dynamodb.WithClock(nil)},
 		{name: "zero readiness ttl", client: client, table: "t", opt: dynamodb.WithReadinessTTL(0)},
+		{name: "negative readiness ttl", client: client, table: "t", opt: dynamodb.WithReadinessTTL(-time.Second)},
+		{name: "readiness ttl over max", client: client, table: "t", opt: dynamodb.WithReadinessTTL(provider.MaxTTL + 1)},
 		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
+		{name: "retention over max", client: client, table: "t", opt: dynamodb.WithEventRetention(provider.MaxTTL + 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p, err := dynamodb.New(tc.client, tc.table, tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {
@@ -41,9 +44,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	p, err := dynamodb.New(client, "t", dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(time.Second), dynamodb.WithEventRetention(0))
-	if err != nil || p.Owner() != "me" || p.Table() != "t" {
-		t.Fatalf("New with valid options: %v, %v", p, err)
+	for _, opts := range [][]dynamodb.Option{
+		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(time.Second), dynamodb.WithEventRetention(0)},
+		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(provider.MaxTTL), dynamodb.WithEventRetention(provider.MaxTTL)},
+	} {
+		p, err := dynamodb.New(client, "t", opts...)
+		if err != nil || p.Owner() != "me" || p.Table() != "t" {
+			t.Fatalf("New with valid options: %v, %v", p, err)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -54,7 +53,8 @@ const (
 	maxLostRaces  = 1000
 )
 
-// Option configures a Provider; see New.
+// Option configures a Provider; see New. An option given a bad value makes New
+// fail with an error wrapping provider.ErrInvalidArgument.
 type Option func(*Provider) error
 
 // WithOwner sets the lock owner identity of the provider instance (default: 16
@@ -62,7 +62,7 @@ type Option func(*Provider) error
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
 		if owner == "" {
-			return errors.New("dynamodb: WithOwner: empty owner")
+			return provider.Invalidf("dynamodb: WithOwner: empty owner")
 		}
 		p.owner = owner
 		return nil
@@ -75,7 +75,7 @@ func WithOwner(owner string) Option {
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
 		if now == nil {
-			return errors.New("dynamodb: WithClock: nil clock")
+			return provider.Invalidf("dynamodb: WithClock: nil clock")
 		}
 		p.now = now
 		return nil
@@ -83,11 +83,11 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithReadinessTTL sets how long PutReadiness keeps a result (default
-// DefaultReadinessTTL); it must be positive.
+// DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl <= 0 {
-			return fmt.Errorf("dynamodb: WithReadinessTTL: %v is not positive", ttl)
+		if ttl <= 0 || ttl > provider.MaxTTL {
+			return provider.Invalidf("dynamodb: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
 		}
 		p.readinessTTL = ttl
 		return nil
@@ -96,12 +96,12 @@ func WithReadinessTTL(ttl time.Duration) Option {
 
 // WithEventRetention keeps each event for d after it is appended (by the provider
 // clock): older events are invisible to ListEvents and ReadEventsSince and carry a
-// `ttl` attribute so DynamoDB deletes them. The default, 0, keeps events forever; a
-// negative d is an error.
+// `ttl` attribute so DynamoDB deletes them. The default, 0, keeps events forever; d
+// must be at most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
-		if d < 0 {
-			return fmt.Errorf("dynamodb: WithEventRetention: %v is negative", d)
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("dynamodb: WithEventRetention: %w", err)
 		}
 		p.eventRetention = d
 		return nil
@@ -160,7 +160,7 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 			return nil, provider.Invalidf("dynamodb: New: nil option")
 		}
 		if err := o(p); err != nil {
-			return nil, provider.Invalid(err)
+			return nil, err
 		}
 	}
 	return p, nil

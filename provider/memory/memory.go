@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,8 @@ func newData() *data {
 // DefaultReadinessTTL is how long PutReadiness keeps a result unless WithReadinessTTL says otherwise.
 const DefaultReadinessTTL = 5 * time.Minute
 
-// Option configures a Provider.
+// Option configures a Provider; see New. An option given a bad value makes New or
+// NewHandle fail with an error wrapping provider.ErrInvalidArgument.
 type Option func(*Provider) error
 
 // WithClock sets the clock that fills timestamps and judges TTLs (default time.Now).
@@ -111,11 +113,12 @@ func WithOwner(owner string) Option {
 	}
 }
 
-// WithReadinessTTL sets how long readiness results are kept (default DefaultReadinessTTL).
+// WithReadinessTTL sets how long readiness results are kept (default
+// DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl <= 0 {
-			return provider.Invalidf("memory: WithReadinessTTL: ttl %v is not positive", ttl)
+		if ttl <= 0 || ttl > provider.MaxTTL {
+			return provider.Invalidf("memory: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
 		}
 		p.readinessTTL = ttl
 		return nil
@@ -125,12 +128,12 @@ func WithReadinessTTL(ttl time.Duration) Option {
 // WithEventRetention keeps each event for d after it is appended, by the clock of
 // the provider that appends it: from then on (now >= append time + d) it is
 // invisible to ListEvents and ReadEventsSince, and a cursor of a dropped event reads
-// from the oldest retained one. The default, 0, keeps events forever; a negative d
-// is an error.
+// from the oldest retained one. The default, 0, keeps events forever; d must be at
+// most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
-		if d < 0 {
-			return provider.Invalidf("memory: WithEventRetention: negative retention %v", d)
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("memory: WithEventRetention: %w", err)
 		}
 		p.eventRetention = d
 		return nil

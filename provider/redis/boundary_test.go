@@ -26,19 +26,6 @@ func TestNewRejectsTypedNilClients(t *testing.T) {
 	}
 }
 
-func TestReadinessTTLLimit(t *testing.T) {
-	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
-	defer c.Close()
-	if _, err := redis.New(c, redis.WithReadinessTTL(provider.MaxTTL)); err != nil {
-		t.Errorf("WithReadinessTTL(MaxTTL): %v", err)
-	}
-	for _, ttl := range []time.Duration{provider.MaxTTL + 1, 1<<63 - 1} {
-		if _, err := redis.New(c, redis.WithReadinessTTL(ttl)); !errors.Is(err, provider.ErrInvalidArgument) {
-			t.Errorf("WithReadinessTTL(%v) = %v, want ErrInvalidArgument", ttl, err)
-		}
-	}
-}
-
 // TestBoundaries runs the numeric limits of the contract on every server: CAS up
 // to types.MaxRunVersion exactly, and TTLs of provider.MaxTTL (which must neither
 // overflow into "no expiry" nor into an immediate delete).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,10 +29,17 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"brace_prefix", redis.WithKeyPrefix("a{b")},
 		{"closing_brace_prefix", redis.WithKeyPrefix("a}")},
 		{"control_prefix", redis.WithKeyPrefix("a\nb")},
+		{"long_prefix", redis.WithKeyPrefix(strings.Repeat("p", 65))},
+		{"invalid_utf8_prefix", redis.WithKeyPrefix("a\xffb")},
 		{"empty_owner", redis.WithOwner("")},
+		{"control_owner", redis.WithOwner("a\nb")},
 		{"short_readiness", redis.WithReadinessTTL(time.Microsecond)},
+		{"negative_readiness", redis.WithReadinessTTL(-time.Second)},
+		{"readiness_over_max", redis.WithReadinessTTL(provider.MaxTTL + 1)},
+		{"readiness_max_duration", redis.WithReadinessTTL(1<<63 - 1)},
 		{"negative_max_events", redis.WithMaxEvents(-1)},
 		{"small_max_value", redis.WithMaxValueSize(1000)},
+		{"large_max_value", redis.WithMaxValueSize(512<<20 + 1)},
 		{"nil_clock", redis.WithClock(nil)},
 		{"nil_option", nil},
 	} {
@@ -50,6 +58,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if p.KeyPrefix() != redis.DefaultKeyPrefix || len(p.Owner()) != 32 {
 		t.Errorf("defaults: prefix %q owner %q", p.KeyPrefix(), p.Owner())
+	}
+	// The bounds themselves are valid.
+	if _, err := redis.New(c, redis.WithKeyPrefix(strings.Repeat("p", 64)), redis.WithReadinessTTL(time.Millisecond),
+		redis.WithMaxEvents(0), redis.WithMaxValueSize(redis.MinMaxValueSize), redis.WithCloseClient()); err != nil {
+		t.Errorf("New with the lower bounds: %v", err)
+	}
+	if _, err := redis.New(c, redis.WithReadinessTTL(provider.MaxTTL), redis.WithMaxValueSize(512<<20)); err != nil {
+		t.Errorf("New with the upper bounds: %v", err)
 	}
 }
 

@@ -60,7 +60,8 @@ type Provider struct {
 	started      atomic.Bool
 }
 
-// Option configures New.
+// Option configures a Provider; see New. An option given a bad value makes New
+// fail with an error wrapping provider.ErrInvalidArgument.
 type Option func(*Provider) error
 
 // WithKeyPrefix sets the prefix of every key the provider writes (default
