@@ -2,9 +2,11 @@ package observe
 
 import (
 	"bytes"
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,16 +19,18 @@ import (
 	"github.com/pipestate/pipestate/provider/memory"
 	"github.com/pipestate/pipestate/state"
 	statememory "github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestProviderKeepsCapabilities wraps a provider of every combination of optional
 // interfaces and checks that each assertion succeeds on the decorator exactly when
 // it succeeds on the original.
 func TestProviderKeepsCapabilities(t *testing.T) {
-	full, err := memory.New()
+	mem, err := memory.New()
 	if err != nil {
 		t.Fatal(err)
 	}
+	full := everything{mem}
 	for mask := range uint(1) << len(restrictProviderCapabilities) {
 		inner := withRestrictProvider(mask, full)
 		wrapped, err := Provider(inner)
@@ -43,6 +47,15 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.CascadeReader":
 				_, inOK = inner.(provider.CascadeReader)
 				_, outOK = wrapped.(provider.CascadeReader)
+			case "provider.RunCreator":
+				_, inOK = inner.(provider.RunCreator)
+				_, outOK = wrapped.(provider.RunCreator)
+			case "provider.EventFollower":
+				_, inOK = inner.(provider.EventFollower)
+				_, outOK = wrapped.(provider.EventFollower)
+			case "provider.MarkerWatcher":
+				_, inOK = inner.(provider.MarkerWatcher)
+				_, outOK = wrapped.(provider.MarkerWatcher)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}
@@ -51,6 +64,18 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			}
 		}
 	}
+}
+
+// everything implements every optional provider interface (the ones memory lacks
+// with stubs), the source of the values of each combination.
+type everything struct{ *memory.Provider }
+
+func (everything) CreateRunState(context.Context, types.RunState) (bool, error) { return false, nil }
+func (everything) FollowEvents(context.Context, string, string) iter.Seq2[types.EventRecord, error] {
+	return func(func(types.EventRecord, error) bool) {}
+}
+func (everything) WatchCascadeMarkers(context.Context, string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(func(types.CascadeMarkerRecord, error) bool) {}
 }
 
 func TestStoreKeepsCapabilities(t *testing.T) {

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"iter"
 	"reflect"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader -import github.com/pipestate/pipestate/provider
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher -import github.com/pipestate/pipestate/provider
 
 // Outcomes, the values of AttrOutcome.
 const (
@@ -28,6 +29,8 @@ const (
 	OutcomeFirst     = "first"     // Deduper.MarkSeen claimed the event ID
 	OutcomeDuplicate = "duplicate" // MarkSeen, MergeUpdateOnce: seen or applied before
 	OutcomeApplied   = "applied"   // MergeUpdateOnce applied the delta
+	OutcomeCreated   = "created"   // CreateRunState stored the run
+	OutcomeExists    = "exists"    // CreateRunState found the run ID taken
 )
 
 var providerCounters = map[string]instrument{
@@ -41,6 +44,8 @@ var providerCounters = map[string]instrument{
 		extra: lockKind("lock"), outcomes: []string{OutcomeReleased, OutcomeNotHeld}},
 	"ReleaseLease": {name: "pipestate.lock.release", unit: "{call}", desc: "Lock and lease releases by outcome.",
 		extra: lockKind("lease"), outcomes: []string{OutcomeReleased, OutcomeNotHeld}},
+	"CreateRunState": {name: "pipestate.run.create", unit: "{call}",
+		desc: "Run creations by outcome.", outcomes: []string{OutcomeCreated, OutcomeExists}},
 	"RenewLease": {name: "pipestate.lease.renew", unit: "{call}", desc: "Lease renewals by outcome.",
 		outcomes: []string{OutcomeRenewed, OutcomeLost}},
 }
@@ -49,7 +54,8 @@ func lockKind(k string) []attribute.KeyValue { return []attribute.KeyValue{AttrL
 
 // Provider returns p decorated with a span and a duration measurement per call and
 // the outcome counters of the package doc. The result implements exactly the
-// optional provider interfaces (provider.Leaser, provider.CascadeReader) that p
+// optional provider interfaces (provider.Leaser, provider.CascadeReader,
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher) that p
 // implements. It fails only on a nil p or a bad option (ErrInvalidArgument).
 func Provider(p provider.Provider, opts ...Option) (provider.Provider, error) {
 	if nilcheck.IsNil(p) {
@@ -340,6 +346,30 @@ func (o *observedProvider) ListCascadeMarkers(ctx context.Context, pipelineID st
 	ctx, c := o.start(ctx, "ListCascadeMarkers", ids{pipeline: pipelineID})
 	v, err := o.p.(provider.CascadeReader).ListCascadeMarkers(ctx, pipelineID, limit)
 	return v, c.done(err)
+}
+
+// CreateRunState implements provider.RunCreator.
+func (o *observedProvider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	ctx, c := o.start(ctx, "CreateRunState", ids{pipeline: run.PipelineID, run: run.RunID})
+	ok, err := o.p.(provider.RunCreator).CreateRunState(ctx, run)
+	return ok, c.end(outcome(err, ok, OutcomeCreated, OutcomeExists), err)
+}
+
+// FollowEvents implements provider.EventFollower: one span for the whole follow,
+// ended when the sequence ends, with the number of events yielded.
+func (o *observedProvider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		ctx, c := o.start(ctx, "FollowEvents", ids{pipeline: pipelineID})
+		stream(c, o.p.(provider.EventFollower).FollowEvents(ctx, pipelineID, cursor), yield)
+	}
+}
+
+// WatchCascadeMarkers implements provider.MarkerWatcher, observed like FollowEvents.
+func (o *observedProvider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		ctx, c := o.start(ctx, "WatchCascadeMarkers", ids{})
+		stream(c, o.p.(provider.MarkerWatcher).WatchCascadeMarkers(ctx, cursor), yield)
+	}
 }
 
 // outcome is yes or no after a successful call, "" after a failed one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"strings"
 	"time"
@@ -31,7 +32,8 @@ const (
 	AttrLockKey  = attribute.Key("pipestate.lock.key")
 	AttrEntity   = attribute.Key("pipestate.entity")
 	AttrEventID  = attribute.Key("pipestate.event.id")
-	AttrKeys     = attribute.Key("pipestate.keys") // number of keys of a GetMany
+	AttrKeys     = attribute.Key("pipestate.keys")    // number of keys of a GetMany
+	AttrRecords  = attribute.Key("pipestate.records") // records a follow or watch yielded
 )
 
 // Option configures a decorator.
@@ -313,3 +315,30 @@ func (c call) end(outcome string, err error) error {
 
 // done ends a call that has no outcome beyond its error.
 func (c call) done(err error) error { return c.end("", err) }
+
+// stream passes the records of seq to yield and ends the call when the sequence
+// ends: a long-lived call, so its span carries the number of records
+// (pipestate.records) and no duration is recorded; the error that ends a sequence
+// is recorded unless it is the context's own end.
+func stream[R any](c call, seq iter.Seq2[R, error], yield func(R, error) bool) {
+	n := 0
+	var last error
+	for r, err := range seq {
+		if err != nil {
+			last = err
+		} else {
+			n++
+		}
+		if !yield(r, err) {
+			break
+		}
+	}
+	c.begin = time.Time{}
+	if c.span.IsRecording() {
+		c.span.SetAttributes(AttrRecords.Int(n))
+	}
+	if errors.Is(last, context.Canceled) || errors.Is(last, context.DeadlineExceeded) {
+		last = nil
+	}
+	_ = c.done(last)
+}
