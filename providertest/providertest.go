@@ -90,8 +90,9 @@ const (
 )
 
 // Run runs the whole conformance suite: every Run* function of this package, in
-// the order below. Optional interfaces (provider.Leaser, provider.CascadeReader)
-// are detected by type assertion; their groups skip when the provider lacks them.
+// the order below. Optional interfaces (provider.Leaser, provider.CascadeReader,
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher) are detected
+// by type assertion; their groups skip when the provider lacks them.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	RunPipelineStore(t, h)
@@ -106,6 +107,9 @@ func Run(t *testing.T, h Harness) {
 	RunLocker(t, h)
 	RunLeaser(t, h)
 	RunCascadeReader(t, h)
+	RunRunCreator(t, h)
+	RunEventFollower(t, h)
+	RunMarkerWatcher(t, h)
 	RunReadiness(t, h)
 	RunExpiry(t, h)
 	RunFidelity(t, h)

@@ -1,0 +1,288 @@
+package providertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// deliveryWait bounds how long a follower or watcher may take to deliver a record
+// that was committed: generous, for backends that poll (DynamoDB Streams).
+const deliveryWait = 20 * time.Second
+
+// item is one value a sequence yielded.
+type item[R any] struct {
+	r   R
+	err error
+}
+
+// consume iterates seq on a goroutine until ctx ends or the sequence does, sending
+// what it yields; the channel closes when the sequence ends.
+func consume[R any](seq iter.Seq2[R, error]) <-chan item[R] {
+	out := make(chan item[R], 1024)
+	go func() {
+		defer close(out)
+		for r, err := range seq {
+			out <- item[R]{r, err}
+		}
+	}()
+	return out
+}
+
+// take receives n records from ch, failing the test on an error, an early end or a
+// wait longer than deliveryWait.
+func take[R any](t *testing.T, ch <-chan item[R], n int, what string) []R {
+	t.Helper()
+	var out []R
+	timeout := time.After(deliveryWait)
+	for len(out) < n {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: sequence ended after %d of %d records", what, len(out), n)
+			}
+			if it.err != nil {
+				t.Fatalf("%s: error after %d of %d records: %v", what, len(out), n, it.err)
+			}
+			out = append(out, it.r)
+		case <-timeout:
+			t.Fatalf("%s: %d of %d records after %v", what, len(out), n, deliveryWait)
+		}
+	}
+	return out
+}
+
+// endsWith waits for the sequence to yield an error wrapping target and end.
+func endsWith[R any](t *testing.T, ch <-chan item[R], target error, what string) {
+	t.Helper()
+	timeout := time.After(deliveryWait)
+	var last error
+	for {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				if !errors.Is(last, target) {
+					t.Errorf("%s: ended with %v, want an error wrapping %v", what, last, target)
+				}
+				return
+			}
+			if it.err != nil {
+				last = it.err
+			}
+		case <-timeout:
+			t.Fatalf("%s: did not end within %v", what, deliveryWait)
+		}
+	}
+}
+
+// RunEventFollower tests provider.EventFollower: following from the start and from
+// a cursor, events appended while following (by 8 concurrent writers: each once, in
+// the log's order), resuming after a cancel, two followers agreeing, the end on
+// cancel, and bad input. It skips when the provider is not an EventFollower.
+func RunEventFollower(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "EventFollower", h, func(t *testing.T, s *suite) {
+		if _, ok := s.open(t).(provider.EventFollower); !ok {
+			t.Skip("provider is not a provider.EventFollower")
+		}
+		follow := func(t *testing.T, ctx context.Context, p provider.Provider, pipelineID, cursor string) <-chan item[types.EventRecord] {
+			return consume(p.(provider.EventFollower).FollowEvents(ctx, pipelineID, cursor))
+		}
+		appendN := func(t *testing.T, p provider.Provider, pipelineID string, from, n int) {
+			t.Helper()
+			for i := from; i < from+n; i++ {
+				noErr(t, p.AppendEvent(t.Context(), types.Event{Kind: "K", PipelineID: pipelineID, Details: map[string]any{"i": float64(i)}}), "AppendEvent")
+			}
+		}
+		// log reads the whole log with ReadEventsSince, the order every reader sees.
+		log := func(t *testing.T, p provider.Provider, pipelineID string) []types.EventRecord {
+			t.Helper()
+			recs, err := p.ReadEventsSince(t.Context(), pipelineID, "", listAll)
+			noErr(t, err, "ReadEventsSince")
+			return recs
+		}
+		test(t, "from_start_then_live", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendN(t, p, k.pipeline, 0, 3)
+			ch := follow(t, t.Context(), p, k.pipeline, "")
+			got := take(t, ch, 3, "follow from the start")
+			writer := s.open(t)
+			appendN(t, writer, k.pipeline, 3, 2)
+			got = append(got, take(t, ch, 2, "follow live")...)
+			same(t, "followed events", log(t, p, k.pipeline), got)
+		})
+		test(t, "from_cursor", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendN(t, p, k.pipeline, 0, 4)
+			all := log(t, p, k.pipeline)
+			got := take(t, follow(t, t.Context(), p, k.pipeline, all[1].StreamID), 2, "follow from the 2nd cursor")
+			same(t, "events after the cursor", all[2:], got)
+		})
+		test(t, "concurrent_writers", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ch := follow(t, t.Context(), p, k.pipeline, "")
+			const writers, each = 8, 10
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					q := s.open(t)
+					for i := range each {
+						if err := q.AppendEvent(context.Background(), types.Event{Kind: "K", PipelineID: k.pipeline, Details: map[string]any{"w": float64(w), "i": float64(i)}}); err != nil {
+							t.Errorf("AppendEvent: %v", err)
+						}
+					}
+				}()
+			}
+			got := take(t, ch, writers*each, "follow while 8 writers append")
+			wg.Wait()
+			same(t, "followed events (each once, in log order)", log(t, p, k.pipeline), got)
+		})
+		test(t, "resume_after_cancel", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			appendN(t, p, k.pipeline, 0, 5)
+			ctx, cancel := context.WithCancel(t.Context())
+			ch := follow(t, ctx, p, k.pipeline, "")
+			first := take(t, ch, 2, "follow before the cancel")
+			cancel()
+			for range ch { // drain to the end
+			}
+			appendN(t, p, k.pipeline, 5, 2)
+			rest := take(t, follow(t, t.Context(), p, k.pipeline, first[1].StreamID), 5, "resumed follow")
+			same(t, "events across the cancel", log(t, p, k.pipeline), append(first, rest...))
+		})
+		test(t, "two_followers_agree", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			a := follow(t, t.Context(), p, k.pipeline, "")
+			b := follow(t, t.Context(), s.open(t), k.pipeline, "")
+			appendN(t, s.open(t), k.pipeline, 0, 6)
+			same(t, "the second follower's events", take(t, a, 6, "follower a"), take(t, b, 6, "follower b"))
+		})
+		test(t, "ends_on_cancel", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			ch := follow(t, ctx, p, k.pipeline, "")
+			time.AfterFunc(50*time.Millisecond, cancel)
+			endsWith(t, ch, context.Canceled, "follow after cancel")
+		})
+		test(t, "bad_input", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			for _, b := range badIDs {
+				endsWith(t, follow(t, t.Context(), p, b.id, ""), provider.ErrInvalidArgument, fmt.Sprintf("follow pipeline %q", b.id))
+			}
+			endsWith(t, follow(t, t.Context(), p, k.pipeline, "not a cursor"), provider.ErrInvalidArgument, "follow from a malformed cursor")
+		})
+	})
+}
+
+// RunMarkerWatcher tests provider.MarkerWatcher: writes from two instances to
+// several pipelines are all delivered (at least once), a rewrite is delivered again,
+// a watch resumed from a cursor delivers every later write, and bad input. It skips
+// when the provider is not a MarkerWatcher.
+func RunMarkerWatcher(t *testing.T, h Harness) {
+	t.Helper()
+	group(t, "MarkerWatcher", h, func(t *testing.T, s *suite) {
+		if _, ok := s.open(t).(provider.MarkerWatcher); !ok {
+			t.Skip("provider is not a provider.MarkerWatcher")
+		}
+		watch := func(ctx context.Context, p provider.Provider, cursor string) <-chan item[types.CascadeMarkerRecord] {
+			return consume(p.(provider.MarkerWatcher).WatchCascadeMarkers(ctx, cursor))
+		}
+		// until receives records until every marker key of want was seen at least
+		// want[key] times, and returns the records.
+		until := func(t *testing.T, ch <-chan item[types.CascadeMarkerRecord], want map[string]int, what string) []types.CascadeMarkerRecord {
+			t.Helper()
+			seen := map[string]int{}
+			var out []types.CascadeMarkerRecord
+			timeout := time.After(deliveryWait)
+			missing := func() int {
+				n := 0
+				for key, w := range want {
+					n += max(0, w-seen[key])
+				}
+				return n
+			}
+			for missing() > 0 {
+				select {
+				case it, ok := <-ch:
+					if !ok || it.err != nil {
+						t.Fatalf("%s: ended (%v) with %d writes missing", what, it.err, missing())
+					}
+					if it.r.Cursor == "" {
+						t.Errorf("%s: record without a cursor: %+v", what, it.r)
+					}
+					seen[markerKey(it.r.Marker)]++
+					out = append(out, it.r)
+				case <-timeout:
+					t.Fatalf("%s: %d writes missing after %v (seen %v)", what, missing(), deliveryWait, seen)
+				}
+			}
+			return out
+		}
+		test(t, "writes_from_two_instances", func(t *testing.T) {
+			a, b, k := s.open(t), s.open(t), newIDs(t)
+			ch := watch(t.Context(), a, "")
+			want := map[string]int{}
+			for i := range 3 {
+				for j, p := range []provider.Provider{a, b} {
+					pipeline := fmt.Sprintf("%s-%d", k.pipeline, j)
+					date := fmt.Sprintf("2026-03-0%d", i+1)
+					noErr(t, p.WriteCascadeMarker(t.Context(), pipeline, "", date, k.other), "WriteCascadeMarker")
+					want[markerKey(types.CascadeMarker{PipelineID: pipeline, ScheduleID: types.DefaultScheduleID, Date: date, Source: k.other})] = 1
+				}
+			}
+			recs := until(t, ch, want, "watch from the start")
+			for _, r := range recs {
+				if r.Marker.WrittenAt.IsZero() {
+					t.Errorf("delivered marker without WrittenAt: %+v", r)
+				}
+			}
+		})
+		test(t, "rewrite_delivered_again", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			ch := watch(t.Context(), p, "")
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker")
+			time.Sleep(markerGap)
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker again")
+			key := markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: k.date, Source: k.other})
+			recs := until(t, ch, map[string]int{key: 2}, "watch a rewritten marker")
+			if recs[0].Marker.WrittenAt.Equal(recs[len(recs)-1].Marker.WrittenAt) {
+				t.Errorf("the rewrite was delivered with the first write's WrittenAt %v", recs[0].Marker.WrittenAt)
+			}
+		})
+		test(t, "resume_from_cursor", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			key := func(date string) string {
+				return markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: date, Source: k.other})
+			}
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-01", k.other), "WriteCascadeMarker")
+			first := until(t, watch(t.Context(), p, ""), map[string]int{key("2026-03-01"): 1}, "first watch")
+			cursor := first[len(first)-1].Cursor
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-02", k.other), "WriteCascadeMarker")
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-03", k.other), "WriteCascadeMarker")
+			until(t, watch(t.Context(), s.open(t), cursor), map[string]int{key("2026-03-02"): 1, key("2026-03-03"): 1}, "resumed watch")
+		})
+		test(t, "ends_on_cancel", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			ch := watch(ctx, s.open(t), "")
+			time.AfterFunc(50*time.Millisecond, cancel)
+			endsWith(t, ch, context.Canceled, "watch after cancel")
+		})
+		test(t, "bad_cursor", func(t *testing.T) {
+			endsWith(t, watch(t.Context(), s.open(t), "not a cursor"), provider.ErrInvalidArgument, "watch from a malformed cursor")
+		})
+	})
+}
+
+// markerKey names a marker write by what identifies the marker and its source.
+func markerKey(m types.CascadeMarker) string {
+	return m.PipelineID + "|" + m.ScheduleID + "|" + m.Date + "|" + m.Source
+}
