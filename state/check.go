@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 )
 
@@ -99,6 +100,16 @@ func CheckDelta[V any](m monoid.Monoid[V], delta V) error {
 	}
 	if _, err := f.TryCombine(m.Identity(), delta); err != nil {
 		return fmt.Errorf("%w: delta: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// CheckMonoid returns an error wrapping ErrInvalidArgument when m is nil, also a
+// typed nil (an interface holding a nil pointer, which would panic on first use).
+// Every store constructor taking a monoid calls it.
+func CheckMonoid[V any](m monoid.Monoid[V]) error {
+	if nilcheck.IsNil(m) {
+		return Invalidf("nil monoid")
 	}
 	return nil
 }

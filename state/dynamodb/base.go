@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // API is the part of *ddb.Client the stores and the deduper call.
@@ -37,7 +37,7 @@ type base struct {
 	name   string // type name, for errors
 	kind   string // store kind (storekey), the first part of every pk; "" for a Deduper
 	cfg    config
-	closed *atomic.Bool
+	life   *lifecycle.Flag
 }
 
 func newBase(name, kind string, client API, table string, c config) (base, error) {
@@ -47,24 +47,16 @@ func newBase(name, kind string, client API, table string, c config) (base, error
 	if table == "" {
 		return base{}, state.Invalidf("%s: empty table name", c.Ctor)
 	}
-	return base{client: client, table: table, name: name, kind: kind, cfg: c, closed: new(atomic.Bool)}, nil
+	return base{client: client, table: table, name: name, kind: kind, cfg: c, life: lifecycle.New("state/dynamodb: " + name)}, nil
 }
 
-// begin is called first by every method: ErrClosed after Close, ctx.Err() for a done
-// ctx; nothing is sent in either case.
-func (b *base) begin(ctx context.Context) error {
-	if b.closed.Load() {
-		return fmt.Errorf("state/dynamodb: %s: %w", b.name, state.ErrClosed)
-	}
-	return ctx.Err()
-}
+// begin is called first by every method (see lifecycle.Flag.Enter), so nothing is
+// sent after Close or with a done ctx.
+func (b *base) begin(ctx context.Context) error { return b.life.Enter(ctx) }
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
-func (b *base) Close() error {
-	b.closed.Store(true)
-	return nil
-}
+func (b *base) Close() error { return b.life.Close() }
 
 // wrap annotates an SDK error, keeping it reachable with errors.As; ctx errors are
 // returned as they are.
@@ -77,12 +69,12 @@ func (b *base) wrap(op string, err error) error {
 
 // now returns the current time as Unix seconds (floored): an item whose ttl is <= now
 // has expired.
-func (b *base) now() int64 { return b.cfg.now().Unix() }
+func (b *base) now() int64 { return b.cfg.Now().Unix() }
 
 // expiry returns the ttl attribute of an item written now with ttl (> 0): Unix
 // seconds, rounded up so that an item never expires early.
 func (b *base) expiry(ttl time.Duration) int64 {
-	at := b.cfg.now().Add(ttl)
+	at := b.cfg.Now().Add(ttl)
 	s := at.Unix()
 	if at.Nanosecond() > 0 {
 		s++

@@ -20,7 +20,7 @@ func TestRoundTrips(t *testing.T) {
 	e := envFor(t)
 	hc, n := testenv.CountingHTTPClient()
 	c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = hc })
-	opts := []dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
+	opts := []dynamodb.StoreOption{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
 	max, err2 := dynamodb.NewInt64MaxStore(c, e.values, opts...)
 	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{}, opts...)

@@ -13,11 +13,9 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
-	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -36,16 +34,16 @@ type BytesStore struct {
 var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 
 // NewBytesStore returns a BytesStore merging with m over the table (see
-// CreateBytesTable), using client without owning it. Options: WithClock,
+// CreateStoreTable), using client without owning it. Options: WithClock,
 // WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL.
-func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
+func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...StoreOption) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, storeopt.Bytes, opts)
+	c, err := newConfig("New"+name, opts, StoreOption.applyStore)
 	if err != nil {
 		return nil, err
 	}
-	if nilcheck.IsNil(m) {
-		return nil, state.Invalidf("New%s: nil monoid", name)
+	if err := state.CheckMonoid(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Ctor, err)
 	}
 	b, err := newBase(name, storekey.Bytes(m.Kind()), client, table, c)
 	if err != nil {

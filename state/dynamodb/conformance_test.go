@@ -15,7 +15,7 @@ import (
 )
 
 // storeOpener adapts a numeric store constructor to a statetest Open.
-func storeOpener[V any, S state.Store[V]](newStore func(dynamodb.API, string, ...dynamodb.Option) (S, error)) func(t *testing.T) state.Store[V] {
+func storeOpener[V any, S state.Store[V]](newStore func(dynamodb.API, string, ...dynamodb.StoreOption) (S, error)) func(t *testing.T) state.Store[V] {
 	return func(t *testing.T) state.Store[V] {
 		t.Helper()
 		e := envFor(t)

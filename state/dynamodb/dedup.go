@@ -9,7 +9,6 @@ import (
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Deduper is a state.Deduper over a dedup table (see CreateDedupTable): a claim is
@@ -26,9 +25,9 @@ var _ state.Deduper = (*Deduper)(nil)
 // NewDeduper returns a Deduper over the dedup table, using client without owning it.
 // Options: WithClock, WithTTL (default state.DefaultDedupTTL; 0 = claims never
 // expire). The table may also hold the MergeUpdateOnce claims of stores.
-func NewDeduper(client API, table string, opts ...Option) (*Deduper, error) {
+func NewDeduper(client API, table string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, storeopt.Deduper, opts)
+	c, err := newConfig("New"+name, opts, DeduperOption.applyDeduper)
 	if err != nil {
 		return nil, err
 	}

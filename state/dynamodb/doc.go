@@ -1,13 +1,12 @@
 // Package dynamodb implements pipestate's monoid-aware state stores over DynamoDB
 // (aws-sdk-go-v2, imported as ddb / ddbtypes): Int64SumStore, Float64SumStore,
 // Int64MaxStore, BytesStore (any monoid over bytes, such as the sketches of
-// monoid/sketch) and Deduper, plus CreateInt64Table, CreateBytesTable and
-// CreateDedupTable. Every store implements state.OnceStore once it is given a dedup
+// monoid/sketch) and Deduper, plus CreateStoreTable and CreateDedupTable. Every store implements state.OnceStore once it is given a dedup
 // table (WithDedupTable).
 //
 // # Tables
 //
-//	value table (CreateInt64Table, CreateBytesTable): key pk (S, hash) + sk (N, range)
+//	value table (CreateStoreTable): key pk (S, hash) + sk (N, range)
 //	  pk   S  the store kind, '#' and the entity (state.Key.Entity, as is); kinds:
 //	          isum, fsum, imax, and bytes.K for a BytesStore, K its monoid's escaped Kind
 //	  sk   N  the bucket (state.Key.Bucket)
@@ -24,8 +23,8 @@
 //	  ttl  N  expiry in Unix seconds (rounded up); absent = never expires
 //
 // The Create functions use on-demand billing, enable DynamoDB TTL on ttl, wait until
-// the table is ACTIVE, and accept an existing table with the same key schema. The two
-// value-table functions make the same schema. Stores of different kinds (and
+// the table is ACTIVE, and accept an existing table with the same key schema. Stores
+// of different kinds (and
 // BytesStores of different monoid kinds) may share a table; two stores of the same
 // kind on one table share values. One dedup table can serve every store and deduper.
 //
@@ -98,7 +97,7 @@
 // Example:
 //
 //	client := ddb.NewFromConfig(cfg)
-//	if err := dynamodb.CreateInt64Table(ctx, client, "views"); err != nil { ... }
+//	if err := dynamodb.CreateStoreTable(ctx, client, "views"); err != nil { ... }
 //	if err := dynamodb.CreateDedupTable(ctx, client, "events"); err != nil { ... }
 //	views, err := dynamodb.NewInt64SumStore(client, "views", dynamodb.WithDedupTable("events"))
 //	k := state.Key{Entity: "page:/home", Bucket: hour}

@@ -23,11 +23,11 @@ type stores struct {
 	bs  *dynamodb.BytesStore
 }
 
-func openStores(t *testing.T, opts ...dynamodb.Option) stores {
+func openStores(t *testing.T, opts ...dynamodb.StoreOption) stores {
 	t.Helper()
 	e := envFor(t)
 	c := testenv.DynamoDBClient(t)
-	opts = append([]dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}, opts...)
+	opts = append([]dynamodb.StoreOption{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}, opts...)
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
 	max, err2 := dynamodb.NewInt64MaxStore(c, e.values+"", opts...)
 	bs, err3 := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{}, opts...)
@@ -171,7 +171,7 @@ func TestCreateTables(t *testing.T) {
 	e := envFor(t) // created once already
 	c := testenv.DynamoDBClient(t)
 	ctx := t.Context()
-	if err := dynamodb.CreateInt64Table(ctx, c, e.values); err != nil {
+	if err := dynamodb.CreateStoreTable(ctx, c, e.values); err != nil {
 		t.Errorf("existing value table: %v", err)
 	}
 	if err := dynamodb.CreateDedupTable(ctx, c, e.dedup); err != nil {
@@ -180,11 +180,14 @@ func TestCreateTables(t *testing.T) {
 	if err := dynamodb.CreateDedupTable(ctx, c, e.values); !errors.Is(err, ddbx.ErrSchemaMismatch) {
 		t.Errorf("dedup over a value table: err = %v, want a schema mismatch", err)
 	}
-	if err := dynamodb.CreateBytesTable(ctx, c, e.dedup); !errors.Is(err, ddbx.ErrSchemaMismatch) {
-		t.Errorf("bytes over a dedup table: err = %v, want a schema mismatch", err)
+	if err := dynamodb.CreateStoreTable(ctx, c, e.dedup); !errors.Is(err, ddbx.ErrSchemaMismatch) {
+		t.Errorf("store table over a dedup table: err = %v, want a schema mismatch", err)
 	}
-	if err := dynamodb.CreateInt64Table(ctx, c, ""); !errors.Is(err, state.ErrInvalidArgument) {
+	if err := dynamodb.CreateStoreTable(ctx, c, ""); !errors.Is(err, state.ErrInvalidArgument) {
 		t.Errorf("empty name: err = %v, want ErrInvalidArgument", err)
+	}
+	if err := dynamodb.CreateDedupTable(ctx, (*ddb.Client)(nil), "t"); !errors.Is(err, state.ErrInvalidArgument) {
+		t.Errorf("typed nil client: err = %v, want ErrInvalidArgument", err)
 	}
 }
 
@@ -218,9 +221,10 @@ func TestOptions(t *testing.T) {
 		}},
 		{"empty dedup table", func() error { _, err := dynamodb.NewFloat64SumStore(c, "t", dynamodb.WithDedupTable("")); return err }},
 		{"negative dedup ttl", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(-1)); return err }},
-		{"ttl on store", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithTTL(time.Second)); return err }},
-		{"retries on deduper", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithMaxRetries(1)); return err }},
-		{"dedup table on deduper", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithDedupTable("d")); return err }},
+		{"nil deduper option", func() error { _, err := dynamodb.NewDeduper(c, "t", nil); return err }},
+		{"nil bytes option", func() error { _, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, nil); return err }},
+		{"nil clock on store", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithClock(nil)); return err }},
+		{"ttl over MaxTTL", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(state.MaxTTL+1)); return err }},
 		{"negative ttl", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err }},
 	}
 	for _, tc := range cases {
@@ -230,6 +234,27 @@ func TestOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOptionKinds checks which constructor takes which option, as the compiler
+// does: dynamodb.NewDeduper(c, t, dynamodb.WithDedupTable("d")) and
+// dynamodb.NewInt64SumStore(c, t, dynamodb.WithTTL(d)) do not compile.
+func TestOptionKinds(t *testing.T) {
+	stores := []string{"NewInt64SumStore", "NewFloat64SumStore", "NewInt64MaxStore", "NewBytesStore"}
+	storetest.OptionKinds(t,
+		map[string]any{
+			"NewInt64SumStore": dynamodb.NewInt64SumStore, "NewFloat64SumStore": dynamodb.NewFloat64SumStore,
+			"NewInt64MaxStore": dynamodb.NewInt64MaxStore, "NewBytesStore": dynamodb.NewBytesStore, "NewDeduper": dynamodb.NewDeduper,
+		},
+		map[string]any{
+			"WithClock": dynamodb.WithClock, "WithMaxRetries": dynamodb.WithMaxRetries, "WithBackoff": dynamodb.WithBackoff,
+			"WithDedupTable": dynamodb.WithDedupTable, "WithDedupTTL": dynamodb.WithDedupTTL, "WithTTL": dynamodb.WithTTL,
+		},
+		map[string][]string{
+			"WithClock":      append(stores, "NewDeduper"),
+			"WithMaxRetries": stores, "WithBackoff": stores, "WithDedupTable": stores, "WithDedupTTL": stores,
+			"WithTTL": {"NewDeduper"},
+		})
 }
 
 // nilAPI is an API that is never called.

@@ -35,8 +35,8 @@ func envFor(t testing.TB) *env {
 		table string
 		f     func() error
 	}{
-		{e.values, func() error { return dynamodb.CreateInt64Table(t.Context(), c, e.values) }},
-		{e.bytes, func() error { return dynamodb.CreateBytesTable(t.Context(), c, e.bytes) }},
+		{e.values, func() error { return dynamodb.CreateStoreTable(t.Context(), c, e.values) }},
+		{e.bytes, func() error { return dynamodb.CreateStoreTable(t.Context(), c, e.bytes) }},
 		{e.dedup, func() error { return dynamodb.CreateDedupTable(t.Context(), c, e.dedup) }},
 	} {
 		if err := create.f(); err != nil {

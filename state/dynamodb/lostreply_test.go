@@ -169,7 +169,7 @@ func TestLostReply(t *testing.T) {
 	e := envFor(t)
 	tr := faults.NewTransport()
 	c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = &http.Client{Transport: tr} })
-	opts := []dynamodb.Option{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
+	opts := []dynamodb.StoreOption{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
 	var s lostReplyStores
 	var errs [5]error
 	s.sum, errs[0] = dynamodb.NewInt64SumStore(c, e.values, opts...)

@@ -14,20 +14,18 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // numericKind is what tells the three numeric stores apart.
 type numericKind[V int64 | float64] struct {
-	typ     string // type name
-	kind    string
-	isMax   bool
-	format  func(V) string
-	parse   func(string) (V, error)
-	check   func(V) error // may be nil
-	missing V             // the value reported for a missing key: the monoid's identity
+	typ    string           // type name
+	kind   string           // store kind (storekey)
+	m      monoid.Monoid[V] // checks deltas and sums; its Identity is the value of a missing key
+	format func(V) string
+	parse  func(string) (V, error)
 	// lo and hi bound a sum (not used by the max store): a merge whose result would
 	// leave [lo, hi] is an error wrapping state.ErrInvalidArgument.
 	lo, hi V
@@ -42,10 +40,11 @@ type numericKind[V int64 | float64] struct {
 type numeric[V int64 | float64] struct {
 	base
 	numericKind[V]
+	isMax bool // the monoid is monoid.Max
 }
 
-func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, opts []Option) (numeric[V], error) {
-	c, err := newConfig("New"+nk.typ, storeopt.Numeric, opts)
+func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, opts []StoreOption) (numeric[V], error) {
+	c, err := newConfig("New"+nk.typ, opts, StoreOption.applyStore)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -53,23 +52,23 @@ func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, 
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	return numeric[V]{base: b, numericKind: nk}, nil
+	return numeric[V]{base: b, numericKind: nk, isMax: nk.m.Kind() == monoid.KindMax}, nil
 }
 
 func (s *numeric[V]) decode(v av) (V, error) {
 	n, ok := v.(*ddbtypes.AttributeValueMemberN)
 	if !ok {
-		return s.missing, fmt.Errorf("attribute v is %T, want N", v)
+		return s.m.Identity(), fmt.Errorf("attribute v is %T, want N", v)
 	}
 	return s.parse(n.Value)
 }
 
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
-	return readOne(ctx, &s.base, k, s.decode, s.missing)
+	return readOne(ctx, &s.base, k, s.decode, s.m.Identity())
 }
 
 func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
-	return readMany(ctx, &s.base, ks, s.decode, s.missing)
+	return readMany(ctx, &s.base, ks, s.decode, s.m.Identity())
 }
 
 // bound returns the condition that adding delta keeps a sum within [lo, hi]: v absent,
@@ -131,16 +130,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, err
 		}
 	}
-	if err := state.CheckKey(k); err != nil {
+	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
 		return false, err
-	}
-	if err := state.CheckTTL(ttl); err != nil {
-		return false, err
-	}
-	if s.check != nil {
-		if err := s.check(delta); err != nil {
-			return false, err
-		}
 	}
 	tok := storekey.Token()
 	key := s.itemKey(k)
@@ -220,8 +211,6 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) 
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
-func checkFloat(v float64) error { return state.CheckFloat64("delta", v) }
-
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate is one
 // UpdateItem ADD, conditioned on the sum staying within int64: a sum that would
 // overflow is an error wrapping state.ErrInvalidArgument and writes nothing. A plain
@@ -253,13 +242,13 @@ var (
 	_ state.OnceStore[int64]   = (*Int64MaxStore)(nil)
 )
 
-// NewInt64SumStore returns an Int64SumStore over the table (see CreateInt64Table),
+// NewInt64SumStore returns an Int64SumStore over the table (see CreateStoreTable),
 // using client without owning it. Options: WithClock, WithMaxRetries, WithBackoff,
 // WithDedupTable, WithDedupTTL.
-func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore, error) {
+func NewInt64SumStore(client API, table string, opts ...StoreOption) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		typ: "Int64SumStore", kind: storekey.Int64Sum, format: formatInt, parse: parseInt,
-		check: func(int64) error { return nil }, lo: math.MinInt64, hi: math.MaxInt64,
+		typ: "Int64SumStore", kind: storekey.Int64Sum, m: monoid.Sum[int64]{}, format: formatInt, parse: parseInt,
+		lo: math.MinInt64, hi: math.MaxInt64,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -267,11 +256,11 @@ func NewInt64SumStore(client API, table string, opts ...Option) (*Int64SumStore,
 	return &Int64SumStore{n: n}, nil
 }
 
-// NewFloat64SumStore returns a Float64SumStore over the table (see CreateInt64Table),
+// NewFloat64SumStore returns a Float64SumStore over the table (see CreateStoreTable),
 // using client without owning it. Options as NewInt64SumStore.
-func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumStore, error) {
+func NewFloat64SumStore(client API, table string, opts ...StoreOption) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
-		typ: "Float64SumStore", kind: storekey.Float64Sum, format: formatFloat, parse: parseFloat, check: checkFloat,
+		typ: "Float64SumStore", kind: storekey.Float64Sum, m: monoid.Sum[float64]{}, format: formatFloat, parse: parseFloat,
 		lo: -state.MaxFloat64, hi: state.MaxFloat64, exact: true,
 	}, client, table, opts)
 	if err != nil {
@@ -280,11 +269,11 @@ func NewFloat64SumStore(client API, table string, opts ...Option) (*Float64SumSt
 	return &Float64SumStore{n: n}, nil
 }
 
-// NewInt64MaxStore returns an Int64MaxStore over the table (see CreateInt64Table),
+// NewInt64MaxStore returns an Int64MaxStore over the table (see CreateStoreTable),
 // using client without owning it. Options as NewInt64SumStore.
-func NewInt64MaxStore(client API, table string, opts ...Option) (*Int64MaxStore, error) {
+func NewInt64MaxStore(client API, table string, opts ...StoreOption) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		typ: "Int64MaxStore", kind: storekey.Int64Max, isMax: true, format: formatInt, parse: parseInt, missing: math.MinInt64,
+		typ: "Int64MaxStore", kind: storekey.Int64Max, m: monoid.Max[int64]{}, format: formatInt, parse: parseInt,
 	}, client, table, opts)
 	if err != nil {
 		return nil, err
@@ -324,18 +313,17 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 			return false, s.wrap("get", err)
 		}
 		now := s.now()
-		sum := delta
+		cur := s.m.Identity()
 		cond := expression.AttributeNotExists(expression.Name(attrPK)).Or(expiredCond(now))
 		if raw, ok := out.Item[attrV].(*ddbtypes.AttributeValueMemberN); ok && live(out.Item, now) {
-			cur, err := s.parse(raw.Value)
-			if err != nil {
+			if cur, err = s.parse(raw.Value); err != nil {
 				return false, s.wrap("decode", err)
 			}
-			sum += cur
 			cond = expression.Name(attrV).Equal(numV(raw.Value)).And(liveCond(now))
 		}
-		if sum < s.lo || sum > s.hi || s.check(sum) != nil {
-			return false, state.Invalidf("%s: adding %s to %q would leave the value range", s.typ, s.format(delta), k.Entity)
+		sum, err := state.Combine(s.m, cur, delta)
+		if err != nil {
+			return false, fmt.Errorf("%s: adding %s to %q: %w", s.typ, s.format(delta), k.Entity, err)
 		}
 		expr, err := expression.NewBuilder().WithCondition(cond).
 			WithUpdate(s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl)).Build()

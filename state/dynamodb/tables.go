@@ -9,6 +9,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -22,43 +23,37 @@ const (
 	attrTok = "tok" // S: the token of the call that took a claim (dedup tables)
 )
 
-// TableAPI is the part of *ddb.Client the Create*Table functions call.
-type TableAPI interface {
-	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
-	DescribeTimeToLive(ctx context.Context, in *ddb.DescribeTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *ddb.UpdateTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
-}
+// TableAPI is the part of *ddb.Client the Create*Table functions call
+// (CreateTable, DescribeTable, DescribeTimeToLive, UpdateTimeToLive): the one
+// table-admin interface of the library, provider/dynamodb's TableAPI too.
+type TableAPI = ddbx.TableAPI
 
 // tableWait bounds how long the Create*Table functions wait for ACTIVE.
 const tableWait = 5 * time.Minute
 
-// CreateInt64Table creates a value table for Int64SumStore, Float64SumStore and
-// Int64MaxStore: key pk (S, hash) + sk (N, range), on-demand billing, DynamoDB TTL on
-// the ttl attribute. It waits until the table is ACTIVE (at most 5 minutes, or until
-// ctx ends). An existing table with the same key schema is accepted; one with another
-// schema returns an error and changes nothing. Use one table per logical store.
-func CreateInt64Table(ctx context.Context, client TableAPI, table string) error {
-	return createTable(ctx, client, table, true)
-}
-
-// CreateBytesTable creates a value table for BytesStore. Its key schema is that of
-// CreateInt64Table (the value attribute v is B instead of N, which DynamoDB does not
-// declare); the same rules apply.
-func CreateBytesTable(ctx context.Context, client TableAPI, table string) error {
+// CreateStoreTable creates a value table for any store: Int64SumStore,
+// Float64SumStore, Int64MaxStore and BytesStore. Its key is pk (S, hash) + sk (N,
+// range), with on-demand billing and DynamoDB TTL on the ttl attribute. It waits
+// until the table is ACTIVE (at most 5 minutes, or until ctx ends). An existing
+// table with the same key schema is accepted; one with another schema returns an
+// error and changes nothing. Stores of different kinds (and BytesStores of
+// different monoid kinds) may share a table without sharing values; stores of one
+// kind on one table share them, so give each logical store its own table. A nil
+// client or an empty name is an error wrapping state.ErrInvalidArgument.
+func CreateStoreTable(ctx context.Context, client TableAPI, table string) error {
 	return createTable(ctx, client, table, true)
 }
 
 // CreateDedupTable creates a table for Deduper claims and MergeUpdateOnce event
 // claims (WithDedupTable): key pk (S, hash), on-demand billing, DynamoDB TTL on ttl.
-// It waits until ACTIVE like CreateInt64Table and accepts an existing table with the
+// It waits until ACTIVE like CreateStoreTable and accepts an existing table with the
 // same key schema.
 func CreateDedupTable(ctx context.Context, client TableAPI, table string) error {
 	return createTable(ctx, client, table, false)
 }
 
 func createTable(ctx context.Context, client TableAPI, table string, ranged bool) error {
-	if client == nil {
+	if nilcheck.IsNil(client) {
 		return state.Invalidf("create table: nil client")
 	}
 	if table == "" {

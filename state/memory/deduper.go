@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 var _ state.Deduper = (*Deduper)(nil)
@@ -12,8 +13,8 @@ var _ state.Deduper = (*Deduper)(nil)
 // WithTTL (default state.DefaultDedupTTL; 0: forever). It is safe for concurrent
 // use; exactly one concurrent MarkSeen per ID wins.
 type Deduper struct {
-	lifecycle
-	d *dedupData
+	life *lifecycle.Flag
+	d    *dedupData
 }
 
 type dedupData struct {
@@ -21,29 +22,32 @@ type dedupData struct {
 	claims claims
 }
 
-// NewDeduper returns an empty deduper. Options: WithClock, WithTTL. A nil option or
-// WithDedupTTL (a Store option) is an error wrapping state.ErrInvalidArgument.
-func NewDeduper(opts ...Option) (*Deduper, error) {
-	cfg, err := newConfig(opts)
+// NewDeduper creates empty claims and returns the first handle on them; NewHandle
+// opens more. Options: WithClock, WithTTL. A nil option or a bad value is an error
+// wrapping state.ErrInvalidArgument.
+func NewDeduper(opts ...DeduperOption) (*Deduper, error) {
+	cfg, err := newConfig("NewDeduper", opts, DeduperOption.applyDeduper)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.dedupSet {
-		return nil, state.Invalidf("memory.NewDeduper: WithDedupTTL is a Store option; use WithTTL")
-	}
 	d := &dedupData{}
 	d.cfg = cfg
-	return &Deduper{d: d}, nil
+	return d.handle(), nil
 }
 
-// NewHandle returns another handle on the same claims, closed independently.
-func (dd *Deduper) NewHandle() *Deduper { return &Deduper{d: dd.d} }
+// NewHandle returns another handle on dd's claims (as a second process would open
+// the same Redis keys), with the claims' options; handles are closed independently.
+func (dd *Deduper) NewHandle() *Deduper { return dd.d.handle() }
+
+func (d *dedupData) handle() *Deduper {
+	return &Deduper{life: lifecycle.New("state/memory: Deduper"), d: d}
+}
 
 // MarkSeen claims eventID; firstSeen is true for exactly one caller per ID until the
 // claim expires or is released. A bad ID is an error wrapping
 // state.ErrInvalidArgument.
 func (dd *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
-	if err := dd.enter(ctx); err != nil {
+	if err := dd.life.Enter(ctx); err != nil {
 		return false, err
 	}
 	if err := state.CheckEventID(eventID); err != nil {
@@ -52,18 +56,18 @@ func (dd *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	d := dd.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.cfg.now()
+	now := d.cfg.Now()
 	if d.claims.claimed(eventID, now) {
 		return false, nil
 	}
-	d.claims.set(eventID, now, d.cfg.ttl)
+	d.claims.set(eventID, now, d.cfg.TTL)
 	return true, nil
 }
 
 // Release deletes the claim on eventID so the next MarkSeen wins; releasing an
 // unclaimed ID is not an error.
 func (dd *Deduper) Release(ctx context.Context, eventID string) error {
-	if err := dd.enter(ctx); err != nil {
+	if err := dd.life.Enter(ctx); err != nil {
 		return err
 	}
 	if err := state.CheckEventID(eventID); err != nil {
@@ -78,4 +82,4 @@ func (dd *Deduper) Release(ctx context.Context, eventID string) error {
 
 // Close closes this handle; later calls on it return an error wrapping
 // state.ErrClosed. It is idempotent.
-func (dd *Deduper) Close() error { return dd.lifecycle.Close() }
+func (dd *Deduper) Close() error { return dd.life.Close() }

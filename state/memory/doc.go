@@ -14,11 +14,15 @@
 //   - []byte values are copied in and out, so callers may reuse their buffers; other
 //     reference values (maps) are shared and must not be modified by the caller.
 //   - Expired values and claims are deleted lazily (on a sweep amortised over writes).
-//   - NewHandle returns a second handle on the same data, closed independently, as a
-//     second process opening the same Redis keys would be.
+//   - New and NewDeduper create the data, like a server, and return its first
+//     handle; NewHandle opens another handle on the same data, closed independently,
+//     as a second process opening the same Redis keys would be (provider/memory
+//     shares data the same way). Options belong to the data: one clock and one claim
+//     TTL for all its handles.
 //   - Deduper claims live for WithTTL (default state.DefaultDedupTTL, 0 = forever);
-//     MergeUpdateOnce event claims for WithDedupTTL (same defaults). A Store option
-//     given to NewDeduper, or the reverse, is an error.
+//     MergeUpdateOnce event claims for WithDedupTTL (same defaults). Options are
+//     checked by the compiler: WithTTL is a DeduperOption, WithDedupTTL a
+//     StoreOption, WithClock an Option for both.
 //
 // Round trips: none (every method is one lock acquisition).
 //
@@ -29,4 +33,5 @@
 //	applied, err := store.MergeUpdateOnce(ctx, eventID, state.Key{Entity: "site"}, visitors.Delta(user), 0)
 //	dedup, _ := memory.NewDeduper(memory.WithTTL(time.Hour))
 //	first, err := dedup.MarkSeen(ctx, eventID)
+//	worker2 := dedup.NewHandle() // the same claims
 package memory

@@ -2,74 +2,70 @@ package memory
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
-// Option configures a Store or a Deduper.
-type Option func(*config) error
+// Options are checked by the compiler: New takes StoreOptions, NewDeduper
+// DeduperOptions, and an Option (WithClock) is both. So
+//
+//	memory.NewDeduper(memory.WithDedupTTL(time.Hour)) // does not compile: a StoreOption
+//
+// A nil option or a bad value makes the constructor return an error wrapping
+// state.ErrInvalidArgument. Options belong to the data New creates (one clock, one
+// claim TTL, as a server's): NewHandle takes none.
+type (
+	// StoreOption configures New.
+	StoreOption interface{ applyStore(*config) error }
+	// DeduperOption configures NewDeduper.
+	DeduperOption interface{ applyDeduper(*config) error }
+	// Option configures New and NewDeduper alike.
+	Option interface {
+		StoreOption
+		DeduperOption
+	}
+)
 
-type config struct {
-	now      func() time.Time
-	ttl      time.Duration // Deduper claim TTL
-	dedupTTL time.Duration // Store event-claim TTL
-	ttlSet   bool
-	dedupSet bool
-}
+// config is what options set: the clock and the claim TTLs.
+type config struct{ storeopt.Common }
+
+// The implementations of the option interfaces, one per set of constructors.
+type (
+	storeOption   func(*config) error
+	deduperOption func(*config) error
+	anyOption     func(*config) error
+)
+
+func (o storeOption) applyStore(c *config) error     { return o(c) }
+func (o deduperOption) applyDeduper(c *config) error { return o(c) }
+func (o anyOption) applyStore(c *config) error       { return o(c) }
+func (o anyOption) applyDeduper(c *config) error     { return o(c) }
 
 // WithClock makes the store or deduper read time from now (default time.Now), for
 // tests with a fake clock. now must not be nil.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return state.Invalidf("memory.WithClock(nil)")
-		}
-		c.now = now
-		return nil
-	}
+	return anyOption(func(c *config) error { return c.SetClock(now) })
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 means
-// claims never expire; negative is an error). Only NewDeduper accepts it.
-func WithTTL(ttl time.Duration) Option {
-	return func(c *config) error {
-		if err := state.CheckTTL(ttl); err != nil {
-			return fmt.Errorf("memory.WithTTL: %w", err)
-		}
-		c.ttl, c.ttlSet = ttl, true
-		return nil
-	}
+// claims never expire). d outside [0, state.MaxTTL] is an error.
+func WithTTL(d time.Duration) DeduperOption {
+	return deduperOption(func(c *config) error { return c.SetTTL(d) })
 }
 
 // WithDedupTTL sets how long a Store remembers an event ID applied by
-// MergeUpdateOnce (default state.DefaultDedupTTL; 0 means forever; negative is an
-// error). Only New accepts it.
-func WithDedupTTL(ttl time.Duration) Option {
-	return func(c *config) error {
-		if err := state.CheckTTL(ttl); err != nil {
-			return fmt.Errorf("memory.WithDedupTTL: %w", err)
-		}
-		c.dedupTTL, c.dedupSet = ttl, true
-		return nil
-	}
+// MergeUpdateOnce (default state.DefaultDedupTTL; 0 means forever). d outside [0,
+// state.MaxTTL] is an error.
+func WithDedupTTL(d time.Duration) StoreOption {
+	return storeOption(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
-func newConfig(opts []Option) (config, error) {
-	c := config{now: time.Now, ttl: state.DefaultDedupTTL, dedupTTL: state.DefaultDedupTTL}
-	for _, o := range opts {
-		if o == nil {
-			return c, state.Invalidf("memory: nil option")
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+// newConfig applies opts, each through apply, to the defaults of constructor ctor.
+func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (config, error) {
+	c := config{storeopt.NewCommon("memory." + ctor)}
+	return c, storeopt.Apply(&c, c.Ctor, opts, apply)
 }
 
 // expiry returns the deadline of a ttl from now; the zero time means none.
@@ -110,26 +106,6 @@ func (c *claims) set(id string, now time.Time, ttl time.Duration) {
 			}
 		}
 	}
-}
-
-// lifecycle is the closed flag of one handle.
-type lifecycle struct{ closed atomic.Bool }
-
-// errClosed is returned after Close.
-var errClosed = fmt.Errorf("memory: %w", state.ErrClosed)
-
-// enter returns errClosed after Close, else ctx's error.
-func (l *lifecycle) enter(ctx context.Context) error {
-	if l.closed.Load() {
-		return errClosed
-	}
-	return ctx.Err()
-}
-
-// Close marks the handle closed; it is idempotent and always returns nil.
-func (l *lifecycle) Close() error {
-	l.closed.Store(true)
-	return nil
 }
 
 // cloneValue copies byte slices so callers never share the store's memory. Other

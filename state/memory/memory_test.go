@@ -2,8 +2,6 @@ package memory_test
 
 import (
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,142 +9,32 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/memory"
-	"github.com/pipestate/pipestate/state/statetest"
 )
 
-// perTest keeps one clock and one root per test name, so stores opened within a
-// test share data and tests never do.
-type perTest[R any] struct {
-	mu     sync.Mutex
-	clocks map[string]*fakeclock.Clock
-	roots  map[string]R
-}
-
-func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *fakeclock.Clock) {
-	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.roots == nil {
-		p.clocks, p.roots = map[string]*fakeclock.Clock{}, map[string]R{}
-	}
-	c, ok := p.clocks[t.Name()]
-	if !ok {
-		c = fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		p.clocks[t.Name()] = c
-		p.roots[t.Name()] = open(c.Now)
-	}
-	return p.roots[t.Name()], c
-}
-
-// dedupTTL is the claim TTL of the harness's stores: not the default, so the suite
-// sees that the option is honoured.
-const dedupTTL = 5 * time.Hour
-
-// storeHarness returns a statetest harness over memory stores with fake clocks.
-func storeHarness[V any](m monoid.Monoid[V], delta func(int) V, eq func(a, b V) bool) statetest.Harness[V] {
-	var p perTest[*memory.Store[V]]
-	open := func(t *testing.T) *memory.Store[V] {
-		root, _ := p.get(t, func(now func() time.Time) *memory.Store[V] {
-			s, err := memory.New(m, memory.WithClock(now), memory.WithDedupTTL(dedupTTL))
-			if err != nil {
-				t.Fatalf("memory.New: %v", err)
-			}
-			return s
-		})
-		return root.NewHandle()
-	}
-	return statetest.Harness[V]{
-		Open:     func(t *testing.T) state.Store[V] { return open(t) },
-		Sleep:    func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
-		Monoid:   m,
-		Delta:    delta,
-		Equal:    eq,
-		DedupTTL: dedupTTL,
-		FakeTime: true,
-	}
-}
-
-func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
-	var p perTest[*memory.Deduper]
-	return statetest.DeduperHarness{
-		Open: func(t *testing.T) state.Deduper {
-			root, _ := p.get(t, func(now func() time.Time) *memory.Deduper {
-				d, err := memory.NewDeduper(memory.WithClock(now), memory.WithTTL(ttl))
-				if err != nil {
-					t.Fatalf("memory.NewDeduper: %v", err)
-				}
-				return d
-			})
-			return root.NewHandle()
-		},
-		Sleep: func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
-		TTL:   ttl,
-	}
-}
-
-func eq[V comparable](a, b V) bool { return a == b }
-
-// signed returns deltas that go down as well as up (1, 2, -3, 4, 5, -6, ...).
-func signed[V int64 | float64](offset V) func(int) V {
-	return func(i int) V {
-		d := V(i) + offset
-		if i%3 == 2 {
-			return -d
-		}
-		return d
-	}
-}
-
-func TestInt64SumStore(t *testing.T) {
-	statetest.RunStore(t, storeHarness[int64](monoid.Sum[int64]{}, signed[int64](1), eq))
-}
-
-func TestFloat64SumStore(t *testing.T) {
-	statetest.RunStore(t, storeHarness[float64](monoid.Sum[float64]{}, signed(0.5), eq))
-}
-
-func TestInt64MaxStore(t *testing.T) {
-	statetest.RunStore(t, storeHarness[int64](monoid.Max[int64]{}, func(i int) int64 { return int64(i*7919%10007) - 5000 }, eq))
-}
-
-func TestDeduper(t *testing.T) {
-	t.Run("ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(time.Minute)) })
-	t.Run("no ttl", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(0)) })
-}
-
-func TestHLLBytesStore(t *testing.T) {
-	m, err := hll.New(12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _ := hll.New(10)
-	h := storeHarness[[]byte](m, func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) }, func(a, b []byte) bool {
-		ok, err := hll.Equal(a, b)
-		return err == nil && ok
-	})
-	h.BadDeltas = [][]byte{[]byte("garbage"), other.Delta("x")}
-	statetest.RunStore(t, h)
-}
-
 func TestOptions(t *testing.T) {
+	var nilHLL *hll.Monoid
 	tests := []struct {
 		name string
 		err  error
 	}{
 		{"store nil clock", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(nil)); return err }()},
-		{"store deduper ttl", func() error {
-			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithTTL(time.Second))
-			return err
-		}()},
 		{"store negative dedup ttl", func() error {
 			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithDedupTTL(-time.Second))
 			return err
 		}()},
+		{"store dedup ttl over MaxTTL", func() error {
+			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithDedupTTL(state.MaxTTL+1))
+			return err
+		}()},
 		{"store nil monoid", func() error { _, err := memory.New[int64](nil); return err }()},
+		{"store typed nil monoid", func() error { _, err := memory.New[[]byte](nilHLL); return err }()},
 		{"store nil option", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, nil); return err }()},
-		{"deduper store option", func() error { _, err := memory.NewDeduper(memory.WithDedupTTL(time.Second)); return err }()},
+		{"deduper nil option", func() error { _, err := memory.NewDeduper(nil); return err }()},
+		{"deduper nil clock", func() error { _, err := memory.NewDeduper(memory.WithClock(nil)); return err }()},
 		{"deduper negative ttl", func() error { _, err := memory.NewDeduper(memory.WithTTL(-1)); return err }()},
+		{"deduper ttl over MaxTTL", func() error { _, err := memory.NewDeduper(memory.WithTTL(state.MaxTTL + 1)); return err }()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,6 +43,16 @@ func TestOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOptionKinds checks which constructor takes which option, as the compiler
+// does: memory.NewDeduper(memory.WithDedupTTL(d)) and memory.New(m,
+// memory.WithTTL(d)) do not compile.
+func TestOptionKinds(t *testing.T) {
+	storetest.OptionKinds(t,
+		map[string]any{"New": memory.New[int64], "NewDeduper": memory.NewDeduper},
+		map[string]any{"WithClock": memory.WithClock, "WithDedupTTL": memory.WithDedupTTL, "WithTTL": memory.WithTTL},
+		map[string][]string{"WithClock": {"New", "NewDeduper"}, "WithDedupTTL": {"New"}, "WithTTL": {"NewDeduper"}})
 }
 
 func TestDedupTTLOfMergeUpdateOnce(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // Compile-time interface checks.
@@ -19,8 +20,8 @@ var (
 // reference backend. Every method runs under one lock, so MergeUpdate and
 // MergeUpdateOnce are atomic and linearizable. It is safe for concurrent use.
 type Store[V any] struct {
-	lifecycle
-	d *storeData[V]
+	life *lifecycle.Flag
+	d    *storeData[V]
 }
 
 type entry[V any] struct {
@@ -36,28 +37,30 @@ type storeData[V any] struct {
 	writes int
 }
 
-// New returns an empty store merging with m. Options: WithClock, WithDedupTTL.
-// A nil m, a nil option or WithTTL (a Deduper option) is an error wrapping
+// New creates empty data merging with m and returns the first handle on it;
+// NewHandle opens more. Options: WithClock, WithDedupTTL. A nil m (see
+// state.CheckMonoid), a nil option or a bad value is an error wrapping
 // state.ErrInvalidArgument.
-func New[V any](m monoid.Monoid[V], opts ...Option) (*Store[V], error) {
-	if m == nil {
-		return nil, state.Invalidf("memory.New: nil monoid")
+func New[V any](m monoid.Monoid[V], opts ...StoreOption) (*Store[V], error) {
+	if err := state.CheckMonoid(m); err != nil {
+		return nil, fmt.Errorf("memory.New: %w", err)
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig("New", opts, StoreOption.applyStore)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ttlSet {
-		return nil, state.Invalidf("memory.New: WithTTL is a Deduper option; use WithDedupTTL")
-	}
 	d := &storeData[V]{m: m, values: map[state.Key]entry[V]{}}
 	d.cfg = cfg
-	return &Store[V]{d: d}, nil
+	return d.handle(), nil
 }
 
-// NewHandle returns another handle on the same data (as a second process would
-// open the same Redis keys). Handles are closed independently.
-func (s *Store[V]) NewHandle() *Store[V] { return &Store[V]{d: s.d} }
+// NewHandle returns another handle on s's data (as a second process would open the
+// same Redis keys), with the data's options; handles are closed independently.
+func (s *Store[V]) NewHandle() *Store[V] { return s.d.handle() }
+
+func (d *storeData[V]) handle() *Store[V] {
+	return &Store[V]{life: lifecycle.New("state/memory: Store"), d: d}
+}
 
 // Monoid returns the store's monoid.
 func (s *Store[V]) Monoid() monoid.Monoid[V] { return s.d.m }
@@ -76,7 +79,7 @@ func (s *Store[V]) Get(ctx context.Context, k state.Key) (V, bool, error) {
 // GetMany returns one value and found flag per key, in order; duplicates are
 // allowed. Missing or expired keys read as Identity with found == false.
 func (s *Store[V]) GetMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
-	if err := s.enter(ctx); err != nil {
+	if err := s.life.Enter(ctx); err != nil {
 		return nil, nil, err
 	}
 	if err := state.CheckKeys(ks); err != nil {
@@ -86,7 +89,7 @@ func (s *Store[V]) GetMany(ctx context.Context, ks []state.Key) ([]V, []bool, er
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.cfg.now()
+	now := d.cfg.Now()
 	for i, k := range ks {
 		if e, ok := d.values[k]; ok && live(e.exp, now) {
 			vs[i], found[i] = cloneValue(e.v), true
@@ -119,7 +122,7 @@ func (s *Store[V]) MergeUpdateOnce(ctx context.Context, eventID string, k state.
 
 // merge is MergeUpdate with an optional event claim.
 func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
-	if err := s.enter(ctx); err != nil {
+	if err := s.life.Enter(ctx); err != nil {
 		return false, err
 	}
 	d := s.d
@@ -128,7 +131,7 @@ func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.cfg.now()
+	now := d.cfg.Now()
 	claim := state.OnceClaimID(k, eventID)
 	if eventID != "" && d.events.claimed(claim, now) {
 		return false, nil
@@ -142,7 +145,7 @@ func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta
 		return false, fmt.Errorf("memory: merge %q/%d: %w", k.Entity, k.Bucket, err)
 	}
 	if eventID != "" {
-		d.events.set(claim, now, d.cfg.dedupTTL)
+		d.events.set(claim, now, d.cfg.DedupTTL)
 	}
 	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl)}
 	d.sweep(now)
@@ -164,4 +167,4 @@ func (d *storeData[V]) sweep(now time.Time) {
 
 // Close closes this handle; later calls on it return an error wrapping
 // state.ErrClosed. Other handles on the same data stay open. It is idempotent.
-func (s *Store[V]) Close() error { return s.lifecycle.Close() }
+func (s *Store[V]) Close() error { return s.life.Close() }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/rediskey"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // base is what every store and the deduper share: the client (not owned), the key
@@ -17,35 +18,30 @@ import (
 type base struct {
 	client goredis.UniversalClient
 	keys   keyspace
-	name   string       // type name for errors, e.g. "Int64SumStore"
-	closed *atomic.Bool // shared by copies made during construction
+	name   string // type name for errors, e.g. "Int64SumStore"
+	life   *lifecycle.Flag
 }
 
-func newBase(name string, client goredis.UniversalClient, prefix string, c config) (base, error) {
+// newBase checks what every constructor requires: a client that is not nil (also not
+// a typed nil) and a key prefix of 1 to 64 bytes of valid UTF-8 without control
+// characters, '{' or '}' (they would change the Redis Cluster hash tag).
+func newBase(name string, client goredis.UniversalClient, prefix string) (base, error) {
 	if nilcheck.IsNil(client) {
-		return base{}, state.Invalidf("%s: nil client", c.Ctor)
+		return base{}, state.Invalidf("New%s: nil client", name)
 	}
-	if err := checkPrefix(c.Ctor, prefix); err != nil {
-		return base{}, err
+	if err := rediskey.CheckPrefix(prefix); err != nil {
+		return base{}, state.Invalidf("New%s: %v", name, err)
 	}
-	return base{client: client, keys: keyspace{prefix: prefix}, name: name, closed: new(atomic.Bool)}, nil
+	return base{client: client, keys: keyspace{prefix: prefix}, name: name, life: lifecycle.New("state/redis: " + name)}, nil
 }
 
-// begin is called first by every method: it returns ErrClosed after Close and
-// ctx.Err() for a done ctx, so nothing is sent in either case.
-func (b *base) begin(ctx context.Context) error {
-	if b.closed.Load() {
-		return fmt.Errorf("state/redis: %s: %w", b.name, state.ErrClosed)
-	}
-	return ctx.Err()
-}
+// begin is called first by every method (see lifecycle.Flag.Enter), so nothing is
+// sent after Close or with a done ctx.
+func (b *base) begin(ctx context.Context) error { return b.life.Enter(ctx) }
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
-func (b *base) Close() error {
-	b.closed.Store(true)
-	return nil
-}
+func (b *base) Close() error { return b.life.Close() }
 
 // wrap annotates a driver error with the operation and key; it keeps the driver error
 // reachable through errors.As / errors.Is (and ctx errors as they are).

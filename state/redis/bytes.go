@@ -8,11 +8,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -36,16 +34,16 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // does not own, keeping its keys under prefix as NewInt64SumStore does. Key names
 // carry m's Kind, so BytesStores of different monoid kinds never share values, even
 // under one prefix. Options: WithDedupTTL, WithMaxRetries, WithBackoff.
-func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoid[[]byte], opts ...Option) (*BytesStore, error) {
+func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoid[[]byte], opts ...BytesOption) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, storeopt.Bytes, opts)
+	c, err := newConfig("New"+name, opts, BytesOption.applyBytes)
 	if err != nil {
 		return nil, err
 	}
-	if nilcheck.IsNil(m) {
-		return nil, state.Invalidf("New%s: nil monoid", name)
+	if err := state.CheckMonoid(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Ctor, err)
 	}
-	b, err := newBase(name, client, prefix, c)
+	b, err := newBase(name, client, prefix)
 	if err != nil {
 		return nil, err
 	}

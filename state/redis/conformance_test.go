@@ -16,7 +16,7 @@ import (
 )
 
 // opener adapts a store constructor to a statetest Open for backend b.
-func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalClient, string, ...redis.Option) (S, error)) func(t *testing.T) state.Store[V] {
+func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalClient, string, ...redis.StoreOption) (S, error)) func(t *testing.T) state.Store[V] {
 	return func(t *testing.T) state.Store[V] {
 		t.Helper()
 		s, err := newStore(b.client(t), prefixFor(t))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Deduper is a state.Deduper over Redis: a claim is the key "prefix:seen:eventID",
@@ -27,13 +26,13 @@ var _ state.Deduper = (*Deduper)(nil)
 // NewDeduper returns a Deduper over client, which it uses but does not own, keeping
 // its claims under prefix as NewInt64SumStore does. Options: WithTTL (default
 // state.DefaultDedupTTL; 0 = claims never expire).
-func NewDeduper(client goredis.UniversalClient, prefix string, opts ...Option) (*Deduper, error) {
+func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, storeopt.Deduper, opts)
+	c, err := newConfig("New"+name, opts, DeduperOption.applyDeduper)
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBase(name, client, prefix, c)
+	b, err := newBase(name, client, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -2,27 +2,25 @@ package redis
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
-	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // numericKind is what tells the three numeric stores apart.
 type numericKind[V int64 | float64] struct {
-	name    string // type name, for errors
-	kind    string // key segment
-	script  *goredis.Script
-	format  func(V) string
-	parse   func(string) (V, error)
-	check   func(V) error // delta check beyond the shared ones; may be nil
-	args    []any         // script arguments after the delta
-	missing V             // the value reported for a missing key: the monoid's identity
+	name   string           // type name, for errors
+	kind   string           // key segment
+	m      monoid.Monoid[V] // checks deltas; its Identity is the value of a missing key
+	script *goredis.Script  // the merge
+	format func(V) string   // a delta or bound as the script reads it
+	parse  func(string) (V, error)
+	args   []any // script arguments after the delta
 }
 
 // numeric is the implementation shared by Int64SumStore, Float64SumStore and
@@ -33,12 +31,12 @@ type numeric[V int64 | float64] struct {
 	dedupTTL time.Duration
 }
 
-func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []Option) (numeric[V], error) {
-	c, err := newConfig("New"+nk.name, storeopt.Numeric, opts)
+func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []StoreOption) (numeric[V], error) {
+	c, err := newConfig("New"+nk.name, opts, StoreOption.applyNumeric)
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	b, err := newBase(nk.name, client, prefix, c)
+	b, err := newBase(nk.name, client, prefix)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -46,11 +44,11 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 }
 
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
-	return readOne(ctx, &s.base, s.kind, k, getString, s.parse, s.missing)
+	return readOne(ctx, &s.base, s.kind, k, getString, s.parse, s.m.Identity())
 }
 
 func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
-	return readMany(ctx, &s.base, s.kind, ks, getString, s.parse, s.missing)
+	return readMany(ctx, &s.base, s.kind, ks, getString, s.parse, s.m.Identity())
 }
 
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
@@ -63,16 +61,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, err
 		}
 	}
-	if err := state.CheckKey(k); err != nil {
+	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
 		return false, err
-	}
-	if err := state.CheckTTL(ttl); err != nil {
-		return false, err
-	}
-	if s.check != nil {
-		if err := s.check(delta); err != nil {
-			return false, err
-		}
 	}
 	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
 	args := append([]any{millis(ttl), millis(s.dedupTTL), storekey.Token(), s.format(delta)}, s.args...)
@@ -122,16 +112,14 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'e', 16, 64) 
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
-func checkFloat(v float64) error { return state.CheckFloat64("delta", v) }
-
 // NewInt64SumStore returns an Int64SumStore over client, which it uses but does not
 // own (Close leaves it open), keeping its keys under prefix (required: non-empty,
 // valid UTF-8 without '{', '}' or control characters; give each logical store its
 // own). Options: WithDedupTTL. A nil client (also a typed nil) or a bad prefix is an
 // error wrapping state.ErrInvalidArgument.
-func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Int64SumStore, error) {
+func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		name: "Int64SumStore", kind: storekey.Int64Sum, script: scriptIncrBy,
+		name: "Int64SumStore", kind: storekey.Int64Sum, m: monoid.Sum[int64]{}, script: scriptIncrBy,
 		format: formatInt, parse: parseInt,
 	}, client, prefix, opts)
 	if err != nil {
@@ -142,10 +130,10 @@ func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Opt
 
 // NewFloat64SumStore returns a Float64SumStore over client, which it uses but does not
 // own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
-func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Float64SumStore, error) {
+func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
-		name: "Float64SumStore", kind: storekey.Float64Sum, script: scriptFloatSum,
-		format: formatFloat, parse: parseFloat, check: checkFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
+		name: "Float64SumStore", kind: storekey.Float64Sum, m: monoid.Sum[float64]{}, script: scriptFloatSum,
+		format: formatFloat, parse: parseFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
@@ -155,10 +143,10 @@ func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...O
 
 // NewInt64MaxStore returns an Int64MaxStore over client, which it uses but does not
 // own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
-func NewInt64MaxStore(client goredis.UniversalClient, prefix string, opts ...Option) (*Int64MaxStore, error) {
+func NewInt64MaxStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
-		name: "Int64MaxStore", kind: storekey.Int64Max, script: scriptMax,
-		format: formatInt, parse: parseInt, missing: math.MinInt64,
+		name: "Int64MaxStore", kind: storekey.Int64Max, m: monoid.Max[int64]{}, script: scriptMax,
+		format: formatInt, parse: parseInt,
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err

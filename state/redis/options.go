@@ -3,63 +3,79 @@ package redis
 import (
 	"time"
 
-	"github.com/pipestate/pipestate/internal/rediskey"
-	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
-// Option configures a store or a deduper. An option that does not apply to the
-// constructor it is passed to, or that has an invalid value, makes the constructor
-// return an error wrapping state.ErrInvalidArgument.
-type Option func(*config) error
-
-// config is what options set; see newConfig for the defaults.
-type config struct {
-	storeopt.Common
-}
-
-func newConfig(ctor string, t storeopt.Target, opts []Option) (config, error) {
-	c := config{Common: storeopt.NewCommon(ctor, t)}
-	return c, storeopt.Apply(&c, ctor, opts)
-}
-
-// checkPrefix checks the key prefix every constructor requires: 1 to 64 bytes of valid
-// UTF-8 without control characters, '{' or '}' (they would change the Redis Cluster
-// hash tag).
-func checkPrefix(ctor, prefix string) error {
-	if err := rediskey.CheckPrefix(prefix); err != nil {
-		return state.Invalidf("%s: %v", ctor, err)
+// Options are checked by the compiler: every constructor takes only the options it
+// uses. A StoreOption (WithDedupTTL) is taken by every store constructor; a
+// BytesOption (WithMaxRetries, WithBackoff) by NewBytesStore only; a DeduperOption
+// (WithTTL) by NewDeduper only. So
+//
+//	redis.NewInt64SumStore(client, prefix, redis.WithMaxRetries(3)) // does not compile
+//
+// A nil option or a bad value makes the constructor return an error wrapping
+// state.ErrInvalidArgument.
+type (
+	// BytesOption configures NewBytesStore.
+	BytesOption interface{ applyBytes(*config) error }
+	// StoreOption configures every store constructor: NewInt64SumStore,
+	// NewFloat64SumStore, NewInt64MaxStore and NewBytesStore.
+	StoreOption interface {
+		BytesOption
+		applyNumeric(*config) error
 	}
-	return nil
+	// DeduperOption configures NewDeduper.
+	DeduperOption interface{ applyDeduper(*config) error }
+)
+
+// config is what options set; see storeopt.NewCommon for the defaults.
+type config struct{ storeopt.Common }
+
+// The implementations of the option interfaces, one per set of constructors.
+type (
+	storeOption   func(*config) error
+	bytesOption   func(*config) error
+	deduperOption func(*config) error
+)
+
+func (o storeOption) applyNumeric(c *config) error   { return o(c) }
+func (o storeOption) applyBytes(c *config) error     { return o(c) }
+func (o bytesOption) applyBytes(c *config) error     { return o(c) }
+func (o deduperOption) applyDeduper(c *config) error { return o(c) }
+
+// newConfig applies opts, each through apply, to the defaults of constructor ctor.
+func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (config, error) {
+	c := config{storeopt.NewCommon(ctor)}
+	return c, storeopt.Apply(&c, ctor, opts, apply)
 }
 
 // WithMaxRetries sets how many times a BytesStore merge retries after losing a
 // compare-and-swap race before it returns an error wrapping
 // state.ErrContention (default state.DefaultMaxRetries; 0 = a single
-// attempt). n < 0 is an error. BytesStore only.
-func WithMaxRetries(n int) Option {
-	return func(c *config) error { return c.SetMaxRetries(storeopt.Bytes, n) }
+// attempt). n < 0 is an error.
+func WithMaxRetries(n int) BytesOption {
+	return bytesOption(func(c *config) error { return c.SetMaxRetries(n) })
 }
 
 // WithBackoff sets the delays between BytesStore compare-and-swap retries: capped
 // exponential backoff with full jitter, a random delay in [0, min(max, base*2^n)]
 // before retry n (defaults state.DefaultRetryBase and state.DefaultRetryMax). base and
-// max must be positive with base <= max. BytesStore only.
-func WithBackoff(base, max time.Duration) Option {
-	return func(c *config) error { return c.SetBackoff(storeopt.Bytes, base, max) }
+// max must be positive with base <= max.
+func WithBackoff(base, max time.Duration) BytesOption {
+	return bytesOption(func(c *config) error { return c.SetBackoff(base, max) })
 }
 
 // WithDedupTTL sets how long a MergeUpdateOnce claim on an event ID lives (default
 // state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
-// [0, state.MaxTTL] is an error. Stores only.
-func WithDedupTTL(d time.Duration) Option {
-	return func(c *config) error { return c.SetDedupTTL(d) }
+// [0, state.MaxTTL] is an error.
+func WithDedupTTL(d time.Duration) StoreOption {
+	return storeOption(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
-// forever). d outside [0, state.MaxTTL] is an error. Deduper only.
-func WithTTL(d time.Duration) Option {
-	return func(c *config) error { return c.SetTTL(d) }
+// forever). d outside [0, state.MaxTTL] is an error.
+func WithTTL(d time.Duration) DeduperOption {
+	return deduperOption(func(c *config) error { return c.SetTTL(d) })
 }
 
 // millis converts a ttl to the milliseconds Redis takes: whole milliseconds, a

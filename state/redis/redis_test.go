@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 )
 
@@ -156,6 +157,14 @@ func TestOptions(t *testing.T) {
 		{"empty prefix", func() error { _, err := redis.NewInt64SumStore(c, ""); return err }},
 		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, "a{b}"); return err }},
 		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, "p", nil); return err }},
+		{"nil bytes option", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, nil); return err }},
+		{"nil deduper option", func() error { _, err := redis.NewDeduper(c, "p", nil); return err }},
+		{"typed nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", (*concat)(nil)); return err }},
+		{"long prefix", func() error { _, err := redis.NewDeduper(c, strings.Repeat("p", 65)); return err }},
+		{"dedup ttl over MaxTTL on bytes", func() error {
+			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithDedupTTL(state.MaxTTL+1))
+			return err
+		}},
 		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil, "p"); return err }},
 		{"typed nil client", func() error { _, err := redis.NewDeduper((*goredis.Client)(nil), "p"); return err }},
 		{"typed nil cluster client", func() error { _, err := redis.NewInt64SumStore((*goredis.ClusterClient)(nil), "p"); return err }},
@@ -163,13 +172,10 @@ func TestOptions(t *testing.T) {
 		{"ttl over MaxTTL", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(state.MaxTTL+1)); return err }},
 		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", nil); return err }},
 		{"negative retries", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err }},
-		{"retries on sum", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithMaxRetries(3)); return err }},
 		{"bad backoff", func() error {
 			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithBackoff(time.Second, time.Millisecond))
 			return err
 		}},
-		{"ttl on store", func() error { _, err := redis.NewFloat64SumStore(c, "p", redis.WithTTL(time.Second)); return err }},
-		{"dedup ttl on deduper", func() error { _, err := redis.NewDeduper(c, "p", redis.WithDedupTTL(time.Second)); return err }},
 		{"negative ttl", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err }},
 		{"negative dedup ttl", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err }},
 	}
@@ -180,4 +186,18 @@ func TestOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOptionKinds checks which constructor takes which option, as the compiler
+// does: redis.NewInt64SumStore(c, p, redis.WithMaxRetries(3)) and
+// redis.NewDeduper(c, p, redis.WithDedupTTL(d)) do not compile.
+func TestOptionKinds(t *testing.T) {
+	stores := []string{"NewInt64SumStore", "NewFloat64SumStore", "NewInt64MaxStore", "NewBytesStore"}
+	storetest.OptionKinds(t,
+		map[string]any{
+			"NewInt64SumStore": redis.NewInt64SumStore, "NewFloat64SumStore": redis.NewFloat64SumStore,
+			"NewInt64MaxStore": redis.NewInt64MaxStore, "NewBytesStore": redis.NewBytesStore, "NewDeduper": redis.NewDeduper,
+		},
+		map[string]any{"WithDedupTTL": redis.WithDedupTTL, "WithMaxRetries": redis.WithMaxRetries, "WithBackoff": redis.WithBackoff, "WithTTL": redis.WithTTL},
+		map[string][]string{"WithDedupTTL": stores, "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"}, "WithTTL": {"NewDeduper"}})
 }

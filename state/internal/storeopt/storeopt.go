@@ -1,70 +1,62 @@
-// Package storeopt is the option machinery the state backends share: which
-// constructors an option applies to, the settings every backend has (the CAS retry
-// policy, the MergeUpdateOnce claim TTL, the Deduper claim TTL) with their defaults
-// and checks. Each backend's options embed Common and document themselves.
+// Package storeopt is what the options of the state backends share: the settings
+// (the clock, the CAS retry policy, the MergeUpdateOnce claim TTL, the Deduper claim
+// TTL) with their defaults and checks, and the loop that applies options. Which
+// constructor accepts which option is not checked here: each backend gives every
+// constructor its own option interface, so the compiler checks it (see the
+// backends' options.go).
 package storeopt
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/state"
 )
 
-// Target is a set of constructors an option applies to.
-type Target uint8
-
-// Targets.
-const (
-	Numeric Target = 1 << iota // Int64SumStore, Float64SumStore, Int64MaxStore
-	Bytes                      // BytesStore
-	Deduper                    // Deduper
-
-	Stores = Numeric | Bytes
-	All    = Stores | Deduper
-)
-
-// Common holds the settings every backend has.
+// Common holds the settings the backends share, each backend reading those it has
+// (memory has no CAS loop, Redis no clock of its own).
 type Common struct {
-	Ctor     string          // the constructor being configured, for error messages
-	Target   Target          // the constructor's kind
-	CAS      state.CASPolicy // retries of lost races
-	DedupTTL time.Duration   // life of MergeUpdateOnce claims
-	TTL      time.Duration   // life of Deduper claims
+	Ctor     string           // the constructor being configured, for error messages
+	Now      func() time.Time // the clock that judges expiry
+	CAS      state.CASPolicy  // retries of lost races
+	DedupTTL time.Duration    // life of MergeUpdateOnce claims
+	TTL      time.Duration    // life of Deduper claims
 }
 
-// NewCommon returns the defaults for constructor ctor of kind t.
-func NewCommon(ctor string, t Target) Common {
-	return Common{Ctor: ctor, Target: t, CAS: state.DefaultCASPolicy(), DedupTTL: state.DefaultDedupTTL, TTL: state.DefaultDedupTTL}
+// NewCommon returns the defaults for constructor ctor: time.Now,
+// state.DefaultCASPolicy and state.DefaultDedupTTL for both claim TTLs.
+func NewCommon(ctor string) Common {
+	return Common{Ctor: ctor, Now: time.Now, CAS: state.DefaultCASPolicy(), DedupTTL: state.DefaultDedupTTL, TTL: state.DefaultDedupTTL}
 }
 
-// Apply runs opts on c in order; a nil option is an error wrapping
-// state.ErrInvalidArgument, and so is any error an option returns.
-func Apply[C any, O ~func(*C) error](c *C, ctor string, opts []O) error {
+// Apply runs apply(o, c) for each option o in order. A nil option (also a typed
+// nil) is an error wrapping state.ErrInvalidArgument, and so is any error an option
+// returns. apply is usually a method expression of the constructor's option
+// interface, such as StoreOption.applyStore.
+func Apply[C, O any](c *C, ctor string, opts []O, apply func(O, *C) error) error {
 	for _, o := range opts {
-		if o == nil {
+		if nilcheck.IsNil(o) {
 			return state.Invalidf("%s: nil option", ctor)
 		}
-		if err := o(c); err != nil {
+		if err := apply(o, c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Allow rejects option when it does not apply to the constructor being configured.
-func (c *Common) Allow(option string, t Target) error {
-	if c.Target&t == 0 {
-		return state.Invalidf("%s: option %s does not apply", c.Ctor, option)
+// SetClock is WithClock: now must not be nil.
+func (c *Common) SetClock(now func() time.Time) error {
+	if now == nil {
+		return state.Invalidf("%s: nil clock", c.Ctor)
 	}
+	c.Now = now
 	return nil
 }
 
-// SetMaxRetries is WithMaxRetries for the constructors in t: n >= 0.
-func (c *Common) SetMaxRetries(t Target, n int) error {
-	if err := c.Allow("WithMaxRetries", t); err != nil {
-		return err
-	}
+// SetMaxRetries is WithMaxRetries: n >= 0.
+func (c *Common) SetMaxRetries(n int) error {
 	if n < 0 {
 		return state.Invalidf("%s: max retries %d is negative", c.Ctor, n)
 	}
@@ -72,11 +64,8 @@ func (c *Common) SetMaxRetries(t Target, n int) error {
 	return nil
 }
 
-// SetBackoff is WithBackoff for the constructors in t: 0 < base <= max.
-func (c *Common) SetBackoff(t Target, base, max time.Duration) error {
-	if err := c.Allow("WithBackoff", t); err != nil {
-		return err
-	}
+// SetBackoff is WithBackoff: 0 < base <= max.
+func (c *Common) SetBackoff(base, max time.Duration) error {
 	if base <= 0 || max < base {
 		return state.Invalidf("%s: backoff base %v and max %v must be positive with base <= max", c.Ctor, base, max)
 	}
@@ -84,26 +73,16 @@ func (c *Common) SetBackoff(t Target, base, max time.Duration) error {
 	return nil
 }
 
-// SetDedupTTL is WithDedupTTL (stores only): 0 <= d <= state.MaxTTL, 0 = forever.
-func (c *Common) SetDedupTTL(d time.Duration) error {
-	if err := c.Allow("WithDedupTTL", Stores); err != nil {
-		return err
-	}
-	if err := state.CheckTTL(d); err != nil {
-		return fmt.Errorf("%s: dedup %w", c.Ctor, err)
-	}
-	c.DedupTTL = d
-	return nil
-}
+// SetDedupTTL is WithDedupTTL: d passes state.CheckTTL (0 = forever).
+func (c *Common) SetDedupTTL(d time.Duration) error { return c.setTTL(&c.DedupTTL, "dedup ", d) }
 
-// SetTTL is WithTTL (Deduper only): 0 <= d <= state.MaxTTL, 0 = forever.
-func (c *Common) SetTTL(d time.Duration) error {
-	if err := c.Allow("WithTTL", Deduper); err != nil {
-		return err
-	}
+// SetTTL is WithTTL: d passes state.CheckTTL (0 = forever).
+func (c *Common) SetTTL(d time.Duration) error { return c.setTTL(&c.TTL, "", d) }
+
+func (c *Common) setTTL(dst *time.Duration, what string, d time.Duration) error {
 	if err := state.CheckTTL(d); err != nil {
-		return fmt.Errorf("%s: %w", c.Ctor, err)
+		return fmt.Errorf("%s: %s%w", c.Ctor, what, err)
 	}
-	c.TTL = d
+	*dst = d
 	return nil
 }

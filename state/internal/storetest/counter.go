@@ -1,5 +1,6 @@
 // Package storetest holds test support shared by the state backends' own tests: a
-// fallible byte monoid and the crash-window test of exactly-once merges. (The
+// fallible byte monoid, the crash-window test of exactly-once merges, and the checks
+// of write-method coverage and of which constructor takes which option. (The
 // conformance suite every backend passes is state/statetest.)
 package storetest
 
