@@ -92,8 +92,8 @@ func openDynamoDB(ctx context.Context, cfg backendConfig, sk hll.Monoid) (*backe
 	main, counts, sketches, dedup := cfg.prefix, cfg.prefix+"-counts", cfg.prefix+"-sketches", cfg.prefix+"-dedup"
 	for _, create := range []func() error{
 		func() error { return ddbprovider.CreateTable(ctx, client, main) },
-		func() error { return ddbstate.CreateInt64Table(ctx, client, counts) },
-		func() error { return ddbstate.CreateBytesTable(ctx, client, sketches) },
+		func() error { return ddbstate.CreateStoreTable(ctx, client, counts) },
+		func() error { return ddbstate.CreateStoreTable(ctx, client, sketches) },
 		func() error { return ddbstate.CreateDedupTable(ctx, client, dedup) },
 	} {
 		if err := create(); err != nil {
