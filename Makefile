@@ -1,6 +1,8 @@
 # pipestate developer targets. Everything real lives in scripts/; see README.md.
+# The examples are a module of their own in the workspace (go.work): ./... from the
+# root does not reach them, so the default package list names both modules.
 #
-#   make test                  real servers up, go test -race -count=1 ./..., servers down
+#   make test                  real servers up, go test -race -count=1 on both modules, servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
 #   make bench [BENCH=CAS] [PKGS=...]
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
@@ -9,12 +11,12 @@
 
 SHELL        := /bin/bash
 GO           ?= go
-PKGS         ?= ./...
+PKGS         ?= ./... ./examples/...
 TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
 BENCH        ?= .
 SERVERS_DIR  ?= .servers
-LINT_PKGS    ?= ./...
+LINT_PKGS    ?= ./... ./examples/...
 
 .PHONY: all test bench lint servers servers-stop
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # lint.sh [PKGS...]: gofmt (no file may need formatting), go vet, staticcheck (the
 # pinned version, installed into the cache when the one on PATH differs or is
-# missing) over the given package patterns (default ./...), and shellcheck over the
-# scripts when shellcheck is installed.
+# missing) over the given package patterns (default: the library and the examples,
+# the two modules of the workspace in go.work), and shellcheck over the scripts
+# when shellcheck is installed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-cd "$(dirname "${BASH_SOURCE[0]}")/.." # package patterns are relative to the module root
+cd "$(dirname "${BASH_SOURCE[0]}")/.." # package patterns are relative to the repository root
 
 STATICCHECK_VERSION=${STATICCHECK_VERSION:-v0.8.2}
 
-(($# > 0)) || set -- ./...
+(($# > 0)) || set -- ./... ./examples/...
 
 dirs=()
 for p in "$@"; do
