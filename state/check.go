@@ -125,6 +125,17 @@ func CheckMerge[V any](m monoid.Monoid[V], k Key, delta V, ttl time.Duration) er
 	return CheckDelta(m, delta)
 }
 
+// CheckWrite runs the checks of a merge: CheckEventID(eventID) first when once (a
+// MergeUpdateOnce), then CheckMerge. eventID is ignored when once is false.
+func CheckWrite[V any](m monoid.Monoid[V], once bool, eventID string, k Key, delta V, ttl time.Duration) error {
+	if once {
+		if err := CheckEventID(eventID); err != nil {
+			return err
+		}
+	}
+	return CheckMerge(m, k, delta, ttl)
+}
+
 // Combine combines a and b with m, through TryCombine when m implements
 // monoid.Fallible; its error wraps monoid.ErrIncompatible. A float64 result outside
 // the range of CheckFloat64, and an int64 sum (monoid.KindSum) that overflows, are

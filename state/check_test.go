@@ -63,3 +63,28 @@ func TestCheckTTLAndDelta(t *testing.T) {
 		t.Errorf("CheckDelta(sum) = %v", err)
 	}
 }
+
+func TestCheckWriteAndMonoid(t *testing.T) {
+	m := monoid.Sum[float64]{}
+	k := state.Key{Entity: "k"}
+	tests := []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"merge", state.CheckWrite(m, false, "", k, 1, 0), true},
+		{"once", state.CheckWrite(m, true, "evt", k, 1, 0), true},
+		{"once without an event ID", state.CheckWrite(m, true, "", k, 1, 0), false},
+		{"bad key", state.CheckWrite(m, false, "", state.Key{}, 1, 0), false},
+		{"bad ttl", state.CheckWrite(m, true, "evt", k, 1, -1), false},
+		{"bad float", state.CheckWrite(m, false, "", k, 1e300, 0), false},
+		{"monoid", state.CheckMonoid[float64](m), true},
+		{"nil monoid", state.CheckMonoid[float64](nil), false},
+		{"typed nil monoid", state.CheckMonoid[[]byte]((*hll.Monoid)(nil)), false},
+	}
+	for _, tt := range tests {
+		if tt.ok != (tt.err == nil) || (tt.err != nil && !errors.Is(tt.err, state.ErrInvalidArgument)) {
+			t.Errorf("%s: err = %v, want ok=%v", tt.name, tt.err, tt.ok)
+		}
+	}
+}

@@ -85,12 +85,15 @@
 // the redelivery window of the queue. Failover to an asynchronous replica can lose
 // acknowledged writes, claims included.
 //
-// Note for backend authors: keep the constructor shapes of state/memory —
+// Note for backend authors: keep the constructor shapes of the built-in backends —
 // New...(client, where, opts...) with where the required key prefix or table,
 // NewDeduper(client, where, WithTTL(d)), WithDedupTTL for
 // OnceStore claims, WithMaxRetries(n) (n >= 0, default DefaultMaxRetries) for
-// BytesStore — so users switch backends by changing one line; use RetryCASPolicy
-// for the BytesStore loop.
+// BytesStore — so users switch backends by changing one line. Give each
+// constructor an option type of its own kind (StoreOption, DeduperOption, ...), so
+// that an option a constructor does not use does not compile. Call CheckMonoid in
+// constructors, the Check functions before any I/O, Combine for every merged value,
+// and RetryCASPolicy for the BytesStore loop.
 //
 // # Example
 //

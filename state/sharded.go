@@ -7,10 +7,11 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // MaxShards is the most shards a Sharded store spreads a key over.
@@ -45,10 +46,10 @@ var (
 // expiry of other shards), so parts of a value can expire first. Use Sharded with
 // ttl 0, or with windows whose buckets are read before their ttl matters.
 type Sharded[V any] struct {
-	store  Store[V]
-	m      monoid.Monoid[V]
-	n      int
-	closed atomic.Bool
+	store Store[V]
+	m     monoid.Monoid[V]
+	n     int
+	life  *lifecycle.Flag
 }
 
 // NewSharded returns a Sharded view of store with shards sub-keys per key. A nil
@@ -56,14 +57,14 @@ type Sharded[V any] struct {
 // itself commutative (monoid.IsCommutative) is an error wrapping ErrInvalidArgument.
 func NewSharded[V any](store Store[V], m monoid.Monoid[V], shards int) (*Sharded[V], error) {
 	switch {
-	case store == nil || m == nil:
+	case nilcheck.IsNil(store) || nilcheck.IsNil(m):
 		return nil, Invalidf("NewSharded: nil store or monoid")
 	case shards < 1 || shards > MaxShards:
 		return nil, Invalidf("NewSharded: %d shards, want 1..%d", shards, MaxShards)
 	case !monoid.IsCommutative(m):
 		return nil, Invalidf("NewSharded: the %s monoid %T is not commutative", m.Kind(), m)
 	}
-	return &Sharded[V]{store: store, m: m, n: shards}, nil
+	return &Sharded[V]{store: store, m: m, n: shards, life: lifecycle.New("sharded")}, nil
 }
 
 // Shards returns the number of shards per key.
@@ -85,13 +86,6 @@ func (s *Sharded[V]) checkKey(k Key) error {
 	return nil
 }
 
-func (s *Sharded[V]) enter(ctx context.Context) error {
-	if s.closed.Load() {
-		return fmt.Errorf("sharded: %w", ErrClosed)
-	}
-	return ctx.Err()
-}
-
 // Get returns the merge of k's shards; found is true if any shard was found.
 func (s *Sharded[V]) Get(ctx context.Context, k Key) (V, bool, error) {
 	vs, found, err := s.GetMany(ctx, []Key{k})
@@ -106,7 +100,7 @@ func (s *Sharded[V]) Get(ctx context.Context, k Key) (V, bool, error) {
 // and merges each key's shards; keys with no shard found have found == false and
 // the identity as value.
 func (s *Sharded[V]) GetMany(ctx context.Context, ks []Key) ([]V, []bool, error) {
-	if err := s.enter(ctx); err != nil {
+	if err := s.life.Enter(ctx); err != nil {
 		return nil, nil, err
 	}
 	sub := make([]Key, 0, len(ks)*s.n)
@@ -144,10 +138,7 @@ func (s *Sharded[V]) GetMany(ctx context.Context, ks []Key) ([]V, []bool, error)
 // MergeUpdate merges delta into one shard of k, chosen at random, with the
 // underlying store's MergeUpdate (so with its atomicity and errors).
 func (s *Sharded[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.Duration) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	if err := s.checkKey(k); err != nil {
+	if err := s.life.Enter(ctx, s.checkKey(k)); err != nil {
 		return err
 	}
 	return s.store.MergeUpdate(ctx, ShardKey(k, rand.IntN(s.n)), delta, ttl)
@@ -159,7 +150,7 @@ func (s *Sharded[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.D
 // caught. If the underlying store is not a OnceStore it returns an error wrapping
 // errors.ErrUnsupported.
 func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
-	if err := s.enter(ctx); err != nil {
+	if err := s.life.Enter(ctx); err != nil {
 		return false, err
 	}
 	os, ok := s.store.(OnceStore[V])
@@ -179,7 +170,4 @@ func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key,
 
 // Close marks the Sharded view closed (later calls return ErrClosed); it does not
 // close the underlying store, which the caller owns. It is idempotent.
-func (s *Sharded[V]) Close() error {
-	s.closed.Store(true)
-	return nil
-}
+func (s *Sharded[V]) Close() error { return s.life.Close() }

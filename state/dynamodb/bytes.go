@@ -38,7 +38,7 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL.
 func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...StoreOption) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, opts, StoreOption.applyStore)
+	c, err := newConfig("New"+name, opts, StoreOption.ApplyStore)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +103,7 @@ var (
 )
 
 func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k state.Key, delta []byte, ttl time.Duration) (bool, error) {
-	if err := s.begin(ctx); err != nil {
-		return false, err
-	}
-	if once {
-		if err := s.checkOnce(eventID); err != nil {
-			return false, err
-		}
-	}
-	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl), s.checkOnce(once)); err != nil {
 		return false, err
 	}
 	key, tok := s.itemKey(k), storekey.Token()

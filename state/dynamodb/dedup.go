@@ -27,7 +27,7 @@ var _ state.Deduper = (*Deduper)(nil)
 // expire). The table may also hold the MergeUpdateOnce claims of stores.
 func NewDeduper(client API, table string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, opts, DeduperOption.applyDeduper)
+	c, err := newConfig("New"+name, opts, DeduperOption.ApplyDeduper)
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +85,7 @@ func (d *Deduper) Release(ctx context.Context, eventID string) error {
 }
 
 func (d *Deduper) key(ctx context.Context, eventID string) (string, error) {
-	if err := d.begin(ctx); err != nil {
-		return "", err
-	}
-	if err := state.CheckEventID(eventID); err != nil {
+	if err := d.life.Enter(ctx, state.CheckEventID(eventID)); err != nil {
 		return "", err
 	}
 	return "seen#" + eventID, nil

@@ -204,7 +204,7 @@ func TestOptions(t *testing.T) {
 			return err
 		}},
 		{"dedup ttl over MaxTTL", func() error {
-			_, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), "t", dynamodb.WithDedupTTL(state.MaxTTL+1))
+			_, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(state.MaxTTL+1))
 			return err
 		}},
 		{"empty table", func() error { _, err := dynamodb.NewInt64SumStore(c, ""); return err }},

@@ -44,7 +44,7 @@ type numeric[V int64 | float64] struct {
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client API, table string, opts []StoreOption) (numeric[V], error) {
-	c, err := newConfig("New"+nk.typ, opts, StoreOption.applyStore)
+	c, err := newConfig("New"+nk.typ, opts, StoreOption.ApplyStore)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -122,15 +122,7 @@ func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) (
 
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
 func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
-	if err := s.begin(ctx); err != nil {
-		return false, err
-	}
-	if once {
-		if err := s.checkOnce(eventID); err != nil {
-			return false, err
-		}
-	}
-	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl), s.checkOnce(once)); err != nil {
 		return false, err
 	}
 	tok := storekey.Token()

@@ -16,12 +16,10 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-// checkOnce checks what MergeUpdateOnce needs beyond MergeUpdate's arguments.
-func (b *base) checkOnce(eventID string) error {
-	if err := state.CheckEventID(eventID); err != nil {
-		return err
-	}
-	if b.cfg.dedupTable == "" {
+// checkOnce checks what a MergeUpdateOnce (once) needs beyond its arguments: a dedup
+// table.
+func (b *base) checkOnce(once bool) error {
+	if once && b.cfg.dedupTable == "" {
 		return state.Invalidf("%s.MergeUpdateOnce: no dedup table (use WithDedupTable)", b.name)
 	}
 	return nil

@@ -19,14 +19,11 @@ import (
 type (
 	// StoreOption configures every store constructor: NewInt64SumStore,
 	// NewFloat64SumStore, NewInt64MaxStore and NewBytesStore.
-	StoreOption interface{ applyStore(*config) error }
+	StoreOption = storeopt.StoreOption[config]
 	// DeduperOption configures NewDeduper.
-	DeduperOption interface{ applyDeduper(*config) error }
+	DeduperOption = storeopt.DeduperOption[config]
 	// Option configures every constructor.
-	Option interface {
-		StoreOption
-		DeduperOption
-	}
+	Option = storeopt.Option[config]
 )
 
 // config is what options set; see storeopt.NewCommon for the defaults.
@@ -34,18 +31,6 @@ type config struct {
 	storeopt.Common
 	dedupTable string // OnceStore claims; "" = MergeUpdateOnce unavailable
 }
-
-// The implementations of the option interfaces, one per set of constructors.
-type (
-	storeOption   func(*config) error
-	deduperOption func(*config) error
-	anyOption     func(*config) error
-)
-
-func (o storeOption) applyStore(c *config) error     { return o(c) }
-func (o deduperOption) applyDeduper(c *config) error { return o(c) }
-func (o anyOption) applyStore(c *config) error       { return o(c) }
-func (o anyOption) applyDeduper(c *config) error     { return o(c) }
 
 // newConfig applies opts, each through apply, to the defaults of constructor ctor.
 func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (config, error) {
@@ -59,7 +44,7 @@ func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (conf
 // attribute with now): give every process a synchronised clock, or a fake one in
 // tests. now must not be nil.
 func WithClock(now func() time.Time) Option {
-	return anyOption(func(c *config) error { return c.SetClock(now) })
+	return storeopt.Any(func(c *config) error { return c.SetClock(now) })
 }
 
 // WithMaxRetries sets how many times a merge retries after losing a race (a failed
@@ -68,7 +53,7 @@ func WithClock(now func() time.Time) Option {
 // state.ErrContention (default state.DefaultMaxRetries; 0 = a single attempt).
 // n < 0 is an error.
 func WithMaxRetries(n int) StoreOption {
-	return storeOption(func(c *config) error { return c.SetMaxRetries(n) })
+	return storeopt.Store(func(c *config) error { return c.SetMaxRetries(n) })
 }
 
 // WithBackoff sets the delays between merge retries: capped exponential backoff with
@@ -76,7 +61,7 @@ func WithMaxRetries(n int) StoreOption {
 // state.DefaultRetryBase and state.DefaultRetryMax). base and max must be positive
 // with base <= max.
 func WithBackoff(base, max time.Duration) StoreOption {
-	return storeOption(func(c *config) error { return c.SetBackoff(base, max) })
+	return storeopt.Store(func(c *config) error { return c.SetBackoff(base, max) })
 }
 
 // WithDedupTable names the table (made by CreateDedupTable) that holds the event
@@ -85,7 +70,7 @@ func WithBackoff(base, max time.Duration) StoreOption {
 // dedupers: claims are namespaced by value table and store kind. table must not be
 // empty.
 func WithDedupTable(table string) StoreOption {
-	return storeOption(func(c *config) error {
+	return storeopt.Store(func(c *config) error {
 		if table == "" {
 			return state.Invalidf("%s: empty dedup table name", c.Ctor)
 		}
@@ -98,11 +83,11 @@ func WithDedupTable(table string) StoreOption {
 // state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
 // [0, state.MaxTTL] is an error.
 func WithDedupTTL(d time.Duration) StoreOption {
-	return storeOption(func(c *config) error { return c.SetDedupTTL(d) })
+	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
 // forever). d outside [0, state.MaxTTL] is an error.
 func WithTTL(d time.Duration) DeduperOption {
-	return deduperOption(func(c *config) error { return c.SetTTL(d) })
+	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
 }

@@ -37,10 +37,7 @@ func decodeItem[V any](b *base, item map[string]av, now int64, decode decoder[V]
 
 // readOne is Get: one strongly consistent GetItem.
 func readOne[V any](ctx context.Context, b *base, k state.Key, decode decoder[V], missing V) (V, bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return missing, false, err
-	}
-	if err := state.CheckKey(k); err != nil {
+	if err := b.life.Enter(ctx, state.CheckKey(k)); err != nil {
 		return missing, false, err
 	}
 	out, err := b.client.GetItem(ctx, &ddb.GetItemInput{
@@ -57,10 +54,7 @@ func readOne[V any](ctx context.Context, b *base, k state.Key, decode decoder[V]
 // consistent BatchGetItem calls (internal/ddbx retries unprocessed keys), fanned back
 // out to one slot per requested key.
 func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decoder[V], missing V) ([]V, []bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := state.CheckKeys(ks); err != nil {
+	if err := b.life.Enter(ctx, state.CheckKeys(ks)); err != nil {
 		return nil, nil, err
 	}
 	vals, found := make([]V, len(ks)), make([]bool, len(ks))

@@ -26,7 +26,7 @@ type dedupData struct {
 // opens more. Options: WithClock, WithTTL. A nil option or a bad value is an error
 // wrapping state.ErrInvalidArgument.
 func NewDeduper(opts ...DeduperOption) (*Deduper, error) {
-	cfg, err := newConfig("NewDeduper", opts, DeduperOption.applyDeduper)
+	cfg, err := newConfig("NewDeduper", opts, DeduperOption.ApplyDeduper)
 	if err != nil {
 		return nil, err
 	}
@@ -47,10 +47,7 @@ func (d *dedupData) handle() *Deduper {
 // claim expires or is released. A bad ID is an error wrapping
 // state.ErrInvalidArgument.
 func (dd *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
-	if err := dd.life.Enter(ctx); err != nil {
-		return false, err
-	}
-	if err := state.CheckEventID(eventID); err != nil {
+	if err := dd.life.Enter(ctx, state.CheckEventID(eventID)); err != nil {
 		return false, err
 	}
 	d := dd.d
@@ -67,10 +64,7 @@ func (dd *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 // Release deletes the claim on eventID so the next MarkSeen wins; releasing an
 // unclaimed ID is not an error.
 func (dd *Deduper) Release(ctx context.Context, eventID string) error {
-	if err := dd.life.Enter(ctx); err != nil {
-		return err
-	}
-	if err := state.CheckEventID(eventID); err != nil {
+	if err := dd.life.Enter(ctx, state.CheckEventID(eventID)); err != nil {
 		return err
 	}
 	d := dd.d

@@ -18,48 +18,33 @@ import (
 // claim TTL, as a server's): NewHandle takes none.
 type (
 	// StoreOption configures New.
-	StoreOption interface{ applyStore(*config) error }
+	StoreOption = storeopt.StoreOption[config]
 	// DeduperOption configures NewDeduper.
-	DeduperOption interface{ applyDeduper(*config) error }
+	DeduperOption = storeopt.DeduperOption[config]
 	// Option configures New and NewDeduper alike.
-	Option interface {
-		StoreOption
-		DeduperOption
-	}
+	Option = storeopt.Option[config]
 )
 
 // config is what options set: the clock and the claim TTLs.
 type config struct{ storeopt.Common }
 
-// The implementations of the option interfaces, one per set of constructors.
-type (
-	storeOption   func(*config) error
-	deduperOption func(*config) error
-	anyOption     func(*config) error
-)
-
-func (o storeOption) applyStore(c *config) error     { return o(c) }
-func (o deduperOption) applyDeduper(c *config) error { return o(c) }
-func (o anyOption) applyStore(c *config) error       { return o(c) }
-func (o anyOption) applyDeduper(c *config) error     { return o(c) }
-
 // WithClock makes the store or deduper read time from now (default time.Now), for
 // tests with a fake clock. now must not be nil.
 func WithClock(now func() time.Time) Option {
-	return anyOption(func(c *config) error { return c.SetClock(now) })
+	return storeopt.Any(func(c *config) error { return c.SetClock(now) })
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 means
 // claims never expire). d outside [0, state.MaxTTL] is an error.
 func WithTTL(d time.Duration) DeduperOption {
-	return deduperOption(func(c *config) error { return c.SetTTL(d) })
+	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
 }
 
 // WithDedupTTL sets how long a Store remembers an event ID applied by
 // MergeUpdateOnce (default state.DefaultDedupTTL; 0 means forever). d outside [0,
 // state.MaxTTL] is an error.
 func WithDedupTTL(d time.Duration) StoreOption {
-	return storeOption(func(c *config) error { return c.SetDedupTTL(d) })
+	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // newConfig applies opts, each through apply, to the defaults of constructor ctor.

@@ -45,7 +45,7 @@ func New[V any](m monoid.Monoid[V], opts ...StoreOption) (*Store[V], error) {
 	if err := state.CheckMonoid(m); err != nil {
 		return nil, fmt.Errorf("memory.New: %w", err)
 	}
-	cfg, err := newConfig("New", opts, StoreOption.applyStore)
+	cfg, err := newConfig("New", opts, StoreOption.ApplyStore)
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +79,7 @@ func (s *Store[V]) Get(ctx context.Context, k state.Key) (V, bool, error) {
 // GetMany returns one value and found flag per key, in order; duplicates are
 // allowed. Missing or expired keys read as Identity with found == false.
 func (s *Store[V]) GetMany(ctx context.Context, ks []state.Key) ([]V, []bool, error) {
-	if err := s.life.Enter(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := state.CheckKeys(ks); err != nil {
+	if err := s.life.Enter(ctx, state.CheckKeys(ks)); err != nil {
 		return nil, nil, err
 	}
 	vs, found := make([]V, len(ks)), make([]bool, len(ks))
@@ -105,7 +102,7 @@ func (s *Store[V]) GetMany(ctx context.Context, ks []state.Key) ([]V, []bool, er
 // one). Bad input (see state.CheckMerge) is an error wrapping
 // state.ErrInvalidArgument and writes nothing.
 func (s *Store[V]) MergeUpdate(ctx context.Context, k state.Key, delta V, ttl time.Duration) error {
-	_, err := s.merge(ctx, "", k, delta, ttl)
+	_, err := s.merge(ctx, false, "", k, delta, ttl)
 	return err
 }
 
@@ -114,26 +111,20 @@ func (s *Store[V]) MergeUpdate(ctx context.Context, k state.Key, delta V, ttl ti
 // happen under one lock, so they are atomic. The claim is per (eventID, k).
 // applied is false for a repeated event.
 func (s *Store[V]) MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
-	if err := state.CheckEventID(eventID); err != nil {
-		return false, err
-	}
-	return s.merge(ctx, eventID, k, delta, ttl)
+	return s.merge(ctx, true, eventID, k, delta, ttl)
 }
 
-// merge is MergeUpdate with an optional event claim.
-func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
-	if err := s.life.Enter(ctx); err != nil {
-		return false, err
-	}
+// merge is MergeUpdate (once == false) and MergeUpdateOnce.
+func (s *Store[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	d := s.d
-	if err := state.CheckMerge(d.m, k, delta, ttl); err != nil {
+	if err := s.life.Enter(ctx, state.CheckWrite(d.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.cfg.Now()
 	claim := state.OnceClaimID(k, eventID)
-	if eventID != "" && d.events.claimed(claim, now) {
+	if once && d.events.claimed(claim, now) {
 		return false, nil
 	}
 	cur := d.m.Identity()
@@ -144,7 +135,7 @@ func (s *Store[V]) merge(ctx context.Context, eventID string, k state.Key, delta
 	if err != nil {
 		return false, fmt.Errorf("memory: merge %q/%d: %w", k.Entity, k.Bucket, err)
 	}
-	if eventID != "" {
+	if once {
 		d.events.set(claim, now, d.cfg.DedupTTL)
 	}
 	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl)}

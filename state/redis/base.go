@@ -35,10 +35,6 @@ func newBase(name string, client goredis.UniversalClient, prefix string) (base, 
 	return base{client: client, keys: keyspace{prefix: prefix}, name: name, life: lifecycle.New("state/redis: " + name)}, nil
 }
 
-// begin is called first by every method (see lifecycle.Flag.Enter), so nothing is
-// sent after Close or with a done ctx.
-func (b *base) begin(ctx context.Context) error { return b.life.Enter(ctx) }
-
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
 func (b *base) Close() error { return b.life.Close() }

@@ -36,7 +36,7 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // under one prefix. Options: WithDedupTTL, WithMaxRetries, WithBackoff.
 func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoid[[]byte], opts ...BytesOption) (*BytesStore, error) {
 	const name = "BytesStore"
-	c, err := newConfig("New"+name, opts, BytesOption.applyBytes)
+	c, err := newConfig("New"+name, opts, BytesOption.ApplyBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +98,7 @@ type casRead struct {
 }
 
 func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k state.Key, delta []byte, ttl time.Duration) (bool, error) {
-	if err := s.begin(ctx); err != nil {
-		return false, err
-	}
-	if once {
-		if err := state.CheckEventID(eventID); err != nil {
-			return false, err
-		}
-	}
-	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
 	keys := s.keys.scriptKeys(s.kind, k, once, eventID)

@@ -28,7 +28,7 @@ var _ state.Deduper = (*Deduper)(nil)
 // state.DefaultDedupTTL; 0 = claims never expire).
 func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
-	c, err := newConfig("New"+name, opts, DeduperOption.applyDeduper)
+	c, err := newConfig("New"+name, opts, DeduperOption.ApplyDeduper)
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +68,7 @@ func (d *Deduper) Release(ctx context.Context, eventID string) error {
 }
 
 func (d *Deduper) key(ctx context.Context, eventID string) (string, error) {
-	if err := d.begin(ctx); err != nil {
-		return "", err
-	}
-	if err := state.CheckEventID(eventID); err != nil {
+	if err := d.life.Enter(ctx, state.CheckEventID(eventID)); err != nil {
 		return "", err
 	}
 	return d.keys.seenKey(eventID), nil

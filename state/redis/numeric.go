@@ -32,7 +32,7 @@ type numeric[V int64 | float64] struct {
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []StoreOption) (numeric[V], error) {
-	c, err := newConfig("New"+nk.name, opts, StoreOption.applyNumeric)
+	c, err := newConfig("New"+nk.name, opts, StoreOption.ApplyStore)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -53,15 +53,7 @@ func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, 
 
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
 func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
-	if err := s.begin(ctx); err != nil {
-		return false, err
-	}
-	if once {
-		if err := state.CheckEventID(eventID); err != nil {
-			return false, err
-		}
-	}
-	if err := state.CheckMerge(s.m, k, delta, ttl); err != nil {
+	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
 	keys := s.keys.scriptKeys(s.kind, k, once, eventID)

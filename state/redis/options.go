@@ -16,32 +16,17 @@ import (
 // A nil option or a bad value makes the constructor return an error wrapping
 // state.ErrInvalidArgument.
 type (
-	// BytesOption configures NewBytesStore.
-	BytesOption interface{ applyBytes(*config) error }
 	// StoreOption configures every store constructor: NewInt64SumStore,
 	// NewFloat64SumStore, NewInt64MaxStore and NewBytesStore.
-	StoreOption interface {
-		BytesOption
-		applyNumeric(*config) error
-	}
+	StoreOption = storeopt.StoreOption[config]
+	// BytesOption configures NewBytesStore.
+	BytesOption = storeopt.BytesOption[config]
 	// DeduperOption configures NewDeduper.
-	DeduperOption interface{ applyDeduper(*config) error }
+	DeduperOption = storeopt.DeduperOption[config]
 )
 
 // config is what options set; see storeopt.NewCommon for the defaults.
 type config struct{ storeopt.Common }
-
-// The implementations of the option interfaces, one per set of constructors.
-type (
-	storeOption   func(*config) error
-	bytesOption   func(*config) error
-	deduperOption func(*config) error
-)
-
-func (o storeOption) applyNumeric(c *config) error   { return o(c) }
-func (o storeOption) applyBytes(c *config) error     { return o(c) }
-func (o bytesOption) applyBytes(c *config) error     { return o(c) }
-func (o deduperOption) applyDeduper(c *config) error { return o(c) }
 
 // newConfig applies opts, each through apply, to the defaults of constructor ctor.
 func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (config, error) {
@@ -54,7 +39,7 @@ func newConfig[O any](ctor string, opts []O, apply func(O, *config) error) (conf
 // state.ErrContention (default state.DefaultMaxRetries; 0 = a single
 // attempt). n < 0 is an error.
 func WithMaxRetries(n int) BytesOption {
-	return bytesOption(func(c *config) error { return c.SetMaxRetries(n) })
+	return storeopt.Bytes(func(c *config) error { return c.SetMaxRetries(n) })
 }
 
 // WithBackoff sets the delays between BytesStore compare-and-swap retries: capped
@@ -62,20 +47,20 @@ func WithMaxRetries(n int) BytesOption {
 // before retry n (defaults state.DefaultRetryBase and state.DefaultRetryMax). base and
 // max must be positive with base <= max.
 func WithBackoff(base, max time.Duration) BytesOption {
-	return bytesOption(func(c *config) error { return c.SetBackoff(base, max) })
+	return storeopt.Bytes(func(c *config) error { return c.SetBackoff(base, max) })
 }
 
 // WithDedupTTL sets how long a MergeUpdateOnce claim on an event ID lives (default
 // state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
 // [0, state.MaxTTL] is an error.
 func WithDedupTTL(d time.Duration) StoreOption {
-	return storeOption(func(c *config) error { return c.SetDedupTTL(d) })
+	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
 // forever). d outside [0, state.MaxTTL] is an error.
 func WithTTL(d time.Duration) DeduperOption {
-	return deduperOption(func(c *config) error { return c.SetTTL(d) })
+	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
 }
 
 // millis converts a ttl to the milliseconds Redis takes: whole milliseconds, a

@@ -18,10 +18,7 @@ type decoder[V any] func(raw string) (V, error)
 
 // readOne is Get: one round trip.
 func readOne[V any](ctx context.Context, b *base, kind string, k state.Key, get getter, decode decoder[V], missing V) (V, bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return missing, false, err
-	}
-	if err := state.CheckKey(k); err != nil {
+	if err := b.life.Enter(ctx, state.CheckKey(k)); err != nil {
 		return missing, false, err
 	}
 	key := b.keys.valueKey(kind, k)
@@ -32,10 +29,7 @@ func readOne[V any](ctx context.Context, b *base, kind string, k state.Key, get 
 // single server and one per node (sent concurrently by go-redis) on a cluster.
 // Duplicate keys are read twice; an empty ks costs nothing.
 func readMany[V any](ctx context.Context, b *base, kind string, ks []state.Key, get getter, decode decoder[V], missing V) ([]V, []bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := state.CheckKeys(ks); err != nil {
+	if err := b.life.Enter(ctx, state.CheckKeys(ks)); err != nil {
 		return nil, nil, err
 	}
 	vals, found := make([]V, len(ks)), make([]bool, len(ks))

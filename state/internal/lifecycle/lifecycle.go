@@ -1,7 +1,6 @@
-// Package lifecycle is the closed flag of every state store and deduper handle:
-// after Close every method returns an error wrapping state.ErrClosed before it
-// checks its arguments or does any I/O, and a method called with a done ctx returns
-// ctx.Err(), also before anything else.
+// Package lifecycle is what every method of a state store, deduper or view does
+// first, in this order: after Close, an error wrapping ErrClosed; with a done ctx,
+// ctx.Err(); then the first failed argument check. All of it before any I/O.
 package lifecycle
 
 import (
@@ -9,7 +8,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate"
 )
 
 // Flag is the closed flag of one handle. Handles hold it by pointer, so copies made
@@ -22,13 +21,22 @@ type Flag struct {
 // New returns an open flag for the handle called name in errors.
 func New(name string) *Flag { return &Flag{name: name} }
 
-// Enter is called first by every method: an error wrapping state.ErrClosed after
-// Close, else ctx.Err().
-func (f *Flag) Enter(ctx context.Context) error {
+// Enter is called first by every method, with the results of the method's argument
+// checks: it returns an error wrapping pipestate.ErrClosed (state.ErrClosed) after
+// Close, else ctx.Err(), else the first non-nil check.
+func (f *Flag) Enter(ctx context.Context, checks ...error) error {
 	if f.closed.Load() {
-		return fmt.Errorf("%s: %w", f.name, state.ErrClosed)
+		return fmt.Errorf("%s: %w", f.name, pipestate.ErrClosed)
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close marks the flag closed. It is idempotent and returns nil.

@@ -33,7 +33,7 @@ func NewCommon(ctor string) Common {
 // Apply runs apply(o, c) for each option o in order. A nil option (also a typed
 // nil) is an error wrapping state.ErrInvalidArgument, and so is any error an option
 // returns. apply is usually a method expression of the constructor's option
-// interface, such as StoreOption.applyStore.
+// interface, such as StoreOption.ApplyStore.
 func Apply[C, O any](c *C, ctor string, opts []O, apply func(O, *C) error) error {
 	for _, o := range opts {
 		if nilcheck.IsNil(o) {
