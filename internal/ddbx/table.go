@@ -16,13 +16,17 @@ import (
 // attribute.
 var ErrSchemaMismatch = errors.New("ddbx: table exists with a different schema")
 
-// TableAPI is the subset of *ddb.Client that EnsureTable calls.
+// TableAPI is the subset of *ddb.Client that EnsureTable calls. The backends'
+// table-creating functions take it, exported under their own name by a type alias
+// (provider/dynamodb.TableAPI), so that one client wrapper serves them all.
 type TableAPI interface {
 	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *ddb.DescribeTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *ddb.UpdateTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
 }
+
+var _ TableAPI = (*ddb.Client)(nil)
 
 // EnsureTable creates the table described by in unless a table of that name
 // exists, waits up to maxWait until it is ACTIVE, and enables TTL on ttlAttribute

@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -142,7 +143,7 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 // appendBatch commits batch under the pipeline's next sequence numbers.
 func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*pendingEvent) error {
 	const op = "append event"
-	tok := randomID()
+	tok := ids.Random()
 	last := p.lastSeq(pipelineID)
 	n := int64(len(batch))
 	for lost, conflicts := 0, 0; ; {

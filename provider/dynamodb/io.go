@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -177,7 +178,7 @@ func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([
 // the entity's key: the sort key without the time.
 func timedID(prefix string) func(it item) string {
 	return func(it item) string {
-		if n := len(prefix) + len(timeKey(time.Time{})) + 1; len(it.SK) >= n {
+		if n := len(prefix) + ids.TimeKeyLen + 1; len(it.SK) >= n {
 			return it.SK[:len(prefix)] + it.SK[n:]
 		}
 		return it.SK

@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -125,7 +126,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	return p.updateLockOnce(ctx, "acquire lock", key, take("lock:"+p.owner, randomID(), expiresAt(now, ttl)), free(now))
+	return p.updateLockOnce(ctx, "acquire lock", key, take("lock:"+p.owner, ids.Random(), expiresAt(now, ttl)), free(now))
 }
 
 // ReleaseLock implements provider.Locker with one conditional update (see
@@ -166,7 +167,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 		return nil, err
 	}
 	now := p.now()
-	lease := types.Lease{Key: key, Token: randomID(), ExpiresAt: now.Add(ttl)}
+	lease := types.Lease{Key: key, Token: ids.Random(), ExpiresAt: now.Add(ttl)}
 	upd := take("lease:"+lease.Token, lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
 	attrs, old, ok, err := p.updateLock(ctx, "acquire lease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
 	switch {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/provider"
 )
@@ -149,7 +148,7 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		api:          client,
 		table:        table,
 		now:          time.Now,
-		owner:        randomID(),
+		owner:        ids.Random(),
 		readinessTTL: DefaultReadinessTTL,
 		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
 		seqs:         map[string]int64{},
@@ -203,12 +202,6 @@ func (p *Provider) begin(ctx context.Context) error {
 		return provider.ErrClosed
 	}
 	return nil
-}
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
-	return hex.EncodeToString(b[:])
 }
 
 // item is the stored form of every entity; see the key schema in the package doc.
@@ -284,13 +277,6 @@ func unixNano(t time.Time) int64 {
 		return math.MinInt64 + 1
 	}
 	return t.UnixNano()
-}
-
-// timeKey encodes t as a fixed-width string whose byte order is time order, for any
-// time.Time: 16 hex digits of the Unix second with the sign bit flipped, then 8 of
-// the nanosecond.
-func timeKey(t time.Time) string {
-	return fmt.Sprintf("%016x%08x", uint64(t.Unix())^(1<<63), t.Nanosecond())
 }
 
 // encode returns v as compact JSON (no HTML escaping, to save item space). A value

@@ -2,12 +2,11 @@ package dynamodb
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -79,7 +78,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	slot := slotSK(req.Date, req.ScheduleID)
 	return p.put(ctx, "put replay", item{
 		PK: pipelinePrefix + req.PipelineID, SK: skReplay + slot,
-		GSI1PK: gsiReplays, GSI1SK: timeKey(req.CreatedAt) + "#" + req.PipelineID + "#" + slot,
+		GSI1PK: gsiReplays, GSI1SK: ids.TimeKey(req.CreatedAt) + "#" + req.PipelineID + "#" + slot,
 		Data: data,
 	})
 }
@@ -128,7 +127,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	}
 	return p.put(ctx, "put late arrival", item{
 		PK:   pipelinePrefix + la.PipelineID,
-		SK:   skLate + slotSK(la.Date, la.ScheduleID) + "#" + timeKey(la.DetectedAt) + "#" + insertionStamp(),
+		SK:   skLate + slotSK(la.Date, la.ScheduleID) + "#" + ids.TimeKey(la.DetectedAt) + "#" + insertionStamp(),
 		Data: data,
 	})
 }
@@ -149,14 +148,10 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 
 var (
 	lastStamp atomic.Int64
-	stampTail = randomTail()
+	// stampTail tells this process's stamps from another's: 32 random bits, not
+	// ids.Random's 128, because it ends the sort key of every late arrival.
+	stampTail = ids.Random()[:8]
 )
-
-func randomTail() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // insertionStamp returns a string that increases with every call in this process
 // (wall-clock nanoseconds, bumped past the previous stamp) and ends with a random
@@ -179,7 +174,7 @@ func markerItems(m types.CascadeMarker) (truth, list item, err error) {
 		return truth, list, err
 	}
 	slot := slotSK(m.Date, m.ScheduleID)
-	list = item{PK: markerPrefix + m.PipelineID, SK: skMarkerByTime + timeKey(m.WrittenAt) + "#" + slot, Data: data}
+	list = item{PK: markerPrefix + m.PipelineID, SK: skMarkerByTime + ids.TimeKey(m.WrittenAt) + "#" + slot, Data: data}
 	truth = item{PK: list.PK, SK: slot, Data: data, ListPK: list.PK, ListSK: list.SK}
 	return truth, list, nil
 }

@@ -8,6 +8,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -19,7 +20,7 @@ func runItems(r types.RunState) (truth, list item, err error) {
 		return truth, list, err
 	}
 	v := r.Version
-	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRun + timeKey(r.CreatedAt) + "#" + r.RunID, Data: data}
+	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRun + ids.TimeKey(r.CreatedAt) + "#" + r.RunID, Data: data}
 	truth = item{PK: runPrefix + r.RunID, SK: skState, Data: data, Version: &v, ListPK: list.PK, ListSK: list.SK}
 	return truth, list, nil
 }
@@ -183,7 +184,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	}
 	newState.Version = expectedVersion + 1
 	newState.UpdatedAt = p.now()
-	tok := randomID()
+	tok := ids.Random()
 	// swap encodes newState into the swap's transaction. It runs before any I/O, so
 	// a newState that cannot be stored is refused before anything is read. (With a
 	// zero CreatedAt the stored one is not known yet and the zero time stands in: a
@@ -279,7 +280,7 @@ func rerunItems(r types.RerunRecord) (truth, list item, err error) {
 	if err != nil {
 		return truth, list, err
 	}
-	at := timeKey(r.RequestedAt) + "#" + r.RerunID
+	at := ids.TimeKey(r.RequestedAt) + "#" + r.RerunID
 	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRerun + at, Data: data}
 	truth = item{PK: rerunPrefix + r.RerunID, SK: skState, GSI1PK: gsiReruns, GSI1SK: at, Data: data, ListPK: list.PK, ListSK: list.SK}
 	return truth, list, nil

@@ -13,15 +13,10 @@ import (
 	"github.com/pipestate/pipestate/provider"
 )
 
-// AdminAPI is the subset of *ddb.Client that CreateTable calls.
-type AdminAPI interface {
-	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
-	DescribeTimeToLive(ctx context.Context, in *ddb.DescribeTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *ddb.UpdateTimeToLiveInput, optFns ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
-}
-
-var _ AdminAPI = (*ddb.Client)(nil)
+// TableAPI is the subset of *ddb.Client that CreateTable calls: CreateTable,
+// DescribeTable, DescribeTimeToLive and UpdateTimeToLive; the same methods as
+// state/dynamodb.TableAPI, so one client wrapper serves both.
+type TableAPI = ddbx.TableAPI
 
 // CreateTableMaxWait bounds how long CreateTable waits for a new table to become
 // ACTIVE.
@@ -65,7 +60,7 @@ func TableInput(table string) *ddb.CreateTableInput {
 // schema is an error wrapping ErrSchemaMismatch. Safe to call from many processes
 // at once. A nil client (a typed nil included) or an empty table name is an error
 // wrapping provider.ErrInvalidArgument.
-func CreateTable(ctx context.Context, client AdminAPI, table string) error {
+func CreateTable(ctx context.Context, client TableAPI, table string) error {
 	if nilcheck.IsNil(client) {
 		return provider.Invalidf("dynamodb: CreateTable: nil client")
 	}

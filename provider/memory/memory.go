@@ -3,8 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -172,7 +171,7 @@ func (p *Provider) NewHandle(opts ...Option) (*Provider, error) {
 }
 
 func open(s *data, opts []Option) (*Provider, error) {
-	p := &Provider{s: s, now: time.Now, owner: randomID(), readinessTTL: DefaultReadinessTTL}
+	p := &Provider{s: s, now: time.Now, owner: ids.Random(), readinessTTL: DefaultReadinessTTL}
 	for _, o := range opts {
 		if o == nil {
 			return nil, provider.Invalidf("memory: nil option")
@@ -186,12 +185,6 @@ func open(s *data, opts []Option) (*Provider, error) {
 
 // Owner returns the lock owner identity of p.
 func (p *Provider) Owner() string { return p.owner }
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
-	return hex.EncodeToString(b[:])
-}
 
 // begin checks the context and the lifecycle, then takes the store lock; the caller
 // must call p.s.mu.Unlock.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -208,7 +209,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
 	}
 	p.s.fences[key]++
-	lease := &types.Lease{Key: key, Token: randomID(), Fence: p.s.fences[key], ExpiresAt: now.Add(ttl)}
+	lease := &types.Lease{Key: key, Token: ids.Random(), Fence: p.s.fences[key], ExpiresAt: now.Add(ttl)}
 	p.s.locks[key] = lock{holder: "lease:" + lease.Token, expires: lease.ExpiresAt}
 	return lease, nil
 }

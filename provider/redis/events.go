@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -41,7 +42,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key, data string) error {
 	now := p.now().UnixMilli()
 	mem := callMemory.Milliseconds()
-	err := scriptAppendOnce.Run(ctx, p.c, []string{key, p.k.appends(pid)}, kind, randomID(),
+	err := scriptAppendOnce.Run(ctx, p.c, []string{key, p.k.appends(pid)}, kind, ids.Random(),
 		now, now-mem, mem, data, p.maxEvents).Err()
 	return p.wrap(op, err)
 }

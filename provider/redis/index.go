@@ -10,6 +10,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/ids"
 )
 
 // This file holds the one mechanism behind every list whose records live in another
@@ -128,7 +130,7 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 		mode = "strict"
 	}
 	args := append([]any{member, data, pipeline, mode, callMemory.Milliseconds()}, extra...)
-	res, err := scriptRecordPut.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, args...).Slice()
+	res, err := scriptRecordPut.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
@@ -257,7 +259,7 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 		dir, bound = "desc", "+"
 	}
 	if s.timed {
-		off = timeKeyLen
+		off = ids.TimeKeyLen
 	}
 	for {
 		n := pageSize

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -490,7 +491,7 @@ func TestListIsSnapshot(t *testing.T) {
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			x, y := lrRunState(0), lrRunState(0)
 			x.RunID, y.RunID, x.CreatedAt, y.CreatedAt = "x", "y", at, at.Add(time.Second)
-			mx := timeKey(x.CreatedAt) + "x"
+			mx := ids.TimeKey(x.CreatedAt) + "x"
 			_, err = w.runBatch(ctx, "test", []call{idxCall(w.k.runs(lrPipe), "p", "x", mx, time.Now().UnixMilli())})
 			must(t, err) // x's step 1
 			ids := func(runs []types.RunState) map[string]bool {

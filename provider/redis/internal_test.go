@@ -10,29 +10,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/types"
 )
-
-func TestTimeKeyOrder(t *testing.T) {
-	times := []time.Time{
-		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		time.Unix(0, 0),
-		time.Unix(0, 1),
-		time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
-		time.Date(2026, 3, 4, 5, 6, 7, 123456790, time.FixedZone("x", 3600)).Add(time.Hour),
-		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
-	}
-	for i := 1; i < len(times); i++ {
-		a, b := timeKey(times[i-1]), timeKey(times[i])
-		if len(a) != timeKeyLen || len(b) != timeKeyLen {
-			t.Fatalf("timeKey lengths %d, %d, want %d", len(a), len(b), timeKeyLen)
-		}
-		if times[i-1].Before(times[i]) != (a < b) {
-			t.Errorf("timeKey(%v)=%s, timeKey(%v)=%s: order differs", times[i-1], a, times[i], b)
-		}
-	}
-}
 
 func TestLockKeysInjective(t *testing.T) {
 	k := keys{prefix: "p"}
@@ -105,9 +85,9 @@ func checkRunIndex(t *testing.T, p *Provider, c *goredis.Client, pid string, wan
 		t.Fatal(err)
 	}
 	for _, m := range want {
-		v := h[m[timeKeyLen:]]
+		v := h[m[ids.TimeKeyLen:]]
 		if _, member, _ := strings.Cut(v, "|"); member != m {
-			t.Errorf("run list hash[%s] = %q, want member %q", m[timeKeyLen:], v, m)
+			t.Errorf("run list hash[%s] = %q, want member %q", m[ids.TimeKeyLen:], v, m)
 		}
 	}
 }
@@ -135,7 +115,7 @@ func TestRunCrashWindows(t *testing.T) {
 	t.Run("after_provisional", func(t *testing.T) {
 		p, c := newMini(t)
 		r := run("pipe", "r1", t1)
-		m := timeKey(t1) + "r1"
+		m := ids.TimeKey(t1) + "r1"
 		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "p", "r1", m, time.Now().UnixMilli())}); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +154,7 @@ func TestRunCrashWindows(t *testing.T) {
 		// the list still has the old member.
 		r := run("pipe", "r1", t2)
 		data, _ := p.encode(r)
-		m2 := timeKey(t2) + "r1"
+		m2 := ids.TimeKey(t2) + "r1"
 		if err := scriptRecordPut.Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000,
 			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
 			t.Fatal(err)
@@ -182,7 +162,7 @@ func TestRunCrashWindows(t *testing.T) {
 		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r1", "r2"}) {
 			t.Errorf("ListRuns = %v, want [r1 r2] (r1 is now the newest)", ids)
 		}
-		checkRunIndex(t, p, c, "pipe", m2, timeKey(t1.Add(time.Minute))+"r2")
+		checkRunIndex(t, p, c, "pipe", m2, ids.TimeKey(t1.Add(time.Minute))+"r2")
 	})
 
 	t.Run("late_final_step", func(t *testing.T) {
@@ -194,10 +174,10 @@ func TestRunCrashWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The first writer's step 3 arrives last: the sequence guard ignores it.
-		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "s", "r1", timeKey(t1)+"r1", 1)}); err != nil {
+		if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.runs("pipe"), "s", "r1", ids.TimeKey(t1)+"r1", 1)}); err != nil {
 			t.Fatal(err)
 		}
-		checkRunIndex(t, p, c, "pipe", timeKey(t2)+"r1")
+		checkRunIndex(t, p, c, "pipe", ids.TimeKey(t2)+"r1")
 	})
 
 	t.Run("truth_lost", func(t *testing.T) {
@@ -211,7 +191,7 @@ func TestRunCrashWindows(t *testing.T) {
 		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r2"}) {
 			t.Errorf("ListRuns = %v, want [r2]", ids)
 		}
-		checkRunIndex(t, p, c, "pipe", timeKey(t1)+"r2")
+		checkRunIndex(t, p, c, "pipe", ids.TimeKey(t1)+"r2")
 	})
 
 	t.Run("rejected_pipeline", func(t *testing.T) {
@@ -222,7 +202,7 @@ func TestRunCrashWindows(t *testing.T) {
 		if err := p.PutRunState(ctx, run("other", "r1", t1)); err == nil {
 			t.Fatal("re-put under another pipeline succeeded")
 		}
-		checkRunIndex(t, p, c, "pipe", timeKey(t1)+"r1")
+		checkRunIndex(t, p, c, "pipe", ids.TimeKey(t1)+"r1")
 		if n, _ := c.Exists(ctx, p.k.runs("other").z, p.k.runs("other").h).Result(); n != 0 {
 			t.Errorf("the other pipeline's run list exists after a rejected put")
 		}
@@ -241,7 +221,7 @@ func TestRerunMoveCrash(t *testing.T) {
 	}
 	rr.PipelineID = "b"
 	data, _ := p.encode(rr)
-	m := timeKey(at) + "x"
+	m := ids.TimeKey(at) + "x"
 	// Steps 1 and 2 of the move only.
 	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
 		t.Fatal(err)

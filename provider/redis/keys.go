@@ -1,9 +1,7 @@
 package redis
 
 import (
-	"fmt"
 	"strings"
-	"time"
 )
 
 // keys builds every key of one provider; see "Key schema" in the package doc.
@@ -68,16 +66,6 @@ func (k keys) globalReplays() index   { return k.global("replays") }
 func (k keys) global(name string) index {
 	base := k.prefix + ":{:" + name + "}"
 	return index{base, base + ":ids"}
-}
-
-// timeKeyLen is the length of a timeKey.
-const timeKeyLen = 24
-
-// timeKey encodes t so that byte order is time order, to the nanosecond, for every
-// time.Time: the Unix seconds with the sign bit flipped, then the nanoseconds, in
-// fixed-width hex.
-func timeKey(t time.Time) string {
-	return fmt.Sprintf("%016x%08x", uint64(t.Unix())^(1<<63), t.Nanosecond())
 }
 
 // sep joins the parts of members and hash fields. It sorts before every byte an ID

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -28,7 +29,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	lk, _ := p.k.lock(key)
-	nonce := randomID()
+	nonce := ids.Random()
 	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, ceilMillis(ttl),
 		callMemory.Milliseconds()).Int64()
 	if err != nil {
@@ -53,7 +54,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 		return err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.call(lk, randomID())}, holder, callMemory.Milliseconds()).Int64()
+	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.call(lk, ids.Random())}, holder, callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return p.wrap(op, err)
 	}
@@ -81,7 +82,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 		return nil, err
 	}
 	lk, fk := p.k.lock(key)
-	token := randomID()
+	token := ids.Random()
 	ms := ceilMillis(ttl)
 	now := p.now()
 	fence, err := scriptLeaseAcquire.Run(ctx, p.c, []string{lk, fk, p.k.call(lk, token)}, leaseHolder(token), ms,

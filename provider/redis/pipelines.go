@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -76,7 +77,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 		return err
 	}
 	key := p.k.config(id)
-	seq, err := scriptRecordDel.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, callMemory.Milliseconds()).Int64()
+	seq, err := scriptRecordDel.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds()).Int64()
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}

@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/rediskey"
 	"github.com/pipestate/pipestate/provider"
@@ -170,7 +169,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		c:            client,
 		k:            keys{prefix: DefaultKeyPrefix},
-		owner:        randomID(),
+		owner:        ids.Random(),
 		readinessTTL: DefaultReadinessTTL,
 		maxEvents:    DefaultMaxEvents,
 		maxValue:     DefaultMaxValueSize,
@@ -303,13 +302,6 @@ func decodeInto[T any](op, s string, v *T) error {
 // applies once and reports its first attempt's outcome (see "Retries" in the
 // package doc).
 const callMemory = 2 * time.Minute
-
-// randomID returns 128 random bits in hex.
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
-}
 
 // ceilMillis returns d in whole milliseconds, rounded up (PX takes milliseconds).
 func ceilMillis(d time.Duration) int64 {

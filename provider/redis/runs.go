@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -29,7 +30,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	member := timeKey(run.CreatedAt) + run.RunID
+	member := ids.TimeKey(run.CreatedAt) + run.RunID
 	old, ok, err := p.putIndexed(ctx, "put run state", p.k.run(run.RunID), run.RunID, member, data, run.PipelineID, true,
 		[]listEntry{{p.k.runs(run.PipelineID), member}}, nil,
 		"v", run.Version, "c", run.CreatedAt.Format(time.RFC3339Nano))
@@ -138,7 +139,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	key := p.k.run(runID)
-	n, err := scriptRunCAS.Run(ctx, p.c, []string{key, p.k.call(key, randomID())}, strconv.Itoa(expectedVersion),
+	n, err := scriptRunCAS.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, strconv.Itoa(expectedVersion),
 		newState.PipelineID, data, strconv.Itoa(newState.Version), callMemory.Milliseconds()).Int64()
 	switch {
 	case err != nil:
@@ -165,7 +166,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	member := timeKey(rerun.RequestedAt) + rerun.RerunID
+	member := ids.TimeKey(rerun.RequestedAt) + rerun.RerunID
 	_, _, err = p.putIndexed(ctx, "put rerun", p.k.rerun(rerun.RerunID), rerun.RerunID, member, data, rerun.PipelineID, false,
 		[]listEntry{{p.k.reruns(rerun.PipelineID), member}, {p.k.globalReruns(), member}},
 		func(old string) (index, bool) { return p.k.reruns(old), true })
@@ -244,7 +245,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 		return err
 	}
 	id := replayID(req.PipelineID, req.Date, req.ScheduleID)
-	member := timeKey(req.CreatedAt) + id
+	member := ids.TimeKey(req.CreatedAt) + id
 	_, _, err = p.putIndexed(ctx, "put replay", p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id, member, data,
 		req.PipelineID, false, []listEntry{{p.k.globalReplays(), member}}, nil)
 	return err
