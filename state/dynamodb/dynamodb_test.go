@@ -193,47 +193,37 @@ func TestCreateTables(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	var c dynamodb.API = nilAPI{}
-	cases := []struct {
-		name string
-		open func() error
-	}{
-		{"nil client", func() error { _, err := dynamodb.NewInt64SumStore(nil, "t"); return err }},
-		{"typed nil client", func() error { _, err := dynamodb.NewDeduper((*ddb.Client)(nil), "t"); return err }},
-		{"typed nil monoid", func() error {
+	storetest.Invalid(t, map[string]func() error{
+		"nil client":       func() error { _, err := dynamodb.NewInt64SumStore(nil, "t"); return err },
+		"typed nil client": func() error { _, err := dynamodb.NewDeduper((*ddb.Client)(nil), "t"); return err },
+		"typed nil monoid": func() error {
 			_, err := dynamodb.NewBytesStore((*ddb.Client)(nil), "t", (*storetest.Counter)(nil))
 			return err
-		}},
-		{"dedup ttl over MaxTTL", func() error {
+		},
+		"dedup ttl over MaxTTL": func() error {
 			_, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(state.MaxTTL+1))
 			return err
-		}},
-		{"empty table", func() error { _, err := dynamodb.NewInt64SumStore(c, ""); return err }},
-		{"nil option", func() error { _, err := dynamodb.NewInt64MaxStore(c, "t", nil); return err }},
-		{"nil clock", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithClock(nil)); return err }},
-		{"nil monoid", func() error { _, err := dynamodb.NewBytesStore(c, "t", nil); return err }},
-		{"negative retries", func() error {
+		},
+		"empty table": func() error { _, err := dynamodb.NewInt64SumStore(c, ""); return err },
+		"nil option":  func() error { _, err := dynamodb.NewInt64MaxStore(c, "t", nil); return err },
+		"nil clock":   func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithClock(nil)); return err },
+		"nil monoid":  func() error { _, err := dynamodb.NewBytesStore(c, "t", nil); return err },
+		"negative retries": func() error {
 			_, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, dynamodb.WithMaxRetries(-1))
 			return err
-		}},
-		{"bad backoff", func() error {
+		},
+		"bad backoff": func() error {
 			_, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithBackoff(0, time.Second))
 			return err
-		}},
-		{"empty dedup table", func() error { _, err := dynamodb.NewFloat64SumStore(c, "t", dynamodb.WithDedupTable("")); return err }},
-		{"negative dedup ttl", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(-1)); return err }},
-		{"nil deduper option", func() error { _, err := dynamodb.NewDeduper(c, "t", nil); return err }},
-		{"nil bytes option", func() error { _, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, nil); return err }},
-		{"nil clock on store", func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithClock(nil)); return err }},
-		{"ttl over MaxTTL", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(state.MaxTTL+1)); return err }},
-		{"negative ttl", func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.open(); !errors.Is(err, state.ErrInvalidArgument) {
-				t.Fatalf("err = %v, want state.ErrInvalidArgument", err)
-			}
-		})
-	}
+		},
+		"empty dedup table":  func() error { _, err := dynamodb.NewFloat64SumStore(c, "t", dynamodb.WithDedupTable("")); return err },
+		"negative dedup ttl": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithDedupTTL(-1)); return err },
+		"nil deduper option": func() error { _, err := dynamodb.NewDeduper(c, "t", nil); return err },
+		"nil bytes option":   func() error { _, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, nil); return err },
+		"nil clock on store": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithClock(nil)); return err },
+		"ttl over MaxTTL":    func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(state.MaxTTL+1)); return err },
+		"negative ttl":       func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err },
+	})
 }
 
 // TestOptionKinds checks which constructor takes which option, as the compiler

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -15,34 +14,24 @@ import (
 
 func TestOptions(t *testing.T) {
 	var nilHLL *hll.Monoid
-	tests := []struct {
-		name string
-		err  error
-	}{
-		{"store nil clock", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(nil)); return err }()},
-		{"store negative dedup ttl", func() error {
+	storetest.Invalid(t, map[string]func() error{
+		"store nil clock": func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(nil)); return err },
+		"store negative dedup ttl": func() error {
 			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithDedupTTL(-time.Second))
 			return err
-		}()},
-		{"store dedup ttl over MaxTTL", func() error {
+		},
+		"store dedup ttl over MaxTTL": func() error {
 			_, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithDedupTTL(state.MaxTTL+1))
 			return err
-		}()},
-		{"store nil monoid", func() error { _, err := memory.New[int64](nil); return err }()},
-		{"store typed nil monoid", func() error { _, err := memory.New[[]byte](nilHLL); return err }()},
-		{"store nil option", func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, nil); return err }()},
-		{"deduper nil option", func() error { _, err := memory.NewDeduper(nil); return err }()},
-		{"deduper nil clock", func() error { _, err := memory.NewDeduper(memory.WithClock(nil)); return err }()},
-		{"deduper negative ttl", func() error { _, err := memory.NewDeduper(memory.WithTTL(-1)); return err }()},
-		{"deduper ttl over MaxTTL", func() error { _, err := memory.NewDeduper(memory.WithTTL(state.MaxTTL + 1)); return err }()},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if !errors.Is(tt.err, state.ErrInvalidArgument) {
-				t.Errorf("err = %v, want state.ErrInvalidArgument", tt.err)
-			}
-		})
-	}
+		},
+		"store nil monoid":        func() error { _, err := memory.New[int64](nil); return err },
+		"store typed nil monoid":  func() error { _, err := memory.New[[]byte](nilHLL); return err },
+		"store nil option":        func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, nil); return err },
+		"deduper nil option":      func() error { _, err := memory.NewDeduper(nil); return err },
+		"deduper nil clock":       func() error { _, err := memory.NewDeduper(memory.WithClock(nil)); return err },
+		"deduper negative ttl":    func() error { _, err := memory.NewDeduper(memory.WithTTL(-1)); return err },
+		"deduper ttl over MaxTTL": func() error { _, err := memory.NewDeduper(memory.WithTTL(state.MaxTTL + 1)); return err },
+	})
 }
 
 // TestOptionKinds checks which constructor takes which option, as the compiler

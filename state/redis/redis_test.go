@@ -150,42 +150,32 @@ func (m *meddler) Combine(a, b []byte) []byte {
 
 func TestOptions(t *testing.T) {
 	c := miniBackend.client(t)
-	cases := []struct {
-		name string
-		open func() error
-	}{
-		{"empty prefix", func() error { _, err := redis.NewInt64SumStore(c, ""); return err }},
-		{"brace prefix", func() error { _, err := redis.NewInt64SumStore(c, "a{b}"); return err }},
-		{"nil option", func() error { _, err := redis.NewInt64SumStore(c, "p", nil); return err }},
-		{"nil bytes option", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, nil); return err }},
-		{"nil deduper option", func() error { _, err := redis.NewDeduper(c, "p", nil); return err }},
-		{"typed nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", (*concat)(nil)); return err }},
-		{"long prefix", func() error { _, err := redis.NewDeduper(c, strings.Repeat("p", 65)); return err }},
-		{"dedup ttl over MaxTTL on bytes", func() error {
+	storetest.Invalid(t, map[string]func() error{
+		"empty prefix":       func() error { _, err := redis.NewInt64SumStore(c, ""); return err },
+		"brace prefix":       func() error { _, err := redis.NewInt64SumStore(c, "a{b}"); return err },
+		"nil option":         func() error { _, err := redis.NewInt64SumStore(c, "p", nil); return err },
+		"nil bytes option":   func() error { _, err := redis.NewBytesStore(c, "p", concat{}, nil); return err },
+		"nil deduper option": func() error { _, err := redis.NewDeduper(c, "p", nil); return err },
+		"typed nil monoid":   func() error { _, err := redis.NewBytesStore(c, "p", (*concat)(nil)); return err },
+		"long prefix":        func() error { _, err := redis.NewDeduper(c, strings.Repeat("p", 65)); return err },
+		"dedup ttl over MaxTTL on bytes": func() error {
 			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithDedupTTL(state.MaxTTL+1))
 			return err
-		}},
-		{"nil client", func() error { _, err := redis.NewInt64MaxStore(nil, "p"); return err }},
-		{"typed nil client", func() error { _, err := redis.NewDeduper((*goredis.Client)(nil), "p"); return err }},
-		{"typed nil cluster client", func() error { _, err := redis.NewInt64SumStore((*goredis.ClusterClient)(nil), "p"); return err }},
-		{"control character in prefix", func() error { _, err := redis.NewInt64SumStore(c, "a\nb"); return err }},
-		{"ttl over MaxTTL", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(state.MaxTTL+1)); return err }},
-		{"nil monoid", func() error { _, err := redis.NewBytesStore(c, "p", nil); return err }},
-		{"negative retries", func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err }},
-		{"bad backoff", func() error {
+		},
+		"nil client":                  func() error { _, err := redis.NewInt64MaxStore(nil, "p"); return err },
+		"typed nil client":            func() error { _, err := redis.NewDeduper((*goredis.Client)(nil), "p"); return err },
+		"typed nil cluster client":    func() error { _, err := redis.NewInt64SumStore((*goredis.ClusterClient)(nil), "p"); return err },
+		"control character in prefix": func() error { _, err := redis.NewInt64SumStore(c, "a\nb"); return err },
+		"ttl over MaxTTL":             func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(state.MaxTTL+1)); return err },
+		"nil monoid":                  func() error { _, err := redis.NewBytesStore(c, "p", nil); return err },
+		"negative retries":            func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err },
+		"bad backoff": func() error {
 			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithBackoff(time.Second, time.Millisecond))
 			return err
-		}},
-		{"negative ttl", func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err }},
-		{"negative dedup ttl", func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.open(); !errors.Is(err, state.ErrInvalidArgument) {
-				t.Fatalf("err = %v, want state.ErrInvalidArgument", err)
-			}
-		})
-	}
+		},
+		"negative ttl":       func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err },
+		"negative dedup ttl": func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err },
+	})
 }
 
 // TestOptionKinds checks which constructor takes which option, as the compiler

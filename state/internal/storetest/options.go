@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/pipestate/pipestate/state"
 )
 
 // OptionKinds fails t unless each option is accepted by exactly the constructors
@@ -37,5 +40,19 @@ func OptionKinds(t *testing.T, ctors, opts map[string]any, accepts map[string][]
 				t.Errorf("%s(..., %s(...)) compiles: %v, want %v", cname, oname, got, want)
 			}
 		}
+	}
+}
+
+// Invalid runs each case (a constructor call, by name) as a subtest and fails it
+// unless the error it returns wraps state.ErrInvalidArgument: the table of bad
+// constructor arguments and options every backend has.
+func Invalid(t *testing.T, cases map[string]func() error) {
+	t.Helper()
+	for name, open := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := open(); !errors.Is(err, state.ErrInvalidArgument) {
+				t.Errorf("err = %v, want state.ErrInvalidArgument", err)
+			}
+		})
 	}
 }
