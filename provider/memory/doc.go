@@ -23,3 +23,8 @@
 //
 // Round trips: none; every method takes the store lock once.
 package memory
+
+// Layout, the same in every provider backend: provider.go (type, New, options,
+// lifecycle), pipelines.go (+ traits, readiness), runs.go (+ CAS), events.go,
+// records.go (run logs, reruns, replays, late arrivals, cascade markers), locks.go
+// (+ leases). Support: data.go (the shared maps, generic get, list and copies).

@@ -1,0 +1,105 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+type eventLog struct {
+	seq     int64 // last sequence number handed out
+	records []record
+}
+
+type record struct {
+	seq     int64
+	ev      types.Event
+	expires time.Time // zero: kept forever
+}
+
+// AppendEvent implements provider.EventStore.
+func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	e, err := stored(provider.PrepareEvent(ev, p.now()))
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	log := p.s.events[e.PipelineID]
+	if log == nil {
+		log = &eventLog{}
+		p.s.events[e.PipelineID] = log
+	}
+	log.seq++
+	log.records = append(log.records, record{seq: log.seq, ev: e, expires: expiry(p.now(), p.eventRetention)})
+	return nil
+}
+
+// retained returns the records of pipelineID's log, from index from on, that
+// retention has not dropped; the store must be locked.
+func (p *Provider) retained(pipelineID string, from int64) []record {
+	log := p.s.events[pipelineID]
+	if log == nil {
+		return nil
+	}
+	now := p.now()
+	var out []record
+	for _, r := range log.records[min(from, int64(len(log.records))):] {
+		if live(r.expires, now) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ListEvents implements provider.EventStore.
+func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	recs := p.retained(pipelineID, 0)
+	recs = recs[max(0, len(recs)-limit):]
+	out := make([]types.Event, len(recs))
+	for i, r := range recs {
+		out[i] = mustClone(r.ev)
+	}
+	return out, nil
+}
+
+// ReadEventsSince implements provider.EventStore. Cursors are decimal sequence numbers.
+func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckCount(count); err != nil {
+		return nil, err
+	}
+	since, err := provider.ParseSeqCursor(sinceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	var out []types.EventRecord
+	// Sequence numbers start at 1 and have no gaps, so record i has seq i+1.
+	for _, r := range p.retained(pipelineID, since) {
+		if int64(len(out)) == count {
+			break
+		}
+		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(r.seq), Event: mustClone(r.ev)})
+	}
+	return out, nil
+}

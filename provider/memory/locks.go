@@ -1,0 +1,111 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// lock is a held lock or lease; holder is "lock:"+owner or "lease:"+token.
+type lock struct {
+	holder  string
+	expires time.Time // zero: never
+}
+
+// AcquireLock implements provider.Locker.
+func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return false, err
+	}
+	if err := provider.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+		return false, nil
+	}
+	p.s.locks[key] = lock{holder: "lock:" + p.owner, expires: expiry(now, ttl)}
+	return true, nil
+}
+
+// ReleaseLock implements provider.Locker.
+func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := provider.CheckLockKey(key); err != nil {
+		return err
+	}
+	return p.release(ctx, key, "lock:"+p.owner)
+}
+
+// release frees key if holder holds it live.
+func (p *Provider) release(ctx context.Context, key, holder string) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if l, ok := p.s.locks[key]; !ok || l.holder != holder || !live(l.expires, p.now()) {
+		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
+	}
+	delete(p.s.locks, key)
+	return nil
+}
+
+// AcquireLease implements provider.Leaser.
+func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
+	}
+	p.s.fences[key]++
+	lease := &types.Lease{Key: key, Token: ids.Random(), Fence: p.s.fences[key], ExpiresAt: now.Add(ttl)}
+	p.s.locks[key] = lock{holder: "lease:" + lease.Token, expires: lease.ExpiresAt}
+	return lease, nil
+}
+
+// RenewLease implements provider.Leaser.
+func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := provider.Validate(lease); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLeaseTTL(ttl); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	l, ok := p.s.locks[lease.Key]
+	if !ok || l.holder != "lease:"+lease.Token || !live(l.expires, now) {
+		return nil, fmt.Errorf("%w: %q", provider.ErrLockNotHeld, lease.Key)
+	}
+	l.expires = now.Add(ttl)
+	p.s.locks[lease.Key] = l
+	lease.ExpiresAt = l.expires
+	return &lease, nil
+}
+
+// ReleaseLease implements provider.Leaser.
+func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := provider.Validate(lease); err != nil {
+		return err
+	}
+	return p.release(ctx, lease.Key, "lease:"+lease.Token)
+}

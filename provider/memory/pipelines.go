@@ -1,0 +1,126 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// RegisterPipeline implements provider.PipelineStore.
+func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	c, err := stored(cfg, provider.Validate(cfg))
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, func(s *data) { s.pipelines[c.ID] = c })
+}
+
+// GetPipeline implements provider.PipelineStore.
+func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return nil, err
+	}
+	return get(ctx, p, pipelines, id)
+}
+
+// ListPipelines implements provider.PipelineStore.
+func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
+	return list(ctx, p, math.MaxInt, pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// DeletePipeline implements provider.PipelineStore.
+func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := provider.CheckID("pipeline ID", id); err != nil {
+		return err
+	}
+	return p.write(ctx, func(s *data) { delete(s.pipelines, id) })
+}
+
+// PutTrait implements provider.TraitStore.
+func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	t, err := stored(provider.PrepareTrait(pipelineID, trait, ttl, p.now()))
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if p.s.traits[pipelineID] == nil {
+		p.s.traits[pipelineID] = map[string]types.TraitEvaluation{}
+	}
+	p.s.traits[pipelineID][t.TraitType] = t
+	return nil
+}
+
+func (p *Provider) traitLive(t types.TraitEvaluation) bool {
+	return t.ExpiresAt == nil || p.now().Before(*t.ExpiresAt)
+}
+
+// GetTraits implements provider.TraitStore.
+func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	out := sortedValues(p.s.traits[pipelineID], p.traitLive, func(a, b types.TraitEvaluation) int {
+		return cmp.Compare(a.TraitType, b.TraitType)
+	})
+	return cloneAll(out), nil
+}
+
+// GetTrait implements provider.TraitStore.
+func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
+	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	t, ok := p.s.traits[pipelineID][traitType]
+	if !ok || !p.traitLive(t) {
+		return nil, nil
+	}
+	return clonePtr(t), nil
+}
+
+type readiness struct {
+	result  types.ReadinessResult
+	expires time.Time
+}
+
+// PutReadiness implements provider.Provider.
+func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	r, err := stored(result, provider.Validate(result))
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, func(s *data) {
+		s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
+	})
+}
+
+// GetReadiness implements provider.Provider.
+func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	r, ok := p.s.readiness[pipelineID]
+	if !ok || !live(r.expires, p.now()) {
+		delete(p.s.readiness, pipelineID)
+		return nil, nil
+	}
+	return clonePtr(r.result), nil
+}

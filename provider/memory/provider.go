@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/provider"
+)
+
+// DefaultReadinessTTL is how long PutReadiness keeps a result unless WithReadinessTTL says otherwise.
+const DefaultReadinessTTL = 5 * time.Minute
+
+// Option configures a Provider; see New. An option given a bad value makes New or
+// NewHandle fail with an error wrapping provider.ErrInvalidArgument.
+type Option func(*Provider) error
+
+// WithClock sets the clock that fills timestamps and judges TTLs (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(p *Provider) error {
+		if now == nil {
+			return provider.Invalidf("memory: WithClock: nil clock")
+		}
+		p.now = now
+		return nil
+	}
+}
+
+// WithOwner sets the lock owner identity (default: 16 random bytes in hex).
+func WithOwner(owner string) Option {
+	return func(p *Provider) error {
+		if owner == "" {
+			return provider.Invalidf("memory: WithOwner: empty owner")
+		}
+		p.owner = owner
+		return nil
+	}
+}
+
+// WithReadinessTTL sets how long readiness results are kept (default
+// DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
+func WithReadinessTTL(ttl time.Duration) Option {
+	return func(p *Provider) error {
+		if ttl <= 0 || ttl > provider.MaxTTL {
+			return provider.Invalidf("memory: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
+		}
+		p.readinessTTL = ttl
+		return nil
+	}
+}
+
+// WithEventRetention keeps each event for d after it is appended, by the clock of
+// the provider that appends it: from then on (now >= append time + d) it is
+// invisible to ListEvents and ReadEventsSince, and a cursor of a dropped event reads
+// from the oldest retained one. The default, 0, keeps events forever; d must be at
+// most provider.MaxTTL.
+func WithEventRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("memory: WithEventRetention: %w", err)
+		}
+		p.eventRetention = d
+		return nil
+	}
+}
+
+// Provider is one client of its data. It implements provider.Provider,
+// provider.Leaser and provider.CascadeReader and is safe for concurrent use.
+type Provider struct {
+	s              *data
+	now            func() time.Time
+	owner          string
+	readinessTTL   time.Duration
+	eventRetention time.Duration
+	closed         atomic.Bool
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Leaser        = (*Provider)(nil)
+	_ provider.CascadeReader = (*Provider)(nil)
+)
+
+// New returns a Provider on new, empty data. It fails only on an invalid or nil
+// option (an error wrapping provider.ErrInvalidArgument).
+func New(opts ...Option) (*Provider, error) {
+	return open(newData(), opts)
+}
+
+// NewHandle returns another Provider on p's data, like a second client of one
+// server: it sees everything p writes, and p everything it writes. Its options are
+// its own (a fresh owner identity, the default clock and TTLs unless opts say
+// otherwise); p is unchanged.
+func (p *Provider) NewHandle(opts ...Option) (*Provider, error) {
+	return open(p.s, opts)
+}
+
+func open(s *data, opts []Option) (*Provider, error) {
+	p := &Provider{s: s, now: time.Now, owner: ids.Random(), readinessTTL: DefaultReadinessTTL}
+	for _, o := range opts {
+		if o == nil {
+			return nil, provider.Invalidf("memory: nil option")
+		}
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Owner returns the lock owner identity of p.
+func (p *Provider) Owner() string { return p.owner }
+
+// begin checks the context and the lifecycle, then takes the store lock; the caller
+// must call p.s.mu.Unlock.
+func (p *Provider) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	p.s.mu.Lock()
+	return nil
+}
+
+// Start implements provider.Provider. It does nothing but report ErrClosed after Stop.
+func (p *Provider) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	return nil
+}
+
+// Stop implements provider.Provider. The data stays usable by p's other handles.
+func (p *Provider) Stop(ctx context.Context) error {
+	p.closed.Store(true)
+	return nil
+}
+
+// Ping implements provider.Provider.
+func (p *Provider) Ping(ctx context.Context) error { return p.Start(ctx) }

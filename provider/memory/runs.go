@@ -1,0 +1,73 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// PutRunState implements provider.RunStore.
+func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	r, err := stored(provider.PrepareRunState(run, p.now()))
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	if old, ok := p.s.runs[r.RunID]; ok && old.PipelineID != r.PipelineID {
+		return provider.Invalidf("run %s belongs to pipeline %s, not %s", r.RunID, old.PipelineID, r.PipelineID)
+	}
+	p.s.runs[r.RunID] = r
+	return nil
+}
+
+// GetRunState implements provider.RunStore.
+func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return nil, err
+	}
+	return get(ctx, p, runs, runID)
+}
+
+// ListRuns implements provider.RunStore.
+func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	return list(ctx, p, limit, runs,
+		func(r types.RunState) bool { return r.PipelineID == pipelineID },
+		func(a, b types.RunState) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.RunID, b.RunID) })
+}
+
+// CompareAndSwapRunState implements provider.RunStore.
+func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
+		return false, err
+	}
+	r, err := clone(newState)
+	if err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	defer p.s.mu.Unlock()
+	old, ok := p.s.runs[runID]
+	if !ok {
+		return false, nil
+	}
+	if old.PipelineID != r.PipelineID {
+		return false, provider.Invalidf("run %s belongs to pipeline %s, not %s", runID, old.PipelineID, r.PipelineID)
+	}
+	if old.Version != expectedVersion {
+		return false, nil
+	}
+	r.Version = expectedVersion + 1
+	r.CreatedAt = old.CreatedAt
+	r.UpdatedAt = p.now()
+	p.s.runs[runID] = r
+	return true, nil
+}
