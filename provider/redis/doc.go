@@ -266,3 +266,9 @@
 //	Start                    1 per master (SCRIPT LOAD of every script, pipelined)
 //	Stop                     0
 package redis
+
+// Layout, the same in every provider backend: provider.go (type, New, options,
+// lifecycle), pipelines.go (+ traits, readiness), runs.go (+ CAS), events.go,
+// records.go (run logs, reruns, replays, late arrivals, cascade markers), locks.go
+// (+ leases). Support: keys.go (key schema), scripts.go and lua/ (the scripts),
+// index.go (the cross-slot list indexes).

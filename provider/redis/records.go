@@ -3,10 +3,12 @@ package redis
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -145,4 +147,149 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	}
 	slices.SortStableFunc(out, func(a, b types.LateArrival) int { return a.DetectedAt.Compare(b.DetectedAt) })
 	return out, nil
+}
+
+// PutRerun implements provider.RerunStore in three round trips (provisional list
+// entries, the record, final list entries; see "Cross-slot writes"). A zero
+// RequestedAt is filled from the clock. Re-putting a RerunID under another pipeline
+// moves it to that pipeline's list.
+func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	rerun, err := provider.PrepareRerun(rerun, p.now())
+	if err != nil {
+		return err
+	}
+	data, err := p.encode(rerun)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	member := ids.TimeKey(rerun.RequestedAt) + rerun.RerunID
+	_, _, err = p.putIndexed(ctx, "put rerun", p.k.rerun(rerun.RerunID), rerun.RerunID, member, data, rerun.PipelineID, false,
+		[]listEntry{{p.k.reruns(rerun.PipelineID), member}, {p.k.globalReruns(), member}},
+		func(old string) (index, bool) { return p.k.reruns(old), true })
+	return err
+}
+
+// GetRerun implements provider.RerunStore with one HGET.
+func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+		return nil, err
+	}
+	return getJSON[types.RerunRecord](ctx, p, "get rerun", func() *goredis.StringCmd {
+		return p.c.HGet(ctx, p.k.rerun(rerunID), "j")
+	})
+}
+
+// ListReruns implements provider.RerunStore like ListRuns: newest RequestedAt first,
+// ties by RerunID descending.
+func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	return p.listReruns(ctx, p.k.reruns(pipelineID), pipelineID, limit)
+}
+
+// ListAllReruns implements provider.RerunStore from the global rerun list (one
+// round trip) and a pipelined read of the records.
+func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	return p.listReruns(ctx, p.k.globalReruns(), "", limit)
+}
+
+// listReruns lists ix; pipelineID "" means every pipeline.
+func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := p.listIndexed(ctx, "list reruns", listSpec{
+		ix:    ix,
+		desc:  true,
+		timed: true,
+		key:   p.k.rerun,
+		want: func(r record) string {
+			if !r.hasJSON || (pipelineID != "" && r.pipeline != pipelineID) {
+				return ""
+			}
+			return r.member
+		},
+	}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecords[types.RerunRecord]("list reruns", recs, nil)
+}
+
+// replayID is the record ID of a replay in the global replay list.
+func replayID(pipelineID, date, schedule string) string {
+	return pipelineID + ":" + date + ":" + schedule
+}
+
+// PutReplay implements provider.ReplayStore in three round trips (provisional global
+// list entry, the record, final entry). An empty ScheduleID is DefaultScheduleID and
+// is stored as such; a zero CreatedAt is filled from the clock.
+func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	req, err := provider.PrepareReplay(req, p.now())
+	if err != nil {
+		return err
+	}
+	data, err := p.encode(req)
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	id := replayID(req.PipelineID, req.Date, req.ScheduleID)
+	member := ids.TimeKey(req.CreatedAt) + id
+	_, _, err = p.putIndexed(ctx, "put replay", p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id, member, data,
+		req.PipelineID, false, []listEntry{{p.k.globalReplays(), member}}, nil)
+	return err
+}
+
+// GetReplay implements provider.ReplayStore with one HGET.
+func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
+	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return getJSON[types.ReplayRequest](ctx, p, "get replay", func() *goredis.StringCmd {
+		return p.c.HGet(ctx, p.k.replay(pipelineID, date, scheduleID), "j")
+	})
+}
+
+// ListReplays implements provider.ReplayStore from the global replay list: newest
+// CreatedAt first, ties by (pipeline, date, schedule) descending.
+func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := p.listIndexed(ctx, "list replays", listSpec{
+		ix:    p.k.globalReplays(),
+		desc:  true,
+		timed: true,
+		key: func(id string) string {
+			parts := strings.SplitN(id, ":", 3)
+			if len(parts) != 3 {
+				return p.k.replay("", "", "") // a corrupt member: no record, repaired away
+			}
+			return p.k.replay(parts[0], parts[1], parts[2])
+		},
+		want: func(r record) string {
+			if !r.hasJSON {
+				return ""
+			}
+			return r.member
+		},
+	}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecords[types.ReplayRequest]("list replays", recs, nil)
 }

@@ -307,3 +307,41 @@ const callMemory = 2 * time.Minute
 func ceilMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
+
+// getJSON runs cmd, after the lifecycle checks, and decodes the one stored JSON
+// value it returns; goredis.Nil is (nil, nil).
+func getJSON[T any](ctx context.Context, p *Provider, op string, cmd func() *goredis.StringCmd) (*T, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	s, err := cmd().Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	v, err := decode[T](op, s)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// decodeRecords decodes the JSON of records, applying fix to each when not nil.
+func decodeRecords[T any](op string, recs []record, fix func(*T, record) error) ([]T, error) {
+	out := make([]T, 0, len(recs))
+	for _, r := range recs {
+		v, err := decode[T](op, r.json)
+		if err != nil {
+			return nil, err
+		}
+		if fix != nil {
+			if err := fix(&v, r); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
