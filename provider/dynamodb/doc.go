@@ -237,3 +237,9 @@
 // (TransactWriteItems is authorized by the per-item actions); CreateTable also needs
 // dynamodb:CreateTable, DescribeTimeToLive and UpdateTimeToLive.
 package dynamodb
+
+// Layout, the same in every provider backend: provider.go (type, New, options,
+// lifecycle), pipelines.go (+ traits, readiness), runs.go (+ CAS), events.go,
+// records.go (run logs, reruns, replays, late arrivals, cascade markers), locks.go
+// (+ leases). Support: item.go (the stored item and its encoding), io.go (keys,
+// reads, queries, transactions), table.go (the table).

@@ -247,3 +247,11 @@ func expiresAt(now time.Time, ttl time.Duration) time.Time {
 	}
 	return now.Add(ttl)
 }
+
+// nonNil turns a nil slice without error into an empty one.
+func nonNil[T any](vs []T, err error) ([]T, error) {
+	if vs == nil && err == nil {
+		vs = []T{}
+	}
+	return vs, err
+}

@@ -212,3 +212,75 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	return nonNil(queryData[types.CascadeMarker](ctx, p, "list cascade markers",
 		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit, id: timedID(skMarkerByTime)}))
 }
+
+// rerunItems returns a rerun's truth item (also in GSI1 for ListAllReruns) and its
+// list copy in the pipeline's partition.
+func rerunItems(r types.RerunRecord) (truth, list item, err error) {
+	data, err := encode(r)
+	if err != nil {
+		return truth, list, err
+	}
+	at := ids.TimeKey(r.RequestedAt) + "#" + r.RerunID
+	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRerun + at, Data: data}
+	truth = item{PK: rerunPrefix + r.RerunID, SK: skState, GSI1PK: gsiReruns, GSI1SK: at, Data: data, ListPK: list.PK, ListSK: list.SK}
+	return truth, list, nil
+}
+
+// PutRerun implements provider.RerunStore: the record and its pipeline's list copy
+// change in one TransactWriteItems (two when RequestedAt or PipelineID changed,
+// the second also deleting the old list copy). A zero RequestedAt is filled from
+// the clock.
+func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	rerun, err := provider.PrepareRerun(rerun, p.now())
+	if err != nil {
+		return err
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	truth, list, err := rerunItems(rerun)
+	if err != nil {
+		return err
+	}
+	return p.putPair(ctx, "put rerun", truth, list, nil)
+}
+
+// GetRerun implements provider.RerunStore with one GetItem.
+func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return getData[types.RerunRecord](ctx, p, "get rerun", rerunPrefix+rerunID, skState)
+}
+
+// ListReruns implements provider.RerunStore with one strongly consistent Query of
+// the pipeline's list copies.
+func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RerunRecord](ctx, p, "list reruns",
+		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit, id: timedID(skRerun)}))
+}
+
+// ListAllReruns implements provider.RerunStore with one Query of GSI1, which is
+// eventually consistent (see the package doc).
+func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	if err := provider.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	return nonNil(queryData[types.RerunRecord](ctx, p, "list all reruns",
+		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit, id: baseKeyID}))
+}
