@@ -13,7 +13,8 @@
 //     characters; anything else (':', '#', '{', '/', spaces...) is allowed, so a
 //     backend must encode entities injectively. Key.Bucket is any int64; 0 means "not
 //     windowed". Event IDs follow the same rule (MaxEventIDLen). Backends call
-//     CheckKey/CheckKeys/CheckEventID/CheckTTL/CheckDelta (or CheckMerge) before any I/O.
+//     CheckKey/CheckKeys/CheckEventID/CheckTTL/CheckDelta (or CheckMerge, or
+//     CheckWrite for both kinds of merge) before any I/O.
 //   - Bad input (empty or over-long entity, negative TTL, a delta a monoid.Fallible
 //     cannot combine) returns an error wrapping ErrInvalidArgument and writes nothing.
 //   - TTL: ttl == 0 means no expiry, and a merge with ttl 0 clears an earlier expiry;
