@@ -66,7 +66,7 @@ func dynamodbTarget(t *testing.T) target {
 			return out
 		},
 		counters: func(t *testing.T, n int) []state.OnceStore[int64] {
-			values := table(t, "-v", func(ctx context.Context, name string) error { return statedynamodb.CreateInt64Table(ctx, admin, name) })
+			values := table(t, "-v", func(ctx context.Context, name string) error { return statedynamodb.CreateStoreTable(ctx, admin, name) })
 			claims := table(t, "-d", func(ctx context.Context, name string) error { return statedynamodb.CreateDedupTable(ctx, admin, name) })
 			var out []state.OnceStore[int64]
 			for range n {
