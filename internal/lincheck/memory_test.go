@@ -30,10 +30,13 @@ func memoryTarget(t *testing.T) target {
 
 func memoryProviders(t *testing.T, n int) []fullProvider {
 	t.Helper()
-	s := provmem.NewStore()
+	root, err := provmem.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []fullProvider
 	for i := range n {
-		p, err := provmem.New(s, provmem.WithOwner(owner(i)))
+		p, err := root.NewHandle(provmem.WithOwner(owner(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
