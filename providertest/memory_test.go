@@ -58,54 +58,15 @@ func (b *memoryBackend) open(t *testing.T, opts ...memory.Option) *memory.Provid
 	return p
 }
 
-// harness returns a Harness over the memory backend; wrap, if set, wraps each
-// provider (the teeth tests wrap it in a broken one).
+// harness returns a Harness over the memory backend whose providers wrap wraps
+// (the teeth tests wrap each in a broken one). The memory backend's own
+// conformance run is provider/memory's TestConformance.
 func (b *memoryBackend) harness(wrap func(t *testing.T, p *memory.Provider) provider.Provider) providertest.Harness {
 	return providertest.Harness{
-		Open: func(t *testing.T) provider.Provider {
-			p := b.open(t)
-			if wrap == nil {
-				return p
-			}
-			return wrap(t, p)
-		},
-		OpenOwner: func(t *testing.T, owner string) provider.Provider {
-			p := b.open(t, memory.WithOwner(owner))
-			if wrap == nil {
-				return p
-			}
-			return wrap(t, p)
-		},
+		Open:         func(t *testing.T) provider.Provider { return wrap(t, b.open(t)) },
+		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return wrap(t, b.open(t, memory.WithOwner(owner))) },
 		Sleep:        func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
 		Now:          func(t *testing.T) time.Time { return b.get(t).clock.Now() },
 		ExpireEvents: func(t *testing.T, _ string) { b.get(t).clock.Advance(eventRetention) },
 	}
-}
-
-func TestMemory(t *testing.T) {
-	providertest.Run(t, new(memoryBackend).harness(nil))
-}
-
-func TestMemoryShortReadinessTTL(t *testing.T) {
-	b := new(memoryBackend)
-	h := providertest.Harness{
-		Open: func(t *testing.T) provider.Provider {
-			return b.open(t, memory.WithReadinessTTL(3*time.Second))
-		},
-		Sleep:        func(t *testing.T, d time.Duration) { b.get(t).clock.Advance(d) },
-		ReadinessTTL: 3 * time.Second,
-	}
-	providertest.RunReadiness(t, h)
-}
-
-// plainProvider hides the optional interfaces of the memory backend.
-type plainProvider struct{ provider.Provider }
-
-func TestMemoryWithoutOptionalInterfaces(t *testing.T) {
-	b := new(memoryBackend)
-	h := b.harness(func(t *testing.T, p *memory.Provider) provider.Provider { return plainProvider{p} })
-	providertest.RunLeaser(t, h)
-	providertest.RunCascadeReader(t, h)
-	providertest.RunCascadeStore(t, h)
-	providertest.RunLifecycle(t, h)
 }

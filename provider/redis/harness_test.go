@@ -198,20 +198,6 @@ func cleanPrefix(t *testing.T, c goredis.UniversalClient, prefix string) {
 	})
 }
 
-func TestProviderMiniredis(t *testing.T) {
-	providertest.Run(t, newMiniHarness().harness())
-}
-
-func TestProviderRedis(t *testing.T) {
-	t.Parallel()
-	providertest.Run(t, newServerHarness(realClient(t)).harness())
-}
-
-func TestProviderRedisCluster(t *testing.T) {
-	t.Parallel()
-	providertest.Run(t, newServerHarness(clusterClient(t)).harness())
-}
-
 // envAddr and envCluster report whether the real servers are configured, for tests
 // that add variants rather than skip.
 func envAddr() string  { return os.Getenv("REDIS_ADDR") }

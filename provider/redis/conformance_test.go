@@ -1,0 +1,24 @@
+package redis_test
+
+import (
+	"testing"
+
+	"github.com/pipestate/pipestate/providertest"
+)
+
+// TestConformance runs the whole provider conformance suite on miniredis (with a
+// fake clock), on the real server in REDIS_ADDR and on the cluster in
+// REDIS_CLUSTER_ADDRS (each skipped without its server).
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		providertest.Run(t, newMiniHarness().harness())
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		providertest.Run(t, newServerHarness(realClient(t)).harness())
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		providertest.Run(t, newServerHarness(clusterClient(t)).harness())
+	})
+}
