@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,34 +105,45 @@ const provisionalGrace = 5 * time.Minute
 // entry, whatever its age.
 const undoAny = math.MaxInt64
 
-// listEntry names one list a write puts its record in.
-type listEntry struct {
-	ix     index
-	member string
+// indexedRecord is what putIndexed writes: a record's truth and its list entries.
+type indexedRecord struct {
+	key      string  // the truth hash
+	id       string  // the record's ID in its lists
+	member   string  // the member it wants in each of lists (truth field m)
+	data     string  // its JSON (truth field j)
+	pipeline string  // its pipeline (truth field p)
+	lists    []index // the lists it is in
+	// strict refuses the write, and undoes step 1, when the truth is stored under
+	// another pipeline; otherwise the record moves to pipeline.
+	strict bool
+	// leave, when not nil, returns the list a record moved away from oldPipeline
+	// leaves.
+	leave func(oldPipeline string) index
+	// fields are more truth fields stored beside the JSON (a run's v and c).
+	fields map[string]string
 }
 
-// putIndexed writes a record's truth at key and its entries in lists, in the order
-// described above. pipeline is stored in the truth's p field; strict refuses (and
-// undoes step 1) when the stored pipeline differs. moved, when not nil, names the
-// list to leave when the write moves the record away from oldPipeline. It returns
-// the previous pipeline and whether the write was accepted.
-func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pipeline string, strict bool,
-	lists []listEntry, moved func(oldPipeline string) (index, bool), extra ...any) (oldPipeline string, ok bool, err error) {
-	calls := make([]call, len(lists))
+// putIndexed writes r's truth and its entries in r.lists, in the order described
+// above. It returns the previous pipeline and whether the write was accepted.
+func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (oldPipeline string, ok bool, err error) {
+	calls := make([]call, len(r.lists))
 	stamp := p.now().UnixMilli()
-	for i, l := range lists {
-		calls[i] = idxCall(l.ix, "p", id, l.member, stamp)
+	for i, ix := range r.lists {
+		calls[i] = idxCall(ix, "p", r.id, r.member, stamp)
 	}
 	added, err := p.runBatch(ctx, op, calls)
 	if err != nil {
 		return "", false, err
 	}
 	mode := "move"
-	if strict {
+	if r.strict {
 		mode = "strict"
 	}
-	args := append([]any{member, data, pipeline, mode, callMemory.Milliseconds()}, extra...)
-	res, err := scriptRecordPut.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, args...).Slice()
+	args := []any{r.member, r.data, r.pipeline, mode, callMemory.Milliseconds()}
+	for _, f := range slices.Sorted(maps.Keys(r.fields)) {
+		args = append(args, f, r.fields[f])
+	}
+	res, err := scriptRecordPut.Run(ctx, p.c, []string{r.key, p.k.call(r.key, ids.Random())}, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
@@ -138,18 +151,16 @@ func (p *Provider) putIndexed(ctx context.Context, op, key, id, member, data, pi
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
-	for i, l := range lists {
+	for i, ix := range r.lists {
 		if seq < 0 { // refused: undo exactly the provisional entry this call added
 			entry, _ := added[i].Text() // "" (no undo) if it added none
-			calls[i] = idxCall(l.ix, "d", id, entry, undoAny)
+			calls[i] = idxCall(ix, "d", r.id, entry, undoAny)
 		} else {
-			calls[i] = idxCall(l.ix, "s", id, l.member, seq)
+			calls[i] = idxCall(ix, "s", r.id, r.member, seq)
 		}
 	}
-	if seq >= 0 && moved != nil && old != "" && old != pipeline {
-		if ix, ok := moved(old); ok {
-			calls = append(calls, idxCall(ix, "s", id, "", seq))
-		}
+	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
+		calls = append(calls, idxCall(r.leave(old), "s", r.id, "", seq))
 	}
 	if _, err := p.runBatch(ctx, op, calls); err != nil {
 		return old, seq >= 0, err

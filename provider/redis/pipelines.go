@@ -28,8 +28,10 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	_, _, err = p.putIndexed(ctx, "register pipeline", p.k.config(cfg.ID), cfg.ID, cfg.ID, data, cfg.ID, false,
-		[]listEntry{{p.k.globalPipelines(), cfg.ID}}, nil)
+	_, _, err = p.putIndexed(ctx, "register pipeline", indexedRecord{
+		key: p.k.config(cfg.ID), id: cfg.ID, member: cfg.ID, data: data, pipeline: cfg.ID,
+		lists: []index{p.k.globalPipelines()},
+	})
 	return err
 }
 

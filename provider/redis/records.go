@@ -166,9 +166,11 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 		return err
 	}
 	member := ids.TimeKey(rerun.RequestedAt) + rerun.RerunID
-	_, _, err = p.putIndexed(ctx, "put rerun", p.k.rerun(rerun.RerunID), rerun.RerunID, member, data, rerun.PipelineID, false,
-		[]listEntry{{p.k.reruns(rerun.PipelineID), member}, {p.k.globalReruns(), member}},
-		func(old string) (index, bool) { return p.k.reruns(old), true })
+	_, _, err = p.putIndexed(ctx, "put rerun", indexedRecord{
+		key: p.k.rerun(rerun.RerunID), id: rerun.RerunID, member: member, data: data, pipeline: rerun.PipelineID,
+		lists: []index{p.k.reruns(rerun.PipelineID), p.k.globalReruns()},
+		leave: p.k.reruns,
+	})
 	return err
 }
 
@@ -245,8 +247,10 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	}
 	id := replayID(req.PipelineID, req.Date, req.ScheduleID)
 	member := ids.TimeKey(req.CreatedAt) + id
-	_, _, err = p.putIndexed(ctx, "put replay", p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id, member, data,
-		req.PipelineID, false, []listEntry{{p.k.globalReplays(), member}}, nil)
+	_, _, err = p.putIndexed(ctx, "put replay", indexedRecord{
+		key: p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id: id, member: member, data: data, pipeline: req.PipelineID,
+		lists: []index{p.k.globalReplays()},
+	})
 	return err
 }
 

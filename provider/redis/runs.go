@@ -28,9 +28,12 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 		return err
 	}
 	member := ids.TimeKey(run.CreatedAt) + run.RunID
-	old, ok, err := p.putIndexed(ctx, "put run state", p.k.run(run.RunID), run.RunID, member, data, run.PipelineID, true,
-		[]listEntry{{p.k.runs(run.PipelineID), member}}, nil,
-		"v", run.Version, "c", run.CreatedAt.Format(time.RFC3339Nano))
+	old, ok, err := p.putIndexed(ctx, "put run state", indexedRecord{
+		key: p.k.run(run.RunID), id: run.RunID, member: member, data: data, pipeline: run.PipelineID,
+		lists:  []index{p.k.runs(run.PipelineID)},
+		strict: true,
+		fields: map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
+	})
 	if err == nil && !ok {
 		return provider.Invalidf("run %s belongs to pipeline %s, not %s", run.RunID, old, run.PipelineID)
 	}
