@@ -41,7 +41,7 @@ type CASWrite[V, Ver any] func(ctx context.Context, next V, found bool, version 
 // is the number of lost races. ctx cancellation during a wait returns ctx.Err().
 // maxRetries < 0 is ErrInvalidArgument.
 func RetryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, read CASRead[V, Ver], write CASWrite[V, Ver]) (retries int, err error) {
-	return retryCAS(ctx, m, delta, maxRetries, backoff.Policy{Base: DefaultRetryBase, Max: DefaultRetryMax}, read, write)
+	return retryCAS(ctx, m, delta, CASPolicy{MaxRetries: maxRetries, Base: DefaultRetryBase, Max: DefaultRetryMax}, read, write)
 }
 
 // CASPolicy is the retry policy of RetryCASPolicy: at most MaxRetries retries
@@ -50,6 +50,12 @@ func RetryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxR
 type CASPolicy struct {
 	MaxRetries int
 	Base, Max  time.Duration
+	// OnRetry, when not nil, is called in the merging goroutine for each lost race
+	// that will be retried, before the wait, with the retry's number (1 for the
+	// first) and the merge's ctx; backends record retries with it. The lost race
+	// that exhausts MaxRetries is not retried: it is the ErrContention return, so
+	// lost races = OnRetry calls + ErrContention returns.
+	OnRetry func(ctx context.Context, retry int)
 }
 
 // DefaultCASPolicy returns DefaultMaxRetries, DefaultRetryBase and DefaultRetryMax.
@@ -66,16 +72,17 @@ func (p CASPolicy) Check() error {
 	return nil
 }
 
-// RetryCASPolicy is RetryCAS with the retry count and backoff of p (p.Check errors
-// are returned before anything is read).
+// RetryCASPolicy is RetryCAS with the retry count, backoff and OnRetry hook of p
+// (p.Check errors are returned before anything is read).
 func RetryCASPolicy[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, p CASPolicy, read CASRead[V, Ver], write CASWrite[V, Ver]) (retries int, err error) {
 	if err := p.Check(); err != nil {
 		return 0, err
 	}
-	return retryCAS(ctx, m, delta, p.MaxRetries, backoff.Policy{Base: p.Base, Max: p.Max}, read, write)
+	return retryCAS(ctx, m, delta, p, read, write)
 }
 
-func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxRetries int, p backoff.Policy, read CASRead[V, Ver], write CASWrite[V, Ver]) (int, error) {
+func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, p CASPolicy, read CASRead[V, Ver], write CASWrite[V, Ver]) (int, error) {
+	maxRetries, wait := p.MaxRetries, backoff.Policy{Base: p.Base, Max: p.Max}
 	if maxRetries < 0 {
 		return 0, Invalidf("max retries %d is negative", maxRetries)
 	}
@@ -104,7 +111,10 @@ func retryCAS[V, Ver any](ctx context.Context, m monoid.Monoid[V], delta V, maxR
 		if attempt >= maxRetries {
 			return attempt + 1, fmt.Errorf("%w: lost %d compare-and-swap races", ErrContention, attempt+1)
 		}
-		if err := p.Wait(ctx, attempt); err != nil {
+		if p.OnRetry != nil {
+			p.OnRetry(ctx, attempt+1)
+		}
+		if err := wait.Wait(ctx, attempt); err != nil {
 			return attempt + 1, err
 		}
 	}

@@ -115,4 +115,30 @@ func TestRetryCAS(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	t.Run("on retry", func(t *testing.T) {
+		for _, lose := range []int{0, 2, 100} {
+			var got []int
+			p := state.CASPolicy{MaxRetries: 4, Base: time.Microsecond, Max: time.Microsecond,
+				OnRetry: func(_ context.Context, retry int) { got = append(got, retry) }}
+			c := &casCell{found: true, lose: lose}
+			lost, err := state.RetryCASPolicy(ctx, sum, 1, p, c.read, c.write)
+			want := min(lose, p.MaxRetries) // retried races; the fifth lost one gives up
+			if len(got) != want || lost != len(got)+btoi(errors.Is(err, state.ErrContention)) {
+				t.Errorf("lose %d: OnRetry calls %v, lost %d, err %v; want %d calls, lost = calls + give-ups", lose, got, lost, err, want)
+			}
+			for i, n := range got {
+				if n != i+1 {
+					t.Errorf("lose %d: OnRetry numbers %v, want 1, 2, ...", lose, got)
+					break
+				}
+			}
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
