@@ -1,6 +1,7 @@
 // Package storeopt is what the options of the state backends share: the settings
 // (the clock, the CAS retry policy, the MergeUpdateOnce claim TTL, the Deduper claim
-// TTL) with their defaults and checks, and the loop that applies options. Which
+// TTL, the meter provider and logger of the backend's signals) with their defaults
+// and checks, and the loop that applies options. Which
 // constructor accepts which option is not checked here: each backend gives every
 // constructor its own option interface, so the compiler checks it (see the
 // backends' options.go).
@@ -8,20 +9,26 @@ package storeopt
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 )
 
 // Common holds the settings the backends share, each backend reading those it has
 // (memory has no CAS loop, Redis no clock of its own).
 type Common struct {
-	Ctor     string           // the constructor being configured, for error messages
-	Now      func() time.Time // the clock that judges expiry
-	CAS      state.CASPolicy  // retries of lost races
-	DedupTTL time.Duration    // life of MergeUpdateOnce claims
-	TTL      time.Duration    // life of Deduper claims
+	Ctor     string               // the constructor being configured, for error messages
+	Now      func() time.Time     // the clock that judges expiry
+	CAS      state.CASPolicy      // retries of lost races
+	DedupTTL time.Duration        // life of MergeUpdateOnce claims
+	TTL      time.Duration        // life of Deduper claims
+	Meter    metric.MeterProvider // of the backend's signals; nil: the global one
+	Log      *slog.Logger         // of the backend's signals; nil: none
 }
 
 // NewCommon returns the defaults for constructor ctor: time.Now,
@@ -54,6 +61,28 @@ func (c *Common) SetClock(now func() time.Time) error {
 	c.Now = now
 	return nil
 }
+
+// SetMeterProvider is WithMeterProvider: mp must not be nil (also not a typed nil).
+func (c *Common) SetMeterProvider(mp metric.MeterProvider) error {
+	if nilcheck.IsNil(mp) {
+		return state.Invalidf("%s: nil meter provider", c.Ctor)
+	}
+	c.Meter = mp
+	return nil
+}
+
+// SetLogger is WithLogger: log must not be nil.
+func (c *Common) SetLogger(log *slog.Logger) error {
+	if log == nil {
+		return state.Invalidf("%s: nil logger", c.Ctor)
+	}
+	c.Log = log
+	return nil
+}
+
+// Signal returns the recorder of the backend's retries, give-ups and reloads, with
+// db.system.name system, through the configured meter provider and logger.
+func (c *Common) Signal(system string) *signal.Recorder { return signal.New(c.Meter, c.Log, system) }
 
 // SetMaxRetries is WithMaxRetries: n >= 0.
 func (c *Common) SetMaxRetries(n int) error {

@@ -1,6 +1,7 @@
 // Package storetest holds test support shared by the state backends' own tests: a
-// fallible byte monoid, the crash-window test of exactly-once merges, and the checks
-// of write-method coverage and of which constructor takes which option. (The
+// fallible byte monoid, the crash-window test of exactly-once merges, the checks
+// of write-method coverage and of which constructor takes which option, and a meter
+// provider and logger that tests read (Signals). (The
 // conformance suite every backend passes is state/statetest.)
 package storetest
 
