@@ -9,30 +9,36 @@ import (
 
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/rediskey"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
+// system is the db.system.name of the signals.
+const system = "redis"
+
 // base is what every store and the deduper share: the client (not owned), the key
-// schema and the closed flag.
+// schema, the closed flag and the signal recorder.
 type base struct {
 	client goredis.UniversalClient
 	keys   keyspace
 	name   string // type name for errors, e.g. "Int64SumStore"
 	life   *lifecycle.Flag
+	sig    *signal.Recorder
 }
 
 // newBase checks what every constructor requires: a client that is not nil (also not
 // a typed nil) and a key prefix of 1 to 64 bytes of valid UTF-8 without control
-// characters, '{' or '}' (they would change the Redis Cluster hash tag).
-func newBase(name string, client goredis.UniversalClient, prefix string) (base, error) {
+// characters, '{' or '}' (they would change the Redis Cluster hash tag). c is the
+// constructor's applied options.
+func newBase(c *config, name string, client goredis.UniversalClient, prefix string) (base, error) {
 	if nilcheck.IsNil(client) {
 		return base{}, state.Invalidf("New%s: nil client", name)
 	}
 	if err := rediskey.CheckPrefix(prefix); err != nil {
 		return base{}, state.Invalidf("New%s: %v", name, err)
 	}
-	return base{client: client, keys: keyspace{prefix: prefix}, name: name, life: lifecycle.New("state/redis: " + name)}, nil
+	return base{client: client, keys: keyspace{prefix: prefix}, name: name, life: lifecycle.New("state/redis: " + name), sig: c.Signal(system)}, nil
 }
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.

@@ -2,12 +2,14 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -17,7 +19,8 @@ import (
 // sketch from monoid/sketch. Each value is a hash {v: bytes, ver: version token};
 // MergeUpdate reads it, combines in Go (TryCombine when the monoid is
 // monoid.Fallible) and writes it back with a Lua compare-and-swap on the version,
-// retrying lost races with capped exponential backoff and full jitter. It is safe for
+// retrying lost races with capped exponential backoff and full jitter; each retry and
+// each give-up is recorded (WithMeterProvider, WithLogger). It is safe for
 // concurrent use by any number of processes.
 type BytesStore struct {
 	base
@@ -33,7 +36,8 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 // NewBytesStore returns a BytesStore merging with m over client, which it uses but
 // does not own, keeping its keys under prefix as NewInt64SumStore does. Key names
 // carry m's Kind, so BytesStores of different monoid kinds never share values, even
-// under one prefix. Options: WithDedupTTL, WithMaxRetries, WithBackoff.
+// under one prefix. Options: WithDedupTTL, WithMaxRetries, WithBackoff,
+// WithMeterProvider, WithLogger.
 func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoid[[]byte], opts ...BytesOption) (*BytesStore, error) {
 	const name = "BytesStore"
 	c, err := newConfig("New"+name, opts, BytesOption.ApplyBytes)
@@ -43,7 +47,7 @@ func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoi
 	if err := state.CheckMonoid(m); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Ctor, err)
 	}
-	b, err := newBase(name, client, prefix)
+	b, err := newBase(&c, name, client, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		return r.value, r.found, r.ver, nil
 	}
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
-		res, err := scriptCAS.Run(ctx, s.client, keys, ttlMS, dedupMS, tok, ver, next, storekey.PushToken(ver, tok)).Result()
+		res, err := s.run(ctx, scriptCAS, keys, ttlMS, dedupMS, tok, ver, next, storekey.PushToken(ver, tok)).Result()
 		if err != nil {
 			return false, readErrs("write", err)
 		}
@@ -143,8 +147,17 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, readErrs("write", fmt.Errorf("unexpected script reply %T", res))
 		}
 	}
-	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cas, read, write)
+	op := "MergeUpdate"
+	if once {
+		op = "MergeUpdateOnce"
+	}
+	p := s.cas
+	p.OnRetry = func(ctx context.Context, retry int) { s.sig.Retry(ctx, op, signal.ReasonCASConflict, retry) }
+	retries, err := state.RetryCASPolicy(ctx, s.m, delta, p, read, write)
 	s.retries.Add(int64(retries))
+	if errors.Is(err, state.ErrContention) {
+		s.sig.GiveUp(ctx, op, signal.ReasonCASConflict, retries, err)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -25,14 +25,14 @@ var _ state.Deduper = (*Deduper)(nil)
 
 // NewDeduper returns a Deduper over client, which it uses but does not own, keeping
 // its claims under prefix as NewInt64SumStore does. Options: WithTTL (default
-// state.DefaultDedupTTL; 0 = claims never expire).
+// state.DefaultDedupTTL; 0 = claims never expire), WithMeterProvider, WithLogger.
 func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
 	c, err := newConfig("New"+name, opts, DeduperOption.ApplyDeduper)
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBase(name, client, prefix)
+	b, err := newBase(&c, name, client, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, err := scriptDedup.Run(ctx, d.client, []string{key}, millis(d.ttl), storekey.Token()).Int()
+	n, err := d.run(ctx, scriptDedup, []string{key}, millis(d.ttl), storekey.Token()).Int()
 	if err != nil {
 		return false, d.wrap("mark seen", key, err)
 	}

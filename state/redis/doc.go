@@ -54,7 +54,18 @@
 //   - A lost BytesStore race hands the current value and version back with the
 //     refusal, so a retry costs one round trip, not two.
 //   - Scripts run with EVALSHA; the first run on each server costs one extra round
-//     trip (NOSCRIPT, then EVAL).
+//     trip (NOSCRIPT, then EVAL), and so does the first after the server lost its
+//     script cache (restart, failover, SCRIPT FLUSH).
+//
+// # Signals
+//
+// What only the stores know goes to WithMeterProvider (default: the global meter
+// provider) and WithLogger (default: none), with db.system.name redis: each
+// BytesStore compare-and-swap retry (pipestate.retries, reason cas_conflict; a Debug
+// record and an event on the caller's span) and each give-up with
+// state.ErrContention (pipestate.giveups; a Warn record), and each script sent again
+// after NOSCRIPT (pipestate.redis.script.loads; a Debug record). Package observe adds
+// spans and call metrics around any store; its doc lists every instrument.
 //
 // # Key schema
 //

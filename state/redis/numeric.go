@@ -17,7 +17,7 @@ type numericKind[V int64 | float64] struct {
 	name   string           // type name, for errors
 	kind   string           // key segment
 	m      monoid.Monoid[V] // checks deltas; its Identity is the value of a missing key
-	script *goredis.Script  // the merge
+	script script           // the merge
 	format func(V) string   // a delta or bound as the script reads it
 	parse  func(string) (V, error)
 	args   []any // script arguments after the delta
@@ -36,7 +36,7 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	b, err := newBase(nk.name, client, prefix)
+	b, err := newBase(&c, nk.name, client, prefix)
 	if err != nil {
 		return numeric[V]{}, err
 	}
@@ -58,7 +58,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
 	args := append([]any{millis(ttl), millis(s.dedupTTL), storekey.Token(), s.format(delta)}, s.args...)
-	n, err := s.script.Run(ctx, s.client, keys, args...).Int()
+	n, err := s.run(ctx, s.script, keys, args...).Int()
 	if err != nil {
 		return false, s.wrap("merge", keys[0], err)
 	}
@@ -107,8 +107,8 @@ func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 // NewInt64SumStore returns an Int64SumStore over client, which it uses but does not
 // own (Close leaves it open), keeping its keys under prefix (required: non-empty,
 // valid UTF-8 without '{', '}' or control characters; give each logical store its
-// own). Options: WithDedupTTL. A nil client (also a typed nil) or a bad prefix is an
-// error wrapping state.ErrInvalidArgument.
+// own). Options: WithDedupTTL, WithMeterProvider, WithLogger. A nil client (also a
+// typed nil) or a bad prefix is an error wrapping state.ErrInvalidArgument.
 func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		name: "Int64SumStore", kind: storekey.Int64Sum, m: monoid.Sum[int64]{}, script: scriptIncrBy,
@@ -121,7 +121,7 @@ func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Sto
 }
 
 // NewFloat64SumStore returns a Float64SumStore over client, which it uses but does not
-// own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
+// own, keeping its keys under prefix, with the options of NewInt64SumStore.
 func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
 		name: "Float64SumStore", kind: storekey.Float64Sum, m: monoid.Sum[float64]{}, script: scriptFloatSum,
@@ -134,7 +134,7 @@ func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...S
 }
 
 // NewInt64MaxStore returns an Int64MaxStore over client, which it uses but does not
-// own, keeping its keys under prefix, as NewInt64SumStore. Options: WithDedupTTL.
+// own, keeping its keys under prefix, with the options of NewInt64SumStore.
 func NewInt64MaxStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		name: "Int64MaxStore", kind: storekey.Int64Max, m: monoid.Max[int64]{}, script: scriptMax,

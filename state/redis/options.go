@@ -1,15 +1,19 @@
 package redis
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // Options are checked by the compiler: every constructor takes only the options it
-// uses. A StoreOption (WithDedupTTL) is taken by every store constructor; a
-// BytesOption (WithMaxRetries, WithBackoff) by NewBytesStore only; a DeduperOption
-// (WithTTL) by NewDeduper only. So
+// uses. An Option (WithMeterProvider, WithLogger) is taken by every constructor; a
+// StoreOption (WithDedupTTL) by every store constructor; a BytesOption
+// (WithMaxRetries, WithBackoff) by NewBytesStore only; a DeduperOption (WithTTL) by
+// NewDeduper only. So
 //
 //	redis.NewInt64SumStore(client, prefix, redis.WithMaxRetries(3)) // does not compile
 //
@@ -23,6 +27,8 @@ type (
 	BytesOption = storeopt.BytesOption[config]
 	// DeduperOption configures NewDeduper.
 	DeduperOption = storeopt.DeduperOption[config]
+	// Option configures every constructor.
+	Option = storeopt.Option[config]
 )
 
 // config is what options set; see storeopt.NewCommon for the defaults.
@@ -61,6 +67,21 @@ func WithDedupTTL(d time.Duration) StoreOption {
 // forever). d outside [0, state.MaxTTL] is an error.
 func WithTTL(d time.Duration) DeduperOption {
 	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
+}
+
+// WithMeterProvider sets the meter provider of the signals only the store or deduper
+// knows (default: otel.GetMeterProvider() at construction): BytesStore
+// compare-and-swap retries (pipestate.retries) and give-ups (pipestate.giveups),
+// and scripts sent again after NOSCRIPT (pipestate.redis.script.loads); see
+// package observe for the instruments. mp must not be nil.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return storeopt.Any(func(c *config) error { return c.SetMeterProvider(mp) })
+}
+
+// WithLogger sets the logger of the same signals (default: none): Debug for each
+// retry and script reload, Warn for each give-up. log must not be nil.
+func WithLogger(log *slog.Logger) Option {
+	return storeopt.Any(func(c *config) error { return c.SetLogger(log) })
 }
 
 // millis converts a ttl to the milliseconds Redis takes: whole milliseconds, a

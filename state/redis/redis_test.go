@@ -9,6 +9,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
@@ -175,6 +176,15 @@ func TestOptions(t *testing.T) {
 		},
 		"negative ttl":       func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err },
 		"negative dedup ttl": func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err },
+		"nil meter provider": func() error {
+			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMeterProvider(nil))
+			return err
+		},
+		"typed nil meter provider": func() error {
+			_, err := redis.NewDeduper(c, "p", redis.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
+			return err
+		},
+		"nil logger": func() error { _, err := redis.NewInt64MaxStore(c, "p", redis.WithLogger(nil)); return err },
 	})
 }
 
@@ -188,6 +198,12 @@ func TestOptionKinds(t *testing.T) {
 			"NewInt64SumStore": redis.NewInt64SumStore, "NewFloat64SumStore": redis.NewFloat64SumStore,
 			"NewInt64MaxStore": redis.NewInt64MaxStore, "NewBytesStore": redis.NewBytesStore, "NewDeduper": redis.NewDeduper,
 		},
-		map[string]any{"WithDedupTTL": redis.WithDedupTTL, "WithMaxRetries": redis.WithMaxRetries, "WithBackoff": redis.WithBackoff, "WithTTL": redis.WithTTL},
-		map[string][]string{"WithDedupTTL": stores, "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"}, "WithTTL": {"NewDeduper"}})
+		map[string]any{
+			"WithDedupTTL": redis.WithDedupTTL, "WithMaxRetries": redis.WithMaxRetries, "WithBackoff": redis.WithBackoff, "WithTTL": redis.WithTTL,
+			"WithMeterProvider": redis.WithMeterProvider, "WithLogger": redis.WithLogger,
+		},
+		map[string][]string{
+			"WithDedupTTL": stores, "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"}, "WithTTL": {"NewDeduper"},
+			"WithMeterProvider": append(stores, "NewDeduper"), "WithLogger": append(stores, "NewDeduper"),
+		})
 }
