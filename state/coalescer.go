@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/monoid"
 )
@@ -31,6 +34,8 @@ type coalescerConfig struct {
 	concurrency int
 	ttl         time.Duration
 	onError     func(error)
+	mp          metric.MeterProvider // nil: the global one
+	log         *slog.Logger         // nil: none
 }
 
 // WithFlushInterval sets how often the Coalescer flushes in the background (default
@@ -119,10 +124,15 @@ type CoalescerStats struct {
 // (a timeout after the store applied it) is retried, so a plain MergeUpdate may
 // apply that delta twice. Deltas still buffered when the process exits are lost:
 // call Close.
+//
+// It records its pending keys, flush sizes, flush durations and failed flushes as
+// OpenTelemetry metrics (WithMeterProvider) and logs each flush (WithLogger);
+// Stats counts the same events without either.
 type Coalescer[V any] struct {
 	store Store[V]
 	m     monoid.Monoid[V]
 	cfg   coalescerConfig
+	sig   *coalescerSignals
 
 	flushMu sync.Mutex // one flush at a time, so retried deltas keep their order
 
@@ -141,8 +151,9 @@ type Coalescer[V any] struct {
 
 // NewCoalescer returns a Coalescer writing to store with m (whose Combine must be
 // the store's monoid). A nil store or monoid, or a bad option, is an error wrapping
-// ErrInvalidArgument. With a positive flush interval it starts a goroutine, stopped
-// by Close.
+// ErrInvalidArgument; so is an error of the meter provider creating the
+// Coalescer's instruments. With a positive flush interval it starts a goroutine,
+// stopped by Close.
 func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOption) (*Coalescer[V], error) {
 	if store == nil || m == nil {
 		return nil, Invalidf("NewCoalescer: nil store or monoid")
@@ -157,6 +168,11 @@ func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOp
 		}
 	}
 	c := &Coalescer[V]{store: store, m: m, cfg: cfg, buf: map[Key]V{}, stop: make(chan struct{}), done: make(chan struct{})}
+	sig, err := newCoalescerSignals(cfg, c.Pending)
+	if err != nil {
+		return nil, fmt.Errorf("%w: NewCoalescer: metrics: %w", ErrInvalidArgument, err)
+	}
+	c.sig = sig
 	if cfg.interval > 0 {
 		go c.loop()
 	} else {
@@ -280,6 +296,7 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 	c.buf = make(map[Key]V, len(batch))
 	c.mu.Unlock()
 	c.flushes.Add(1)
+	start, keys, failed := time.Now(), len(batch), 0
 
 	type result struct {
 		k   Key
@@ -325,10 +342,12 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 			delete(batch, r.k)
 		case errors.Is(r.err, ErrInvalidArgument):
 			c.failures.Add(1)
+			failed++
 			errs = append(errs, fmt.Errorf("coalescer: dropped key %q/%d: %w", r.k.Entity, r.k.Bucket, r.err))
 			delete(batch, r.k)
 		default:
 			c.failures.Add(1)
+			failed++
 			errs = append(errs, fmt.Errorf("coalescer: key %q/%d kept for retry: %w", r.k.Entity, r.k.Bucket, r.err))
 		}
 	}
@@ -344,7 +363,9 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 		}
 		c.restore(batch)
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	c.sig.flushed(ctx, keys, failed, len(batch), time.Since(start), err)
+	return err
 }
 
 // restore puts unwritten deltas back in front of what was added since.
@@ -363,16 +384,22 @@ func (c *Coalescer[V]) restore(batch map[Key]V) {
 	}
 }
 
-// Close stops the background flush, refuses later Adds (ErrClosed), and flushes
-// what is buffered, returning Flush's error. Keys it could not write stay buffered:
-// Pending reports them and a later Flush retries them. Close is idempotent.
+// Close stops the background flush, refuses later Adds (ErrClosed), stops reporting
+// pending keys to the meter provider, and flushes what is buffered, returning
+// Flush's error (joined with the meter provider's, if unregistering failed). Keys it
+// could not write stay buffered: Pending reports them and a later Flush retries
+// them. Close is idempotent.
 func (c *Coalescer[V]) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.stopOnce.Do(func() { close(c.stop) })
+	var unregErr error
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		unregErr = c.sig.close()
+	})
 	<-c.done
-	return c.Flush(ctx)
+	return errors.Join(c.Flush(ctx), unregErr)
 }
 
 // Pending returns the number of keys buffered.

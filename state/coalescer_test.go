@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 )
@@ -254,7 +256,8 @@ func TestCoalescerRejectsAndCloses(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
-	for _, opt := range []state.CoalescerOption{state.WithFlushInterval(-1), state.WithMaxKeys(0), state.WithFlushConcurrency(0), state.WithWriteTTL(-1), state.WithErrorHandler(nil), nil} {
+	for _, opt := range []state.CoalescerOption{state.WithFlushInterval(-1), state.WithMaxKeys(0), state.WithFlushConcurrency(0), state.WithWriteTTL(-1), state.WithErrorHandler(nil), nil,
+		state.WithMeterProvider(nil), state.WithMeterProvider((*sdkmetric.MeterProvider)(nil)), state.WithLogger(nil)} {
 		if _, err := state.NewCoalescer[int64](st, monoid.Sum[int64]{}, opt); !errors.Is(err, state.ErrInvalidArgument) {
 			t.Errorf("bad option: %v", err)
 		}

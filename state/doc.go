@@ -73,6 +73,7 @@
 //   - Coalescer keeps per-key arrival order (so any monoid works), retries failed
 //     keys on the next flush, reports every error (Flush, Close or an error handler)
 //     and refuses new keys with ErrBufferFull when a full buffer cannot be flushed.
+//     It reports pending keys and its flushes to WithMeterProvider and WithLogger.
 //   - Sharded refuses non-commutative monoids; its shards expire independently.
 //
 // # Operating Redis
@@ -94,7 +95,8 @@
 // constructor an option type of its own kind (StoreOption, DeduperOption, ...), so
 // that an option a constructor does not use does not compile. Call CheckMonoid in
 // constructors, the Check functions before any I/O, Combine for every merged value,
-// and RetryCASPolicy for the BytesStore loop.
+// and RetryCASPolicy for the BytesStore loop (CASPolicy.OnRetry tells of each
+// retried race as it happens, for the backend's metrics and logs).
 //
 // # Example
 //
