@@ -250,7 +250,7 @@ func RunMarkerWatcher(t *testing.T, h Harness) {
 			p, k := s.open(t), newIDs(t)
 			ch := watch(t.Context(), p, "")
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker")
-			time.Sleep(markerGap)
+			s.sleep(t, markerGap)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker again")
 			key := markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: k.date, Source: k.other})
 			recs := until(t, ch, map[string]int{key: 2}, "watch a rewritten marker")

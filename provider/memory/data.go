@@ -34,7 +34,17 @@ type data struct {
 	markers      map[slot]types.CascadeMarker
 	readiness    map[string]readiness
 	locks        map[string]lock
-	fences       map[string]int64 // survive expiry and release, forever
+	fences       map[string]int64      // survive expiry and release, forever
+	markerLog    []types.CascadeMarker // every marker write; a write's cursor is its index+1
+	// written is closed (and replaced) by every event append and marker write, to
+	// wake followers and watchers.
+	written chan struct{}
+}
+
+// wake tells followers and watchers that something was written; d must be locked.
+func (d *data) wake() {
+	close(d.written)
+	d.written = make(chan struct{})
 }
 
 // slot is a (pipeline, date, schedule) key.
@@ -55,6 +65,7 @@ func newData() *data {
 		readiness:    map[string]readiness{},
 		locks:        map[string]lock{},
 		fences:       map[string]int64{},
+		written:      make(chan struct{}),
 	}
 }
 

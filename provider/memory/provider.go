@@ -81,6 +81,9 @@ var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.Leaser        = (*Provider)(nil)
 	_ provider.CascadeReader = (*Provider)(nil)
+	_ provider.RunCreator    = (*Provider)(nil)
+	_ provider.EventFollower = (*Provider)(nil)
+	_ provider.MarkerWatcher = (*Provider)(nil)
 )
 
 // New returns a Provider on new, empty data. It fails only on an invalid or nil

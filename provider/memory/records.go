@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"iter"
 	"slices"
 
 	"github.com/pipestate/pipestate/provider"
@@ -135,7 +136,35 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m })
+	return p.write(ctx, func(s *data) {
+		s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m
+		s.markerLog = append(s.markerLog, m)
+		s.wake()
+	})
+}
+
+// WatchCascadeMarkers implements provider.MarkerWatcher. Memory keeps every
+// marker write, so no cursor expires; cursors are decimal sequence numbers.
+func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		since, err := provider.ParseSeqCursor(cursor)
+		if err != nil {
+			yield(types.CascadeMarkerRecord{}, err)
+			return
+		}
+		follow(ctx, p, func() ([]types.CascadeMarkerRecord, error) {
+			if err := p.begin(ctx); err != nil {
+				return nil, err
+			}
+			defer p.s.mu.Unlock()
+			var out []types.CascadeMarkerRecord
+			for since < int64(len(p.s.markerLog)) && len(out) < followPage {
+				since++
+				out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
+			}
+			return out, nil
+		}, yield)
+	}
 }
 
 // ListCascadeMarkers implements provider.CascadeReader.

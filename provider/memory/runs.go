@@ -71,3 +71,20 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	p.s.runs[runID] = r
 	return true, nil
 }
+
+// CreateRunState implements provider.RunCreator.
+func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	r, err := stored(provider.PrepareCreateRun(run, p.now()))
+	if err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	defer p.s.mu.Unlock()
+	if _, ok := p.s.runs[r.RunID]; ok {
+		return false, nil
+	}
+	p.s.runs[r.RunID] = r
+	return true, nil
+}
