@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"iter"
 	"os"
 	"os/exec"
 	"regexp"
@@ -37,6 +38,9 @@ type full interface {
 	provider.Provider
 	provider.Leaser
 	provider.CascadeReader
+	provider.RunCreator
+	provider.EventFollower
+	provider.MarkerWatcher
 	Owner() string
 }
 
@@ -1068,7 +1072,91 @@ type brokenBackend struct {
 	wrap func(p full, s *shared) provider.Provider
 }
 
+// createOverwrites stores the run whether or not it exists.
+type createOverwrites struct{ full }
+
+func (b createOverwrites) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	return true, b.full.PutRunState(ctx, run)
+}
+
+// createChecksThenPuts reads, then writes: two creators that both read "missing"
+// both create. The pause between the two steps makes the race certain.
+type createChecksThenPuts struct{ full }
+
+func (b createChecksThenPuts) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	cur, err := b.full.GetRunState(ctx, run.RunID)
+	if err != nil || cur != nil {
+		return false, err
+	}
+	time.Sleep(20 * time.Millisecond)
+	return true, b.full.PutRunState(ctx, run)
+}
+
+// followSnapshot yields what is in the log when it starts, then only waits.
+type followSnapshot struct{ full }
+
+func (b followSnapshot) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		recs, err := b.full.ReadEventsSince(ctx, pipelineID, cursor, 1<<20)
+		if err != nil {
+			yield(types.EventRecord{}, err)
+			return
+		}
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+		<-ctx.Done()
+		yield(types.EventRecord{}, ctx.Err())
+	}
+}
+
+// followRepeatsCursor yields the cursor's own event again before the ones after it.
+type followRepeatsCursor struct{ full }
+
+func (b followRepeatsCursor) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	if n, err := strconv.Atoi(cursor); err == nil && n > 0 {
+		cursor = strconv.Itoa(n - 1)
+	}
+	return b.full.FollowEvents(ctx, pipelineID, cursor)
+}
+
+// watchOncePerMarker delivers each marker once, however often it is rewritten.
+type watchOncePerMarker struct{ full }
+
+func (b watchOncePerMarker) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		seen := map[string]bool{}
+		for r, err := range b.full.WatchCascadeMarkers(ctx, cursor) {
+			key := r.Marker.PipelineID + "|" + r.Marker.Date + "|" + r.Marker.ScheduleID
+			if err == nil && seen[key] {
+				continue
+			}
+			seen[key] = true
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
 var brokenBackends = []brokenBackend{
+	// RunCreator: an existing run is left alone.
+	{"create_overwrites", "RunCreator/create_once",
+		func(p full, _ *shared) provider.Provider { return createOverwrites{p} }},
+	// RunCreator: exactly one of concurrent creates wins.
+	{"create_checks_then_puts", "RunCreator/concurrent_creates_one_winner",
+		func(p full, _ *shared) provider.Provider { return createChecksThenPuts{p} }},
+	// EventFollower: events appended after the follow started are delivered.
+	{"follow_snapshot", "EventFollower/from_start_then_live",
+		func(p full, _ *shared) provider.Provider { return followSnapshot{p} }},
+	// EventFollower: strictly after the cursor.
+	{"follow_repeats_cursor", "EventFollower/from_cursor",
+		func(p full, _ *shared) provider.Provider { return followRepeatsCursor{p} }},
+	// MarkerWatcher: a rewrite is a new write, delivered again.
+	{"watch_once_per_marker", "MarkerWatcher/rewrite_delivered_again",
+		func(p full, _ *shared) provider.Provider { return watchOncePerMarker{p} }},
 	// Runs: CAS succeeds only if the stored Version equals expectedVersion.
 	{"cas_ignores_version", "RunStore/cas_version_mismatch",
 		func(p full, _ *shared) provider.Provider { return casIgnoresVersion{p} }},
