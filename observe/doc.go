@@ -54,4 +54,30 @@
 // memory for the built-in backends and the package name of any other backend's type
 // unless WithSystem sets it. Counters count calls that returned without error (a
 // held lease is counted as held, though AcquireLease returns ErrLockHeld).
+//
+// # Backend signals
+//
+// What only a backend knows, it records itself, through the meter provider and
+// *slog.Logger of its WithMeterProvider and WithLogger options (nil: the global
+// meter provider, no logs), and as events (pipestate.retry, pipestate.giveup,
+// pipestate.repair) on the span in the call's context — the decorator's, when both
+// are used. Logs: Debug per retry and per flush, Warn per give-up and failed flush,
+// Info per repair; IDs and counts, never user values.
+//
+//	instrument                          kind        unit     attributes                            meaning
+//	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:
+//	                                                         pipestate.retry.reason                cas_conflict (a BytesStore merge lost a race),
+//	                                                                                               transaction_conflict, throttled, unprocessed
+//	                                                                                               (DynamoDB), sequence_race (a DynamoDB append)
+//	pipestate.giveups                   counter     {call}   same                                  a call that failed after its last retry
+//	                                                                                               (ErrContention); lost races = retries + giveups
+//	pipestate.redis.script.loads        counter     {load}   db.system.name                        a Lua script sent with EVAL after NOSCRIPT (first
+//	                                                                                               use on a server, restart, failover, SCRIPT FLUSH)
+//	pipestate.redis.index.repairs       counter     {entry}  db.system.name                        list index entries a Redis reader repaired
+//	pipestate.batch.size                histogram   {item}   db.system.name, db.operation.name     items per DynamoDB group commit or batch request
+//	pipestate.coalescer.pending         observable  {key}    none                                  keys buffered by the Coalescers of a meter
+//	                                    up-down                                                    provider, not yet written
+//	pipestate.coalescer.flush.size      histogram   {key}    none                                  keys taken by one flush
+//	pipestate.coalescer.flush.duration  histogram   s        none                                  duration of one flush
+//	pipestate.coalescer.flush.failures  counter     {flush}  none                                  flushes that returned an error
 package observe
