@@ -420,3 +420,63 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("typed nil provider: %v, want ErrInvalidArgument", err)
 	}
 }
+
+// TestStreamsAndCreates: a follow is one span carrying the number of records it
+// yielded, ended without an error by the caller's cancel; creates count created
+// and exists.
+func TestStreamsAndCreates(t *testing.T) {
+	r := newRig(t)
+	mem, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := observe.Provider(mem, r.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for range 3 {
+		if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "orders"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	followCtx, cancel := context.WithCancel(ctx)
+	n := 0
+	for _, err := range p.(provider.EventFollower).FollowEvents(followCtx, "orders", "") {
+		if err != nil {
+			break
+		}
+		if n++; n == 3 {
+			cancel()
+		}
+	}
+	var follows int
+	for _, s := range r.spans.Ended() {
+		if s.Name() != "FollowEvents" {
+			continue
+		}
+		follows++
+		set := attribute.NewSet(s.Attributes()...)
+		if v, _ := set.Value(observe.AttrRecords); v.AsInt64() != 3 {
+			t.Errorf("FollowEvents span records = %d, want 3", v.AsInt64())
+		}
+		if s.Status().Code == codes.Error {
+			t.Errorf("a follow ended by the caller's cancel has status Error: %v", s.Status())
+		}
+	}
+	if follows != 1 {
+		t.Errorf("%d FollowEvents spans, want 1", follows)
+	}
+	c := p.(provider.RunCreator)
+	run := types.RunState{RunID: "r1", PipelineID: "orders", Status: types.RunPending}
+	for range 2 {
+		if _, err := c.CreateRunState(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []string{observe.OutcomeCreated, observe.OutcomeExists} {
+		if got := r.count(t, "pipestate.run.create", outcome(o)); got != 1 {
+			t.Errorf("pipestate.run.create %s = %d, want 1", o, got)
+		}
+	}
+}
