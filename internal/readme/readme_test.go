@@ -28,6 +28,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -41,6 +42,7 @@ var (
 	msg       struct{ ID string }
 	now       time.Time
 	p         provider.Provider
+	rp        *redis.Provider
 )
 
 // mybackend stands for a third party's backend package.
@@ -50,6 +52,8 @@ var mybackend struct {
 
 func dbFor(*testing.T) any                   { return nil }
 func clockFor(*testing.T) *fakeclock.Clock    { return nil }
+func compact(context.Context, int64)         {}
+func evaluate(pipelineID, date string)       {}
 `
 
 // imports are what a snippet may use; unused ones are not errors here.
@@ -60,6 +64,7 @@ const imports = `import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
+	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/provider/memory"
