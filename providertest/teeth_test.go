@@ -20,6 +20,7 @@ import (
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memory/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/types"
 )
@@ -1354,11 +1355,11 @@ func TestBrokenBackend(t *testing.T) {
 		t.Fatalf("%s=%q names no broken backend", brokenEnv, name)
 	}
 	wrap := brokenBackends[i].wrap
-	b := new(memoryBackend)
-	providertest.Run(t, b.harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+	b := memorytest.New()
+	providertest.Run(t, b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
 		s := sharedOf(t)
 		s.mu.Lock()
-		s.now = b.get(t).clock.Now
+		s.now = func() time.Time { return b.Now(t) }
 		s.instances = append(s.instances, p)
 		s.mu.Unlock()
 		return wrap(p, s)

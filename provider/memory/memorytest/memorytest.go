@@ -1,0 +1,92 @@
+// Package memorytest opens memory providers for conformance runs
+// (providertest.Run): each test gets fresh data and a fake clock that the providers
+// it opens share, so the suite's expiry tests advance time instead of sleeping. A
+// decorator of any provider (observe.Provider, a caching or retrying wrapper of
+// your own) proves it keeps the contract by running the suite over memory
+// providers it wraps:
+//
+//	b := memorytest.New()
+//	providertest.Run(t, b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+//		return mywrapper.Wrap(p)
+//	}))
+package memorytest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/internal/fakeclock"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/providertest"
+)
+
+// EventRetention is the event retention of the providers Open returns; the
+// harness's ExpireEvents moves the test's clock past it.
+const EventRetention = 30 * 24 * time.Hour
+
+// Start is the fake clock's time when a test begins.
+var Start = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+
+// Backend holds the data and clock of each test, by t.Name(). The zero value is not
+// usable; call New.
+type Backend struct {
+	tests sync.Map // t.Name() -> *env
+}
+
+type env struct {
+	data  *memory.Provider // the first handle on the test's data
+	clock *fakeclock.Clock
+}
+
+// New returns an empty Backend.
+func New() *Backend { return &Backend{} }
+
+func (b *Backend) env(t *testing.T) *env {
+	if v, ok := b.tests.Load(t.Name()); ok {
+		return v.(*env)
+	}
+	data, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := b.tests.LoadOrStore(t.Name(), &env{data: data, clock: fakeclock.New(Start)})
+	return v.(*env)
+}
+
+// Open returns a provider on t's data and clock (with EventRetention), stopped when
+// t ends; opts come after those two and may override them.
+func (b *Backend) Open(t *testing.T, opts ...memory.Option) *memory.Provider {
+	t.Helper()
+	e := b.env(t)
+	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithEventRetention(EventRetention)}
+	p, err := e.data.NewHandle(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return p
+}
+
+// Advance moves t's clock forward by d.
+func (b *Backend) Advance(t *testing.T, d time.Duration) { b.env(t).clock.Advance(d) }
+
+// Now returns t's clock reading.
+func (b *Backend) Now(t *testing.T) time.Time { return b.env(t).clock.Now() }
+
+// Harness returns a providertest.Harness whose providers are wrap(t, Open(t));
+// a nil wrap returns them as they are.
+func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.Provider) providertest.Harness {
+	if wrap == nil {
+		wrap = func(_ *testing.T, p *memory.Provider) provider.Provider { return p }
+	}
+	return providertest.Harness{
+		Open:         func(t *testing.T) provider.Provider { return wrap(t, b.Open(t)) },
+		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return wrap(t, b.Open(t, memory.WithOwner(owner))) },
+		Sleep:        b.Advance,
+		Now:          b.Now,
+		ExpireEvents: func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
+	}
+}
