@@ -1,6 +1,7 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
-// provider.Leaser and provider.CascadeReader) on one SQLite database file, through
-// database/sql and the pure-Go driver modernc.org/sqlite (no cgo). It passes
+// provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
+// provider.EventFollower and provider.MarkerWatcher) on one SQLite database file,
+// through database/sql and the pure-Go driver modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
 // database; ../README.md says what to change.
 //
@@ -10,14 +11,28 @@
 //
 // Where atomicity comes from:
 //   - a single SQL statement is atomic (upserts, deletes, the lease renewal);
-//   - multi-statement changes (CAS, locks, leases) run in a transaction opened with
-//     BEGIN IMMEDIATE (the DSN's _txlock=immediate), which takes SQLite's write lock
-//     before the first read, so read-check-write cannot interleave with another
-//     writer, in this process or any other process on the same file;
+//   - CreateRunState is one INSERT ... ON CONFLICT DO NOTHING, created iff it
+//     changed a row;
+//   - multi-statement changes (CAS, locks, leases, cascade markers) run in a
+//     transaction opened with BEGIN IMMEDIATE (the DSN's _txlock=immediate), which
+//     takes SQLite's write lock before the first read, so read-check-write cannot
+//     interleave with another writer, in this process or any other process on the
+//     same file;
 //   - busy_timeout makes a writer wait for the lock instead of failing with
 //     SQLITE_BUSY; WAL lets readers run while a writer holds it.
 //
 // Times that are compared or ordered are stored as fixed-width UTC text (sortTime),
 // so string order is time order; expires_at is NULL for "never expires", and a row
 // is live while now < expires_at, judged when reading.
+//
+// Following: SQLite cannot notify another process of a commit, so FollowEvents and
+// WatchCascadeMarkers poll. After a read that finds nothing a follower waits 10ms,
+// then twice as long after each further empty read, up to WithMaxPollInterval
+// (DefaultMaxPollInterval, 500ms), and reads again at once after a read that found
+// something. A commit of AppendEvent or WriteCascadeMarker through any Provider open
+// on the same path in this process wakes the followers at once, so only writes from
+// other processes wait for a poll. Cursors are sequence numbers in commit order (the
+// events' seq, marker_log's seq), so no follower skips a write. Every marker write is
+// kept in marker_log, forever unless WithMarkerLogRetention; a watch cursor older
+// than a deleted write is expired (provider.ErrCursorExpired).
 package sqlite

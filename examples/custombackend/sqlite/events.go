@@ -2,21 +2,44 @@ package sqlite
 
 import (
 	"context"
+	"iter"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
 // AppendEvent implements provider.EventStore. The event is kept for the provider's
-// event retention (WithEventRetention), forever by default.
+// event retention (WithEventRetention), forever by default. Once it is committed,
+// the followers of the file in this process are woken.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	e, err := provider.PrepareEvent(ev, now)
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "append event", e, `INSERT INTO events (pipeline_id, expires_at, body) VALUES (?, ?, ?)`,
+	err = p.put(ctx, "append event", e, `INSERT INTO events (pipeline_id, expires_at, body) VALUES (?, ?, ?)`,
 		e.PipelineID, expiresAt(after(now, p.eventRetention)))
+	if err == nil {
+		p.wake.notify()
+	}
+	return err
+}
+
+// FollowEvents implements provider.EventFollower: it reads pages with
+// ReadEventsSince (so bad input fails as there, and events dropped by retention are
+// skipped) and, between pages that find nothing, polls as the package doc says.
+// Since seq order is commit order, a follower never skips an event.
+func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		since := cursor // each iteration of the sequence starts at cursor
+		follow(ctx, p, func() ([]types.EventRecord, error) {
+			recs, err := p.ReadEventsSince(ctx, pipelineID, since, followPage)
+			if len(recs) > 0 {
+				since = recs[len(recs)-1].StreamID
+			}
+			return recs, err
+		}, yield)
+	}
 }
 
 // ListEvents implements provider.EventStore.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,10 @@ const DefaultReadinessTTL = 5 * time.Minute
 // DefaultBusyTimeout is how long a write waits for another writer's lock before
 // failing, unless WithBusyTimeout says otherwise.
 const DefaultBusyTimeout = 10 * time.Second
+
+// DefaultMaxPollInterval is the longest wait between two reads of an idle follower
+// or watcher unless WithMaxPollInterval says otherwise.
+const DefaultMaxPollInterval = 500 * time.Millisecond
 
 // Option configures a Provider. A nil Option, or one given a bad value, makes New
 // fail with an error wrapping provider.ErrInvalidArgument.
@@ -87,6 +92,36 @@ func WithEventRetention(d time.Duration) Option {
 	}
 }
 
+// WithMarkerLogRetention keeps each cascade marker write in the log that
+// WatchCascadeMarkers reads for d after it was written, by the provider's clock:
+// each WriteCascadeMarker deletes the log rows older than that, and a watch from a
+// cursor before a deleted row ends with an error wrapping provider.ErrCursorExpired.
+// The default, 0, keeps every write forever; d must be at most provider.MaxTTL.
+// The markers themselves (ListCascadeMarkers) are never deleted.
+func WithMarkerLogRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("sqlite: WithMarkerLogRetention: %w", err)
+		}
+		p.markerRetention = d
+		return nil
+	}
+}
+
+// WithMaxPollInterval sets the longest wait between two reads of an idle
+// FollowEvents or WatchCascadeMarkers (default DefaultMaxPollInterval, at least
+// 10ms): the most a write from another process waits to be delivered. Writes
+// through a Provider on the same path in this process are delivered at once.
+func WithMaxPollInterval(d time.Duration) Option {
+	return func(p *Provider) error {
+		if d < firstPoll {
+			return provider.Invalidf("sqlite: WithMaxPollInterval: interval %v is below %v", d, firstPoll)
+		}
+		p.maxPoll = d
+		return nil
+	}
+}
+
 // WithBusyTimeout sets how long a write waits for the database's write lock
 // (default DefaultBusyTimeout, at least 1ms); past it the call fails with
 // SQLITE_BUSY.
@@ -104,19 +139,25 @@ func WithBusyTimeout(d time.Duration) Option {
 // Providers, in one process or several, may open the same file; each is one client
 // with its own lock owner identity. It is safe for concurrent use.
 type Provider struct {
-	db             *sql.DB
-	now            func() time.Time
-	owner          string
-	readinessTTL   time.Duration
-	eventRetention time.Duration
-	busyTimeout    time.Duration
-	closed         atomic.Bool
+	db              *sql.DB
+	wake            *wakeup // of the file's followers in this process
+	now             func() time.Time
+	owner           string
+	readinessTTL    time.Duration
+	eventRetention  time.Duration
+	markerRetention time.Duration
+	busyTimeout     time.Duration
+	maxPoll         time.Duration
+	closed          atomic.Bool
 }
 
 var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.Leaser        = (*Provider)(nil)
 	_ provider.CascadeReader = (*Provider)(nil)
+	_ provider.RunCreator    = (*Provider)(nil)
+	_ provider.EventFollower = (*Provider)(nil)
+	_ provider.MarkerWatcher = (*Provider)(nil)
 )
 
 // New opens (creating if needed) the SQLite database file at path, creates the
@@ -130,6 +171,7 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 		owner:        randomHex(),
 		readinessTTL: DefaultReadinessTTL,
 		busyTimeout:  DefaultBusyTimeout,
+		maxPoll:      DefaultMaxPollInterval,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -141,6 +183,10 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 	}
 	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
 		return nil, provider.Invalidf("sqlite: path %q must name a file and not contain '?'", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	q := url.Values{}
 	q.Set("_txlock", "immediate") // every BeginTx is BEGIN IMMEDIATE
@@ -156,6 +202,7 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("sqlite: create schema in %s: %w", path, err)
 	}
 	p.db = db
+	p.wake = openWakeup(abs)
 	return p, nil
 }
 
@@ -170,6 +217,7 @@ func (p *Provider) Stop(ctx context.Context) error {
 	if p.closed.Swap(true) {
 		return nil
 	}
+	p.wake.release()
 	if err := p.db.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}

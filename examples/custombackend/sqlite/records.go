@@ -2,6 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"iter"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -138,20 +141,115 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 		pipelineID, date, schedule)
 }
 
-// WriteCascadeMarker implements provider.CascadeStore. The marker's seq, which
-// orders markers written at the same WrittenAt, comes from a subquery of the same
-// statement.
+// WriteCascadeMarker implements provider.CascadeStore. In one transaction it
+// upserts the marker, whose seq (ordering markers written at the same WrittenAt)
+// comes from a subquery of the same statement, appends the write to marker_log,
+// and deletes the log rows past the marker log retention (WithMarkerLogRetention).
+// Once it is committed, the watchers of the file in this process are woken.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now())
+	const op = "write cascade marker"
+	now := p.now()
+	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "write cascade marker", m,
-		`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body)
-		 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?)
-		 ON CONFLICT (pipeline_id, schedule_id, date) DO UPDATE
-		 SET written_at = excluded.written_at, seq = excluded.seq, body = excluded.body`,
-		m.PipelineID, m.ScheduleID, m.Date, sortTime(m.WrittenAt))
+	body, err := encode(m)
+	if err != nil {
+		return err
+	}
+	written := sortTime(m.WrittenAt)
+	err = p.inTx(ctx, op, func(tx *sql.Tx) error {
+		if _, err := p.exec(ctx, tx, op,
+			`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body)
+			 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?)
+			 ON CONFLICT (pipeline_id, schedule_id, date) DO UPDATE
+			 SET written_at = excluded.written_at, seq = excluded.seq, body = excluded.body`,
+			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
+			return err
+		}
+		if _, err := p.exec(ctx, tx, op,
+			`INSERT INTO marker_log (pipeline_id, schedule_id, date, written_at, body) VALUES (?, ?, ?, ?, ?)`,
+			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
+			return err
+		}
+		if p.markerRetention == 0 {
+			return nil
+		}
+		_, err := p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.markerRetention)))
+		return err
+	})
+	if err == nil {
+		p.wake.notify()
+	}
+	return err
+}
+
+// WatchCascadeMarkers implements provider.MarkerWatcher. The cursor is the write's
+// marker_log seq (provider.ParseSeqCursor, provider.FormatSeqCursor), in commit
+// order like the events' seq. The log is the writes after the highest seq ever
+// deleted from it (marker_log_trimmed); "" starts at its oldest write, and a cursor
+// below that seq ends the watch with an error wrapping provider.ErrCursorExpired,
+// since a write after it is gone. Between reads that find nothing it polls as the
+// package doc says. Each write is delivered once to a watch; a resumed watch
+// starts strictly after its cursor.
+func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		since, err := provider.ParseSeqCursor(cursor)
+		if err != nil {
+			yield(types.CascadeMarkerRecord{}, err)
+			return
+		}
+		if cursor == "" {
+			since = fromOldest
+		}
+		follow(ctx, p, func() (recs []types.CascadeMarkerRecord, err error) {
+			recs, since, err = p.readMarkerLog(ctx, since)
+			return recs, err
+		}, yield)
+	}
+}
+
+// fromOldest is readMarkerLog's since for a watch from the oldest retained write.
+const fromOldest = -1
+
+// readMarkerLog returns up to followPage marker writes after seq since (or from the
+// oldest retained one) and the seq to read after next time. One statement reads
+// the writes and the highest deleted seq, so both come from one snapshot: a since
+// at or above that seq has missed nothing, one below it is expired.
+func (p *Provider) readMarkerLog(ctx context.Context, since int64) ([]types.CascadeMarkerRecord, int64, error) {
+	const op = "watch cascade markers"
+	out := []types.CascadeMarkerRecord{}
+	next := since
+	err := p.each(ctx, op,
+		`SELECT t.seq, l.seq, l.body
+		 FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM marker_log_trimmed) AS t
+		 LEFT JOIN marker_log AS l ON l.seq > MAX(?, t.seq)
+		 ORDER BY l.seq LIMIT ?`,
+		[]any{since, followPage},
+		func(scan func(...any) error) error {
+			var trimmed int64
+			var seq sql.NullInt64
+			var body sql.NullString
+			if err := scan(&trimmed, &seq, &body); err != nil {
+				return p.fail(ctx, op, err)
+			}
+			if since != fromOldest && since < trimmed {
+				return fmt.Errorf("sqlite: %s: cursor %d is older than the log (writes up to %d were deleted): %w",
+					op, since, trimmed, provider.ErrCursorExpired)
+			}
+			if !seq.Valid { // no write after since: the log ends at trimmed at the latest
+				next = max(since, trimmed)
+				return nil
+			}
+			m, err := decode[types.CascadeMarker](op, body.String)
+			out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(seq.Int64), Marker: m})
+			next = seq.Int64
+			return err
+		})
+	if err != nil {
+		return nil, since, err
+	}
+	return out, next, nil
 }
 
 // ListCascadeMarkers implements provider.CascadeReader. Markers written at the same

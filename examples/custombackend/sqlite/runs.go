@@ -17,20 +17,38 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err != nil {
 		return err
 	}
-	body, err := encode(r)
-	if err != nil {
-		return err
-	}
-	n, err := p.exec(ctx, p.db, "put run state",
-		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (run_id) DO UPDATE
+	n, err := p.insertRun(ctx, "put run state", r,
+		`ON CONFLICT (run_id) DO UPDATE
 		 SET version = excluded.version, created_at = excluded.created_at, body = excluded.body
-		 WHERE runs.pipeline_id = excluded.pipeline_id`,
-		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body)
+		 WHERE runs.pipeline_id = excluded.pipeline_id`)
 	if err == nil && n == 0 {
 		return provider.Invalidf("run %q is stored under another pipeline than %q", r.RunID, r.PipelineID)
 	}
 	return err
+}
+
+// CreateRunState implements provider.RunCreator. It is one INSERT ... ON CONFLICT
+// DO NOTHING: the run is created iff one row changed, so of concurrent creates, in
+// this process or another, exactly one wins.
+func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	r, err := provider.PrepareCreateRun(run, p.now())
+	if err != nil {
+		return false, err
+	}
+	n, err := p.insertRun(ctx, "create run state", r, `ON CONFLICT (run_id) DO NOTHING`)
+	return err == nil && n == 1, err
+}
+
+// insertRun inserts r's row, with onConflict saying what happens when the run
+// exists, and returns the number of rows changed.
+func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, onConflict string) (int64, error) {
+	body, err := encode(r)
+	if err != nil {
+		return 0, err
+	}
+	return p.exec(ctx, p.db, op,
+		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body) VALUES (?, ?, ?, ?, ?) `+onConflict,
+		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body)
 }
 
 // GetRunState implements provider.RunStore.

@@ -97,6 +97,32 @@ CREATE TABLE IF NOT EXISTS cascade_markers (
 );
 CREATE INDEX IF NOT EXISTS cascade_markers_by_time ON cascade_markers (pipeline_id, written_at DESC, seq DESC);
 
+-- marker_log is every cascade marker write, in commit order: WatchCascadeMarkers
+-- reads it, and seq is its cursor (in commit order for the same reason as events.seq).
+-- WriteCascadeMarker appends to it in the transaction of the upsert into
+-- cascade_markers and deletes the rows past its retention (WithMarkerLogRetention).
+CREATE TABLE IF NOT EXISTS marker_log (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	pipeline_id TEXT NOT NULL,
+	schedule_id TEXT NOT NULL,
+	date        TEXT NOT NULL,
+	written_at  TEXT NOT NULL,
+	body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS marker_log_by_time ON marker_log (written_at);
+
+-- marker_log_trimmed is the one row (id 1) holding the highest seq ever deleted from
+-- marker_log, kept by a trigger on whatever deletes there (retention or by hand): a
+-- watch cursor below it has lost a write and is expired.
+CREATE TABLE IF NOT EXISTS marker_log_trimmed (
+	id  INTEGER PRIMARY KEY CHECK (id = 1),
+	seq INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS marker_log_deleted AFTER DELETE ON marker_log BEGIN
+	INSERT INTO marker_log_trimmed (id, seq) VALUES (1, old.seq)
+	ON CONFLICT (id) DO UPDATE SET seq = MAX(seq, excluded.seq);
+END;
+
 -- locks holds both locks and leases (they share one key space). holder is the
 -- provider instance's owner for a lock and the lease token for a lease.
 CREATE TABLE IF NOT EXISTS locks (
