@@ -59,6 +59,21 @@ type BatchOptions struct {
 	MaxRetries int
 	// MaxConcurrency bounds the calls in flight (0: one per chunk, all at once).
 	MaxConcurrency int
+	// OnRetry, when not nil, is called before each retry round of a chunk's
+	// unprocessed keys or items, with the round's number (1 for the first); rounds
+	// that run out of retries end in ErrUnprocessed instead. Chunks run
+	// concurrently, so it must be safe for concurrent use.
+	OnRetry func(ctx context.Context, retry int)
+	// APIOptions go to every BatchGetItem or BatchWriteItem call.
+	APIOptions []func(*ddb.Options)
+}
+
+// retry waits before retry round attempt+1 of a chunk, after calling OnRetry.
+func (o BatchOptions) retry(ctx context.Context, attempt int) error {
+	if o.OnRetry != nil {
+		o.OnRetry(ctx, attempt+1)
+	}
+	return o.policy().Wait(ctx, attempt)
 }
 
 func (o BatchOptions) policy() backoff.Policy {
@@ -99,7 +114,7 @@ func BatchGet(ctx context.Context, api BatchGetAPI, table string, keys []map[str
 		}
 		pending := map[string]ddbtypes.KeysAndAttributes{table: ka}
 		for attempt := 0; ; attempt++ {
-			res, err := api.BatchGetItem(ctx, &ddb.BatchGetItemInput{RequestItems: pending})
+			res, err := api.BatchGetItem(ctx, &ddb.BatchGetItemInput{RequestItems: pending}, o.APIOptions...)
 			if err != nil {
 				return fmt.Errorf("batch get %s: %w", table, err)
 			}
@@ -113,7 +128,7 @@ func BatchGet(ctx context.Context, api BatchGetAPI, table string, keys []map[str
 			if attempt >= o.retries() {
 				return fmt.Errorf("batch get %s: %w: %d keys", table, ErrUnprocessed, len(left.Keys))
 			}
-			if err := o.policy().Wait(ctx, attempt); err != nil {
+			if err := o.retry(ctx, attempt); err != nil {
 				return err
 			}
 			pending = map[string]ddbtypes.KeysAndAttributes{table: left}
@@ -133,7 +148,7 @@ func BatchWrite(ctx context.Context, api BatchWriteAPI, table string, reqs []ddb
 	return chunks(ctx, len(reqs), MaxBatchWriteItems, o.MaxConcurrency, func(ctx context.Context, lo, hi int) error {
 		pending := map[string][]ddbtypes.WriteRequest{table: reqs[lo:hi]}
 		for attempt := 0; ; attempt++ {
-			res, err := api.BatchWriteItem(ctx, &ddb.BatchWriteItemInput{RequestItems: pending})
+			res, err := api.BatchWriteItem(ctx, &ddb.BatchWriteItemInput{RequestItems: pending}, o.APIOptions...)
 			if err != nil {
 				return fmt.Errorf("batch write %s: %w", table, err)
 			}
@@ -144,7 +159,7 @@ func BatchWrite(ctx context.Context, api BatchWriteAPI, table string, reqs []ddb
 			if attempt >= o.retries() {
 				return fmt.Errorf("batch write %s: %w: %d items", table, ErrUnprocessed, len(left))
 			}
-			if err := o.policy().Wait(ctx, attempt); err != nil {
+			if err := o.retry(ctx, attempt); err != nil {
 				return err
 			}
 			pending = map[string][]ddbtypes.WriteRequest{table: left}

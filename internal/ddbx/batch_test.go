@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,6 +44,7 @@ type fakeBatch struct {
 	seen       map[string]int
 	gate       sync.WaitGroup
 	gateActive bool
+	optFns     int // calls that were given an option
 }
 
 func (f *fakeBatch) enter(ctx context.Context, n int) (leave int, err error) {
@@ -72,8 +74,13 @@ func (f *fakeBatch) enter(ctx context.Context, n int) (leave int, err error) {
 	return leave, f.failWith
 }
 
-func (f *fakeBatch) BatchGetItem(ctx context.Context, in *ddb.BatchGetItemInput, _ ...func(*ddb.Options)) (*ddb.BatchGetItemOutput, error) {
+func (f *fakeBatch) BatchGetItem(ctx context.Context, in *ddb.BatchGetItemInput, optFns ...func(*ddb.Options)) (*ddb.BatchGetItemOutput, error) {
 	defer f.inFlight.Add(-1)
+	if len(optFns) > 0 {
+		f.mu.Lock()
+		f.optFns++
+		f.mu.Unlock()
+	}
 	ka := in.RequestItems["t"]
 	leave, err := f.enter(ctx, len(ka.Keys))
 	if err != nil {
@@ -147,9 +154,18 @@ func TestBatchGetGivesUp(t *testing.T) {
 	f := &fakeBatch{leave: 100, unproc: 1}
 	o := fast
 	o.MaxRetries = 2
+	var retries []int
+	o.OnRetry = func(_ context.Context, retry int) { retries = append(retries, retry) }
+	o.APIOptions = []func(*ddb.Options){func(*ddb.Options) {}}
 	_, err := BatchGet(context.Background(), f, "t", keysN(5), o)
 	if !errors.Is(err, ErrUnprocessed) || f.calls != 3 {
 		t.Fatalf("err %v after %d calls, want ErrUnprocessed after 3", err, f.calls)
+	}
+	if !slices.Equal(retries, []int{1, 2}) {
+		t.Errorf("OnRetry called with %v, want [1 2]", retries)
+	}
+	if f.optFns != 3 {
+		t.Errorf("%d calls got the APIOptions, want 3", f.optFns)
 	}
 }
 

@@ -5,7 +5,11 @@
 //     (100 keys, 25 writes), issue the calls concurrently, and retry UnprocessedKeys /
 //     UnprocessedItems with capped exponential backoff and full jitter
 //     (internal/backoff) until everything is done, the retry budget runs out
-//     ([ErrUnprocessed]) or ctx ends;
+//     ([ErrUnprocessed]) or ctx ends, reporting each retry round to
+//     BatchOptions.OnRetry;
+//   - [ThrottleSignals], a per-call SDK option whose middleware records the
+//     throttled attempts the SDK's retryer retried (and a call that ends throttled)
+//     through an internal/signal Recorder;
 //   - error classification with errors.As on the SDK's exception types, never on
 //     message strings: [IsConditionFailed], [ConditionFailedItem], [TxReasons],
 //     [TxConditionFailed], [IsTxConflict], [IsThrottled];

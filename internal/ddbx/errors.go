@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // Cancellation reason codes of a TransactionCanceledException, as documented for
@@ -103,16 +102,7 @@ func IsTxConflict(err error) bool {
 // ProvisionedThroughputExceededException, RequestLimitExceeded, ThrottlingException
 // (matched by the SDK's error code), or a transaction cancelled for throttling.
 func IsThrottled(err error) bool {
-	var pte *ddbtypes.ProvisionedThroughputExceededException
-	if errors.As(err, &pte) {
-		return true
-	}
-	var rle *ddbtypes.RequestLimitExceeded
-	if errors.As(err, &rle) {
-		return true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "ThrottlingException" {
+	if isThrottleException(err) {
 		return true
 	}
 	reasons, _ := TxReasons(err)

@@ -17,9 +17,10 @@ type QueryAPI interface {
 // item in order until fn returns false, fn fails, or the query is exhausted. in is
 // not modified. When next is non-nil it is called before every page after the first
 // and may return a new page Limit (0 leaves in.Limit as is): callers that filter
-// items on the client use it to ask only for what they still need.
+// items on the client use it to ask only for what they still need. optFns go to
+// every Query call.
 func Query(ctx context.Context, api QueryAPI, in *ddb.QueryInput, next func() int32,
-	fn func(item map[string]ddbtypes.AttributeValue) (more bool, err error)) error {
+	fn func(item map[string]ddbtypes.AttributeValue) (more bool, err error), optFns ...func(*ddb.Options)) error {
 	page := *in
 	for first := true; ; first = false {
 		if !first && next != nil {
@@ -27,7 +28,7 @@ func Query(ctx context.Context, api QueryAPI, in *ddb.QueryInput, next func() in
 				page.Limit = &l
 			}
 		}
-		out, err := api.Query(ctx, &page)
+		out, err := api.Query(ctx, &page, optFns...)
 		if err != nil {
 			return fmt.Errorf("query %s: %w", deref(in.TableName), err)
 		}

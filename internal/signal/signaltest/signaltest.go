@@ -1,0 +1,126 @@
+// Package signaltest reads what a backend records through internal/signal in
+// tests: an OpenTelemetry SDK meter provider with a manual reader and a Debug-level
+// JSON logger into a buffer, for the backend's WithMeterProvider and WithLogger.
+package signaltest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// Signals is an OpenTelemetry SDK meter provider read by a manual reader and a
+// Debug-level slog logger writing JSON records to a buffer: what a test gives a
+// backend's WithMeterProvider and WithLogger to check what it records.
+type Signals struct {
+	Meter  *sdkmetric.MeterProvider
+	Log    *slog.Logger
+	reader *sdkmetric.ManualReader
+	logs   lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// NewSignals returns an empty Signals.
+func NewSignals() *Signals {
+	s := &Signals{reader: sdkmetric.NewManualReader()}
+	s.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(s.reader))
+	s.Log = slog.New(slog.NewJSONHandler(&s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return s
+}
+
+// Point is what a collection holds for one instrument, summed over the data points
+// whose attributes include those asked for: Value for counters and gauges, Count and
+// Sum for histograms. Found is false when no such data point was recorded.
+type Point struct {
+	Found bool
+	Value int64
+	Count uint64
+	Sum   float64
+}
+
+// Collect collects now and returns instrument name's Point over the data points
+// that carry every attribute of attrs.
+func (s *Signals) Collect(t testing.TB, name string, attrs ...attribute.KeyValue) Point {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	has := func(set attribute.Set) bool {
+		for _, a := range attrs {
+			if v, ok := set.Value(a.Key); !ok || v != a.Value {
+				return false
+			}
+		}
+		return true
+	}
+	var p Point
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if has(dp.Attributes) {
+						p.Found, p.Value = true, p.Value+dp.Value
+					}
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					if has(dp.Attributes) {
+						p.Found, p.Value = true, p.Value+dp.Value
+					}
+				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range d.DataPoints {
+					if has(dp.Attributes) {
+						p.Found, p.Count, p.Sum = true, p.Count+dp.Count, p.Sum+float64(dp.Sum)
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					if has(dp.Attributes) {
+						p.Found, p.Count, p.Sum = true, p.Count+dp.Count, p.Sum+dp.Sum
+					}
+				}
+			default:
+				t.Fatalf("%s: unexpected data %T", name, m.Data)
+			}
+		}
+	}
+	return p
+}
+
+// Logs returns how many records of level carry message msg.
+func (s *Signals) Logs(level slog.Level, msg string) int {
+	return strings.Count(s.logs.String(), `"level":"`+level.String()+`","msg":"`+msg+`"`)
+}
+
+// LogText returns every record written so far, for failure messages.
+func (s *Signals) LogText() string { return s.logs.String() }
