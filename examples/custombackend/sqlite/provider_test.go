@@ -57,6 +57,9 @@ func TestNewRejects(t *testing.T) {
 		{"tiny busy timeout", filepath.Join(dir, "b.db"), []sqlite.Option{sqlite.WithBusyTimeout(time.Microsecond)}},
 		{"negative event retention", filepath.Join(dir, "e.db"), []sqlite.Option{sqlite.WithEventRetention(-time.Second)}},
 		{"huge event retention", filepath.Join(dir, "f.db"), []sqlite.Option{sqlite.WithEventRetention(provider.MaxTTL + 1)}},
+		{"negative marker log retention", filepath.Join(dir, "m.db"), []sqlite.Option{sqlite.WithMarkerLogRetention(-time.Second)}},
+		{"huge marker log retention", filepath.Join(dir, "l.db"), []sqlite.Option{sqlite.WithMarkerLogRetention(provider.MaxTTL + 1)}},
+		{"tiny max poll interval", filepath.Join(dir, "p.db"), []sqlite.Option{sqlite.WithMaxPollInterval(time.Millisecond)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

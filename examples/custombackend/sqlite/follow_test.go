@@ -1,0 +1,264 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/examples/custombackend/sqlite"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// item is one value a sequence yielded.
+type item[R any] struct {
+	r   R
+	err error
+}
+
+// consume iterates seq on a goroutine, sending what it yields; the channel closes
+// when the sequence ends.
+func consume[R any](seq iter.Seq2[R, error]) <-chan item[R] {
+	out := make(chan item[R], 64)
+	go func() {
+		defer close(out)
+		for r, err := range seq {
+			out <- item[R]{r, err}
+		}
+	}()
+	return out
+}
+
+// receive returns the next value of ch, failing the test when none comes within
+// wait.
+func receive[R any](t *testing.T, ch <-chan item[R], wait time.Duration, what string) item[R] {
+	t.Helper()
+	select {
+	case it, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: the sequence ended", what)
+		}
+		return it
+	case <-time.After(wait):
+		t.Fatalf("%s: nothing within %v", what, wait)
+	}
+	panic("unreachable")
+}
+
+// records receives n records from ch, failing the test on an error.
+func records[R any](t *testing.T, ch <-chan item[R], n int, what string) []R {
+	t.Helper()
+	var out []R
+	for len(out) < n {
+		it := receive(t, ch, 10*time.Second, what)
+		if it.err != nil {
+			t.Fatalf("%s: error after %d of %d records: %v", what, len(out), n, it.err)
+		}
+		out = append(out, it.r)
+	}
+	return out
+}
+
+// endsWith receives from ch until an error, which must wrap target, and checks
+// that the sequence then ends.
+func endsWith[R any](t *testing.T, ch <-chan item[R], target error, what string) {
+	t.Helper()
+	for {
+		it := receive(t, ch, 10*time.Second, what)
+		if it.err == nil {
+			continue
+		}
+		if !errors.Is(it.err, target) {
+			t.Errorf("%s: %v, want an error wrapping %v", what, it.err, target)
+		}
+		if _, ok := <-ch; ok {
+			t.Errorf("%s: the sequence went on after its error", what)
+		}
+		return
+	}
+}
+
+func open(t *testing.T, path string, opts ...sqlite.Option) *sqlite.Provider {
+	t.Helper()
+	p, err := sqlite.New(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return p
+}
+
+func watch(ctx context.Context, p *sqlite.Provider, cursor string) <-chan item[types.CascadeMarkerRecord] {
+	return consume(p.WatchCascadeMarkers(ctx, cursor))
+}
+
+// TestMarkerLogRetention: a marker write deletes the log rows past the retention;
+// a cursor before a deleted row is expired, the cursor of the last deleted row and
+// "" read from the oldest retained write, a write without retention deletes
+// nothing, and the markers themselves stay.
+func TestMarkerLogRetention(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	now := time.Now()
+	clock := func() time.Time { return now } // only writes, on this goroutine, read it
+	p := open(t, path, sqlite.WithClock(clock), sqlite.WithMarkerLogRetention(time.Hour))
+	keep := open(t, path, sqlite.WithClock(clock)) // retention 0: deletes nothing
+	write := func(p *sqlite.Provider, date string) {
+		t.Helper()
+		if err := p.WriteCascadeMarker(ctx, "orders", "", date, "upstream"); err != nil {
+			t.Fatalf("WriteCascadeMarker: %v", err)
+		}
+	}
+	dates := func(recs []types.CascadeMarkerRecord) []string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Marker.Date)
+		}
+		return out
+	}
+	write(p, "2026-03-01")
+	write(p, "2026-03-02")
+	old := records(t, watch(ctx, p, ""), 2, "watch before the deletion")
+	now = now.Add(2 * time.Hour)
+	write(keep, "2026-03-03")
+	if got := dates(records(t, watch(ctx, p, ""), 3, "watch after a write without retention")); fmt.Sprint(got) != "[2026-03-01 2026-03-02 2026-03-03]" {
+		t.Errorf("a write without retention left %v, want all three", got)
+	}
+	write(p, "2026-03-04") // deletes the two writes of two hours ago
+	for _, cursor := range []string{"0", old[0].Cursor} {
+		endsWith(t, watch(ctx, p, cursor), provider.ErrCursorExpired, fmt.Sprintf("watch from %q", cursor))
+	}
+	for _, cursor := range []string{"", old[1].Cursor} {
+		if got := dates(records(t, watch(ctx, p, cursor), 2, "watch from "+cursor)); fmt.Sprint(got) != "[2026-03-03 2026-03-04]" {
+			t.Errorf("watch from %q yields %v, want the two retained writes", cursor, got)
+		}
+	}
+	if got, err := p.ListCascadeMarkers(ctx, "orders", 10); err != nil || len(got) != 4 {
+		t.Errorf("ListCascadeMarkers = %d markers, %v; want all 4: retention deletes only the log", len(got), err)
+	}
+}
+
+// TestMarkerWatchOvertaken: a watch whose next write is deleted before it reads it
+// ends with ErrCursorExpired instead of skipping the write.
+func TestMarkerWatchOvertaken(t *testing.T) {
+	ctx := t.Context()
+	now := time.Now()
+	p := open(t, filepath.Join(t.TempDir(), "pipestate.db"),
+		sqlite.WithClock(func() time.Time { return now }), sqlite.WithMarkerLogRetention(time.Hour))
+	write := func(date string) {
+		t.Helper()
+		if err := p.WriteCascadeMarker(ctx, "orders", "", date, "upstream"); err != nil {
+			t.Fatalf("WriteCascadeMarker: %v", err)
+		}
+	}
+	write("2026-03-01")
+	// Pulled one at a time, the watch stays inside the yield of the first write
+	// while the next two are written and the second one's row is deleted.
+	next, stop := iter.Pull2(p.WatchCascadeMarkers(ctx, ""))
+	defer stop()
+	if r, err, ok := next(); err != nil || !ok || r.Marker.Date != "2026-03-01" {
+		t.Fatalf("first write: %+v, %v, %v", r, err, ok)
+	}
+	now = now.Add(2 * time.Hour)
+	write("2026-03-02")
+	now = now.Add(2 * time.Hour)
+	write("2026-03-03") // deletes the 2026-03-02 row, the watch's next write
+	if r, err, ok := next(); !errors.Is(err, provider.ErrCursorExpired) {
+		t.Fatalf("watch after its next write was deleted: %+v, %v, %v; want ErrCursorExpired", r, err, ok)
+	}
+	if _, _, ok := next(); ok {
+		t.Error("the watch went on after ErrCursorExpired")
+	}
+}
+
+// TestFollowWakesInProcess: with polls an hour apart, a follower and a watcher
+// still get a write through another Provider on the same path at once, and end
+// with ErrClosed as soon as their Provider stops.
+func TestFollowWakesInProcess(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	p := open(t, path, sqlite.WithMaxPollInterval(time.Hour))
+	writer := open(t, path)
+	events := consume(p.FollowEvents(ctx, "orders", ""))
+	markers := watch(ctx, p, "")
+	// Idle for 1.5s, the next polls are at about 1.27s and 2.55s.
+	time.Sleep(1500 * time.Millisecond)
+	const prompt = 500 * time.Millisecond
+	if err := writer.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if it := receive(t, events, prompt, "follower woken by an append"); it.err != nil || it.r.Event.PipelineID != "orders" {
+		t.Errorf("follower: %+v, %v", it.r, it.err)
+	}
+	// The append woke the watcher too, which read nothing and waits for its next
+	// poll, a second or more away.
+	if err := writer.WriteCascadeMarker(ctx, "orders", "", "2026-03-01", "upstream"); err != nil {
+		t.Fatal(err)
+	}
+	if it := receive(t, markers, prompt, "watcher woken by a marker write"); it.err != nil || it.r.Marker.Date != "2026-03-01" {
+		t.Errorf("watcher: %+v, %v", it.r, it.err)
+	}
+	time.Sleep(100 * time.Millisecond) // both wait again
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	endsWith(t, events, provider.ErrClosed, "follower of a stopped provider")
+	endsWith(t, markers, provider.ErrClosed, "watcher of a stopped provider")
+}
+
+// writerEnv names the database file TestWriterProcess writes to.
+const writerEnv = "PIPESTATE_SQLITE_WRITER_DB"
+
+// TestFollowAcrossProcesses: a follower and a watcher get, by polling, every write
+// that another process (TestWriterProcess) makes, in order.
+func TestFollowAcrossProcesses(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	p := open(t, path)
+	events := consume(p.FollowEvents(ctx, "orders", ""))
+	markers := watch(ctx, p, "")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWriterProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), writerEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("writer process: %v\n%s", err, out)
+	}
+	for i, r := range records(t, events, writerEvents, "events from another process") {
+		if r.Event.Details["i"] != float64(i) {
+			t.Errorf("event %d has details %v", i, r.Event.Details)
+		}
+	}
+	for i, r := range records(t, markers, writerMarkers, "markers from another process") {
+		if want := fmt.Sprintf("2026-03-%02d", i+1); r.Marker.Date != want {
+			t.Errorf("marker %d has date %s, want %s", i, r.Marker.Date, want)
+		}
+	}
+}
+
+// What TestWriterProcess writes.
+const writerEvents, writerMarkers = 20, 3
+
+// TestWriterProcess is the other process of TestFollowAcrossProcesses; it skips
+// unless that test runs it.
+func TestWriterProcess(t *testing.T) {
+	path := os.Getenv(writerEnv)
+	if path == "" {
+		t.Skip("the writer process of TestFollowAcrossProcesses")
+	}
+	p := open(t, path)
+	for i := range writerEvents {
+		if err := p.AppendEvent(t.Context(), types.Event{Kind: "K", PipelineID: "orders", Details: map[string]any{"i": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range writerMarkers {
+		if err := p.WriteCascadeMarker(t.Context(), "orders", "", fmt.Sprintf("2026-03-%02d", i+1), "upstream"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
