@@ -1,6 +1,7 @@
 // Command custombackend demonstrates a third-party pipestate backend: package
-// sqlite (./sqlite), a provider.Provider, provider.Leaser and
-// provider.CascadeReader over SQLite (modernc.org/sqlite, pure Go, no cgo) that
+// sqlite (./sqlite), a provider.Provider, provider.Leaser, provider.CascadeReader
+// and the optional provider.RunCreator, provider.EventFollower and
+// provider.MarkerWatcher over SQLite (modernc.org/sqlite, pure Go, no cgo) that
 // passes the providertest conformance suite in its own test. README.md says how to
 // write one for another database.
 //
