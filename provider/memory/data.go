@@ -41,6 +41,13 @@ type data struct {
 	written chan struct{}
 }
 
+// writes returns the channel the next write closes.
+func (d *data) writes() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.written
+}
+
 // wake tells followers and watchers that something was written; d must be locked.
 func (d *data) wake() {
 	close(d.written)

@@ -42,57 +42,35 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 }
 
 // FollowEvents implements provider.EventFollower: it reads what ReadEventsSince
-// reads, then waits for the next append (a wake-up, not a poll).
+// reads, then waits for the next write (a wake-up, not a poll).
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	return func(yield func(types.EventRecord, error) bool) {
-		if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-			yield(types.EventRecord{}, err)
-			return
-		}
-		if _, err := provider.ParseSeqCursor(cursor); err != nil {
-			yield(types.EventRecord{}, err)
-			return
-		}
-		follow(ctx, p, func() ([]types.EventRecord, error) {
-			recs, err := p.ReadEventsSince(ctx, pipelineID, cursor, followPage)
-			if len(recs) > 0 {
-				cursor = recs[len(recs)-1].StreamID
-			}
-			return recs, err
-		}, yield)
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return provider.Fail[types.EventRecord](err)
 	}
+	if _, err := provider.ParseSeqCursor(cursor); err != nil {
+		return provider.Fail[types.EventRecord](err)
+	}
+	var written <-chan struct{}
+	return provider.Follow(ctx, func(ctx context.Context) ([]types.EventRecord, error) {
+		written = p.s.writes()
+		recs, err := p.ReadEventsSince(ctx, pipelineID, cursor, followPage)
+		if len(recs) > 0 {
+			cursor = recs[len(recs)-1].StreamID
+		}
+		return recs, err
+	}, func(ctx context.Context, _ int) error { return wait(ctx, written) })
 }
 
 // followPage is how many records a follower or watcher reads at a time.
 const followPage = 256
 
-// follow yields what read returns until read returns nothing, then waits for the
-// next write or ctx's end, and again; it ends after yielding an error.
-func follow[R any](ctx context.Context, p *Provider, read func() ([]R, error), yield func(R, error) bool) {
-	var zero R
-	for {
-		p.s.mu.Lock()
-		written := p.s.written
-		p.s.mu.Unlock()
-		recs, err := read()
-		if err != nil {
-			yield(zero, err)
-			return
-		}
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
-			}
-		}
-		if len(recs) > 0 {
-			continue
-		}
-		select {
-		case <-written:
-		case <-ctx.Done():
-			yield(zero, ctx.Err())
-			return
-		}
+// wait blocks until written is closed or ctx ends.
+func wait(ctx context.Context, written <-chan struct{}) error {
+	select {
+	case <-written:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -146,25 +146,24 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // WatchCascadeMarkers implements provider.MarkerWatcher. Memory keeps every
 // marker write, so no cursor expires; cursors are decimal sequence numbers.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
-	return func(yield func(types.CascadeMarkerRecord, error) bool) {
-		since, err := provider.ParseSeqCursor(cursor)
-		if err != nil {
-			yield(types.CascadeMarkerRecord{}, err)
-			return
-		}
-		follow(ctx, p, func() ([]types.CascadeMarkerRecord, error) {
-			if err := p.begin(ctx); err != nil {
-				return nil, err
-			}
-			defer p.s.mu.Unlock()
-			var out []types.CascadeMarkerRecord
-			for since < int64(len(p.s.markerLog)) && len(out) < followPage {
-				since++
-				out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
-			}
-			return out, nil
-		}, yield)
+	since, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
+		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
+	var written <-chan struct{}
+	return provider.Follow(ctx, func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
+		written = p.s.writes()
+		if err := p.begin(ctx); err != nil {
+			return nil, err
+		}
+		defer p.s.mu.Unlock()
+		var out []types.CascadeMarkerRecord
+		for since < int64(len(p.s.markerLog)) && len(out) < followPage {
+			since++
+			out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
+		}
+		return out, nil
+	}, func(ctx context.Context, _ int) error { return wait(ctx, written) })
 }
 
 // ListCascadeMarkers implements provider.CascadeReader.
