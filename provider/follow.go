@@ -6,22 +6,30 @@ import (
 	"time"
 )
 
-// Follow is the loop of a FollowEvents or WatchCascadeMarkers implementation. It
-// yields the records read returns, reading again at once while read returns some;
-// after an empty read it calls wait with the number of empty reads in a row
-// (1, 2, ...), which blocks until something may have been written — a wake-up, a
-// blocking read's timeout, or a poll interval such as PollWait's — and reads again.
-// The sequence ends after yielding one error: read's or wait's, ctx's error when ctx
-// ends. read must advance its own cursor past what it returned.
-func Follow[R any](ctx context.Context, read func(ctx context.Context) ([]R, error), wait func(ctx context.Context, idle int) error) iter.Seq2[R, error] {
+// Poller is one iteration's state of a follow: Read returns the records after
+// the last it returned, Wait blocks until something may have been written — a
+// wake-up, a blocking read's timeout, or a poll interval such as PollWait's — given
+// the number of empty reads in a row (1, 2, ...).
+type Poller[R any] struct {
+	Read func(ctx context.Context) ([]R, error)
+	Wait func(ctx context.Context, idle int) error
+}
+
+// Follow is the loop of a FollowEvents or WatchCascadeMarkers implementation. Each
+// iteration of the sequence calls open for a fresh Poller (so each starts at the
+// caller's cursor), yields the records Read returns, reading again at once while it
+// returns some, and calls Wait after an empty read. The sequence ends after yielding
+// one error: Read's or Wait's, ctx's error when ctx ends.
+func Follow[R any](ctx context.Context, open func() Poller[R]) iter.Seq2[R, error] {
 	return func(yield func(R, error) bool) {
 		var zero R
+		pl := open()
 		for idle := 0; ; {
 			if err := ctx.Err(); err != nil {
 				yield(zero, err)
 				return
 			}
-			recs, err := read(ctx)
+			recs, err := pl.Read(ctx)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -36,7 +44,7 @@ func Follow[R any](ctx context.Context, read func(ctx context.Context) ([]R, err
 				continue
 			}
 			idle++
-			if err := wait(ctx, idle); err != nil {
+			if err := pl.Wait(ctx, idle); err != nil {
 				yield(zero, err)
 				return
 			}
@@ -44,16 +52,21 @@ func Follow[R any](ctx context.Context, read func(ctx context.Context) ([]R, err
 	}
 }
 
-// PollWait returns a Follow wait function for a backend that can only poll: it
-// sleeps first after the first empty read, doubling with each further one up to
-// most, and returns ctx's error if ctx ends first.
+// PollDelay is the wait of a poller after idle empty reads in a row: first,
+// doubling with each further one, up to most.
+func PollDelay(first, most time.Duration, idle int) time.Duration {
+	d := first
+	for i := 1; i < idle && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
+}
+
+// PollWait returns a Poller's Wait for a backend that can only poll: it sleeps
+// PollDelay(first, most, idle) and returns ctx's error if ctx ends first.
 func PollWait(first, most time.Duration) func(ctx context.Context, idle int) error {
 	return func(ctx context.Context, idle int) error {
-		d := first
-		for i := 1; i < idle && d < most; i++ {
-			d *= 2
-		}
-		t := time.NewTimer(min(d, most))
+		t := time.NewTimer(PollDelay(first, most, idle))
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -19,16 +19,21 @@ func TestFollow(t *testing.T) {
 	stop := errors.New("stop")
 	var got []int
 	var end error
-	for r, err := range provider.Follow(t.Context(), func(context.Context) ([]int, error) {
-		next := reads[0]
-		reads = reads[1:]
-		return next, nil
-	}, func(_ context.Context, idle int) error {
-		idles = append(idles, idle)
-		if len(reads) == 0 {
-			return stop
+	for r, err := range provider.Follow(t.Context(), func() provider.Poller[int] {
+		return provider.Poller[int]{
+			Read: func(context.Context) ([]int, error) {
+				next := reads[0]
+				reads = reads[1:]
+				return next, nil
+			},
+			Wait: func(_ context.Context, idle int) error {
+				idles = append(idles, idle)
+				if len(reads) == 0 {
+					return stop
+				}
+				return nil
+			},
 		}
-		return nil
 	}) {
 		if err != nil {
 			end = err
@@ -46,7 +51,7 @@ func TestFollowEndsWithContext(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	var last error
 	n := 0
-	for _, err := range provider.Follow(ctx, func(context.Context) ([]int, error) { return nil, nil }, provider.PollWait(time.Millisecond, 4*time.Millisecond)) {
+	for _, err := range provider.Follow(ctx, idlePoller(provider.PollWait(time.Millisecond, 4*time.Millisecond))) {
 		last = err
 		if n++; n > 1 {
 			t.Fatal("the sequence went on after yielding an error")
@@ -57,9 +62,36 @@ func TestFollowEndsWithContext(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(t.Context())
 	cancel2()
-	for _, err := range provider.Follow(ctx2, func(context.Context) ([]int, error) { return nil, nil }, provider.PollWait(time.Hour, time.Hour)) {
+	for _, err := range provider.Follow(ctx2, idlePoller(provider.PollWait(time.Hour, time.Hour))) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("after cancel: %v, want context.Canceled", err)
+		}
+	}
+}
+
+// idlePoller never finds a record.
+func idlePoller(wait func(context.Context, int) error) func() provider.Poller[int] {
+	return func() provider.Poller[int] {
+		return provider.Poller[int]{Read: func(context.Context) ([]int, error) { return nil, nil }, Wait: wait}
+	}
+}
+
+// TestFollowRestartsPerIteration: ranging twice over one sequence starts twice at
+// the caller's cursor.
+func TestFollowRestartsPerIteration(t *testing.T) {
+	seq := provider.Follow(t.Context(), func() provider.Poller[int] {
+		next := 0
+		return provider.Poller[int]{
+			Read: func(context.Context) ([]int, error) { next++; return []int{next}, nil },
+			Wait: func(context.Context, int) error { return nil },
+		}
+	})
+	for range 2 {
+		for r := range seq {
+			if r != 1 {
+				t.Errorf("first record of an iteration = %d, want 1", r)
+			}
+			break
 		}
 	}
 }

@@ -50,15 +50,21 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 	if _, err := provider.ParseSeqCursor(cursor); err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
-	var written <-chan struct{}
-	return provider.Follow(ctx, func(ctx context.Context) ([]types.EventRecord, error) {
-		written = p.s.writes()
-		recs, err := p.ReadEventsSince(ctx, pipelineID, cursor, followPage)
-		if len(recs) > 0 {
-			cursor = recs[len(recs)-1].StreamID
+	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
+		since := cursor
+		var written <-chan struct{}
+		return provider.Poller[types.EventRecord]{
+			Read: func(ctx context.Context) ([]types.EventRecord, error) {
+				written = p.s.writes()
+				recs, err := p.ReadEventsSince(ctx, pipelineID, since, followPage)
+				if len(recs) > 0 {
+					since = recs[len(recs)-1].StreamID
+				}
+				return recs, err
+			},
+			Wait: func(ctx context.Context, _ int) error { return wait(ctx, written) },
 		}
-		return recs, err
-	}, func(ctx context.Context, _ int) error { return wait(ctx, written) })
+	})
 }
 
 // followPage is how many records a follower or watcher reads at a time.

@@ -150,20 +150,26 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 	if err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
-	var written <-chan struct{}
-	return provider.Follow(ctx, func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
-		written = p.s.writes()
-		if err := p.begin(ctx); err != nil {
-			return nil, err
+	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
+		since := since
+		var written <-chan struct{}
+		return provider.Poller[types.CascadeMarkerRecord]{
+			Read: func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
+				written = p.s.writes()
+				if err := p.begin(ctx); err != nil {
+					return nil, err
+				}
+				defer p.s.mu.Unlock()
+				var out []types.CascadeMarkerRecord
+				for since < int64(len(p.s.markerLog)) && len(out) < followPage {
+					since++
+					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
+				}
+				return out, nil
+			},
+			Wait: func(ctx context.Context, _ int) error { return wait(ctx, written) },
 		}
-		defer p.s.mu.Unlock()
-		var out []types.CascadeMarkerRecord
-		for since < int64(len(p.s.markerLog)) && len(out) < followPage {
-			since++
-			out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
-		}
-		return out, nil
-	}, func(ctx context.Context, _ int) error { return wait(ctx, written) })
+	})
 }
 
 // ListCascadeMarkers implements provider.CascadeReader.
