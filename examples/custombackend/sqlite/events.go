@@ -30,16 +30,16 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // skipped) and, between pages that find nothing, polls as the package doc says.
 // Since seq order is commit order, a follower never skips an event.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	return func(yield func(types.EventRecord, error) bool) {
-		since := cursor // each iteration of the sequence starts at cursor
-		follow(ctx, p, func() ([]types.EventRecord, error) {
+	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
+		since := cursor
+		return poll(p, func(ctx context.Context) ([]types.EventRecord, error) {
 			recs, err := p.ReadEventsSince(ctx, pipelineID, since, followPage)
 			if len(recs) > 0 {
 				since = recs[len(recs)-1].StreamID
 			}
 			return recs, err
-		}, yield)
-	}
+		})
+	})
 }
 
 // ListEvents implements provider.EventStore.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/pipestate/pipestate/provider"
 )
 
 // SQLite cannot notify a reader in another process of a commit, so FollowEvents and
@@ -73,38 +75,27 @@ func (w *wakeup) notify() {
 	w.ch = make(chan struct{})
 }
 
-// follow yields what read returns until read returns nothing, then waits for a
-// wake-up, the next poll or ctx's end, and reads again; it ends after yielding an
-// error (read's, or ctx's). read reads the records after the last one it returned.
-func follow[R any](ctx context.Context, p *Provider, read func() ([]R, error), yield func(R, error) bool) {
-	var zero R
-	delay := firstPoll
-	for {
-		woken := p.wake.wait() // before the read: a commit after it wakes the wait below
-		recs, err := read()
-		if err != nil {
-			yield(zero, err)
-			return
-		}
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
+// poll is the provider.Poller of one follow or watch over read, which returns the
+// records after the last it returned: Wait returns at a wake-up, at the next poll
+// (provider.PollDelay from firstPoll up to the provider's maximum poll interval) or
+// when ctx ends.
+func poll[R any](p *Provider, read func(ctx context.Context) ([]R, error)) provider.Poller[R] {
+	var woken <-chan struct{}
+	return provider.Poller[R]{
+		Read: func(ctx context.Context) ([]R, error) {
+			woken = p.wake.wait() // before the read: a commit after it wakes the wait
+			return read(ctx)
+		},
+		Wait: func(ctx context.Context, idle int) error {
+			timer := time.NewTimer(provider.PollDelay(firstPoll, p.maxPoll, idle))
+			defer timer.Stop()
+			select {
+			case <-woken:
+			case <-timer.C:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-		}
-		if len(recs) > 0 {
-			delay = firstPoll
-			continue
-		}
-		timer := time.NewTimer(delay)
-		select {
-		case <-woken:
-		case <-timer.C:
-			delay = min(2*delay, p.maxPoll)
-		case <-ctx.Done():
-			timer.Stop()
-			yield(zero, ctx.Err())
-			return
-		}
-		timer.Stop()
+			return nil
+		},
 	}
 }

@@ -193,20 +193,20 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // package doc says. Each write is delivered once to a watch; a resumed watch
 // starts strictly after its cursor.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
-	return func(yield func(types.CascadeMarkerRecord, error) bool) {
-		since, err := provider.ParseSeqCursor(cursor)
-		if err != nil {
-			yield(types.CascadeMarkerRecord{}, err)
-			return
-		}
-		if cursor == "" {
-			since = fromOldest
-		}
-		follow(ctx, p, func() (recs []types.CascadeMarkerRecord, err error) {
+	start, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
+		return provider.Fail[types.CascadeMarkerRecord](err)
+	}
+	if cursor == "" {
+		start = fromOldest
+	}
+	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
+		since := start
+		return poll(p, func(ctx context.Context) (recs []types.CascadeMarkerRecord, err error) {
 			recs, since, err = p.readMarkerLog(ctx, since)
 			return recs, err
-		}, yield)
-	}
+		})
+	})
 }
 
 // fromOldest is readMarkerLog's since for a watch from the oldest retained write.
