@@ -441,6 +441,7 @@ func TestStreamsAndCreates(t *testing.T) {
 		}
 	}
 	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	n := 0
 	for _, err := range p.(provider.EventFollower).FollowEvents(followCtx, "orders", "") {
 		if err != nil {
