@@ -43,6 +43,14 @@ func budgets() []budget {
 		}},
 		{"GetReadiness", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetReadiness(ctx, "p"); return err }},
 		{"PutRunState", 3, false, func(ctx context.Context, p *redis.Provider) error { return p.PutRunState(ctx, run) }},
+		{"CreateRunState_exists", 2, false, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.CreateRunState(ctx, run)
+			return err
+		}},
+		{"CreateRunState", 3, false, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.CreateRunState(ctx, types.RunState{RunID: "r2", PipelineID: "p", Status: types.RunPending, CreatedAt: at})
+			return err
+		}},
 		{"GetRunState", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetRunState(ctx, "r1"); return err }},
 		{"CompareAndSwapRunState", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			_, err := p.CompareAndSwapRunState(ctx, "r1", 0, run)

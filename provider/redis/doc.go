@@ -1,5 +1,6 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
-// provider.Leaser and provider.CascadeReader) over any goredis.UniversalClient — a
+// provider.Leaser, provider.CascadeReader and provider.RunCreator) over any
+// goredis.UniversalClient — a
 // standalone *goredis.Client or a *goredis.ClusterClient. It meets every rule of
 // the semantics table in package provider and passes providertest.Run on
 // miniredis, on a real server and on a three-master Redis Cluster.
@@ -83,9 +84,14 @@
 //  1. adds a provisional list entry "<seq>@<ms>|<member>", stamped with the
 //     writer's clock, where the ID has none (one pipelined round trip);
 //  2. writes the truth with one script, which returns the new sequence (and, for
-//     runs, refuses a RunID stored under another pipeline);
+//     runs, refuses a RunID stored under another pipeline; CreateRunState's
+//     refuses any stored RunID);
 //  3. sets each list entry to (sequence, member), or removes it when the record left
-//     that list — only if the list has not seen a later sequence.
+//     that list — only if the list has not seen a later sequence. A refused write
+//     instead removes the provisional entry it added, only when the stored record
+//     belongs to another pipeline: under the same pipeline the entry is the stored
+//     record's (a concurrent creator of the same run found it and added none), and
+//     that writer's step 3 or a reader's repair settles it.
 //
 // A list shows an entry only if it is settled (set by a step 3 or a repair, not
 // provisional) and its truth exists and wants exactly that member in that list, so
@@ -142,11 +148,13 @@
 // cluster). Each write carries a nonce unique to the call, and the script that
 // applies it checks the call's own marker first:
 //
-//   - PutRunState, RegisterPipeline, PutRerun, PutReplay (the truth step) and
-//     DeletePipeline keep their outcome (sequence, previous pipeline) in the call's
-//     marker for 2 minutes, so a retry returns it and writes nothing more: a CAS,
-//     put or delete that followed the first attempt stays. Their list steps are
-//     idempotent under the sequence guard;
+//   - PutRunState, CreateRunState, RegisterPipeline, PutRerun, PutReplay (the
+//     truth step) and DeletePipeline keep their outcome (sequence, previous
+//     pipeline) in the call's marker for 2 minutes, so a retry returns it and
+//     writes nothing more: a CAS, put or delete that followed the first attempt
+//     stays, and a retried CreateRunState reports the creation of its first
+//     attempt (a refusal keeps no marker: its retry is refused again). Their list
+//     steps are idempotent under the sequence guard;
 //   - CompareAndSwapRunState keeps a marker after a swap, so a retry reports true
 //     even when another write followed it, and swaps nothing more;
 //   - AcquireLock and AcquireLease keep a marker after an acquisition (a lease's
@@ -254,6 +262,7 @@
 //	RenewLease, ReleaseLease 1
 //	Ping                     1
 //	PutRunState              3
+//	CreateRunState           3 (2 when the run exists)
 //	RegisterPipeline         3
 //	PutRerun                 3 (steps 1 and 3 per node)
 //	PutReplay                3

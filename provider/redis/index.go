@@ -113,9 +113,8 @@ type indexedRecord struct {
 	data     string  // its JSON (truth field j)
 	pipeline string  // its pipeline (truth field p)
 	lists    []index // the lists it is in
-	// strict refuses the write, and undoes step 1, when the truth is stored under
-	// another pipeline; otherwise the record moves to pipeline.
-	strict bool
+	// mode is what the truth step does with a stored record (see putMode).
+	mode putMode
 	// leave, when not nil, returns the list a record moved away from oldPipeline
 	// leaves.
 	leave func(oldPipeline string) index
@@ -123,8 +122,27 @@ type indexedRecord struct {
 	fields map[string]string
 }
 
+// putMode is what the truth step of putIndexed does when the record is stored.
+type putMode string
+
+const (
+	// putMove overwrites the record, moving it to the new pipeline.
+	putMove putMode = "move"
+	// putStrict overwrites the record, but refuses the write when the record is
+	// stored under another pipeline.
+	putStrict putMode = "strict"
+	// putCreate refuses the write when the record is stored at all.
+	putCreate putMode = "create"
+)
+
 // putIndexed writes r's truth and its entries in r.lists, in the order described
 // above. It returns the previous pipeline and whether the write was accepted.
+//
+// A refused write undoes the provisional entries it added in step 1, but only
+// when the stored record belongs to another pipeline: when it belongs to the same
+// one, the entry is the stored record's (a concurrent writer of the same ID, in
+// step 1 at the same time, added none of its own), and its writer's step 3 or a
+// reader's repair settles it.
 func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (oldPipeline string, ok bool, err error) {
 	calls := make([]call, len(r.lists))
 	stamp := p.now().UnixMilli()
@@ -135,11 +153,7 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	if err != nil {
 		return "", false, err
 	}
-	mode := "move"
-	if r.strict {
-		mode = "strict"
-	}
-	args := []any{r.member, r.data, r.pipeline, mode, callMemory.Milliseconds()}
+	args := []any{r.member, r.data, r.pipeline, string(r.mode), callMemory.Milliseconds()}
 	for _, f := range slices.Sorted(maps.Keys(r.fields)) {
 		args = append(args, f, r.fields[f])
 	}
@@ -151,19 +165,22 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
+	calls = calls[:0]
 	for i, ix := range r.lists {
-		if seq < 0 { // refused: undo exactly the provisional entry this call added
-			entry, _ := added[i].Text() // "" (no undo) if it added none
-			calls[i] = idxCall(ix, "d", r.id, entry, undoAny)
-		} else {
-			calls[i] = idxCall(ix, "s", r.id, r.member, seq)
+		switch entry, _ := added[i].Text(); { // "" if step 1 added none
+		case seq >= 0:
+			calls = append(calls, idxCall(ix, "s", r.id, r.member, seq))
+		case entry != "" && old != r.pipeline: // refused: undo exactly the entry this call added
+			calls = append(calls, idxCall(ix, "d", r.id, entry, undoAny))
 		}
 	}
 	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
 		calls = append(calls, idxCall(r.leave(old), "s", r.id, "", seq))
 	}
-	if _, err := p.runBatch(ctx, op, calls); err != nil {
-		return old, seq >= 0, err
+	if len(calls) > 0 {
+		if _, err := p.runBatch(ctx, op, calls); err != nil {
+			return old, seq >= 0, err
+		}
 	}
 	return old, seq >= 0, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,6 +208,60 @@ func TestRunCrashWindows(t *testing.T) {
 			t.Errorf("the other pipeline's run list exists after a rejected put")
 		}
 	})
+}
+
+// TestCreateRunLoserKeepsEntry interleaves two creates of one run: the loser adds
+// the provisional list entry, the winner (finding it, adding none) writes the truth
+// first and crashes before its final step. The loser must leave the entry, which
+// is now the winner's: the run is listed and the index repaired to its member.
+func TestCreateRunLoserKeepsEntry(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	w := goredis.NewClient(&goredis.Options{Addr: m.Addr()}) // the winner's
+	t.Cleanup(func() { _, _ = c.Close(), w.Close() })
+	p, err := New(c, WithKeyPrefix("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	winner := run("pipe", "r1", t1.Add(time.Second))
+	data, _ := p.encode(winner)
+	mw := ids.TimeKey(winner.CreatedAt) + "r1"
+	var once sync.Once
+	c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
+		return func(ctx context.Context, cmd goredis.Cmder) error {
+			if isScript(cmd, scriptRecordPut, 0, "") {
+				once.Do(func() { // the winner's truth, just before the loser's
+					key := p.k.run("r1")
+					if err := scriptRecordPut.Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000,
+						"v", 0, "c", winner.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			return next(ctx, cmd)
+		}
+	}))
+	created, err := p.CreateRunState(ctx, run("pipe", "r1", t1))
+	if err != nil || created {
+		t.Fatalf("the loser's CreateRunState = %v, %v; want false", created, err)
+	}
+	if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r1"}) {
+		t.Errorf("ListRuns = %v, want [r1]: the winner's run lost its list entry", ids)
+	}
+	checkRunIndex(t, p, c, "pipe", mw)
+	if got, err := p.GetRunState(ctx, "r1"); err != nil || got == nil || !got.CreatedAt.Equal(winner.CreatedAt) {
+		t.Errorf("GetRunState = %+v, %v; want the winner's run", got, err)
+	}
+
+	// A create under another pipeline undoes its own entry there.
+	if created, err := p.CreateRunState(ctx, run("other", "r1", t1)); err != nil || created {
+		t.Fatalf("CreateRunState under another pipeline = %v, %v; want false", created, err)
+	}
+	if n, _ := c.Exists(ctx, p.k.runs("other").z, p.k.runs("other").h).Result(); n != 0 {
+		t.Errorf("the other pipeline's run list exists after a refused create")
+	}
 }
 
 // TestRerunMoveCrash crashes a rerun's move between pipelines after its truth was

@@ -115,6 +115,19 @@ func lostReplies() []lostReply {
 		runs, err := b.ListRuns(ctx, lrPipe, 10)
 		one(t, "ListRuns", len(runs), err)
 	}
+	createRun := func(ctx context.Context, a *Provider) error {
+		created, err := a.CreateRunState(ctx, lrRunState(0))
+		if err == nil && !created {
+			err = errors.New("CreateRunState whose reply was lost reported false")
+		}
+		return err
+	}
+	checkCreated := func(t *testing.T, ctx context.Context, a, b *Provider) {
+		checkRun(t, ctx, a, b)
+		if created, err := b.CreateRunState(ctx, lrRunState(0)); created || err != nil {
+			t.Fatalf("a second create = %v, %v; want false", created, err)
+		}
+	}
 	putRerun := func(ctx context.Context, a *Provider) error { return a.PutRerun(ctx, lrRerun()) }
 	checkRerun := func(t *testing.T, ctx context.Context, _, b *Provider) {
 		if got, err := b.GetRerun(ctx, "rerun1"); err != nil || got == nil {
@@ -181,6 +194,9 @@ func lostReplies() []lostReply {
 		{"PutRunState", "provisional", idxStep("p", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, putRun, checkRun},
 		{"PutRunState", "truth", evalsha(scriptRecordPut), noSetup, putRun, checkRun},
 		{"PutRunState", "final", idxStep("s", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, putRun, checkRun},
+		{"CreateRunState", "provisional", idxStep("p", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, createRun, checkCreated},
+		{"CreateRunState", "truth", evalsha(scriptRecordPut), noSetup, createRun, checkCreated},
+		{"CreateRunState", "final", idxStep("s", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, createRun, checkCreated},
 		{"CompareAndSwapRunState", "script", evalsha(scriptRunCAS),
 			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) },
 			func(ctx context.Context, a *Provider) error {

@@ -31,6 +31,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	_, _, err = p.putIndexed(ctx, "register pipeline", indexedRecord{
 		key: p.k.config(cfg.ID), id: cfg.ID, member: cfg.ID, data: data, pipeline: cfg.ID,
 		lists: []index{p.k.globalPipelines()},
+		mode:  putMove,
 	})
 	return err
 }

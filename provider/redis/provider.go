@@ -40,10 +40,11 @@ var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.Leaser        = (*Provider)(nil)
 	_ provider.CascadeReader = (*Provider)(nil)
+	_ provider.RunCreator    = (*Provider)(nil)
 )
 
-// Provider is a provider.Provider (with provider.Leaser and provider.CascadeReader)
-// kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
+// Provider is a provider.Provider (with provider.Leaser, provider.CascadeReader and
+// provider.RunCreator) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
 // in one process or many, may share one Redis under the same key prefix. Create it
 // with New.
 type Provider struct {

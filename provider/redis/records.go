@@ -169,6 +169,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	_, _, err = p.putIndexed(ctx, "put rerun", indexedRecord{
 		key: p.k.rerun(rerun.RerunID), id: rerun.RerunID, member: member, data: data, pipeline: rerun.PipelineID,
 		lists: []index{p.k.reruns(rerun.PipelineID), p.k.globalReruns()},
+		mode:  putMove,
 		leave: p.k.reruns,
 	})
 	return err
@@ -250,6 +251,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	_, _, err = p.putIndexed(ctx, "put replay", indexedRecord{
 		key: p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id: id, member: member, data: data, pipeline: req.PipelineID,
 		lists: []index{p.k.globalReplays()},
+		mode:  putMove,
 	})
 	return err
 }

@@ -20,24 +20,46 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err != nil {
 		return err
 	}
-	data, err := p.encode(run)
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	member := ids.TimeKey(run.CreatedAt) + run.RunID
-	old, ok, err := p.putIndexed(ctx, "put run state", indexedRecord{
-		key: p.k.run(run.RunID), id: run.RunID, member: member, data: data, pipeline: run.PipelineID,
-		lists:  []index{p.k.runs(run.PipelineID)},
-		strict: true,
-		fields: map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
-	})
+	old, ok, err := p.putRun(ctx, "put run state", run, putStrict)
 	if err == nil && !ok {
 		return provider.Invalidf("run %s belongs to pipeline %s, not %s", run.RunID, old, run.PipelineID)
 	}
 	return err
+}
+
+// CreateRunState implements provider.RunCreator with PutRunState's three steps,
+// whose script stores the run only if its RunID does not exist: 3 round trips
+// when it creates the run, 2 when the run exists. Of concurrent creates of one
+// RunID the script runs one first, and only that one stores the run; the others
+// change nothing and leave the pipeline's list to the stored run. A create that
+// go-redis retried after a lost reply finds its call's marker and reports its
+// first attempt's creation (see "Retries" in the package doc).
+func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	run, err := provider.PrepareCreateRun(run, p.now())
+	if err != nil {
+		return false, err
+	}
+	_, ok, err := p.putRun(ctx, "create run state", run, putCreate)
+	return ok, err
+}
+
+// putRun writes a prepared run and its entry in its pipeline's run list with
+// putIndexed; it returns the previous pipeline and whether mode accepted the write.
+func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mode putMode) (string, bool, error) {
+	data, err := p.encode(run)
+	if err != nil {
+		return "", false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return "", false, err
+	}
+	return p.putIndexed(ctx, op, indexedRecord{
+		key: p.k.run(run.RunID), id: run.RunID, member: ids.TimeKey(run.CreatedAt) + run.RunID, data: data,
+		pipeline: run.PipelineID,
+		lists:    []index{p.k.runs(run.PipelineID)},
+		mode:     mode,
+		fields:   map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
+	})
 }
 
 // GetRunState implements provider.RunStore with one HMGET.

@@ -5,15 +5,21 @@
 -- KEYS[1] = record hash (fields s = seq, m = list member, p = pipeline, j = JSON, ...)
 -- KEYS[2] = the call's marker "<seq>|<oldPipeline>" (same slot)
 -- ARGV[1] = member, ARGV[2] = JSON, ARGV[3] = pipeline ("" when not tracked)
--- ARGV[4] = "strict": refuse to change the stored pipeline; "move": allow it
+-- ARGV[4] = "strict": refuse to change the stored pipeline; "move": allow it;
+--           "create": refuse when the record exists
 -- ARGV[5] = marker TTL in ms, ARGV[6..] = extra field/value pairs stored beside the JSON
--- Returns {seq, oldPipeline}; seq = -1 when refused (nothing written, nothing kept).
+-- Returns {seq, oldPipeline}; seq = -1 when refused (nothing written, nothing kept:
+-- a refusal's retry is refused again, as the record still exists or still belongs
+-- to oldPipeline).
 local done = redis.call('GET', KEYS[2])
 if done then
   local bar = string.find(done, '|', 1, true)
   return {tonumber(string.sub(done, 1, bar - 1)), string.sub(done, bar + 1)}
 end
 local old = redis.call('HGET', KEYS[1], 'p') or ''
+if ARGV[4] == 'create' and redis.call('EXISTS', KEYS[1]) == 1 then
+  return {-1, old}
+end
 if ARGV[4] == 'strict' and old ~= '' and old ~= ARGV[3] then
   return {-1, old}
 end
