@@ -3,64 +3,306 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
-// TestRun checks the whole transcript of one orchestrator: the simulated world and
-// clock make it the same on every run.
+// testBackends are the stores the tests run on: memory, an embedded miniredis,
+// and the real servers that REDIS_ADDR and DYNAMODB_ENDPOINT name (skipped when
+// unset). leaseTTL is short, for a fast takeover, yet long enough for renewals on
+// a busy server; rounds is how often TestTwoOrchestrators races the demo.
+var testBackends = []struct {
+	name     string
+	leaseTTL time.Duration
+	rounds   int
+	config   func(t *testing.T) backendConfig
+}{
+	{"memory", 300 * time.Millisecond, 20, func(*testing.T) backendConfig { return backendConfig{} }},
+	{"miniredis", 300 * time.Millisecond, 5, func(t *testing.T) backendConfig {
+		return backendConfig{redisAddr: miniredis.RunT(t).Addr(), prefix: "orchestrator"}
+	}},
+	{"redis", time.Second, 5, func(t *testing.T) backendConfig {
+		return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
+	}},
+	{"dynamodb", 5 * time.Second, 2, func(t *testing.T) backendConfig {
+		return backendConfig{dynamoEndpoint: server(t, "DYNAMODB_ENDPOINT"), prefix: uniqueName()}
+	}},
+}
+
+var demoDates = []string{"2026-11-22", "2026-11-23"}
+
+// TestRun checks the whole transcript of one orchestrator on memory: the simulated
+// world and clock make it the same on every run, but for where the followers'
+// lines fall between the orchestrator's, so each source's lines are compared in
+// their order.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(testContext(t), &out, 1); err != nil {
+	if err := run(testContext(t), &out, 1, openTestBackend(t, backendConfig{})); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
-	if got := out.String(); got != wantTranscript {
-		t.Errorf("transcript differs\ngot:\n%s\nwant:\n%s", got, wantTranscript)
+	if diff := cmp.Diff(bySource(wantTranscript), bySource(out.String())); diff != "" {
+		t.Errorf("transcript differs (-want +got):\n%s\ngot:\n%s", diff, out.String())
 	}
 }
 
-// TestTwoOrchestrators runs two orchestrators at once on one store, many times:
-// the lock and the run log keep each date's run single, so the summary is the same
-// as with one orchestrator and every run was triggered once.
+// bySource splits a transcript into the follower lines of each pipeline and the
+// rest (key "").
+func bySource(transcript string) map[string][]string {
+	m := map[string][]string{}
+	for line := range strings.Lines(transcript) {
+		source := ""
+		if _, rest, ok := strings.Cut(line, " events] "); ok {
+			source, _, _ = strings.Cut(rest, ":")
+		}
+		m[source] = append(m[source], line)
+	}
+	return m
+}
+
+// TestTwoOrchestrators races two orchestrators on one store, round after round, on
+// every backend: the lease, the run log and create-once keep each date's runs
+// single, so the summary is the one of a single orchestrator (which counts the
+// jobs triggered), each run started once, and the downstream job was triggered only
+// once the upstream's cascade marker was in the store.
 func TestTwoOrchestrators(t *testing.T) {
 	wantSummary := wantTranscript[strings.Index(wantTranscript, "== summary"):]
-	for i := range 20 {
-		var out bytes.Buffer
-		if err := run(testContext(t), &out, 2); err != nil {
-			t.Fatalf("round %d: run: %v\noutput:\n%s", i, err, out.String())
-		}
-		got := out.String()
-		if s := got[strings.Index(got, "== summary"):]; s != wantSummary {
-			t.Fatalf("round %d: summary differs\ngot:\n%s\nwant:\n%s\nfull output:\n%s", i, s, wantSummary, got)
-		}
-		for _, runID := range []string{"orders-raw-2026-11-23-daily-1", "orders-raw-2026-11-23-daily-2", "orders-daily-2026-11-23-daily-1"} {
-			if n := strings.Count(got, "run "+runID+" PENDING -> TRIGGERING -> RUNNING"); n != 1 {
-				t.Fatalf("round %d: run %s started %d times\noutput:\n%s", i, runID, n, got)
+	for _, tb := range testBackends {
+		t.Run(tb.name, func(t *testing.T) {
+			for round := range tb.rounds {
+				ctx := testContext(t)
+				var out bytes.Buffer
+				d, err := newDemo(ctx, &out, 2, openTestBackend(t, tb.config(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range d.orchs {
+					o.LeaseTTL = tb.leaseTTL
+					o.Jobs = markerFirst{t: t, Jobs: o.Jobs, markers: d.admin.(provider.CascadeReader)}
+				}
+				if err := d.run(ctx, demoDates...); err != nil {
+					t.Fatalf("round %d: run: %v\noutput:\n%s", round, err, out.String())
+				}
+				got := out.String()
+				if s := got[strings.Index(got, "== summary"):]; s != wantSummary {
+					t.Fatalf("round %d: summary differs\ngot:\n%s\nwant:\n%s\nfull output:\n%s", round, s, wantSummary, got)
+				}
+				for _, runID := range []string{"orders-raw-2026-11-23-daily-1", "orders-raw-2026-11-23-daily-2", "orders-daily-2026-11-23-daily-1"} {
+					if n := strings.Count(got, "run "+runID+" PENDING -> TRIGGERING -> RUNNING"); n != 1 {
+						t.Fatalf("round %d: run %s started %d times\noutput:\n%s", round, runID, n, got)
+					}
+				}
 			}
+		})
+	}
+}
+
+// markerFirst refuses, and reports, a trigger of orders-daily's job for a date
+// on which orders-raw's cascade marker is not in the store yet.
+type markerFirst struct {
+	Jobs
+	t       *testing.T
+	markers provider.CascadeReader
+}
+
+func (m markerFirst) Trigger(ctx context.Context, job Job) error {
+	if job.PipelineID == "orders-daily" {
+		markers, err := m.markers.ListCascadeMarkers(ctx, job.PipelineID, 100)
+		if err != nil {
+			return err
 		}
+		if !slices.ContainsFunc(markers, func(c types.CascadeMarker) bool { return c.Date == job.Date && c.Source == "orders-raw" }) {
+			m.t.Errorf("job %s triggered before orders-raw's cascade marker for %s", job.RunID, job.Date)
+			return errors.New("no upstream marker")
+		}
+	}
+	return m.Jobs.Trigger(ctx, job)
+}
+
+// TestTakeover kills an orchestrator mid-evaluation, on every backend: A holds the
+// lease of orders-raw and has sent its job's trigger, which the network holds;
+// then A's client stops and its context ends, so its lease is neither renewed nor
+// released. B takes over once the lease expires, goes on with A's run and
+// completes the date, orders-daily included. A's trigger, arriving last, carries
+// a fence lower than B's, and the job service refuses it.
+func TestTakeover(t *testing.T) {
+	const date = "2026-11-23"
+	for _, tb := range testBackends {
+		t.Run(tb.name, func(t *testing.T) {
+			ctx := testContext(t)
+			b := openTestBackend(t, tb.config(t))
+			admin := client(t, b)
+			for _, cfg := range pipelines() {
+				if err := admin.RegisterPipeline(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
+			held := &heldTrigger{Jobs: w, sent: make(chan Job, 1), deliver: make(chan struct{}), answer: make(chan error, 1)}
+			var outA, outB bytes.Buffer
+			storeA := client(t, b)
+			orchA := &Orchestrator{Name: "orch-A", Store: storeA, Evaluators: w.evaluators(), Jobs: held,
+				Now: w.clock.Now, Out: &lockedWriter{w: &outA}, LeaseTTL: tb.leaseTTL}
+			orchB := &Orchestrator{Name: "orch-B", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w,
+				Now: w.clock.Now, Out: &lockedWriter{w: &outB}, LeaseTTL: tb.leaseTTL}
+
+			ctxA, killA := context.WithCancel(ctx)
+			doneA := make(chan error, 1)
+			go func() { doneA <- orchA.RunDate(ctxA, date) }()
+			var sent Job
+			select {
+			case sent = <-held.sent:
+			case <-ctx.Done():
+				t.Fatalf("A never triggered its job\nA's output:\n%s", outA.String())
+			}
+			if err := storeA.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			killA()
+			killed := time.Now()
+
+			ctxB, stopB := context.WithCancel(ctx)
+			routed := make(chan error, 1)
+			go func() { routed <- orchB.Route(ctxB) }()
+			if err := orchB.RunDate(ctx, date); err != nil {
+				t.Fatalf("B: RunDate: %v\nB's output:\n%s", err, outB.String())
+			}
+			if took := time.Since(killed); took < tb.leaseTTL/2 {
+				t.Errorf("B completed orders-raw %v after A died, before A's lease (ttl %v) could expire", took, tb.leaseTTL)
+			}
+			if err := awaitDate(ctx, admin, pipelines(), date); err != nil {
+				t.Fatalf("awaitDate: %v\nB's output:\n%s", err, outB.String())
+			}
+			stopB()
+			if err := <-routed; err != nil {
+				t.Errorf("B: Route: %v", err)
+			}
+
+			close(held.deliver) // A's trigger arrives
+			if err := <-held.answer; !errors.Is(err, ErrStaleFence) {
+				t.Errorf("the job service answered A's trigger with fence %d: %v; want %v", sent.Fence, err, ErrStaleFence)
+			}
+			if err := <-doneA; !errors.Is(err, ErrStaleFence) {
+				t.Errorf("A: RunDate: %v; want its refused trigger", err)
+			}
+
+			if want := "orders-raw: taking over run orders-raw-2026-11-23-daily-1 at attempt 1"; !strings.Contains(outB.String(), want) {
+				t.Errorf("B's output lacks %q:\n%s", want, outB.String())
+			}
+			for runID, want := range map[string]int{"orders-raw-2026-11-23-daily-1": 1, "orders-raw-2026-11-23-daily-2": 1,
+				"orders-daily-2026-11-23-daily-1": 1} {
+				if got := w.triggers[runID]; got != want {
+					t.Errorf("job %s triggered %d times, want %d", runID, got, want)
+				}
+			}
+			for id, attempt := range map[string]int{"orders-raw": 2, "orders-daily": 1} {
+				entry, err := admin.GetRunLog(ctx, id, date, "")
+				if err != nil || entry == nil || entry.Status != types.RunCompleted || entry.AttemptNumber != attempt {
+					t.Errorf("run log of %s = %+v, %v; want COMPLETED at attempt %d", id, entry, err, attempt)
+				}
+			}
+			if t.Failed() {
+				t.Logf("A's output:\n%s\nB's output:\n%s", outA.String(), outB.String())
+			}
+		})
+	}
+}
+
+// heldTrigger holds a Trigger in flight, as a slow network or a paused process
+// would: it sends the job on sent, and once deliver is closed, passes it on and
+// sends the job service's answer on answer.
+type heldTrigger struct {
+	Jobs
+	sent    chan Job
+	deliver chan struct{}
+	answer  chan error
+}
+
+func (h *heldTrigger) Trigger(_ context.Context, job Job) error {
+	h.sent <- job
+	<-h.deliver
+	err := h.Jobs.Trigger(context.Background(), job) // already on its way: ctx no longer matters
+	h.answer <- err
+	return err
+}
+
+// TestMissingInterfaces: a provider without the optional interfaces is refused at
+// start, with each missing one named.
+func TestMissingInterfaces(t *testing.T) {
+	mem, err := openBackend(testContext(t), backendConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &backend{open: func() (provider.Provider, error) {
+		p, err := mem.open()
+		return struct{ provider.Provider }{p}, err // hides every optional interface
+	}}
+	var out bytes.Buffer
+	err = run(testContext(t), &out, 1, bare)
+	if err == nil {
+		t.Fatal("run succeeded on a provider without the optional interfaces")
+	}
+	for _, name := range []string{"provider.Leaser", "provider.RunCreator", "provider.MarkerWatcher", "provider.EventFollower"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("run printed before failing:\n%s", out.String())
+	}
+}
+
+// TestBackOff: an orchestrator whose new attempt's run was already created by
+// another backs off without triggering the job, and the other's run is untouched.
+func TestBackOff(t *testing.T) {
+	ctx := testContext(t)
+	b := openTestBackend(t, backendConfig{})
+	other := client(t, b)
+	const runID = "orders-daily-2026-11-23-daily-1"
+	if created, err := other.CreateRunState(ctx, types.RunState{RunID: runID, PipelineID: "orders-daily", Status: types.RunPending}); err != nil || !created {
+		t.Fatalf("CreateRunState = %v, %v", created, err)
+	}
+	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
+	var out bytes.Buffer
+	o := &Orchestrator{Name: "t", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w, Now: w.clock.Now, Out: &out}
+	got, err := o.Evaluate(ctx, pipelines()[1], "2026-11-23")
+	if err != nil || got != BackedOff {
+		t.Fatalf("Evaluate = %q, %v; want %q\noutput:\n%s", got, err, BackedOff, out.String())
+	}
+	if n := w.triggers[runID]; n != 0 {
+		t.Errorf("job %s triggered %d times by an orchestrator that backed off", runID, n)
+	}
+	if run, err := other.GetRunState(ctx, runID); err != nil || run == nil || run.Status != types.RunPending || run.Version != 0 {
+		t.Errorf("GetRunState = %+v, %v; want the other's run untouched", run, err)
 	}
 }
 
 // TestRetriesExhausted: a job that always fails is tried MaxAttempts times, the run
-// log says FAILED with the retry history, and the downstream pipeline is blocked.
+// log says FAILED with the retry history, and no cascade marker starts the
+// downstream pipeline.
 func TestRetriesExhausted(t *testing.T) {
 	ctx := testContext(t)
-	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-	p, err := memory.New(memory.WithClock(w.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openTestBackend(t, backendConfig{})
+	p := client(t, b)
 	for _, cfg := range pipelines() {
 		if err := p.RegisterPipeline(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
+	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
-	o := &Orchestrator{Name: "t", Provider: p, Evaluators: w.evaluators(), Jobs: failingJobs{}, Now: w.clock.Now, Out: &out}
+	o := &Orchestrator{Name: "t", Store: p, Evaluators: w.evaluators(), Jobs: failingJobs{}, Now: w.clock.Now, Out: &out}
 	if err := o.RunDate(ctx, "2026-11-23"); err != nil {
 		t.Fatalf("RunDate: %v\noutput:\n%s", err, out.String())
 	}
@@ -74,15 +316,14 @@ func TestRetriesExhausted(t *testing.T) {
 	}
 	for _, want := range []string{
 		"orders-raw: attempt 2 of 3 failed (out of memory); retrying",
-		"orders-raw: run log: FAILED after 3 attempt(s)",
-		"orders-daily: blocked: an upstream run failed",
+		"orders-raw: FAILED after 3 attempt(s): run log",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q\noutput:\n%s", want, out.String())
 		}
 	}
-	if strings.Contains(out.String(), "cascade marker written") {
-		t.Errorf("a failed pipeline wrote a cascade marker\noutput:\n%s", out.String())
+	if markers, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, "orders-daily", 10); err != nil || len(markers) != 0 {
+		t.Errorf("a failed pipeline wrote cascade markers: %+v, %v", markers, err)
 	}
 }
 
@@ -90,16 +331,13 @@ func TestRetriesExhausted(t *testing.T) {
 // failing required trait keeps the pipeline from triggering.
 func TestEvaluatorError(t *testing.T) {
 	ctx := testContext(t)
+	p := client(t, openTestBackend(t, backendConfig{}))
 	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-	p, err := memory.New(memory.WithClock(w.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := types.PipelineConfig{ID: "broken", Traits: map[string]types.TraitConfig{
 		"probe": {Evaluator: "missing", Required: true}}}
 	var out bytes.Buffer
-	o := &Orchestrator{Name: "t", Provider: p, Jobs: w, Now: w.clock.Now, Out: &out}
-	got, err := o.Evaluate(ctx, cfg, nil, "2026-11-23")
+	o := &Orchestrator{Name: "t", Store: p, Jobs: w, Now: w.clock.Now, Out: &out}
+	got, err := o.Evaluate(ctx, cfg, "2026-11-23")
 	if err != nil || got != NotReady {
 		t.Fatalf("Evaluate = %q, %v; want %q", got, err, NotReady)
 	}
@@ -118,43 +356,98 @@ func TestEvaluatorError(t *testing.T) {
 
 type failingJobs struct{}
 
-func (failingJobs) Trigger(context.Context, string, string) error { return nil }
+func (failingJobs) Trigger(context.Context, Job) error { return nil }
 func (failingJobs) Status(context.Context, string) (types.RunStatus, string, error) {
 	return types.RunFailed, "out of memory", nil
 }
 
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
+func openTestBackend(t *testing.T, cfg backendConfig) *backend {
+	t.Helper()
+	b, err := openBackend(testContext(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	return b
+}
+
+func client(t *testing.T, b *backend) Store {
+	t.Helper()
+	s, err := b.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// server returns the address of a real server from the environment variable env
+// (`make test` sets REDIS_ADDR and DYNAMODB_ENDPOINT). When it is unset the test
+// is skipped, or fails under PIPESTATE_REQUIRE_SERVERS=1.
+func server(t *testing.T, env string) string {
+	t.Helper()
+	addr := os.Getenv(env)
+	if addr == "" {
+		msg := env + " is unset: run `make test`, or set it to a server's address"
+		if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return addr
+}
+
+// uniqueName is a key prefix and table name that no other test or run uses.
+func uniqueName() string { return fmt.Sprintf("orchestrator-%016x", rand.Uint64()) }
+
 const wantTranscript = `== 2026-11-22
-[05:00 orch-1] orders-daily: excluded by its calendar
 [05:00 orch-1] orders-raw: excluded by its calendar
 == 2026-11-23
-[05:00 orch-1] orders-daily: waiting for upstream's cascade marker
 [05:00 orch-1] orders-raw: trait row-count PASS
 [05:00 orch-1] orders-raw: trait source-landed FAIL (timed out after 5ms)
 [05:00 orch-1] orders-raw: NOT_READY, blocking: [source-landed]
+[05:00 events] orders-raw: TRAIT_EVALUATED row-count PASS
+[05:00 events] orders-raw: TRAIT_EVALUATED source-landed FAIL (timed out after 5ms)
+[05:00 events] orders-raw: READINESS NOT_READY
 [05:00 orch-1] orders-raw: trait row-count PASS
 [05:00 orch-1] orders-raw: trait source-landed PASS
+[05:00 events] orders-raw: TRAIT_EVALUATED row-count PASS
+[05:00 events] orders-raw: TRAIT_EVALUATED source-landed PASS
 [05:00 orch-1] orders-raw: READY
-[05:00 orch-1] orders-raw: run orders-raw-2026-11-23-daily-1 PENDING -> TRIGGERING -> RUNNING
+[05:00 events] orders-raw: READINESS READY
+[05:00 orch-1] orders-raw: run orders-raw-2026-11-23-daily-1 PENDING -> TRIGGERING -> RUNNING (fence 2)
+[05:00 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-1 TRIGGERING
+[05:00 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-1 RUNNING
 [05:20 orch-1] orders-raw: run orders-raw-2026-11-23-daily-1 FAILED
 [05:20 orch-1] orders-raw: attempt 1 of 3 failed (executor lost); retrying
-[05:20 orch-1] orders-raw: run orders-raw-2026-11-23-daily-2 PENDING -> TRIGGERING -> RUNNING
+[05:20 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-1 FAILED (executor lost)
+[05:20 orch-1] orders-raw: run orders-raw-2026-11-23-daily-2 PENDING -> TRIGGERING -> RUNNING (fence 2)
+[05:20 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-2 TRIGGERING
+[05:20 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-2 RUNNING
 [05:50 orch-1] orders-raw: run orders-raw-2026-11-23-daily-2 COMPLETED
-[05:50 orch-1] orders-raw: run log: COMPLETED after 2 attempt(s)
-[05:50 orch-1] orders-raw: cascade marker written for orders-daily
+[05:50 orch-1] orders-raw: COMPLETED after 2 attempt(s): cascade marker for orders-daily, then run log
+[05:50 events] orders-raw: RUN_STATE_CHANGED orders-raw-2026-11-23-daily-2 COMPLETED
+[05:50 orch-1] orders-daily: cascade marker from orders-raw for 2026-11-23
 [05:50 orch-1] orders-daily: SLA missed: evaluation deadline 05:45
 [05:50 orch-1] orders-daily: trait schema PASS
 [05:50 orch-1] orders-daily: READY
-[05:50 orch-1] orders-daily: run orders-daily-2026-11-23-daily-1 PENDING -> TRIGGERING -> RUNNING
+[05:50 orch-1] orders-daily: run orders-daily-2026-11-23-daily-1 PENDING -> TRIGGERING -> RUNNING (fence 1)
+[05:50 events] orders-daily: SLA_MISSED evaluation (evaluation deadline 2026-11-23T05:45:00Z)
+[05:50 events] orders-daily: TRAIT_EVALUATED schema PASS
+[05:50 events] orders-daily: READINESS READY
+[05:50 events] orders-daily: RUN_STATE_CHANGED orders-daily-2026-11-23-daily-1 TRIGGERING
+[05:50 events] orders-daily: RUN_STATE_CHANGED orders-daily-2026-11-23-daily-1 RUNNING
 [06:20 orch-1] orders-daily: run orders-daily-2026-11-23-daily-1 COMPLETED
 [06:20 orch-1] orders-daily: SLA missed: completion deadline 06:00
-[06:20 orch-1] orders-daily: run log: COMPLETED after 1 attempt(s)
+[06:20 orch-1] orders-daily: COMPLETED after 1 attempt(s): run log
+[06:20 events] orders-daily: RUN_STATE_CHANGED orders-daily-2026-11-23-daily-1 COMPLETED
+[06:20 events] orders-daily: SLA_MISSED completion (completion deadline 2026-11-23T06:00:00Z)
 == summary
 orders-daily 2026-11-22: no run, 0 job(s) triggered
 orders-daily 2026-11-23: COMPLETED at attempt 1, 1 job(s) triggered; runs: orders-daily-2026-11-23-daily-1 COMPLETED

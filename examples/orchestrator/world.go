@@ -55,10 +55,10 @@ type world struct {
 	clock *simClock
 
 	mu          sync.Mutex
-	evaluations map[string]int  // by pipeline/trait
-	triggers    map[string]int  // by run ID
-	polls       map[string]int  // by run ID
-	failing     map[string]bool // run IDs that will fail
+	evaluations map[string]int   // by pipeline/trait
+	triggers    map[string]int   // accepted Trigger calls by run ID
+	polls       map[string]int   // by run ID
+	fences      map[string]int64 // the highest fence seen by pipeline/date
 }
 
 func newWorld(start time.Time) *world {
@@ -67,7 +67,7 @@ func newWorld(start time.Time) *world {
 		evaluations: map[string]int{},
 		triggers:    map[string]int{},
 		polls:       map[string]int{},
-		failing:     map[string]bool{},
+		fences:      map[string]int64{},
 	}
 }
 
@@ -104,26 +104,30 @@ func (w *world) count(m map[string]int, key string) int {
 	return m[key]
 }
 
-// Trigger implements Jobs. The first orders-raw job of each date fails.
-func (w *world) Trigger(_ context.Context, pipelineID, runID string) error {
-	w.count(w.triggers, runID)
+// Trigger implements Jobs: a job's state is its run ID's, so triggering a run ID
+// again starts nothing new. A fence below the highest seen for the pipeline and
+// date is refused, as a job that writes the date's data would refuse a stale
+// writer.
+func (w *world) Trigger(_ context.Context, job Job) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if pipelineID == "orders-raw" && strings.HasSuffix(runID, "-1") {
-		w.failing[runID] = true
+	key := job.PipelineID + "/" + job.Date
+	if job.Fence < w.fences[key] {
+		return fmt.Errorf("%w: %s %s: fence %d, but %d has been seen", ErrStaleFence, job.PipelineID, job.Date, job.Fence, w.fences[key])
 	}
+	w.fences[key] = job.Fence
+	w.triggers[job.RunID]++
 	return nil
 }
 
-// Status implements Jobs. Each poll is ten minutes of simulated time; a failing
-// job fails on its second poll, the others complete on their third.
+// Status implements Jobs. Each poll is ten minutes of simulated time. The first
+// orders-raw job of each date fails on its second poll; the others complete on
+// their third.
 func (w *world) Status(_ context.Context, runID string) (types.RunStatus, string, error) {
 	w.clock.Advance(10 * time.Minute)
 	n := w.count(w.polls, runID)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	switch {
-	case w.failing[runID] && n >= 2:
+	case strings.HasPrefix(runID, "orders-raw-") && strings.HasSuffix(runID, "-1") && n >= 2:
 		return types.RunFailed, "executor lost", nil
 	case n >= 3:
 		return types.RunCompleted, "", nil
