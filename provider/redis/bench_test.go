@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -220,4 +221,60 @@ func BenchmarkGetTraits(b *testing.B) {
 				return nil
 			}
 	})
+}
+
+// BenchmarkFollowLatency measures the delay from AppendEvent returning to a
+// follower of the pipeline receiving the event (0 when the follower was first), and
+// from the call to the follower receiving it, one event in flight at a time, and
+// reports the median and 99th percentile of each in microseconds:
+//
+//	go test -run '^$' -bench FollowLatency -benchtime 5000x ./provider/redis/
+func BenchmarkFollowLatency(b *testing.B) {
+	for _, tg := range benchTargets(b) {
+		b.Run(tg.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			prefix := fmt.Sprintf("pstbench:%d", time.Now().UnixNano())
+			b.Cleanup(func() { tg.c.Del(context.Background(), prefix+":{p}:events", prefix+":{p}:appends") })
+			p, err := redis.New(tg.c, redis.WithKeyPrefix(prefix))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			arrived := make(chan time.Time, 1)
+			go func() {
+				for _, err := range p.FollowEvents(ctx, "p", "") {
+					if err != nil {
+						return
+					}
+					arrived <- time.Now()
+				}
+			}()
+			var afterReturn, fromCall []time.Duration
+			for i := 0; b.Loop(); i++ {
+				called := time.Now()
+				if err := p.AppendEvent(ctx, benchEvent(i)); err != nil {
+					b.Fatal(err)
+				}
+				returned := time.Now()
+				select {
+				case at := <-arrived:
+					afterReturn = append(afterReturn, max(0, at.Sub(returned)))
+					fromCall = append(fromCall, at.Sub(called))
+				case <-time.After(10 * time.Second):
+					b.Fatal("the follower did not receive the event within 10s")
+				}
+			}
+			for _, d := range []struct {
+				name string
+				ds   []time.Duration
+			}{{"after-return", afterReturn}, {"from-call", fromCall}} {
+				slices.Sort(d.ds)
+				b.ReportMetric(float64(d.ds[len(d.ds)/2])/1e3, "p50-"+d.name+"-µs")
+				b.ReportMetric(float64(d.ds[len(d.ds)*99/100])/1e3, "p99-"+d.name+"-µs")
+			}
+		})
+	}
 }

@@ -68,6 +68,12 @@ func budgets() []budget {
 			}
 			return err
 		}},
+		{"FollowEvents", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			for _, err := range p.FollowEvents(ctx, "p", "") {
+				return err // the first batch holds the appended event
+			}
+			return nil
+		}},
 		{"PutRunLog", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p", Date: "2026-01-01", Status: types.RunRunning})
 		}},

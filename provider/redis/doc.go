@@ -1,6 +1,6 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
-// provider.Leaser, provider.CascadeReader and provider.RunCreator) over any
-// goredis.UniversalClient — a
+// provider.Leaser, provider.CascadeReader, provider.RunCreator and
+// provider.EventFollower) over any goredis.UniversalClient — a
 // standalone *goredis.Client or a *goredis.ClusterClient. It meets every rule of
 // the semantics table in package provider and passes providertest.Run on
 // miniredis, on a real server and on a three-master Redis Cluster.
@@ -190,6 +190,21 @@
 // cursor that is not a canonical stream ID is ErrInvalidArgument, and one older than
 // the retained log reads from the oldest retained event.
 //
+// # Following
+//
+// FollowEvents reads the pipeline's stream with XREAD COUNT 256 BLOCK 5000 from its
+// cursor: one key, so one node of a cluster, and one round trip per batch of up to
+// 256 events; an idle follower sends one read per 5 seconds, never polls. Each
+// blocked read holds one connection of the client's pool (size the pool for the
+// followers plus the other calls: go-redis's PoolSize). go-redis does not
+// interrupt a blocked read when its context ends, so the read runs on a goroutine
+// of its own: a follower returns ctx's error at once when ctx ends (and
+// ErrClosed when the provider stops), and the abandoned read ends on the server
+// within 5 seconds, when its connection goes back to the pool. A new event
+// reaches a follower blocked on loopback in tens of microseconds after it is
+// committed (BenchmarkFollowLatency on redis-server 7.0: p50 0 µs and p99 74 µs
+// after AppendEvent returned; p50 76 µs and p99 248 µs from the call).
+//
 // # Operating Redis
 //
 // What each guarantee needs from the server:
@@ -250,6 +265,7 @@
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
 //	ReadEventsSince          1
+//	FollowEvents             1 per batch of up to 256 events, or per 5 s idle
 //	WriteCascadeMarker       1
 //	ListCascadeMarkers       1
 //	PutLateArrival           1

@@ -1,11 +1,15 @@
 package redis
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -112,6 +116,95 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		}
 	}
 	return out, nil
+}
+
+// FollowEvents implements provider.EventFollower: XREAD BLOCK on the pipeline's
+// stream after the cursor (a stream ID; "" is the start of the log), one round trip
+// per batch of up to followPage events, blocking at most followBlock when none is
+// there. Each blocked read holds one connection of the client's pool. A cursor
+// older than the retained log reads from the oldest retained event, as
+// ReadEventsSince does. See "Following" in the package doc.
+func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+			yield(types.EventRecord{}, err)
+			return
+		}
+		if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
+			yield(types.EventRecord{}, provider.Invalidf("malformed event cursor %q", cursor))
+			return
+		}
+		follow(ctx, p, "follow events", p.k.events(pipelineID), cursor, func(m goredis.XMessage, _ string) (types.EventRecord, error) {
+			r := types.EventRecord{StreamID: m.ID}
+			return r, decodeEvent("follow events", m, &r.Event)
+		}, yield)
+	}
+}
+
+// Following a stream (FollowEvents, WatchCascadeMarkers).
+const (
+	// followPage is the most entries one read of a follower returns.
+	followPage = 256
+	// followBlock is the longest a follower's read blocks on the server (XREAD
+	// BLOCK) before it reads again; it also bounds how long the connection of a
+	// read abandoned on cancel stays busy.
+	followBlock = 5 * time.Second
+)
+
+// follow reads the stream at key after cursor ("" is its start) with XREAD BLOCK
+// and yields decode of each entry in stream order; decode gets the entry and the
+// cursor before it ("" for the first entry of a follow from the start). It ends
+// after yielding an error: decode's, the read's, ctx's error when ctx ends or
+// ErrClosed when p stops, both at once even while a read is blocked. The read runs
+// on a goroutine, so that a follower returns on cancel without waiting for the
+// server: an abandoned read ends within followBlock and frees its connection.
+func follow[R any](ctx context.Context, p *Provider, op, key, cursor string, decode func(m goredis.XMessage, prev string) (R, error), yield func(R, error) bool) {
+	var zero R
+	type result struct {
+		msgs []goredis.XMessage
+		err  error
+	}
+	for {
+		if err := p.begin(ctx); err != nil {
+			yield(zero, err)
+			return
+		}
+		read := make(chan result, 1)
+		go func(after string) {
+			s, err := p.c.XRead(ctx, &goredis.XReadArgs{Streams: []string{key, after}, Count: followPage, Block: followBlock}).Result()
+			if len(s) == 1 {
+				read <- result{s[0].Messages, err}
+				return
+			}
+			read <- result{nil, err}
+		}(cmp.Or(cursor, "0-0"))
+		var r result
+		select {
+		case r = <-read:
+		case <-ctx.Done():
+			continue // begin reports it
+		case <-p.stopped:
+			continue
+		}
+		if r.err != nil && !errors.Is(r.err, goredis.Nil) { // Nil: the block timed out
+			if ctx.Err() == nil {
+				yield(zero, p.wrap(op, r.err))
+				return
+			}
+			continue
+		}
+		for _, m := range r.msgs {
+			rec, err := decode(m, cursor)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+			cursor = m.ID
+		}
+	}
 }
 
 // parseStreamID parses "<ms>-<seq>" in canonical decimal form (no sign, no leading

@@ -334,7 +334,7 @@ func lostReplies() []lostReply {
 // readOnly reports whether a Provider method does not write: the lost-reply table
 // must have a row for every other exported method.
 func readOnly(name string) bool {
-	for _, p := range []string{"Get", "List", "Read"} {
+	for _, p := range []string{"Get", "List", "Read", "Follow", "Watch"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

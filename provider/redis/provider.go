@@ -41,10 +41,11 @@ var (
 	_ provider.Leaser        = (*Provider)(nil)
 	_ provider.CascadeReader = (*Provider)(nil)
 	_ provider.RunCreator    = (*Provider)(nil)
+	_ provider.EventFollower = (*Provider)(nil)
 )
 
-// Provider is a provider.Provider (with provider.Leaser, provider.CascadeReader and
-// provider.RunCreator) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
+// Provider is a provider.Provider (with provider.Leaser, provider.CascadeReader,
+// provider.RunCreator and provider.EventFollower) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
 // in one process or many, may share one Redis under the same key prefix. Create it
 // with New.
 type Provider struct {
@@ -57,6 +58,7 @@ type Provider struct {
 	now          func() time.Time
 	closeClient  bool
 	closed       atomic.Bool
+	stopped      chan struct{} // closed by Stop: ends followers at once
 	started      atomic.Bool
 }
 
@@ -175,6 +177,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		maxEvents:    DefaultMaxEvents,
 		maxValue:     DefaultMaxValueSize,
 		now:          time.Now,
+		stopped:      make(chan struct{}),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -228,10 +231,15 @@ func (p *Provider) Start(ctx context.Context) error {
 }
 
 // Stop implements provider.Provider: it marks p closed, after which every call
-// returns an error wrapping provider.ErrClosed. It closes the client only under
+// returns an error wrapping provider.ErrClosed, and ends every follower and
+// watcher of p with that error at once. It closes the client only under
 // WithCloseClient. Stop is idempotent.
 func (p *Provider) Stop(ctx context.Context) error {
-	if p.closed.Swap(true) || !p.closeClient {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	close(p.stopped)
+	if !p.closeClient {
 		return nil
 	}
 	if err := p.c.Close(); err != nil {
