@@ -12,14 +12,14 @@ import (
 )
 
 // KeepAlive keeps lease alive for work done under the returned context: it renews
-// the lease for ttl every ttl/3 and cancels the context the moment the lease is lost
-// (a renewal returned ErrLockNotHeld) or could not be renewed before it expires, so
-// that the work stops before another holder's fence can be accepted. A failed
-// renewal is retried every ttl/10 until the lease's expiry.
+// the lease for ttl once before it returns, then every ttl/3, and cancels the
+// context the moment the lease is lost (a renewal returned ErrLockNotHeld) or could
+// not be renewed before it expires, so that the work stops before another holder's
+// fence can be accepted. A failed renewal is retried every ttl/10 until the expiry.
 //
-// The expiry KeepAlive guards is lease.ExpiresAt at first (read on the caller's
-// clock, so the backend's clock must agree with it), then the time each successful
-// renewal was sent plus ttl, which is never later than the backend's.
+// The expiry KeepAlive guards is the time the last successful renewal was sent plus
+// ttl, on the caller's clock: never later than the backend's expiry, whatever the
+// backend's clock says, as long as both clocks run at the same rate.
 //
 // stop ends the renewals, cancels the context and releases the lease. It returns nil
 // when the lease was held to the end and released; the cause of the cancellation
@@ -29,7 +29,8 @@ import (
 // nothing: call stop.
 //
 // KeepAlive fails with ErrInvalidArgument on a nil l, an invalid lease or a ttl that
-// CheckLeaseTTL rejects, before any I/O.
+// CheckLeaseTTL rejects, before any I/O, and with the first renewal's error
+// (wrapping ErrLockNotHeld when the lease is no longer held).
 func KeepAlive(ctx context.Context, l Leaser, lease types.Lease, ttl time.Duration) (context.Context, func() error, error) {
 	if nilcheck.IsNil(l) {
 		return nil, nil, Invalidf("KeepAlive: nil Leaser")
@@ -40,9 +41,18 @@ func KeepAlive(ctx context.Context, l Leaser, lease types.Lease, ttl time.Durati
 	if err := CheckLeaseTTL(ttl); err != nil {
 		return nil, nil, err
 	}
+	sent := time.Now()
+	next, err := l.RenewLease(ctx, lease, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if next == nil {
+		return nil, nil, fmt.Errorf("KeepAlive: RenewLease returned no lease and no error")
+	}
 	wctx, cancel := context.WithCancelCause(ctx)
-	k := &keeper{l: l, lease: lease, ttl: ttl, cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
-	k.expiry = time.AfterFunc(time.Until(lease.ExpiresAt), k.expired)
+	k := &keeper{l: l, lease: *next, ttl: ttl, cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
+	k.lease.ExpiresAt = sent.Add(ttl)
+	k.expiry = time.AfterFunc(time.Until(k.lease.ExpiresAt), k.expired)
 	go k.renew(wctx)
 	return wctx, sync.OnceValue(k.stop), nil
 }

@@ -91,11 +91,11 @@ func TestKeepAliveCancelsOnLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &failing{Leaser: a, err: provider.ErrLockNotHeld}
-	f.fail.Store(true)
 	work, stop, err := provider.KeepAlive(t.Context(), f, *lease, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.fail.Store(true)
 	select {
 	case <-work.Done():
 	case <-time.After(ttl):
@@ -120,21 +120,42 @@ func TestKeepAliveCancelsBeforeExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &failing{Leaser: a, err: errors.New("connection reset")}
-	f.fail.Store(true)
+	sent := time.Now()
 	work, stop, err := provider.KeepAlive(t.Context(), f, *lease, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.fail.Store(true)
 	defer func() { _ = stop() }()
 	<-work.Done()
-	if canceledAt := time.Now(); canceledAt.After(lease.ExpiresAt.Add(20 * time.Millisecond)) {
-		t.Errorf("work canceled %v after the lease expired", canceledAt.Sub(lease.ExpiresAt))
+	// The backend's expiry is at least the first renewal's arrival plus ttl.
+	if late := time.Since(sent.Add(ttl)); late > 20*time.Millisecond {
+		t.Errorf("work canceled %v after the lease could have expired", late)
 	}
 	if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
 		t.Errorf("cause = %v, want ErrLockNotHeld (expired)", context.Cause(work))
 	}
-	if n := f.calls.Load(); n < 2 {
+	if n := f.calls.Load(); n < 3 {
 		t.Errorf("%d renewal attempts before expiry, want retries", n)
+	}
+}
+
+// TestKeepAliveRefusesALostLease: a lease that is no longer held is refused at
+// once (the first renewal fails), whatever the clocks say.
+func TestKeepAliveRefusesALostLease(t *testing.T) {
+	a, rival := leaser(t)
+	lease, err := a.AcquireLease(t.Context(), "job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReleaseLease(t.Context(), *lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rival.AcquireLease(t.Context(), "job", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := provider.KeepAlive(t.Context(), a, *lease, time.Minute); !errors.Is(err, provider.ErrLockNotHeld) {
+		t.Errorf("KeepAlive of a lost lease = %v, want ErrLockNotHeld", err)
 	}
 }
 
