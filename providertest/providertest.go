@@ -106,6 +106,7 @@ func Run(t *testing.T, h Harness) {
 	RunReplayStore(t, h)
 	RunLocker(t, h)
 	RunLeaser(t, h)
+	RunKeepAlive(t, h)
 	RunCascadeReader(t, h)
 	RunRunCreator(t, h)
 	RunEventFollower(t, h)
