@@ -8,7 +8,8 @@
 // Every rule of the semantics table in the provider package doc has at least one
 // named subtest, grouped by interface (PipelineStore, TraitStore, RunStore,
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
-// ReplayStore, Locker, Leaser, CascadeReader, Readiness) and by class of rule
+// ReplayStore, Locker, Leaser, KeepAlive, CascadeReader, RunCreator,
+// EventFollower, MarkerWatcher, Readiness) and by class of rule
 // (Expiry, Fidelity, Lists, Limits, Lifecycle), e.g.
 // "RunStore/cas_concurrent_one_winner"; a failure names the rule it breaks.
 // Each group checks, where the rule applies:
@@ -35,6 +36,13 @@
 //   - compare-and-swap: match, mismatch, missing run, ID mismatches, CreatedAt kept,
 //     Version = expected+1, exactly one winner among 16 goroutines on two
 //     instances, no lost update among 8 goroutines x 50 retried increments;
+//   - create-once (RunCreator): one winner among 32 concurrent creates, stored
+//     and listed once, an existing run left alone; following (EventFollower): from
+//     the start and from a cursor, live appends by 8 writers each delivered once in
+//     log order, resuming after a cancel, two followers agreeing; watching
+//     (MarkerWatcher): writes from two instances to several pipelines, a rewrite
+//     delivered again, resuming from a cursor; KeepAlive over the Leaser: renewed
+//     past its ttl, and the work canceled before a rival can take over;
 //   - races that do not depend on luck: the one-winner tests (CAS, locks, leases)
 //     start their callers from a spinning barrier and repeat for at least 3
 //     rounds and 500 ms, so a check-then-act backend loses in every run;
