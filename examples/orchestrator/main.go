@@ -107,16 +107,19 @@ func pipelines() []types.PipelineConfig {
 	}
 }
 
-// run runs the demo with n orchestrators over two dates (a Sunday and a Monday),
-// prints what each did and a summary from the store, and closes b.
+// run runs the demo with n orchestrators over demoDates, prints what each did
+// and a summary from the store, and closes b.
 func run(ctx context.Context, w io.Writer, n int, b *backend) error {
 	defer b.close()
 	d, err := newDemo(ctx, w, n, b)
 	if err != nil {
 		return err
 	}
-	return d.run(ctx, "2026-11-22", "2026-11-23")
+	return d.run(ctx, demoDates...)
 }
+
+// demoDates are the dates the demo runs: a Sunday and a Monday.
+var demoDates = []string{"2026-11-22", "2026-11-23"}
 
 // demo is one run of the demo: the simulated world, and the orchestrators and
 // followers on clients of one store.
@@ -205,21 +208,13 @@ func awaitDate(ctx context.Context, s Store, cfgs []types.PipelineConfig, date s
 	if err != nil {
 		return err
 	}
-	byID, downstream := map[string]types.PipelineConfig{}, map[string]bool{}
+	byID := map[string]types.PipelineConfig{}
 	for _, c := range cfgs {
 		byID[c.ID] = c
-		for _, id := range c.Downstream {
-			downstream[id] = true
-		}
 	}
-	var queue []string
-	for _, c := range cfgs {
-		if !downstream[c.ID] {
-			queue = append(queue, c.ID)
-		}
-	}
+	queue := roots(cfgs)
 	for len(queue) > 0 {
-		cfg := byID[queue[0]]
+		cfg := queue[0]
 		queue = queue[1:]
 		if cfg.Exclusions.Excludes(day) {
 			continue
@@ -231,7 +226,9 @@ func awaitDate(ctx context.Context, s Store, cfgs []types.PipelineConfig, date s
 			}
 			if entry != nil && entry.Status.Terminal() {
 				if entry.Status == types.RunCompleted {
-					queue = append(queue, cfg.Downstream...)
+					for _, id := range cfg.Downstream {
+						queue = append(queue, byID[id])
+					}
 				}
 				break
 			}

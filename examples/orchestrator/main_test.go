@@ -36,12 +36,10 @@ var testBackends = []struct {
 	{"redis", time.Second, 5, func(t *testing.T) backendConfig {
 		return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
 	}},
-	{"dynamodb", 5 * time.Second, 2, func(t *testing.T) backendConfig {
+	{"dynamodb", 5 * time.Second, 1, func(t *testing.T) backendConfig {
 		return backendConfig{dynamoEndpoint: server(t, "DYNAMODB_ENDPOINT"), prefix: uniqueName()}
 	}},
 }
-
-var demoDates = []string{"2026-11-22", "2026-11-23"}
 
 // TestRun checks the whole transcript of one orchestrator on memory: the simulated
 // world and clock make it the same on every run, but for where the followers'

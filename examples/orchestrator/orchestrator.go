@@ -132,19 +132,28 @@ func (o *Orchestrator) RunDate(ctx context.Context, date string) error {
 	if err != nil {
 		return err
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range roots(cfgs) {
+		g.Go(func() error { return o.settle(gctx, c, date) })
+	}
+	return g.Wait()
+}
+
+// roots returns the pipelines of cfgs that are nobody's downstream.
+func roots(cfgs []types.PipelineConfig) []types.PipelineConfig {
 	downstream := map[string]bool{}
 	for _, c := range cfgs {
 		for _, d := range c.Downstream {
 			downstream[d] = true
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	var out []types.PipelineConfig
 	for _, c := range cfgs {
 		if !downstream[c.ID] {
-			g.Go(func() error { return o.settle(gctx, c, date) })
+			out = append(out, c)
 		}
 	}
-	return g.Wait()
+	return out
 }
 
 // Route is the stream-router: it watches the cascade markers of every pipeline
