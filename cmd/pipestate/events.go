@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// Event paging: the page size of the reads that find the end of a log, and the
+// poll interval bounds of a follow on a backend without provider.EventFollower.
+const (
+	eventPage    = 1000
+	pollFirst    = 100 * time.Millisecond
+	pollMost     = 2 * time.Second
+	followedPage = 100
+)
+
+var eventsCmd = &spec{
+	name:    "events",
+	args:    "PIPELINE",
+	summary: "a pipeline's events (--since CURSOR, --limit, --follow)",
+	about: "Without --since: the newest --limit events, oldest first, without cursors.\n" +
+		"With --since CURSOR: at most --limit events strictly after CURSOR, with their cursors, and\n" +
+		"the --since of the next page; --since '' starts at the oldest retained event.\n" +
+		"--follow prints events as they are committed until interrupted (Ctrl-C): those after\n" +
+		"CURSOR with --since, otherwise the newest --limit first (found by reading the retained\n" +
+		"log once). It uses the backend's follower (provider.EventFollower) when it has one and\n" +
+		"polls otherwise (every " + pollFirst.String() + " to " + pollMost.String() + "). Each followed event is one line: its time,\n" +
+		"kind, run, trait, status, message and cursor.\n" +
+		"--json prints one types.Event per line, or with --since or --follow one types.EventRecord\n" +
+		"(streamId and event).",
+	example: "pipestate events orders --limit 50 --redis localhost:6379\n" +
+		"pipestate events orders --since '' --limit 100 --redis localhost:6379\n" +
+		"pipestate events orders --follow --redis localhost:6379",
+	define: func(in *inv, fs *flag.FlagSet) action {
+		since := fs.String("since", "", "print the events after this cursor (an event's cursor; '' for the start), with cursors")
+		limit := fs.Int("limit", 20, "the most events to print (with --follow: before following)")
+		follow := fs.Bool("follow", false, "keep printing events as they are committed, until interrupted")
+		return func(ctx context.Context, pos []string) error {
+			a, err := args(pos, "PIPELINE")
+			if err != nil {
+				return err
+			}
+			if err := checkLimit(*limit); err != nil {
+				return err
+			}
+			p, err := in.provider(ctx)
+			if err != nil {
+				return err
+			}
+			id := a[0]
+			switch {
+			case *follow:
+				return followEvents(ctx, in, p, id, *since, isSet(fs, "since"), *limit)
+			case isSet(fs, "since"):
+				return eventsSince(ctx, in, p, id, *since, *limit)
+			}
+			evs, err := p.ListEvents(ctx, id, *limit)
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 {
+				if err := requirePipeline(ctx, p, id, "events"); err != nil {
+					return err
+				}
+			}
+			switch {
+			case in.json:
+				return emitAll(in, evs)
+			case len(evs) == 0:
+				in.say("no events of pipeline %s", id)
+				return nil
+			}
+			t := in.table("TIME", "KIND", "RUN", "TRAIT", "STATUS", "MESSAGE")
+			for _, e := range evs {
+				t.row(in.ago(e.Timestamp), e.Kind, e.RunID, e.TraitType, e.Status, e.Message)
+			}
+			return t.flush()
+		}
+	},
+}
+
+// eventsSince prints one page of events after cursor.
+func eventsSince(ctx context.Context, in *inv, p provider.Provider, id, cursor string, limit int) error {
+	recs, err := p.ReadEventsSince(ctx, id, cursor, int64(limit))
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 && cursor == "" {
+		if err := requirePipeline(ctx, p, id, "events"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case in.json:
+		return emitAll(in, recs)
+	case len(recs) == 0 && cursor == "":
+		in.say("no events of pipeline %s", id)
+		return nil
+	case len(recs) == 0:
+		in.say("no events of pipeline %s after cursor %s", id, cursor)
+		return nil
+	}
+	t := in.table("TIME", "KIND", "RUN", "TRAIT", "STATUS", "MESSAGE", "CURSOR")
+	for _, r := range recs {
+		e := r.Event
+		t.row(in.ago(e.Timestamp), e.Kind, e.RunID, e.TraitType, e.Status, e.Message, r.StreamID)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(recs) == limit {
+		in.say("next page: --since %s", recs[len(recs)-1].StreamID)
+	}
+	return nil
+}
+
+// followEvents prints the events after cursor (hasCursor) or the newest limit,
+// then each new one, until ctx ends.
+func followEvents(ctx context.Context, in *inv, p provider.Provider, id, cursor string, hasCursor bool, limit int) error {
+	if !hasCursor {
+		recs, end, err := tail(ctx, p, id, limit)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			if err := requirePipeline(ctx, p, id, "events"); err != nil {
+				return err
+			}
+		}
+		for _, r := range recs {
+			if err := printFollowed(in, r); err != nil {
+				return err
+			}
+		}
+		cursor = end
+	}
+	in.head()
+	for r, err := range follow(ctx, p, id, cursor) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: the normal end of a follow
+			}
+			return err
+		}
+		if err := printFollowed(in, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printFollowed prints one followed event: a JSON line, or a log line ending in its
+// cursor.
+func printFollowed(in *inv, r types.EventRecord) error {
+	if in.json {
+		return in.emit(r)
+	}
+	e := r.Event
+	parts := []string{e.Timestamp.UTC().Format(time.RFC3339), e.Kind}
+	for _, kv := range [][2]string{{"run", e.RunID}, {"trait", e.TraitType}, {"status", e.Status}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	if e.Message != "" {
+		parts = append(parts, strconv.Quote(e.Message))
+	}
+	in.say("%s cursor=%s", strings.Join(parts, " "), r.StreamID)
+	return nil
+}
+
+// tail returns the newest n events of a pipeline and the cursor after the
+// newest, reading the retained log from the start.
+func tail(ctx context.Context, p provider.Provider, id string, n int) ([]types.EventRecord, string, error) {
+	var last []types.EventRecord
+	cursor := ""
+	for {
+		page, err := p.ReadEventsSince(ctx, id, cursor, eventPage)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(page) > 0 {
+			cursor = page[len(page)-1].StreamID
+		}
+		last = append(last, page...)
+		last = last[max(0, len(last)-n):]
+		if len(page) < eventPage {
+			return last, cursor, nil
+		}
+	}
+}
+
+// follow is p's FollowEvents when it has one, otherwise a polling follow over
+// ReadEventsSince.
+func follow(ctx context.Context, p provider.Provider, id, cursor string) iter.Seq2[types.EventRecord, error] {
+	if f, ok := p.(provider.EventFollower); ok {
+		return f.FollowEvents(ctx, id, cursor)
+	}
+	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
+		at := cursor
+		return provider.Poller[types.EventRecord]{
+			Read: func(ctx context.Context) ([]types.EventRecord, error) {
+				recs, err := p.ReadEventsSince(ctx, id, at, followedPage)
+				if len(recs) > 0 {
+					at = recs[len(recs)-1].StreamID
+				}
+				return recs, err
+			},
+			Wait: provider.PollWait(pollFirst, pollMost),
+		}
+	})
+}

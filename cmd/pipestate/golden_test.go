@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// goldenCase is a command line whose output must equal testdata/NAME.golden on
+// every backend. In args, "{STORE}" stands for the backend's store flags and
+// "{Cn}" for the cursor of the fixtures' n-th event.
+type goldenCase struct {
+	name string
+	args []string
+}
+
+func words(s string) []string { return strings.Fields(s) }
+
+// readCases change nothing; writeCases run after them, in order.
+var (
+	readCases = []goldenCase{
+		{"pipelines-list", words("pipelines list")},
+		{"pipelines-default", words("pipelines --json")},
+		{"pipelines-show", words("pipelines show orders")},
+		{"pipelines-show-missing", words("pipelines show nosuch")},
+		{"runs", words("runs orders")},
+		{"runs-status", words("runs orders --status running")},
+		{"runs-status-none", words("runs orders --status CANCELLED")},
+		{"runs-limit", words("runs --limit 2 orders")},
+		{"runs-empty", words("runs empty")},
+		{"runs-missing", words("runs nosuch")},
+		{"run", words("run r-0003")},
+		{"run-show", words("run show r-0002")},
+		{"run-missing", words("run r-nosuch")},
+		{"events", words("events orders")},
+		{"events-limit", words("events orders --limit 2")},
+		{"events-since", words("events orders --since {C2} --limit 3")},
+		{"events-since-start", []string{"events", "orders", "--since", "", "--limit", "10"}},
+		{"events-since-end", words("events orders --since {C6}")},
+		{"events-missing", words("events nosuch")},
+		{"runlogs", words("runlogs orders")},
+		{"runlogs-date", words("runlogs orders --date 2026-11-21")},
+		{"runlogs-hourly", words("runlogs orders --date 2026-11-21T04 --schedule hourly")},
+		{"runlogs-missing", words("runlogs orders --date 2026-01-01")},
+		{"reruns", words("reruns orders")},
+		{"reruns-all", words("reruns --all")},
+		{"reruns-none", words("reruns empty")},
+		{"replays", words("replays")},
+		{"replays-pipeline", words("replays orders")},
+		{"replays-date", words("replays billing --date 2026-11-20")},
+		{"replays-missing", words("replays orders --date 2026-01-01")},
+		{"late", words("late orders --date 2026-11-20")},
+		{"late-none", words("late orders --date 2026-11-21")},
+		{"markers", words("markers billing")},
+		{"markers-none", words("markers orders")},
+		{"traits", words("traits orders")},
+		{"traits-missing", words("traits nosuch")},
+		{"readiness", words("readiness orders")},
+		{"readiness-missing", words("readiness billing")},
+		{"state-int64sum", words("state get int64sum --entity page:/home {STORE}")},
+		{"state-int64sum-range", words("state get int64sum --entity page:/home --window 1h --from 2026-11-21 --to now {STORE}")},
+		{"state-int64max", words("state get int64max --entity latency {STORE}")},
+		{"state-float64sum", words("state get float64sum --entity revenue {STORE}")},
+		{"state-hll", words("state get hll --entity site {STORE}")},
+		{"state-hll-range", words("state get hll --entity site --window 1h --from -6h --to now {STORE}")},
+		{"state-topk-range", words("state get topk --entity pages --window 1h --from 2026-11-21T03:00 --to 2026-11-21T06:00 --capacity 10 {STORE}")},
+		{"state-topk-shape", words("state get topk --entity pages --window 1h --from 2026-11-21T03:00 --to 2026-11-21T06:00 --capacity 5 {STORE}")},
+		{"state-bloom", words("state get bloom --entity urls --contains /a --contains /z {STORE}")},
+		{"state-json", words("state get hll --entity site --window 1h --from -6h --to now --json {STORE}")},
+		{"state-missing", words("state get hll --entity nosuch {STORE}")},
+		{"state-missing-range", words("state get int64sum --entity page:/home --window 1h --from 2026-11-20 --to 2026-11-21 {STORE}")},
+		{"usage-unknown", words("bogus")},
+		{"usage-group", words("state")},
+		{"usage-bad-flag", words("runs orders --bogus")},
+		{"usage-status", words("runs orders --status BOGUS")},
+		{"usage-limit", words("runs orders --limit 0")},
+		{"usage-missing-arg", words("runs")},
+		{"usage-extra-arg", words("run r-1 r-2")},
+		{"usage-bad-id", []string{"runs", "bad id"}},
+		{"usage-reruns", words("reruns")},
+		{"usage-late", words("late orders")},
+		{"usage-runlogs-schedule", words("runlogs orders --schedule hourly")},
+		{"usage-state-kind", words("state get counter --entity x {STORE}")},
+		{"usage-state-entity", words("state get int64sum {STORE}")},
+		{"usage-state-window", words("state get hll --entity site --window 1h {STORE}")},
+		{"usage-state-capacity", words("state get topk --entity pages --window 1h --from -1h --to now {STORE}")},
+		{"usage-state-time", words("state get hll --entity site --window 1h --from yesterday --to now {STORE}")},
+		{"usage-fail-yes", words("run fail r-0003 --version 4")},
+		{"usage-fail-version", words("run fail r-0003 --yes")},
+		{"usage-lock-owner", words("lock release eval:orders:daily --yes")},
+		{"usage-lock-yes", words("lock release eval:orders:daily --owner worker-7")},
+		{"help-runs", words("runs --help")},
+	}
+	writeCases = []goldenCase{
+		{"run-fail-stale", words("run fail r-0003 --version 3 --yes")},
+		{"run-fail", words("run fail r-0003 --version 4 --yes")},
+		{"run-fail-again", words("run fail r-0003 --version 5 --yes")},
+		{"run-fail-missing", words("run fail r-nosuch --version 1 --yes")},
+		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --yes")},
+		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --yes")},
+		{"lock-release-again", words("lock release eval:orders:daily --owner worker-7 --yes")},
+	}
+)
+
+func TestGolden(t *testing.T) {
+	backends(t, func(t *testing.T, h *harness) {
+		cursors := eventCursors(t, h)
+		for _, c := range slices.Concat(readCases, writeCases) {
+			t.Run(c.name, func(t *testing.T) {
+				r := h.run(t, expand(c.args, h, cursors)...)
+				compareGolden(t, h, c.name, transcript(t, c, r, h, cursors))
+			})
+		}
+		ctx := context.Background()
+		run, err := h.open(t, "").GetRunState(ctx, "r-0003")
+		if err != nil || run == nil || run.Status != "FAILED" || run.Version != 5 || run.UpdatedAt != now {
+			t.Errorf("after run fail: run = %+v, %v; want FAILED at version 5, updated now", run, err)
+		}
+		if held, err := h.open(t, "worker-9").AcquireLock(ctx, "eval:orders:daily", 0); !held || err != nil {
+			t.Errorf("after lock release: AcquireLock by another owner = %v, %v; want true, nil", held, err)
+		}
+	})
+}
+
+// eventCursors returns the cursors of the fixtures' events, oldest first.
+func eventCursors(t *testing.T, h *harness) []string {
+	t.Helper()
+	recs, err := h.open(t, "").ReadEventsSince(context.Background(), "orders", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursors := make([]string, len(recs))
+	for i, r := range recs {
+		cursors[i] = r.StreamID
+	}
+	return cursors
+}
+
+// expand replaces the placeholders of args.
+func expand(args []string, h *harness, cursors []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "{STORE}" {
+			out = append(out, h.storeFlags...)
+			continue
+		}
+		for i, c := range cursors {
+			a = strings.ReplaceAll(a, fmt.Sprintf("{C%d}", i+1), c)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// transcript is what a golden file holds: the command line, the exit status,
+// stdout and stderr, with what differs between backends replaced (the backend
+// line, checked against h.line, and event cursors at the end of a line).
+func transcript(t *testing.T, c goldenCase, r result, h *harness, cursors []string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ pipestate %s\nexit %d\n", strings.Join(quoteArgs(c.args), " "), r.code)
+	if !strings.HasPrefix(c.name, "events") {
+		cursors = nil // only event lines end in cursors
+	}
+	line := h.line
+	if slices.Contains(c.args, "{STORE}") {
+		line = h.storeLine
+	}
+	b.WriteString(normalize(t, r.stdout, line, cursors))
+	if r.stderr != "" {
+		b.WriteString("--- stderr\n")
+		b.WriteString(normalize(t, r.stderr, line, cursors))
+	}
+	return b.String()
+}
+
+// quoteArgs quotes the arguments a shell would need quoted.
+func quoteArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "" || strings.ContainsAny(a, " '") {
+			out[i] = "'" + a + "'"
+		}
+	}
+	return out
+}
+
+// normalize replaces, in each line of s, the backend description (which must be
+// backend) and a trailing event cursor.
+func normalize(t *testing.T, s, backend string, cursors []string) string {
+	t.Helper()
+	lines := strings.SplitAfter(s, "\n")
+	for i, line := range lines {
+		for _, pre := range []string{"backend: ", "(looked in ", "(backend "} {
+			if rest, ok := strings.CutPrefix(line, pre); ok {
+				if !strings.HasPrefix(rest, backend) {
+					t.Errorf("backend in %q, want %q", line, backend)
+				}
+				line = pre + "BACKEND" + strings.TrimPrefix(rest, backend)
+			}
+		}
+		if i := strings.Index(line, "; chosen by "); i >= 0 {
+			line = line[:i] + ")\n"
+		}
+		fields := strings.Fields(line)
+		if len(fields) > 0 {
+			last := fields[len(fields)-1]
+			for n, c := range cursors {
+				if last == c || last == "cursor="+c {
+					cut := strings.LastIndex(line, c)
+					line = line[:cut] + fmt.Sprintf("C%d", n+1) + line[cut+len(c):]
+					break
+				}
+			}
+		}
+		lines[i] = line
+	}
+	return strings.Join(lines, "")
+}
+
+// compareGolden compares got with testdata/name.golden; with -update, the memory
+// backend rewrites the file.
+func compareGolden(t *testing.T, h *harness, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update && h.name == "memory" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs on %s:\n--- got\n%s--- want\n%s", path, h.name, got, want)
+	}
+}
