@@ -11,12 +11,16 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
-// API is the part of *ddb.Client the stores and the deduper call.
+// API is the part of *ddb.Client the stores and the deduper call. A wrapper must
+// pass optFns on: they carry the middleware that records throttling (see "Signals"
+// in the package doc).
 type API interface {
 	GetItem(ctx context.Context, in *ddb.GetItemInput, optFns ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *ddb.PutItemInput, optFns ...func(*ddb.Options)) (*ddb.PutItemOutput, error)
@@ -38,6 +42,7 @@ type base struct {
 	kind   string // store kind (storekey), the first part of every pk; "" for a Deduper
 	cfg    config
 	life   *lifecycle.Flag
+	sig    *signal.Recorder
 }
 
 func newBase(name, kind string, client API, table string, c config) (base, error) {
@@ -47,8 +52,12 @@ func newBase(name, kind string, client API, table string, c config) (base, error
 	if table == "" {
 		return base{}, state.Invalidf("%s: empty table name", c.Ctor)
 	}
-	return base{client: client, table: table, name: name, kind: kind, cfg: c, life: lifecycle.New("state/dynamodb: " + name)}, nil
+	return base{client: client, table: table, name: name, kind: kind, cfg: c, life: lifecycle.New("state/dynamodb: " + name), sig: c.Signal("aws.dynamodb")}, nil
 }
+
+// sdk is the SDK option of every request of operation op (the method's name): it
+// records the throttles the SDK's retryer retried (see ddbx.ThrottleSignals).
+func (b *base) sdk(op string) func(*ddb.Options) { return ddbx.ThrottleSignals(b.sig, op) }
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.

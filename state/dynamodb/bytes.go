@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -35,7 +36,8 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 
 // NewBytesStore returns a BytesStore merging with m over the table (see
 // CreateStoreTable), using client without owning it. Options: WithClock,
-// WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL.
+// WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL, WithMeterProvider,
+// WithLogger.
 func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...StoreOption) (*BytesStore, error) {
 	const name = "BytesStore"
 	c, err := newConfig("New"+name, opts, StoreOption.ApplyStore)
@@ -106,11 +108,12 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl), s.checkOnce(once)); err != nil {
 		return false, err
 	}
-	key, tok := s.itemKey(k), storekey.Token()
+	key, tok, op := s.itemKey(k), storekey.Token(), mergeOp(once)
 	var (
 		last     map[string]av // the item a lost race saw
 		haveLast bool
-		claimed  bool // the event was applied before
+		claimed  bool   // the event was applied before
+		reason   string // why the last attempt lost its race, a signal.Reason*
 	)
 	read := func(ctx context.Context) ([]byte, bool, string, error) {
 		item := last
@@ -118,7 +121,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
 				TableName: &s.table, Key: key, ConsistentRead: ptr(true),
 				ProjectionExpression: &casProjection, ExpressionAttributeNames: casNames,
-			})
+			}, s.sdk(op))
 			if err != nil {
 				return nil, false, "", s.wrap("get", err)
 			}
@@ -166,6 +169,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		if once {
 			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Put: put})
 			if errors.Is(err, errLostRace) {
+				reason = raceReason(err)
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
 				return ownWrite(last, tok), nil
 			}
@@ -180,17 +184,23 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
 			ExpressionAttributeValues:           put.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		}, s.sdk(op))
 		if err == nil {
 			return true, nil
 		}
 		if last, haveLast = ddbx.ConditionFailedItem(err); haveLast {
+			reason = signal.ReasonCASConflict
 			return ownWrite(last, tok), nil
 		}
 		return false, s.wrap("put", err)
 	}
-	retries, err := state.RetryCASPolicy(ctx, s.m, delta, s.cfg.CAS, read, write)
+	p := s.cfg.CAS
+	p.OnRetry = func(ctx context.Context, retry int) { s.sig.Retry(ctx, op, reason, retry) }
+	retries, err := state.RetryCASPolicy(ctx, s.m, delta, p, read, write)
 	s.retries.Add(int64(retries))
+	if errors.Is(err, state.ErrContention) {
+		s.sig.GiveUp(ctx, op, reason, retries, err)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -24,7 +24,7 @@ var _ state.Deduper = (*Deduper)(nil)
 
 // NewDeduper returns a Deduper over the dedup table, using client without owning it.
 // Options: WithClock, WithTTL (default state.DefaultDedupTTL; 0 = claims never
-// expire). The table may also hold the MergeUpdateOnce claims of stores.
+// expire), WithMeterProvider, WithLogger. The table may also hold the MergeUpdateOnce claims of stores.
 func NewDeduper(client API, table string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
 	c, err := newConfig("New"+name, opts, DeduperOption.ApplyDeduper)
@@ -57,7 +57,7 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
 		ExpressionAttributeValues:           cond.Values(),
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, d.sdk("MarkSeen"))
 	if err == nil {
 		return true, nil
 	}
@@ -77,7 +77,7 @@ func (d *Deduper) Release(ctx context.Context, eventID string) error {
 	_, err = d.client.DeleteItem(ctx, &ddb.DeleteItemInput{
 		TableName: &d.table,
 		Key:       map[string]av{attrPK: &ddbtypes.AttributeValueMemberS{Value: pk}},
-	})
+	}, d.sdk("Release"))
 	if err != nil {
 		return d.wrap("release", err)
 	}

@@ -68,6 +68,30 @@
 //   - Reads are strongly consistent. The stores do not own the client: Close only
 //     marks the store closed (later calls return an error wrapping state.ErrClosed).
 //
+// # Signals
+//
+// What only the stores know goes to WithMeterProvider (default: the global meter
+// provider) and WithLogger (default: none), with db.system.name aws.dynamodb and
+// db.operation.name the method (Get, GetMany, MergeUpdate, MergeUpdateOnce,
+// MarkSeen, Release): each retry (pipestate.retries; a Debug record and an event on
+// the caller's span) and each give-up (pipestate.giveups; a Warn record), by
+// pipestate.retry.reason:
+//
+//	cas_conflict          a merge's conditional write lost a race (a BytesStore
+//	                      compare-and-swap, a sum onto an item expiring meanwhile)
+//	transaction_conflict  a MergeUpdateOnce transaction cancelled by a concurrent one
+//	throttled             a request the SDK's retryer retried after
+//	                      ProvisionedThroughputExceeded, ThrottlingException or
+//	                      RequestLimitExceeded (a give-up: throttled on its last
+//	                      attempt), or a transaction cancelled for throttling
+//	unprocessed           a retry round of GetMany keys BatchGetItem left unprocessed
+//
+// Merge retries and give-ups count the lost races: retries + give-ups = lost races,
+// and a give-up is the call's state.ErrContention. Throttles are seen by a
+// middleware each request carries (internal/ddbx.ThrottleSignals), so an API
+// wrapper must pass optFns on to keep them. Package observe adds spans and call
+// metrics around any store; its doc lists every instrument.
+//
 // # Decisions where the design is silent
 //
 //   - Float64SumStore adds in decimal where DynamoDB can (0.1+0.2 reads 0.3, an ulp

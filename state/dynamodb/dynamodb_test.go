@@ -3,11 +3,13 @@ package dynamodb_test
 import (
 	"errors"
 	"fmt"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"math"
 	"sync"
 	"testing"
 	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/testenv"
@@ -223,6 +225,15 @@ func TestOptions(t *testing.T) {
 		"nil clock on store": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithClock(nil)); return err },
 		"ttl over MaxTTL":    func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(state.MaxTTL+1)); return err },
 		"negative ttl":       func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err },
+		"nil meter provider": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithMeterProvider(nil)); return err },
+		"typed nil meter provider": func() error {
+			_, err := dynamodb.NewDeduper(c, "t", dynamodb.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
+			return err
+		},
+		"nil logger": func() error {
+			_, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, dynamodb.WithLogger(nil))
+			return err
+		},
 	})
 }
 
@@ -239,9 +250,11 @@ func TestOptionKinds(t *testing.T) {
 		map[string]any{
 			"WithClock": dynamodb.WithClock, "WithMaxRetries": dynamodb.WithMaxRetries, "WithBackoff": dynamodb.WithBackoff,
 			"WithDedupTable": dynamodb.WithDedupTable, "WithDedupTTL": dynamodb.WithDedupTTL, "WithTTL": dynamodb.WithTTL,
+			"WithMeterProvider": dynamodb.WithMeterProvider, "WithLogger": dynamodb.WithLogger,
 		},
 		map[string][]string{
-			"WithClock":      append(stores, "NewDeduper"),
+			"WithClock":         append(stores, "NewDeduper"),
+			"WithMeterProvider": append(stores, "NewDeduper"), "WithLogger": append(stores, "NewDeduper"),
 			"WithMaxRetries": stores, "WithBackoff": stores, "WithDedupTable": stores, "WithDedupTTL": stores,
 			"WithTTL": {"NewDeduper"},
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -127,7 +128,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	tok := storekey.Token()
 	key := s.itemKey(k)
-	r := retries{b: &s.base}
+	op := mergeOp(once)
+	r := retries{b: &s.base, op: op}
 	// other selects the second update of the pair; the first failed condition switches
 	// for free (the item is simply in the other state), later ones are lost races.
 	other, switched := false, false
@@ -137,8 +139,11 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
-		var old map[string]av
-		conditionFailed := false
+		var (
+			old             map[string]av
+			conditionFailed bool
+			reason          = signal.ReasonCASConflict
+		)
 		if once {
 			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 				TableName: &s.table, Key: key,
@@ -155,6 +160,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			if !errors.Is(err, errLostRace) {
 				return false, err
 			}
+			reason = raceReason(err)
 			old, conditionFailed = ddbx.TxConditionFailed(err, 1)
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
@@ -162,7 +168,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-			})
+			}, s.sdk(op))
 			if err == nil {
 				return true, nil
 			}
@@ -188,7 +194,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 				continue
 			}
 		}
-		if err := r.again(ctx); err != nil {
+		if err := r.again(ctx, reason); err != nil {
 			return false, err
 		}
 	}
@@ -236,7 +242,7 @@ var (
 
 // NewInt64SumStore returns an Int64SumStore over the table (see CreateStoreTable),
 // using client without owning it. Options: WithClock, WithMaxRetries, WithBackoff,
-// WithDedupTable, WithDedupTTL.
+// WithDedupTable, WithDedupTTL, WithMeterProvider, WithLogger.
 func NewInt64SumStore(client API, table string, opts ...StoreOption) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		typ: "Int64SumStore", kind: storekey.Int64Sum, m: monoid.Sum[int64]{}, format: formatInt, parse: parseInt,
@@ -295,12 +301,13 @@ func isValidation(err error) bool {
 // delta whose exact decimal sum DynamoDB refuses; a lost race reads again.
 func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, tok string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	key := s.itemKey(k)
-	r := retries{b: &s.base}
+	op := mergeOp(once)
+	r := retries{b: &s.base, op: op}
 	for {
 		out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
 			TableName: &s.table, Key: key, ConsistentRead: ptr(true),
 			ProjectionExpression: &readProjection, ExpressionAttributeNames: readNames,
-		})
+		}, s.sdk(op))
 		if err != nil {
 			return false, s.wrap("get", err)
 		}
@@ -327,17 +334,19 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		}
+		reason := signal.ReasonCASConflict
 		if once {
 			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: update})
 			if !errors.Is(err, errLostRace) {
 				return applied, err
 			}
+			reason = raceReason(err)
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
 				TableName: update.TableName, Key: key,
 				UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
 				ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
-			})
+			}, s.sdk(op))
 			if err == nil {
 				return true, nil
 			}
@@ -345,7 +354,7 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 				return false, s.wrap("update", err)
 			}
 		}
-		if err := r.again(ctx); err != nil {
+		if err := r.again(ctx, reason); err != nil {
 			return false, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -68,6 +69,7 @@ var errLostRace = errors.New("lost race")
 // error) when write's condition failed or the transaction conflicted; any other
 // error wrapped.
 func (b *base) transact(ctx context.Context, claimPK, tok string, now int64, write ddbtypes.TransactWriteItem) (bool, error) {
+	const op = "MergeUpdateOnce"
 	cond, err := claimCond(now)
 	if err != nil {
 		return false, b.wrap("build expression", err)
@@ -82,7 +84,7 @@ func (b *base) transact(ctx context.Context, claimPK, tok string, now int64, wri
 			}},
 			write,
 		},
-	})
+	}, b.sdk(op))
 	switch {
 	case err == nil:
 		return true, nil
@@ -96,22 +98,49 @@ func (b *base) transact(ctx context.Context, claimPK, tok string, now int64, wri
 	}
 }
 
-// retries counts the lost races of one merge and waits between attempts.
+// retries counts the lost races of one merge (operation op) and waits between
+// attempts.
 type retries struct {
 	b    *base
+	op   string
 	lost int
 }
 
-// again records a lost race; it waits with the backoff policy, or returns an error
-// wrapping state.ErrContention once MaxRetries races were lost.
-func (r *retries) again(ctx context.Context) error {
+// again records a lost race for reason (a signal.Reason*): it records a retry and
+// waits with the backoff policy, or records a give-up and returns an error wrapping
+// state.ErrContention once MaxRetries races were lost.
+func (r *retries) again(ctx context.Context, reason string) error {
 	if r.lost >= r.b.cfg.CAS.MaxRetries {
-		return fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrContention, r.lost+1)
+		err := fmt.Errorf("state/dynamodb: %s merge on %s: %w: lost %d races", r.b.name, r.b.table, state.ErrContention, r.lost+1)
+		r.b.sig.GiveUp(ctx, r.op, reason, r.lost+1, err)
+		return err
 	}
+	r.b.sig.Retry(ctx, r.op, reason, r.lost+1)
 	p := backoff.Policy{Base: r.b.cfg.CAS.Base, Max: r.b.cfg.CAS.Max}
 	if err := p.Wait(ctx, r.lost); err != nil {
 		return err
 	}
 	r.lost++
 	return nil
+}
+
+// raceReason is the signal reason of a lost race: lost, the error of the attempt
+// that lost, when it is a transaction cancelled by a concurrent one (or for
+// throttling); else a failed condition, cas_conflict.
+func raceReason(lost error) string {
+	switch {
+	case !ddbx.IsTxConflict(lost):
+		return signal.ReasonCASConflict
+	case ddbx.IsThrottled(lost):
+		return signal.ReasonThrottled
+	}
+	return signal.ReasonTransactionConflict
+}
+
+// mergeOp is the name of a merge operation: MergeUpdate, or MergeUpdateOnce.
+func mergeOp(once bool) string {
+	if once {
+		return "MergeUpdateOnce"
+	}
+	return "MergeUpdate"
 }

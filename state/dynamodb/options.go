@@ -1,7 +1,10 @@
 package dynamodb
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storeopt"
@@ -10,7 +13,7 @@ import (
 // Options are checked by the compiler: every constructor takes only the options it
 // uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL) is
 // taken by every store constructor, a DeduperOption (WithTTL) by NewDeduper, and an
-// Option (WithClock) by both. So
+// Option (WithClock, WithMeterProvider, WithLogger) by both. So
 //
 //	dynamodb.NewDeduper(client, table, dynamodb.WithDedupTable("d")) // does not compile
 //
@@ -90,4 +93,22 @@ func WithDedupTTL(d time.Duration) StoreOption {
 // forever). d outside [0, state.MaxTTL] is an error.
 func WithTTL(d time.Duration) DeduperOption {
 	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
+}
+
+// WithMeterProvider sets the meter provider of the signals only the store or
+// deduper knows (default: otel.GetMeterProvider() at construction): retries and
+// give-ups (pipestate.retries, pipestate.giveups) of merges that lost a race
+// (cas_conflict), whose transaction a concurrent one cancelled
+// (transaction_conflict), or that DynamoDB throttled (throttled: also every
+// request the SDK's retryer retried after a throttle), and of batch reads whose
+// keys DynamoDB left unprocessed (unprocessed). See "Signals" in the package doc;
+// mp must not be nil.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return storeopt.Any(func(c *config) error { return c.SetMeterProvider(mp) })
+}
+
+// WithLogger sets the logger of the same signals (default: none): Debug for each
+// retry, Warn for each give-up. log must not be nil.
+func WithLogger(log *slog.Logger) Option {
+	return storeopt.Any(func(c *config) error { return c.SetLogger(log) })
 }

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -43,7 +45,7 @@ func readOne[V any](ctx context.Context, b *base, k state.Key, decode decoder[V]
 	out, err := b.client.GetItem(ctx, &ddb.GetItemInput{
 		TableName: &b.table, Key: b.itemKey(k), ConsistentRead: ptr(true),
 		ProjectionExpression: &readProjection, ExpressionAttributeNames: readNames,
-	})
+	}, b.sdk("Get"))
 	if err != nil {
 		return missing, false, b.wrap("get", err)
 	}
@@ -69,9 +71,15 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 			keys = append(keys, b.itemKey(k))
 		}
 	}
+	const op = "GetMany"
 	items, err := ddbx.BatchGet(ctx, b.client, b.table, keys, ddbx.BatchOptions{
 		ConsistentRead: true, ProjectionExpression: readProjection, ExpressionAttributeNames: readNames,
+		OnRetry:    func(ctx context.Context, retry int) { b.sig.Retry(ctx, op, signal.ReasonUnprocessed, retry) },
+		APIOptions: []func(*ddb.Options){b.sdk(op)},
 	})
+	if errors.Is(err, ddbx.ErrUnprocessed) {
+		b.sig.GiveUp(ctx, op, signal.ReasonUnprocessed, ddbx.DefaultMaxRetries+1, err)
+	}
 	if err != nil {
 		return nil, nil, b.wrap("get many", err)
 	}
