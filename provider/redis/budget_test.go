@@ -88,8 +88,14 @@ func budgets() []budget {
 		{"GetRerun", 1, true, func(ctx context.Context, p *redis.Provider) error { _, err := p.GetRerun(ctx, "x"); return err }},
 		{"ListReruns", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListReruns(ctx, "p", 10); return err }},
 		{"ListAllReruns", 2, false, func(ctx context.Context, p *redis.Provider) error { _, err := p.ListAllReruns(ctx, 10); return err }},
-		{"WriteCascadeMarker", 1, true, func(ctx context.Context, p *redis.Provider) error {
+		{"WriteCascadeMarker", 2, true, func(ctx context.Context, p *redis.Provider) error {
 			return p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up")
+		}},
+		{"WatchCascadeMarkers", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			for _, err := range p.WatchCascadeMarkers(ctx, "") {
+				return err // the first batch holds the marker written
+			}
+			return nil
 		}},
 		{"ListCascadeMarkers", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			_, err := p.ListCascadeMarkers(ctx, "p", 10)

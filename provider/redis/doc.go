@@ -1,6 +1,7 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
-// provider.Leaser, provider.CascadeReader, provider.RunCreator and
-// provider.EventFollower) over any goredis.UniversalClient — a
+// provider.Leaser, provider.CascadeReader, provider.RunCreator,
+// provider.EventFollower and provider.MarkerWatcher) over any
+// goredis.UniversalClient — a
 // standalone *goredis.Client or a *goredis.ClusterClient. It meets every rule of
 // the semantics table in package provider and passes providertest.Run on
 // miniredis, on a real server and on a three-master Redis Cluster.
@@ -59,6 +60,8 @@
 //	P:{pid}:late:<date>:<schedule>           list    late-arrival JSON, appended
 //	P:{pid}:markers, P:{pid}:markers:order   hash+z  markers by date NUL schedule,
 //	                                                 scored by WrittenAt in µs
+//	P:{:markers}                             stream  the marker log: every marker
+//	                                                 write (m JSON, p ID before it)
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
 //	                                                 "lease:<token>", PX ttl
 //	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
@@ -77,8 +80,9 @@
 //
 // A run is read by its ID alone, so its truth is tagged by run ID and its pipeline's
 // list lives in another slot; likewise reruns, and the global lists (pipelines,
-// reruns, replays) are one slot each. These are the only writes that are not one
-// atomic step. Every list is a sorted set plus a hash id -> "<seq>|<member>"; each
+// reruns, replays) are one slot each. These, and WriteCascadeMarker's append to
+// the marker log (see "Following"), are the only writes that are not one atomic
+// step. Every list is a sorted set plus a hash id -> "<seq>|<member>"; each
 // truth carries a sequence bumped by every write. A write:
 //
 //  1. adds a provisional list entry "<seq>@<ms>|<member>", stamped with the
@@ -166,9 +170,13 @@
 //     reports nil and frees nothing more: not a hold the same owner took since;
 //   - AppendEvent and PutLateArrival keep their nonce for 2 minutes in the
 //     pipeline's append set, so each call appends exactly once;
-//   - the other upserts (PutTrait, PutRunLog, PutReadiness, WriteCascadeMarker)
-//     are one idempotent script or command: a retry writes the same value again,
-//     after any write that came in between (last writer wins, as for two calls);
+//   - the other upserts (PutTrait, PutRunLog, PutReadiness, WriteCascadeMarker's
+//     marker) are one idempotent script or command: a retry writes the same value
+//     again, after any write that came in between (last writer wins, as for two
+//     calls);
+//   - WriteCascadeMarker's append to the marker log is at least once: a retry
+//     appends the write again, and watchers see it twice (MarkerWatcher's
+//     delivery is at least once);
 //   - RenewLease only extends the key while it holds the call's token; a retry
 //     extends it again, never a key that another lease holds.
 //
@@ -204,6 +212,24 @@
 // reaches a follower blocked on loopback in tens of microseconds after it is
 // committed (BenchmarkFollowLatency on redis-server 7.0: p50 0 µs and p99 74 µs
 // after AppendEvent returned; p50 76 µs and p99 248 µs from the call).
+//
+// WatchCascadeMarkers follows the marker log the same way: one stream, P:{:markers},
+// of the writes of every pipeline, so one node of a cluster takes every marker
+// write and every watcher. WriteCascadeMarker appends the write to the log first
+// and then writes the marker (two round trips; they are in different slots, so no
+// script can do both on a cluster): a crash or an error between them leaves a
+// delivered write whose marker is not stored, a phantom that the caller's retry of
+// the failed call follows with a stored marker, but never a stored marker that no
+// watcher sees. A watcher's cursor is the entry's stream ID, "" the oldest
+// retained write. The log keeps about WithMaxMarkerWrites writes (default 100000;
+// XADD MAXLEN ~, so somewhat more). Each entry holds the ID the stream generated
+// before it (its last-generated-id, exact even after a trim to nothing), so a
+// watcher checks that each entry follows its cursor: a read whose first entry does
+// not, because writes after the cursor were trimmed, yields an error wrapping
+// provider.ErrCursorExpired, on every server (miniredis included) and also for a
+// watcher that falls behind while it runs. A cursor whose own write was trimmed
+// but none after it is not expired. A resumed watch starts again at its cursor,
+// so it may deliver writes again.
 //
 // # Operating Redis
 //
@@ -241,7 +267,8 @@
 // last 2 minutes); a lock key keeps its fence counter forever; a provisional list
 // entry whose writer died before writing the truth stays, unseen, until a reader
 // meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
-// entries, late-arrival lists are not trimmed.
+// entries and the marker log to about WithMaxMarkerWrites, late-arrival lists are
+// not trimmed.
 //
 // # Round trips
 //
@@ -266,7 +293,8 @@
 //	ListEvents               1
 //	ReadEventsSince          1
 //	FollowEvents             1 per batch of up to 256 events, or per 5 s idle
-//	WriteCascadeMarker       1
+//	WriteCascadeMarker       2 (the marker log, then the marker)
+//	WatchCascadeMarkers      1 per batch of up to 256 writes, or per 5 s idle
 //	ListCascadeMarkers       1
 //	PutLateArrival           1
 //	ListLateArrivals         1

@@ -128,3 +128,116 @@ func TestFollowBlocksAndEndsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// watchN takes n records from a watch of p from cursor, failing on an error.
+func watchN(t *testing.T, p *redis.Provider, cursor string, n int) []types.CascadeMarkerRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var out []types.CascadeMarkerRecord
+	for r, err := range p.WatchCascadeMarkers(ctx, cursor) {
+		if err != nil {
+			t.Fatalf("watch from %q: %v after %d records", cursor, err, len(out))
+		}
+		if out = append(out, r); len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// watchErr returns the error a watch of p from cursor ends with, failing if it
+// yields a record first.
+func watchErr(t *testing.T, p *redis.Provider, cursor string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for r, err := range p.WatchCascadeMarkers(ctx, cursor) {
+		if err == nil {
+			t.Fatalf("watch from %q yielded %+v, want an error", cursor, r)
+		}
+		return err
+	}
+	return nil
+}
+
+// TestWatchCursorExpired trims the marker log exactly: a cursor whose own write
+// was trimmed but none after it resumes; one with trimmed writes after it yields
+// ErrCursorExpired, also after the log was trimmed to nothing and written again.
+func TestWatchCursorExpired(t *testing.T) {
+	for name, target := range followTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			c, prefix := target(t)
+			p := openProvider(t, c, redis.WithKeyPrefix(prefix))
+			ctx := t.Context()
+			log := prefix + ":{:markers}"
+			write := func(date string) {
+				t.Helper()
+				if err := p.WriteCascadeMarker(ctx, "pipe", "", date, "up"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			trim := func(n int64) {
+				t.Helper()
+				if err := c.XTrimMaxLen(ctx, log, n).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			date := func(r types.CascadeMarkerRecord) string { return r.Marker.Date }
+			for _, d := range []string{"2026-01-01", "2026-01-02", "2026-01-03"} {
+				write(d)
+			}
+			all := watchN(t, p, "", 3)
+			trim(2) // the first write
+			if got := watchN(t, p, all[0].Cursor, 1); date(got[0]) != "2026-01-02" {
+				t.Errorf("watch from the trimmed first cursor = %s, want 2026-01-02", date(got[0]))
+			}
+			trim(1) // the second write
+			if err := watchErr(t, p, all[0].Cursor); !errors.Is(err, provider.ErrCursorExpired) {
+				t.Errorf("watch from a cursor with a trimmed write after it: %v, want ErrCursorExpired", err)
+			}
+			if got := watchN(t, p, all[1].Cursor, 1); date(got[0]) != "2026-01-03" {
+				t.Errorf("watch from the second cursor = %s, want 2026-01-03", date(got[0]))
+			}
+			trim(0)
+			write("2026-01-04")
+			if got := watchN(t, p, all[2].Cursor, 1); date(got[0]) != "2026-01-04" {
+				t.Errorf("watch from the last cursor after a trim to nothing = %s, want 2026-01-04", date(got[0]))
+			}
+			if err := watchErr(t, p, all[1].Cursor); !errors.Is(err, provider.ErrCursorExpired) {
+				t.Errorf("watch from a cursor whose next write was trimmed: %v, want ErrCursorExpired", err)
+			}
+			if got := watchN(t, p, "", 1); date(got[0]) != "2026-01-04" {
+				t.Errorf("watch from the oldest retained write = %s, want 2026-01-04", date(got[0]))
+			}
+		})
+	}
+}
+
+// TestMarkerRetention: WithMaxMarkerWrites bounds the marker log, and a watcher
+// left behind by it gets ErrCursorExpired.
+func TestMarkerRetention(t *testing.T) {
+	for name, target := range followTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			c, prefix := target(t)
+			p := openProvider(t, c, redis.WithKeyPrefix(prefix), redis.WithMaxMarkerWrites(10))
+			ctx := t.Context()
+			const writes = 300
+			var first string
+			for i := range writes {
+				if err := p.WriteCascadeMarker(ctx, "pipe", "", "2026-01-01", "up"); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = watchN(t, p, "", 1)[0].Cursor
+				}
+			}
+			if n, err := c.XLen(ctx, prefix+":{:markers}").Result(); err != nil || n >= writes {
+				t.Errorf("the marker log holds %d of %d writes (%v), want it trimmed", n, writes, err)
+			}
+			if err := watchErr(t, p, first); !errors.Is(err, provider.ErrCursorExpired) {
+				t.Errorf("watch from the first write's cursor: %v, want ErrCursorExpired", err)
+			}
+		})
+	}
+}

@@ -59,6 +59,10 @@ func (k keys) call(key, nonce string) string { return key + ":call:" + nonce }
 
 var lockEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
+// markerLog is the stream of every cascade marker write of every pipeline, the
+// marker watchers' log: one key, so one slot.
+func (k keys) markerLog() string { return k.prefix + ":{:markers}" }
+
 func (k keys) globalPipelines() index { return k.global("pipelines") }
 func (k keys) globalReruns() index    { return k.global("reruns") }
 func (k keys) globalReplays() index   { return k.global("replays") }

@@ -27,6 +27,9 @@ const (
 	// DefaultMaxEvents is the approximate number of events kept per pipeline
 	// without WithMaxEvents.
 	DefaultMaxEvents = 100_000
+	// DefaultMaxMarkerWrites is the approximate number of cascade marker writes
+	// the marker log keeps for watchers without WithMaxMarkerWrites.
+	DefaultMaxMarkerWrites = 100_000
 	// DefaultMaxValueSize is the largest encoded value, in bytes, stored without
 	// WithMaxValueSize.
 	DefaultMaxValueSize = 1 << 20
@@ -42,10 +45,12 @@ var (
 	_ provider.CascadeReader = (*Provider)(nil)
 	_ provider.RunCreator    = (*Provider)(nil)
 	_ provider.EventFollower = (*Provider)(nil)
+	_ provider.MarkerWatcher = (*Provider)(nil)
 )
 
 // Provider is a provider.Provider (with provider.Leaser, provider.CascadeReader,
-// provider.RunCreator and provider.EventFollower) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
+// provider.RunCreator, provider.EventFollower and provider.MarkerWatcher) kept in
+// Redis. It is safe for concurrent use by many goroutines; several Providers,
 // in one process or many, may share one Redis under the same key prefix. Create it
 // with New.
 type Provider struct {
@@ -54,6 +59,7 @@ type Provider struct {
 	owner        string
 	readinessTTL time.Duration
 	maxEvents    int64
+	maxMarkers   int64
 	maxValue     int
 	now          func() time.Time
 	closeClient  bool
@@ -121,6 +127,22 @@ func WithMaxEvents(n int64) Option {
 	}
 }
 
+// WithMaxMarkerWrites sets the approximate number of most recent cascade marker
+// writes, of all pipelines together, that the marker log keeps for
+// WatchCascadeMarkers (default DefaultMaxMarkerWrites): WriteCascadeMarker trims
+// it with XADD MAXLEN ~ n, so Redis may keep somewhat more. 0 keeps every write;
+// negative values are invalid. A watcher that falls more than n writes behind
+// gets an error wrapping provider.ErrCursorExpired.
+func WithMaxMarkerWrites(n int64) Option {
+	return func(p *Provider) error {
+		if n < 0 {
+			return provider.Invalidf("redis: max marker writes %d is negative", n)
+		}
+		p.maxMarkers = n
+		return nil
+	}
+}
+
 // WithMaxValueSize sets the largest encoded (JSON) value, in bytes, that a write
 // accepts (default DefaultMaxValueSize); a larger one returns an error wrapping
 // provider.ErrTooLarge and writes nothing. It must be at least MinMaxValueSize and at
@@ -175,6 +197,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		owner:        ids.Random(),
 		readinessTTL: DefaultReadinessTTL,
 		maxEvents:    DefaultMaxEvents,
+		maxMarkers:   DefaultMaxMarkerWrites,
 		maxValue:     DefaultMaxValueSize,
 		now:          time.Now,
 		stopped:      make(chan struct{}),

@@ -38,6 +38,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"readiness_over_max", redis.WithReadinessTTL(provider.MaxTTL + 1)},
 		{"readiness_max_duration", redis.WithReadinessTTL(1<<63 - 1)},
 		{"negative_max_events", redis.WithMaxEvents(-1)},
+		{"negative_max_marker_writes", redis.WithMaxMarkerWrites(-1)},
 		{"small_max_value", redis.WithMaxValueSize(1000)},
 		{"large_max_value", redis.WithMaxValueSize(512<<20 + 1)},
 		{"nil_clock", redis.WithClock(nil)},
@@ -61,7 +62,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	// The bounds themselves are valid.
 	if _, err := redis.New(c, redis.WithKeyPrefix(strings.Repeat("p", 64)), redis.WithReadinessTTL(time.Millisecond),
-		redis.WithMaxEvents(0), redis.WithMaxValueSize(redis.MinMaxValueSize), redis.WithCloseClient()); err != nil {
+		redis.WithMaxEvents(0), redis.WithMaxMarkerWrites(0), redis.WithMaxValueSize(redis.MinMaxValueSize), redis.WithCloseClient()); err != nil {
 		t.Errorf("New with the lower bounds: %v", err)
 	}
 	if _, err := redis.New(c, redis.WithReadinessTTL(provider.MaxTTL), redis.WithMaxValueSize(512<<20)); err != nil {

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -77,9 +79,14 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 	return out, nil
 }
 
-// WriteCascadeMarker implements provider.CascadeStore with one script. WrittenAt
-// is the clock's now truncated to the microsecond, which is also the marker's score
-// in the pipeline's marker order; an empty scheduleID is DefaultScheduleID.
+// WriteCascadeMarker implements provider.CascadeStore in two round trips, in
+// this order: one script appends the write to the marker log (the stream
+// WatchCascadeMarkers reads), then one script writes the marker and its place in
+// the pipeline's marker order. A crash or error between them leaves a delivered
+// write whose marker is not stored (a phantom), never a stored marker that no
+// watcher sees. WrittenAt is the clock's now truncated to the microsecond, which
+// is also the marker's score in the pipeline's marker order; an empty scheduleID
+// is DefaultScheduleID.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now().Truncate(time.Microsecond))
 	if err != nil {
@@ -92,8 +99,43 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.slotPut(ctx, "write cascade marker", p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro())
+	const op = "write cascade marker"
+	if err := scriptMarkerLog.Run(ctx, p.c, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
+		return p.wrap(op, err)
+	}
+	return p.slotPut(ctx, op, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro())
 }
+
+// WatchCascadeMarkers implements provider.MarkerWatcher: it follows the marker log
+// (one stream for every pipeline) like FollowEvents follows events; a cursor is a
+// stream ID, "" the oldest write retained. Each entry holds the ID generated
+// before it, so a read whose first entry does not follow its cursor, because
+// retention (WithMaxMarkerWrites) trimmed writes after it, yields an error
+// wrapping provider.ErrCursorExpired. A cursor whose own write was trimmed, but
+// none after it, is not expired.
+func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
+			yield(types.CascadeMarkerRecord{}, provider.Invalidf("malformed marker cursor %q", cursor))
+			return
+		}
+		const op = "watch cascade markers"
+		follow(ctx, p, op, p.k.markerLog(), cursor, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
+			r := types.CascadeMarkerRecord{Cursor: m.ID}
+			if before, _ := m.Values[markerLogPrev].(string); prev != "" && before != prev {
+				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)
+			}
+			s, _ := m.Values[markerLogJSON].(string)
+			return r, decodeInto(op, s, &r.Marker)
+		}, yield)
+	}
+}
+
+// The fields of a marker log entry (see lua/marker_log.lua).
+const (
+	markerLogJSON = "m" // the marker's JSON
+	markerLogPrev = "p" // the ID generated before the entry
+)
 
 // ListCascadeMarkers implements provider.CascadeReader with one script: newest
 // WrittenAt first, ties by (date, schedule) descending.

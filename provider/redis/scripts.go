@@ -37,4 +37,5 @@ var (
 	scriptLeaseRenew   = script("lease_renew")
 	scriptAppendOnce   = script("append_once")
 	scriptSlotPut      = script("slot_put")
+	scriptMarkerLog    = script("marker_log")
 )
