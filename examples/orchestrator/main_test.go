@@ -31,7 +31,7 @@ var testBackends = []struct {
 }{
 	{"memory", 300 * time.Millisecond, 20, func(*testing.T) backendConfig { return backendConfig{} }},
 	{"miniredis", 300 * time.Millisecond, 5, func(t *testing.T) backendConfig {
-		return backendConfig{redisAddr: miniredis.RunT(t).Addr(), prefix: "orchestrator"}
+		return backendConfig{redisAddr: runMiniredis(t), prefix: "orchestrator"}
 	}},
 	{"redis", time.Second, 5, func(t *testing.T) backendConfig {
 		return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
@@ -383,6 +383,32 @@ func client(t *testing.T, b *backend) Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// runMiniredis starts a miniredis whose TTLs pass with real time, as a real
+// server's do (miniredis's own move only on FastForward), and returns its address.
+func runMiniredis(t *testing.T) string {
+	m := miniredis.RunT(t)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for last := time.Now(); ; {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				m.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-stopped
+	})
+	return m.Addr()
 }
 
 // server returns the address of a real server from the environment variable env
