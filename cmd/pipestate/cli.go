@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/pipestate/pipestate"
 )
 
@@ -189,6 +191,10 @@ func (c *cli) report(s *spec, in *inv, err error) int {
 		return exitNotFound
 	}
 	fmt.Fprintf(c.stderr, "pipestate %s: %v\n", s.name, err)
+	var missing *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		fmt.Fprintln(c.stderr, "the table does not exist: check --table (or "+envTable+"), or create it with 'pipestate admin create-tables'")
+	}
 	switch {
 	case in.backend != nil:
 		fmt.Fprintf(c.stderr, "(backend %s; %s)\n", in.backend, in.target.hint())

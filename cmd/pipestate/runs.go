@@ -96,7 +96,7 @@ var runShowCmd = &spec{
 	args:    "RUN",
 	summary: "one run ('pipestate run RUN' too)",
 	about:   "Shows one run: its pipeline, status, version and metadata. --json prints one types.RunState.",
-	example: "pipestate run r-0042 --redis localhost:6379",
+	example: "pipestate run show r-0042 --redis localhost:6379   # or: pipestate run r-0042",
 	define: func(in *inv, _ *flag.FlagSet) action {
 		return func(ctx context.Context, pos []string) error {
 			a, err := args(pos, "RUN")
@@ -139,9 +139,8 @@ var runFailCmd = &spec{
 		"is written and the command fails. Only the status changes (the version goes up by one and\n" +
 		"the update time is now). A run already FAILED is left alone. --json prints the new\n" +
 		"types.RunState.",
-	example: "pipestate run r-0042 --redis localhost:6379              # note its version, say 4\n" +
-		"pipestate run fail r-0042 --version 4 --yes --redis localhost:6379",
-	write: true,
+	example: "pipestate run fail r-0042 --version 4 --yes --redis localhost:6379   # 4: the version 'pipestate run r-0042' shows",
+	write:   true,
 	define: func(in *inv, fs *flag.FlagSet) action {
 		version := fs.Int("version", 0, "the run's current version, as 'pipestate run RUN' shows it (required)")
 		return func(ctx context.Context, pos []string) error {
