@@ -128,92 +128,116 @@ func (m markerFirst) Trigger(ctx context.Context, job Job) error {
 	return m.Jobs.Trigger(ctx, job)
 }
 
-// TestTakeover kills an orchestrator mid-evaluation, on every backend: A holds the
-// lease of orders-raw and has sent its job's trigger, which the network holds;
-// then A's client stops and its context ends, so its lease is neither renewed nor
-// released. B takes over once the lease expires, goes on with A's run and
-// completes the date, orders-daily included. A's trigger, arriving last, carries
-// a fence lower than B's, and the job service refuses it.
+// TestTakeover stops an orchestrator mid-evaluation, on every backend: A holds the
+// lease of orders-raw and has sent its job's trigger, which the network holds.
+// Then A's client stops, so its lease is neither renewed nor released, and A is
+// either killed (its context ends too) or partitioned (it runs on, and KeepAlive
+// cancels its work when the lease expires). B takes over once the lease expires,
+// goes on with A's run and completes the date, orders-daily included. A's trigger,
+// arriving last, carries a fence lower than B's, and the job service refuses it.
 func TestTakeover(t *testing.T) {
-	const date = "2026-11-23"
 	for _, tb := range testBackends {
-		t.Run(tb.name, func(t *testing.T) {
-			ctx := testContext(t)
-			b := openTestBackend(t, tb.config(t))
-			admin := client(t, b)
-			for _, cfg := range pipelines() {
-				if err := admin.RegisterPipeline(ctx, cfg); err != nil {
-					t.Fatal(err)
-				}
+		for _, killed := range []bool{true, false} {
+			name := tb.name + "/partitioned"
+			if killed {
+				name = tb.name + "/killed"
 			}
-			w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-			held := &heldTrigger{Jobs: w, sent: make(chan Job, 1), deliver: make(chan struct{}), answer: make(chan error, 1)}
-			var outA, outB bytes.Buffer
-			storeA := client(t, b)
-			orchA := &Orchestrator{Name: "orch-A", Store: storeA, Evaluators: w.evaluators(), Jobs: held,
-				Now: w.clock.Now, Out: &lockedWriter{w: &outA}, LeaseTTL: tb.leaseTTL}
-			orchB := &Orchestrator{Name: "orch-B", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w,
-				Now: w.clock.Now, Out: &lockedWriter{w: &outB}, LeaseTTL: tb.leaseTTL}
+			t.Run(name, func(t *testing.T) { testTakeover(t, tb.config(t), tb.leaseTTL, killed) })
+		}
+	}
+}
 
-			ctxA, killA := context.WithCancel(ctx)
-			doneA := make(chan error, 1)
-			go func() { doneA <- orchA.RunDate(ctxA, date) }()
-			var sent Job
-			select {
-			case sent = <-held.sent:
-			case <-ctx.Done():
-				t.Fatalf("A never triggered its job\nA's output:\n%s", outA.String())
-			}
-			if err := storeA.Stop(ctx); err != nil {
-				t.Fatal(err)
-			}
-			killA()
-			killed := time.Now()
+func testTakeover(t *testing.T, cfg backendConfig, ttl time.Duration, killed bool) {
+	const date = "2026-11-23"
+	ctx := testContext(t)
+	b := openTestBackend(t, cfg)
+	admin := client(t, b)
+	for _, cfg := range pipelines() {
+		if err := admin.RegisterPipeline(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
+	held := &heldTrigger{Jobs: w, sent: make(chan Job, 1), deliver: make(chan struct{}), answer: make(chan error, 1)}
+	var outA, outB bytes.Buffer
+	storeA := client(t, b)
+	orchA := &Orchestrator{Name: "orch-A", Store: storeA, Evaluators: w.evaluators(), Jobs: held,
+		Now: w.clock.Now, Out: &lockedWriter{w: &outA}, LeaseTTL: ttl}
+	orchB := &Orchestrator{Name: "orch-B", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w,
+		Now: w.clock.Now, Out: &lockedWriter{w: &outB}, LeaseTTL: ttl}
+	defer func() {
+		if t.Failed() {
+			t.Logf("A's output:\n%s\nB's output:\n%s", outA.String(), outB.String())
+		}
+	}()
 
-			ctxB, stopB := context.WithCancel(ctx)
-			routed := make(chan error, 1)
-			go func() { routed <- orchB.Route(ctxB) }()
-			if err := orchB.RunDate(ctx, date); err != nil {
-				t.Fatalf("B: RunDate: %v\nB's output:\n%s", err, outB.String())
-			}
-			if took := time.Since(killed); took < tb.leaseTTL/2 {
-				t.Errorf("B completed orders-raw %v after A died, before A's lease (ttl %v) could expire", took, tb.leaseTTL)
-			}
-			if err := awaitDate(ctx, admin, pipelines(), date); err != nil {
-				t.Fatalf("awaitDate: %v\nB's output:\n%s", err, outB.String())
-			}
-			stopB()
-			if err := <-routed; err != nil {
-				t.Errorf("B: Route: %v", err)
-			}
+	ctxA, killA := context.WithCancel(ctx)
+	defer killA()
+	doneA := make(chan error, 1)
+	go func() { doneA <- orchA.RunDate(ctxA, date) }()
+	var sent Job
+	select {
+	case sent = <-held.sent:
+	case <-ctx.Done():
+		t.Fatal("A never triggered its job")
+	}
+	if err := storeA.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if killed {
+		killA()
+	}
+	stopped := time.Now()
 
-			close(held.deliver) // A's trigger arrives
-			if err := <-held.answer; !errors.Is(err, ErrStaleFence) {
-				t.Errorf("the job service answered A's trigger with fence %d: %v; want %v", sent.Fence, err, ErrStaleFence)
-			}
-			if err := <-doneA; !errors.Is(err, ErrStaleFence) {
-				t.Errorf("A: RunDate: %v; want its refused trigger", err)
-			}
+	ctxB, stopB := context.WithCancel(ctx)
+	routed := make(chan error, 1)
+	go func() { routed <- orchB.Route(ctxB) }()
+	if err := orchB.RunDate(ctx, date); err != nil {
+		t.Fatalf("B: RunDate: %v", err)
+	}
+	if took := time.Since(stopped); took < ttl/2 {
+		t.Errorf("B completed orders-raw %v after A stopped, before A's lease (ttl %v) could expire", took, ttl)
+	}
+	if err := awaitDate(ctx, admin, pipelines(), date); err != nil {
+		t.Fatalf("awaitDate: %v", err)
+	}
+	stopB()
+	if err := <-routed; err != nil {
+		t.Errorf("B: Route: %v", err)
+	}
 
-			if want := "orders-raw: taking over run orders-raw-2026-11-23-daily-1 at attempt 1"; !strings.Contains(outB.String(), want) {
-				t.Errorf("B's output lacks %q:\n%s", want, outB.String())
-			}
-			for runID, want := range map[string]int{"orders-raw-2026-11-23-daily-1": 1, "orders-raw-2026-11-23-daily-2": 1,
-				"orders-daily-2026-11-23-daily-1": 1} {
-				if got := w.triggers[runID]; got != want {
-					t.Errorf("job %s triggered %d times, want %d", runID, got, want)
-				}
-			}
-			for id, attempt := range map[string]int{"orders-raw": 2, "orders-daily": 1} {
-				entry, err := admin.GetRunLog(ctx, id, date, "")
-				if err != nil || entry == nil || entry.Status != types.RunCompleted || entry.AttemptNumber != attempt {
-					t.Errorf("run log of %s = %+v, %v; want COMPLETED at attempt %d", id, entry, err, attempt)
-				}
-			}
-			if t.Failed() {
-				t.Logf("A's output:\n%s\nB's output:\n%s", outA.String(), outB.String())
-			}
-		})
+	close(held.deliver) // A's trigger arrives
+	if err := <-held.answer; !errors.Is(err, ErrStaleFence) {
+		t.Errorf("the job service answered A's trigger with fence %d: %v; want %v", sent.Fence, err, ErrStaleFence)
+	}
+	errA := <-doneA
+	if killed && !errors.Is(errA, ErrStaleFence) {
+		t.Errorf("killed A: RunDate: %v; want its refused trigger", errA)
+	}
+	if !killed {
+		// A learns it was superseded, tries again and fails on its stopped client.
+		if !errors.Is(errA, provider.ErrClosed) {
+			t.Errorf("partitioned A: RunDate: %v; want %v", errA, provider.ErrClosed)
+		}
+		if want := "orders-raw: " + string(Superseded); !strings.Contains(outA.String(), want) {
+			t.Errorf("A's output lacks %q", want)
+		}
+	}
+
+	if want := "orders-raw: taking over run orders-raw-2026-11-23-daily-1 at attempt 1"; !strings.Contains(outB.String(), want) {
+		t.Errorf("B's output lacks %q", want)
+	}
+	for runID, want := range map[string]int{"orders-raw-2026-11-23-daily-1": 1, "orders-raw-2026-11-23-daily-2": 1,
+		"orders-daily-2026-11-23-daily-1": 1} {
+		if got := w.triggers[runID]; got != want {
+			t.Errorf("job %s triggered %d times, want %d", runID, got, want)
+		}
+	}
+	for id, attempt := range map[string]int{"orders-raw": 2, "orders-daily": 1} {
+		entry, err := admin.GetRunLog(ctx, id, date, "")
+		if err != nil || entry == nil || entry.Status != types.RunCompleted || entry.AttemptNumber != attempt {
+			t.Errorf("run log of %s = %+v, %v; want COMPLETED at attempt %d", id, entry, err, attempt)
+		}
 	}
 }
 
