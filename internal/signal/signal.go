@@ -29,6 +29,7 @@ const (
 	ReasonThrottled           = "throttled"            // DynamoDB throttling (the SDK retries it)
 	ReasonUnprocessed         = "unprocessed"          // DynamoDB batch keys or items left unprocessed
 	ReasonSequenceRace        = "sequence_race"        // a DynamoDB event append lost the sequence number
+	ReasonIndexRepair         = "index_repair"         // a Redis listing re-read after it repaired its list index
 )
 
 // AttrReason is the attribute of a retry's or give-up's reason.

@@ -270,6 +270,28 @@
 // entries and the marker log to about WithMaxMarkerWrites, late-arrival lists are
 // not trimmed.
 //
+// # Signals
+//
+// What only the backend knows it records through the meter provider and logger of
+// WithMeterProvider and WithLogger (default: the global meter provider, no logs),
+// with db.system.name "redis"; package observe's doc lists the instruments:
+//
+//   - pipestate.redis.script.loads: a script sent again with EVAL after the server
+//     answered NOSCRIPT (its first use on a node that Start did not load, a
+//     restart, a failover, SCRIPT FLUSH), alone or in a pipeline; a Debug record
+//     names the script;
+//   - pipestate.redis.index.repairs: list index entries a listing repaired
+//     (dropped, settled or moved, see "Cross-slot writes"); an Info record names
+//     the list's key and the count, and the span gets a pipestate.repair event;
+//   - pipestate.retries with reason index_repair and the listing as
+//     db.operation.name ("list runs", ...): a listing read again because its
+//     repairs settled or moved entries, at most twice per call; a Debug record
+//     each. A listing still repairing after that returns what it read, so there
+//     are no give-ups.
+//
+// The backend has no other retry loop: go-redis's retries after network errors
+// are go-redis's own (see its hooks and instrumentation).
+//
 // # Round trips
 //
 // One round trip is one command, one script or one pipeline. On a cluster, a

@@ -46,7 +46,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key, data string) error {
 	now := p.now().UnixMilli()
 	mem := callMemory.Milliseconds()
-	err := scriptAppendOnce.Run(ctx, p.c, []string{key, p.k.appends(pid)}, kind, ids.Random(),
+	err := p.run(ctx, scriptAppendOnce, []string{key, p.k.appends(pid)}, kind, ids.Random(),
 		now, now-mem, mem, data, p.maxEvents).Err()
 	return p.wrap(op, err)
 }

@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/signal"
 )
 
 // This file holds the one mechanism behind every list whose records live in another
@@ -53,13 +54,10 @@ type record struct {
 
 // call is one script invocation of a batch.
 type call struct {
-	s    *goredis.Script
+	s    script
 	keys []string
 	args []any
 }
-
-// isNoScript reports whether err is Redis's NOSCRIPT error.
-func isNoScript(err error) bool { return err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // runBatch runs calls in one pipeline (one round trip per node), falling back to
 // EVAL for a script the server does not have. The calls must not depend on each
@@ -68,18 +66,18 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 	cmds := make([]*goredis.Cmd, len(calls))
 	if len(calls) == 1 {
 		c := calls[0]
-		cmds[0] = c.s.Run(ctx, p.c, c.keys, c.args...)
+		cmds[0] = p.run(ctx, c.s, c.keys, c.args...)
 		return cmds, p.wrap(op, cmds[0].Err())
 	}
 	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = c.s.EvalSha(ctx, pipe, c.keys, c.args...)
+			cmds[i] = c.s.lua.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 		return nil
 	})
 	for i, c := range calls {
 		if isNoScript(cmds[i].Err()) {
-			cmds[i] = c.s.Run(ctx, p.c, c.keys, c.args...)
+			cmds[i] = p.reload(ctx, c.s, c.keys, c.args...)
 		}
 		if err := cmds[i].Err(); err != nil {
 			return cmds, p.wrap(op, err)
@@ -157,7 +155,7 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	for _, f := range slices.Sorted(maps.Keys(r.fields)) {
 		args = append(args, f, r.fields[f])
 	}
-	res, err := scriptRecordPut.Run(ctx, p.c, []string{r.key, p.k.call(r.key, ids.Random())}, args...).Slice()
+	res, err := p.run(ctx, scriptRecordPut, []string{r.key, p.k.call(r.key, ids.Random())}, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
@@ -265,11 +263,15 @@ var errRetry = errors.New("retry")
 // keeps its member for the whole call is returned (within limit): pages follow each
 // other by an exclusive bound on the member, so entries that move or vanish never
 // shift the others, and a record met again under the member it moved to is skipped.
+//
+// Each repair is recorded (signal Repair, by list), and each re-read (signal Retry,
+// reason signal.ReasonIndexRepair).
 func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		out, err := p.listOnce(ctx, op, s, limit)
 		if errors.Is(err, errRetry) {
-			if attempt < 2 {
+			if attempt <= 2 {
+				p.sig.Retry(ctx, op, signal.ReasonIndexRepair, attempt)
 				continue
 			}
 			return out, nil
@@ -294,7 +296,7 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 		if limit > 0 {
 			n = min(pageSize, max(limit-len(out), 1))
 		}
-		page, err := scriptIdxPage.Run(ctx, p.c, []string{s.ix.z, s.ix.h}, dir, bound, n, off).StringSlice()
+		page, err := p.run(ctx, scriptIdxPage, []string{s.ix.z, s.ix.h}, dir, bound, n, off).StringSlice()
 		if err != nil {
 			return nil, p.wrap(op, err)
 		}
@@ -334,9 +336,17 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 			readded = readded || w != ""
 		}
 		if len(fixes) > 0 {
-			if _, err := p.runBatch(ctx, op, fixes); err != nil {
+			cmds, err := p.runBatch(ctx, op, fixes)
+			if err != nil {
 				return nil, err
 			}
+			repaired := 0
+			for _, c := range cmds {
+				if n, _ := c.Int(); n == 1 {
+					repaired++
+				}
+			}
+			p.sig.Repair(ctx, s.ix.z, repaired)
 		}
 		if (limit > 0 && len(out) >= limit) || count < n {
 			break

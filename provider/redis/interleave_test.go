@@ -140,7 +140,7 @@ func (e *retryEnv) lose(t *testing.T, match func([]byte) bool, between func(), c
 // owner) and b another instance (owner worker-2), on a clean client.
 type interleaving struct {
 	name    string
-	script  *goredis.Script // the request whose reply is lost
+	script  script // the request whose reply is lost
 	setup   func(ctx context.Context, a *Provider) error
 	between func(ctx context.Context, a, a2, b *Provider) error // runs in go-redis's dial goroutine
 	call    func(t *testing.T, ctx context.Context, a *Provider) error
@@ -347,7 +347,7 @@ func TestRetryAfterInterleaving(t *testing.T) {
 					if il.setup != nil {
 						must(t, il.setup(ctx, a))
 					}
-					err := e.lose(t, faults.Contains("evalsha", il.script.Hash()),
+					err := e.lose(t, faults.Contains("evalsha", il.script.lua.Hash()),
 						func() {
 							if err := il.between(ctx, a, a2, b); err != nil {
 								t.Errorf("between the attempt and the retry: %v", err)
@@ -375,9 +375,9 @@ func (h hookFunc) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 
 // isScript reports whether cmd runs s, with arg at position i of its arguments
 // when arg is not "".
-func isScript(cmd goredis.Cmder, s *goredis.Script, i int, arg string) bool {
+func isScript(cmd goredis.Cmder, s script, i int, arg string) bool {
 	args := cmd.Args()
-	if len(args) < 2 || args[0] != "evalsha" || args[1] != s.Hash() {
+	if len(args) < 2 || args[0] != "evalsha" || args[1] != s.lua.Hash() {
 		return false
 	}
 	return arg == "" || (len(args) > i && args[i] == arg)
@@ -517,7 +517,7 @@ func TestListIsSnapshot(t *testing.T) {
 							}
 							data, _ := w.encode(x) // x's step 2
 							key := w.k.run("x")
-							if err := scriptRecordPut.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000,
+							if err := scriptRecordPut.lua.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000,
 								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
 								t.Error(err)
 							}

@@ -30,7 +30,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	}
 	lk, _ := p.k.lock(key)
 	nonce := ids.Random()
-	n, err := scriptLockAcquire.Run(ctx, p.c, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, ceilMillis(ttl),
+	n, err := p.run(ctx, scriptLockAcquire, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, ceilMillis(ttl),
 		callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return false, p.wrap("acquire lock", err)
@@ -54,7 +54,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 		return err
 	}
 	lk, _ := p.k.lock(key)
-	n, err := scriptLockRelease.Run(ctx, p.c, []string{lk, p.k.call(lk, ids.Random())}, holder, callMemory.Milliseconds()).Int64()
+	n, err := p.run(ctx, scriptLockRelease, []string{lk, p.k.call(lk, ids.Random())}, holder, callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return p.wrap(op, err)
 	}
@@ -85,7 +85,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	token := ids.Random()
 	ms := ceilMillis(ttl)
 	now := p.now()
-	fence, err := scriptLeaseAcquire.Run(ctx, p.c, []string{lk, fk, p.k.call(lk, token)}, leaseHolder(token), ms,
+	fence, err := p.run(ctx, scriptLeaseAcquire, []string{lk, fk, p.k.call(lk, token)}, leaseHolder(token), ms,
 		callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return nil, p.wrap("acquire lease", err)
@@ -112,7 +112,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	lk, _ := p.k.lock(lease.Key)
 	ms := ceilMillis(ttl)
 	now := p.now()
-	n, err := scriptLeaseRenew.Run(ctx, p.c, []string{lk}, leaseHolder(lease.Token), ms).Int64()
+	n, err := p.run(ctx, scriptLeaseRenew, []string{lk}, leaseHolder(lease.Token), ms).Int64()
 	if err != nil {
 		return nil, p.wrap("renew lease", err)
 	}

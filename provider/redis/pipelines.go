@@ -80,7 +80,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 		return err
 	}
 	key := p.k.config(id)
-	seq, err := scriptRecordDel.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds()).Int64()
+	seq, err := p.run(ctx, scriptRecordDel, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds()).Int64()
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}
@@ -108,7 +108,7 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	err = scriptTraitPut.Run(ctx, p.c, []string{p.k.traits(pipelineID)}, trait.TraitType, expUS, data, now.UnixMicro()).Err()
+	err = p.run(ctx, scriptTraitPut, []string{p.k.traits(pipelineID)}, trait.TraitType, expUS, data, now.UnixMicro()).Err()
 	return p.wrap("put trait", err)
 }
 
@@ -145,7 +145,7 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 		return nil, err
 	}
 	now := p.now()
-	vals, err := scriptTraitGet.Run(ctx, p.c, []string{p.k.traits(pipelineID)}, traitType, now.UnixMicro()).StringSlice()
+	vals, err := p.run(ctx, scriptTraitGet, []string{p.k.traits(pipelineID)}, traitType, now.UnixMicro()).StringSlice()
 	if err != nil {
 		return nil, p.wrap("get traits", err)
 	}

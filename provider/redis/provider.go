@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
 
 	goredis "github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/rediskey"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -65,6 +68,9 @@ type Provider struct {
 	closeClient  bool
 	closed       atomic.Bool
 	stopped      chan struct{} // closed by Stop: ends followers at once
+	meter        metric.MeterProvider
+	log          *slog.Logger
+	sig          *signal.Recorder
 	started      atomic.Bool
 }
 
@@ -172,6 +178,33 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithMeterProvider sets the meter provider of the backend's signals (default: the
+// global one, otel.GetMeterProvider()): scripts sent again after NOSCRIPT, list
+// index entries repaired by readers and listings re-read after a repair (see
+// "Signals" in the package doc). nil is invalid.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(p *Provider) error {
+		if nilcheck.IsNil(mp) {
+			return provider.Invalidf("redis: WithMeterProvider: nil meter provider")
+		}
+		p.meter = mp
+		return nil
+	}
+}
+
+// WithLogger sets the logger of the backend's signals (default: none): a Debug
+// record per script reload and per retry, an Info record per repair. nil is
+// invalid.
+func WithLogger(log *slog.Logger) Option {
+	return func(p *Provider) error {
+		if log == nil {
+			return provider.Invalidf("redis: WithLogger: nil logger")
+		}
+		p.log = log
+		return nil
+	}
+}
+
 // WithCloseClient makes Stop close the client handed to New. By default Stop leaves
 // the client open: it belongs to the caller.
 func WithCloseClient() Option {
@@ -210,6 +243,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
+	p.sig = signal.New(p.meter, p.log, "redis")
 	return p, nil
 }
 

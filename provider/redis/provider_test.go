@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/redis"
@@ -42,6 +43,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"small_max_value", redis.WithMaxValueSize(1000)},
 		{"large_max_value", redis.WithMaxValueSize(512<<20 + 1)},
 		{"nil_clock", redis.WithClock(nil)},
+		{"nil_meter_provider", redis.WithMeterProvider(nil)},
+		{"typed_nil_meter_provider", redis.WithMeterProvider((*sdkmetric.MeterProvider)(nil))},
+		{"nil_logger", redis.WithLogger(nil)},
 		{"nil_option", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

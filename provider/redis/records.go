@@ -35,7 +35,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 
 // slotPut upserts field of ix with one script (see lua/slot_put.lua).
 func (p *Provider) slotPut(ctx context.Context, op string, ix index, field, data string, score int64) error {
-	return p.wrap(op, scriptSlotPut.Run(ctx, p.c, []string{ix.h, ix.z}, field, data, score).Err())
+	return p.wrap(op, p.run(ctx, scriptSlotPut, []string{ix.h, ix.z}, field, data, score).Err())
 }
 
 // GetRunLog implements provider.RunLogStore with one HGET.
@@ -66,7 +66,7 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := scriptZList.Run(ctx, p.c, []string{ix.z, ix.h}, 0, limit-1).StringSlice()
+	vals, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, 0, limit-1).StringSlice()
 	if err != nil {
 		return nil, p.wrap(op, err)
 	}
@@ -100,7 +100,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 		return err
 	}
 	const op = "write cascade marker"
-	if err := scriptMarkerLog.Run(ctx, p.c, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
+	if err := p.run(ctx, scriptMarkerLog, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
 		return p.wrap(op, err)
 	}
 	return p.slotPut(ctx, op, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro())

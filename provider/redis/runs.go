@@ -161,7 +161,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	key := p.k.run(runID)
-	n, err := scriptRunCAS.Run(ctx, p.c, []string{key, p.k.call(key, ids.Random())}, strconv.Itoa(expectedVersion),
+	n, err := p.run(ctx, scriptRunCAS, []string{key, p.k.call(key, ids.Random())}, strconv.Itoa(expectedVersion),
 		newState.PipelineID, data, strconv.Itoa(newState.Version), callMemory.Milliseconds()).Int64()
 	switch {
 	case err != nil:
