@@ -1,10 +1,15 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
 // provider.EventFollower and provider.MarkerWatcher) over any
-// goredis.UniversalClient — a
-// standalone *goredis.Client or a *goredis.ClusterClient. It meets every rule of
-// the semantics table in package provider and passes providertest.Run on
-// miniredis, on a real server and on a three-master Redis Cluster.
+// goredis.UniversalClient — a standalone *goredis.Client or a
+// *goredis.ClusterClient. It meets every rule of the semantics table in package
+// provider and passes providertest.Run on miniredis, on a real server and on a
+// three-master Redis Cluster.
+//
+// CreateRunState stores a run only if its RunID is new, with PutRunState's steps
+// (see "Cross-slot writes" and "Retries"); FollowEvents and WatchCascadeMarkers
+// block on a stream with XREAD, the pipeline's events or the marker log of every
+// pipeline (see "Following").
 //
 //	c := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
 //	p, err := redis.New(c, redis.WithKeyPrefix("orders"))
@@ -21,7 +26,9 @@
 // No write uses MULTI/EXEC, which go-redis does not retry after a lost reply. The
 // changes that span slots are listed under "Cross-slot writes": they are ordered so
 // that a crash between their steps never makes anything wrong visible, and readers
-// repair what such a crash leaves behind.
+// repair what such a crash leaves behind (WriteCascadeMarker's two steps are
+// ordered so that a crash leaves at worst a delivery without its marker, see
+// "Following").
 //
 // Errors: bad input wraps provider.ErrInvalidArgument and writes nothing; a value
 // whose JSON is longer than the WithMaxValueSize limit (default 1 MiB) wraps
@@ -29,8 +36,9 @@
 // wrapped with %w (errors.As reaches go-redis's types) and never swallowed;
 // goredis.Nil never leaks (a missing entity is (nil, nil)); a cancelled context
 // returns an error for which errors.Is(err, context.Canceled) holds. After Stop
-// every call returns an error wrapping provider.ErrClosed. Stop never closes the
-// client handed to New unless WithCloseClient is given.
+// every call returns an error wrapping provider.ErrClosed, and every follower and
+// watcher ends with it at once. Stop never closes the client handed to New unless
+// WithCloseClient is given.
 //
 // # Key schema
 //
@@ -208,10 +216,11 @@
 // interrupt a blocked read when its context ends, so the read runs on a goroutine
 // of its own: a follower returns ctx's error at once when ctx ends (and
 // ErrClosed when the provider stops), and the abandoned read ends on the server
-// within 5 seconds, when its connection goes back to the pool. A new event
-// reaches a follower blocked on loopback in tens of microseconds after it is
-// committed (BenchmarkFollowLatency on redis-server 7.0: p50 0 µs and p99 74 µs
-// after AppendEvent returned; p50 76 µs and p99 248 µs from the call).
+// within 5 seconds, when its connection goes back to the pool. A follower
+// blocked on redis-server over loopback usually has a new event before
+// AppendEvent has returned (BenchmarkFollowLatency, redis-server 7.0 on 2 CPUs:
+// after the return p50 0 µs and p99 36-74 µs; from the call p50 75 µs and p99
+// 0.25-1.4 ms).
 //
 // WatchCascadeMarkers follows the marker log the same way: one stream, P:{:markers},
 // of the writes of every pipeline, so one node of a cluster takes every marker
@@ -224,12 +233,13 @@
 // retained write. The log keeps about WithMaxMarkerWrites writes (default 100000;
 // XADD MAXLEN ~, so somewhat more). Each entry holds the ID the stream generated
 // before it (its last-generated-id, exact even after a trim to nothing), so a
-// watcher checks that each entry follows its cursor: a read whose first entry does
-// not, because writes after the cursor were trimmed, yields an error wrapping
-// provider.ErrCursorExpired, on every server (miniredis included) and also for a
-// watcher that falls behind while it runs. A cursor whose own write was trimmed
-// but none after it is not expired. A resumed watch starts again at its cursor,
-// so it may deliver writes again.
+// watcher checks that each entry follows its cursor: the first entry read after a
+// cursor from which writes were trimmed yields an error wrapping
+// provider.ErrCursorExpired, on every server (miniredis included, as the check
+// needs no XINFO field of Redis 7) and also for a watcher that falls behind while
+// it runs. A cursor whose own write was trimmed, but none after it, is not
+// expired. Delivery is at least once: a retried append (see "Retries") delivers a
+// write twice.
 //
 // # Operating Redis
 //
