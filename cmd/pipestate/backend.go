@@ -54,7 +54,13 @@ func dial(ctx context.Context, t target, now func() time.Time) (backend, error) 
 		}
 		return &redisBackend{t: t, c: goredis.NewClient(opts), now: now}, nil
 	case kindRedisCluster:
-		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(t.addr, ",")})
+		var seeds []string
+		for a := range strings.SplitSeq(t.addr, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				seeds = append(seeds, a)
+			}
+		}
+		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: seeds})
 		return &redisBackend{t: t, c: c, now: now}, nil
 	}
 	c, err := dynamoClient(ctx, t)

@@ -67,7 +67,7 @@ type action = func(ctx context.Context, args []string) error
 // groupDefault is the command a group word runs when no subcommand follows.
 var groupDefault = map[string]string{"pipelines": "pipelines list", "run": "run show"}
 
-// find returns the command args name and the arguments after its name.
+// find returns the command that args name and the arguments after the name.
 func find(args []string) (*spec, []string, error) {
 	cmds := commands()
 	byName := func(name string) *spec {
@@ -114,7 +114,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 			c.overview(c.stdout)
 			return exitOK
 		}
-		args = append(args[1:], "--help")
+		args = slices.Concat(args[1:], []string{"--help"})
 	}
 	s, rest, err := find(args)
 	if err != nil {
@@ -128,7 +128,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 func (c *cli) exec(ctx context.Context, s *spec, args []string) int {
 	fs := flag.NewFlagSet("pipestate "+s.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	in := &inv{cli: c, spec: s}
+	in := &inv{cli: c}
 	in.conn.register(fs, s.conn)
 	fs.BoolVar(&in.json, "json", false, "print one JSON object per line instead of tables")
 	if s.write {

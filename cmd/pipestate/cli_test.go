@@ -166,6 +166,7 @@ func TestHelp(t *testing.T) {
 // TestRun runs the program's entry point in process against miniredis, connecting
 // by flags.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	h := redisHarness(t, "redis", mr.Addr(), nil)
 	prefix := strings.TrimPrefix(h.line, "redis "+mr.Addr()+", prefix ")
@@ -183,6 +184,7 @@ func TestRun(t *testing.T) {
 // TestUnreachable: a backend that does not answer is an error (exit 1) naming the
 // backend and the flag that chose it.
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	addr := mr.Addr()
 	mr.Close()
@@ -196,6 +198,7 @@ func TestUnreachable(t *testing.T) {
 // TestCreateTables creates the provider's and two stores' tables on DynamoDB
 // Local, then again (all exist), and uses them.
 func TestCreateTables(t *testing.T) {
+	t.Parallel()
 	endpoint := testenv.DynamoDBEndpoint(t)
 	client := testenv.DynamoDBClient(t)
 	base := testenv.UniqueName(t)

@@ -96,6 +96,7 @@ var appended = types.Event{PipelineID: "orders", Kind: "RUN_STATE_CHANGED", RunI
 	Message: "appended while following"}
 
 func TestFollow(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, h *harness) {
 		t.Run("tail", func(t *testing.T) { followTail(t, h, h.dial) })
 		t.Run("json", func(t *testing.T) { followJSON(t, h, h.dial) })

@@ -107,6 +107,7 @@ var (
 )
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, h *harness) {
 		cursors := eventCursors(t, h)
 		for _, c := range slices.Concat(readCases, writeCases) {

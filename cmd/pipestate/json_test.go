@@ -125,6 +125,9 @@ var jsonCases = []jsonCase{
 		want(t, "status", r.Status, types.RunFailed)
 		want(t, "version", r.Version, 5)
 	}},
+	{"run fail r-0003 --version 5 --yes", func(t *testing.T, out string) {
+		want(t, "version", decodeLines[types.RunState](t, out)[0].Version, 5) // already FAILED: unchanged
+	}},
 	{"lock release eval:orders:daily --owner worker-7 --yes", func(t *testing.T, out string) {
 		type released struct {
 			Key, Owner string
@@ -135,6 +138,7 @@ var jsonCases = []jsonCase{
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, h *harness) {
 		for _, c := range jsonCases {
 			t.Run(c.args, func(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 // inv is one invocation of a command: its flags and, once connected, its backend.
 type inv struct {
 	*cli
-	spec    *spec
 	conn    connFlags
 	json    bool
 	yes     bool

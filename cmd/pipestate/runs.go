@@ -165,6 +165,8 @@ var runFailCmd = &spec{
 			case r.Version != *version:
 				return fmt.Errorf("run %s is at version %d, not %d: it changed since you looked; nothing was written (check 'pipestate run %s', then pass --version %d if it should still fail)",
 					r.RunID, r.Version, *version, r.RunID, r.Version)
+			case r.Status == types.RunFailed && in.json:
+				return in.emit(r)
 			case r.Status == types.RunFailed:
 				in.say("run %s is already FAILED at version %d: nothing changed", r.RunID, r.Version)
 				return nil
