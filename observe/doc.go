@@ -68,7 +68,9 @@
 //	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:
 //	                                                         pipestate.retry.reason                cas_conflict (a BytesStore merge lost a race),
 //	                                                                                               transaction_conflict, throttled, unprocessed
-//	                                                                                               (DynamoDB), sequence_race (a DynamoDB append)
+//	                                                                                               (DynamoDB), sequence_race (a DynamoDB append),
+//	                                                                                               index_repair (a Redis listing read again after
+//	                                                                                               repairing its list index)
 //	pipestate.giveups                   counter     {call}   same                                  a call that failed after its last retry
 //	                                                                                               (ErrContention); lost races = retries + giveups
 //	pipestate.redis.script.loads        counter     {load}   db.system.name                        a Lua script sent with EVAL after NOSCRIPT (first
