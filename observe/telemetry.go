@@ -144,8 +144,25 @@ func kindOf(err error) errKind {
 // keeps status Unset.
 func (k errKind) expected() bool { return k == errLockHeld || k == errLockNotHeld }
 
+// globalTracerProvider is the type of the tracer provider otel.GetTracerProvider
+// returns until an application installs one: it records nothing until then.
+var globalTracerProvider = func() reflect.Type {
+	t := reflect.TypeOf(otel.GetTracerProvider())
+	if t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" {
+		return t
+	}
+	return nil // an SDK was installed before this package's init
+}()
+
+// noSpan is the span of a call while nothing records: it records nothing.
+var noSpan = trace.SpanFromContext(context.Background())
+
 // telemetry holds the instruments of one decorator.
 type telemetry struct {
+	// global: the tracer came from the global provider, so a call skips the span
+	// while no SDK is installed (the global tracer's no-op Start costs a few
+	// hundred nanoseconds and two allocations).
+	global   bool
 	tracer   trace.Tracer
 	system   attribute.KeyValue
 	duration metric.Float64Histogram
@@ -184,7 +201,8 @@ func newTelemetry(backend any, api reflect.Type, opts []Option, counters map[str
 			return nil, err
 		}
 	}
-	if c.tp == nil {
+	global := c.tp == nil
+	if global {
 		c.tp = otel.GetTracerProvider()
 	}
 	if c.mp == nil {
@@ -194,7 +212,7 @@ func newTelemetry(backend any, api reflect.Type, opts []Option, counters map[str
 		c.system = systemOf(backend)
 	}
 	meter := c.mp.Meter(ScopeName)
-	t := &telemetry{tracer: c.tp.Tracer(ScopeName), system: semconv.DBSystemNameKey.String(c.system),
+	t := &telemetry{global: global, tracer: c.tp.Tracer(ScopeName), system: semconv.DBSystemNameKey.String(c.system),
 		counters: map[string]metric.Int64Counter{}, ops: map[string]*operation{}}
 	var err error
 	t.duration, err = meter.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
@@ -275,9 +293,12 @@ type call struct {
 // recording span) and times the call when the duration histogram is enabled.
 func (t *telemetry) start(ctx context.Context, name string, id ids) (context.Context, call) {
 	op := t.ops[name]
-	ctx, span := t.tracer.Start(ctx, op.name, op.spanOpts...)
-	if span.IsRecording() {
-		span.SetAttributes(id.attrs()...)
+	span := noSpan
+	if !t.global || reflect.TypeOf(otel.GetTracerProvider()) != globalTracerProvider {
+		ctx, span = t.tracer.Start(ctx, op.name, op.spanOpts...)
+		if span.IsRecording() {
+			span.SetAttributes(id.attrs()...)
+		}
 	}
 	c := call{ctx: ctx, op: op, t: t, span: span}
 	if t.duration.Enabled(ctx) {
