@@ -94,12 +94,18 @@
 // truth carries a sequence bumped by every write. A write:
 //
 //  1. adds a provisional list entry "<seq>@<ms>|<member>", stamped with the
-//     writer's clock, where the ID has none (one pipelined round trip);
+//     writer's clock, where the ID has none, and stamps the entry it has
+//     otherwise ("<seq>#<ms>|<member>" when settled; the later stamp stays):
+//     the write relies on it (one pipelined round trip);
 //  2. writes the truth with one script, which returns the new sequence (and, for
 //     runs, refuses a RunID stored under another pipeline; CreateRunState's
 //     refuses any stored RunID);
-//  3. sets each list entry to (sequence, member), or removes it when the record left
-//     that list — only if the list has not seen a later sequence. A refused write
+//  3. sets each list entry to (sequence, member), clearing its own stamp, or
+//     removes it when the record left that list — only if the list has not seen a
+//     later sequence, and a removal only if no write stamped the entry in the
+//     last 5 minutes (provisionalGrace): the removal's sequence may predate the
+//     truth of a write that relied on the entry, whose own step 3 may fail, and
+//     readers only repair entries they find. A refused write
 //     instead removes the provisional entry it added, only when the stored record
 //     belongs to another pipeline: under the same pipeline the entry is the stored
 //     record's (a concurrent creator of the same run found it and added none), and
@@ -114,9 +120,10 @@
 // makes repairs and late writers commute), which also settles the provisional entry
 // of a writer between steps 2 and 3; and, when the truth is missing, by deleting the
 // entry only if it is still exactly the one the reader observed before it read the
-// truth and, if provisional, stamped more than 5 minutes (provisionalGrace) ago by
+// truth and, if stamped, stamped more than 5 minutes (provisionalGrace) ago by
 // the reader's clock: its writer may still be about to write the truth (go-redis's
-// timeouts and retries end far sooner), while a crashed writer's entry goes. A
+// timeouts and retries end far sooner), while a crashed writer's entry goes; a
+// repair that removes an entry whose truth left the list waits for the same. A
 // listing re-reads, at most twice, when a repair settled or moved an entry.
 //
 // So a single-page listing is a snapshot of the settled entries when it read the
@@ -268,7 +275,9 @@
 //
 // Growth: every key the provider writes is one of the key schema's. List indexes
 // hold one entry per record in the list: a record that leaves a list (a deleted
-// pipeline, a rerun moved to another pipeline) leaves no entry behind. What is not
+// pipeline, a rerun moved to another pipeline) leaves no entry behind, except one
+// that a concurrent write stamped, which stays, unseen, until a reader meets it 5
+// minutes later. What is not
 // bounded by the data itself: a deleted pipeline keeps its config hash with two
 // small fields (its sequence, so that a re-registration orders after the delete),
 // one per pipeline ID ever deleted; a pipeline's append set holds one nonce per

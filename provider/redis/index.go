@@ -26,11 +26,16 @@ import (
 // JSON). A list is an index: a sorted set of members (score 0, so ordered by bytes)
 // plus a hash id -> "<seq>|<member>". Writes go in this order:
 //
-//  1. a provisional entry is added to each list the record will be in (nothing is
-//     added where the ID already has an entry);
+//  1. a provisional entry is added to each list the record will be in; where the
+//     ID already has an entry, nothing is added and the entry is stamped instead
+//     (the write relies on it);
 //  2. the truth is written by one script, which returns the new sequence;
-//  3. each list entry is set to (sequence, member), or removed (member ""), and this
-//     only if the list has not already seen a later sequence.
+//  3. each list entry is set to (sequence, member), clearing the write's own stamp,
+//     or removed (member ""), and this only if the list has not already seen a
+//     later sequence and, for a removal, the entry bears no stamp younger than
+//     provisionalGrace: a removal's sequence can predate the truth of a write that
+//     relied on the entry, and removing it then would leave that truth unlisted
+//     should the write's step 3 fail.
 //
 // Readers show a list entry only if it is settled (not provisional) and the truth
 // exists and wants exactly that member in that list, so a crash between the steps
@@ -86,18 +91,32 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 	return cmds, nil
 }
 
-// idxCall is an idx_apply call on list ix; member is the observed entry in mode
-// "d", and n is the writer's clock in ms (mode "p"), the sequence (mode "s") or the
-// stamp before which a provisional entry may be dropped (mode "d").
+// idxCall is an idx_apply call on list ix in mode "p" or "d"; member is the
+// observed entry in mode "d", and n is the writer's clock in ms (mode "p") or the
+// stamp before which a stamped entry may be dropped (mode "d").
 func idxCall(ix index, mode, id, member string, n int64) call {
 	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, n}}
 }
 
+// setCall is an idx_apply call in mode "s": it sets id's entry in ix to (seq,
+// member), or removes it when member is "". For a set, stamp is the caller's own
+// step 1 stamp (0: none), which the set clears; for a removal, it is the stamp
+// bound (now - provisionalGrace): an entry a writer's step 1 stamped at or after
+// it stays, as that writer may be about to write a truth that wants it.
+func setCall(ix index, id, member string, seq, stamp int64) call {
+	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{"s", id, member, seq, stamp}}
+}
+
 // provisionalGrace is how long a provisional list entry whose truth is missing is
 // kept from readers' repairs: its writer may still be between steps 1 and 2 (see
-// "Cross-slot writes" in the package doc). go-redis's timeouts and retries bound
+// "Cross-slot writes" in the package doc); likewise, how long a stamped entry is
+// kept from removals. go-redis's timeouts and retries bound
 // that time far below it.
 const provisionalGrace = 5 * time.Minute
+
+// stampBound is the stamp before which no writer still relies on a stamped list
+// entry: now - provisionalGrace by p's clock, in ms.
+func (p *Provider) stampBound() int64 { return p.now().Add(-provisionalGrace).UnixMilli() }
 
 // undoAny is the mode "d" stamp bound of a writer undoing its own provisional
 // entry, whatever its age.
@@ -167,13 +186,13 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	for i, ix := range r.lists {
 		switch entry, _ := added[i].Text(); { // "" if step 1 added none
 		case seq >= 0:
-			calls = append(calls, idxCall(ix, "s", r.id, r.member, seq))
+			calls = append(calls, setCall(ix, r.id, r.member, seq, stamp))
 		case entry != "" && old != r.pipeline: // refused: undo exactly the entry this call added
 			calls = append(calls, idxCall(ix, "d", r.id, entry, undoAny))
 		}
 	}
 	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
-		calls = append(calls, idxCall(r.leave(old), "s", r.id, "", seq))
+		calls = append(calls, setCall(r.leave(old), r.id, "", seq, p.stampBound()))
 	}
 	if len(calls) > 0 {
 		if _, err := p.runBatch(ctx, op, calls); err != nil {
@@ -232,8 +251,9 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 }
 
 // settled reports whether a list entry was set by a write's final step (or by a
-// repair): "<seq>|<member>", rather than provisional: "<seq>@<ms>|<member>", or
-// "0|<member>" from older versions.
+// repair): "<seq>|<member>", or "<seq>#<ms>|<member>" when a write relied on it,
+// rather than provisional: "<seq>@<ms>|<member>", or "0|<member>" from older
+// versions.
 func settled(entry string) bool {
 	seq, _, ok := strings.Cut(entry, "|")
 	return ok && seq != "0" && !strings.Contains(seq, "@")
@@ -317,7 +337,7 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 			return nil, err
 		}
 		var fixes []call
-		young := p.now().Add(-provisionalGrace).UnixMilli()
+		young := p.stampBound()
 		for i, r := range recs {
 			m, id, entry := page[3*i], page[3*i+1], page[3*i+2]
 			if !r.exists {
@@ -332,7 +352,11 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 				}
 				continue
 			}
-			fixes = append(fixes, idxCall(s.ix, "s", id, w, r.seq))
+			bound := young // a removal keeps a young stamp's entry
+			if w != "" {
+				bound = 0 // a set keeps every stamp: the reader has none of its own
+			}
+			fixes = append(fixes, setCall(s.ix, id, w, r.seq, bound))
 			readded = readded || w != ""
 		}
 		if len(fixes) > 0 {

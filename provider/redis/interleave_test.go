@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -529,6 +531,128 @@ func TestListIsSnapshot(t *testing.T) {
 			runs, err := r.ListRuns(ctx, lrPipe, 10)
 			if got := ids(runs); err != nil || (got["x"] && !got["y"]) {
 				t.Errorf("ListRuns = %v, %v: shows x, whose truth was written after a listing that showed y, but not y", got, err)
+			}
+		})
+	}
+}
+
+// scriptHook is a go-redis hook that runs before every command and pipeline that
+// holds a script call for which match holds; an error it returns fails the
+// command or pipeline unsent.
+type scriptHook struct {
+	match  func(cmd goredis.Cmder) bool
+	before func(ctx context.Context) error
+}
+
+func (h scriptHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h scriptHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		return h.process(ctx, []goredis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h scriptHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		return h.process(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (h scriptHook) process(ctx context.Context, cmds []goredis.Cmder, next func() error) error {
+	if slices.ContainsFunc(cmds, h.match) {
+		if err := h.before(ctx); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+	}
+	return next()
+}
+
+// TestStaleRemovalKeepsRelistedRecord runs a write whose step 1 relies on a
+// record's existing list entry (it adds none) between another write's truth, which
+// takes the record out of that list, and that write's step 3, then cuts the first
+// write's step 3: the stale removal must leave the entry to readers, which list the
+// record from then on. A pipeline re-registered during a delete, and a rerun moved
+// back during its move away.
+func TestStaleRemovalKeepsRelistedRecord(t *testing.T) {
+	rerun := func(pipeline string) types.RerunRecord {
+		return types.RerunRecord{RerunID: "x", PipelineID: pipeline, OriginalDate: "2026-01-01", Status: types.RequestPending}
+	}
+	cases := []struct {
+		name   string
+		setup  func(ctx context.Context, p *Provider) error
+		remove func(ctx context.Context, p *Provider) error // step 3 removes the entry
+		rely   func(ctx context.Context, p *Provider) error // step 1 relies on it
+		listed func(ctx context.Context, p *Provider) (int, error)
+	}{
+		{"pipeline",
+			func(ctx context.Context, p *Provider) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: lrPipe})
+			},
+			func(ctx context.Context, p *Provider) error { return p.DeletePipeline(ctx, lrPipe) },
+			func(ctx context.Context, p *Provider) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: lrPipe, Tier: 2})
+			},
+			func(ctx context.Context, p *Provider) (int, error) {
+				all, err := p.ListPipelines(ctx)
+				return len(all), err
+			}},
+		{"rerun",
+			func(ctx context.Context, p *Provider) error { return p.PutRerun(ctx, rerun("a")) },
+			func(ctx context.Context, p *Provider) error { return p.PutRerun(ctx, rerun("b")) },
+			func(ctx context.Context, p *Provider) error { return p.PutRerun(ctx, rerun("a")) },
+			func(ctx context.Context, p *Provider) (int, error) {
+				all, err := p.ListReruns(ctx, "a", 10)
+				return len(all), err
+			}},
+	}
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					ctx := t.Context()
+					open, prefix := s.start(t)
+					ca, cb := open(nil, 0), open(nil, 0)
+					t.Cleanup(func() {
+						deletePrefix(ca, prefix)
+						_ = ca.Close()
+						_ = cb.Close()
+					})
+					a, err := New(ca, WithKeyPrefix(prefix))
+					must(t, err)
+					must(t, a.Start(ctx))
+					b, err := New(cb, WithKeyPrefix(prefix))
+					must(t, err)
+					must(t, b.Start(ctx))
+					must(t, c.setup(ctx, a))
+
+					step3 := func(cmd goredis.Cmder) bool { return isScript(cmd, scriptIdxApply, 5, "s") }
+					cut := errors.New("cut")
+					var relying atomic.Bool
+					b.c.AddHook(scriptHook{step3, func(context.Context) error {
+						if relying.Load() {
+							return cut
+						}
+						return nil
+					}})
+					var once sync.Once
+					a.c.AddHook(scriptHook{step3, func(ctx context.Context) error {
+						once.Do(func() {
+							relying.Store(true)
+							defer relying.Store(false)
+							if err := c.rely(ctx, b); !errors.Is(err, cut) {
+								t.Errorf("the write with its step 3 cut = %v", err)
+							}
+						})
+						return nil
+					}})
+					must(t, c.remove(ctx, a))
+					n, err := c.listed(ctx, b)
+					one(t, "listing after a stale removal", n, err)
+				})
 			}
 		})
 	}

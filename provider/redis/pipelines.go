@@ -84,7 +84,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}
-	_, err = p.runBatch(ctx, "delete pipeline", []call{idxCall(p.k.globalPipelines(), "s", id, "", seq)})
+	_, err = p.runBatch(ctx, "delete pipeline", []call{setCall(p.k.globalPipelines(), id, "", seq, p.stampBound())})
 	return err
 }
 
