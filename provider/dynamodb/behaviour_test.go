@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
@@ -37,6 +39,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "readiness ttl over max", client: client, table: "t", opt: dynamodb.WithReadinessTTL(provider.MaxTTL + 1)},
 		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
 		{name: "retention over max", client: client, table: "t", opt: dynamodb.WithEventRetention(provider.MaxTTL + 1)},
+		{name: "negative marker retention", client: client, table: "t", opt: dynamodb.WithMarkerRetention(-time.Second)},
+		{name: "marker retention over max", client: client, table: "t", opt: dynamodb.WithMarkerRetention(provider.MaxTTL + 1)},
+		{name: "zero poll interval", client: client, table: "t", opt: dynamodb.WithPollInterval(0, time.Second)},
+		{name: "poll bounds reversed", client: client, table: "t", opt: dynamodb.WithPollInterval(time.Second, time.Millisecond)},
+		{name: "poll interval over an hour", client: client, table: "t", opt: dynamodb.WithPollInterval(time.Second, 2*time.Hour)},
+		{name: "nil meter provider", client: client, table: "t", opt: dynamodb.WithMeterProvider(nil)},
+		{name: "typed nil meter provider", client: client, table: "t", opt: dynamodb.WithMeterProvider((*sdkmetric.MeterProvider)(nil))},
+		{name: "nil logger", client: client, table: "t", opt: dynamodb.WithLogger(nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p, err := dynamodb.New(tc.client, tc.table, tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {
@@ -47,6 +57,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	for _, opts := range [][]dynamodb.Option{
 		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(time.Second), dynamodb.WithEventRetention(0)},
 		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(provider.MaxTTL), dynamodb.WithEventRetention(provider.MaxTTL)},
+		{dynamodb.WithOwner("me"), dynamodb.WithMarkerRetention(0), dynamodb.WithPollInterval(time.Millisecond, time.Millisecond),
+			dynamodb.WithMeterProvider(sdkmetric.NewMeterProvider()), dynamodb.WithLogger(slog.New(slog.DiscardHandler))},
+		{dynamodb.WithOwner("me"), dynamodb.WithMarkerRetention(provider.MaxTTL), dynamodb.WithPollInterval(time.Hour, time.Hour)},
 	} {
 		p, err := dynamodb.New(client, "t", opts...)
 		if err != nil || p.Owner() != "me" || p.Table() != "t" {

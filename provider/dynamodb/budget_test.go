@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"testing"
 	"time"
 
@@ -48,6 +49,12 @@ func TestRoundTripBudget(t *testing.T) {
 		{"put run moved", 2, func() error { run.CreatedAt = now.Add(time.Second); return p.PutRunState(ctx, run) }},
 		{"get run", 1, func() error { _, err := p.GetRunState(ctx, "r1"); return err }},
 		{"list runs", 1, func() error { _, err := p.ListRuns(ctx, "p1", 10); return err }},
+		{"create run", 1, func() error {
+			return createdOK(p.CreateRunState(ctx, types.RunState{RunID: "r2", PipelineID: "p1", Status: types.RunPending}))
+		}},
+		{"create run existing", 1, func() error {
+			return casLost(p.CreateRunState(ctx, types.RunState{RunID: "r2", PipelineID: "p1", Status: types.RunPending}))
+		}},
 		{"cas", 1, func() error { return casOK(p.CompareAndSwapRunState(ctx, "r1", 0, run)) }},
 		{"cas lost", 1, func() error { return casLost(p.CompareAndSwapRunState(ctx, "r1", 0, run)) }},
 		{"cas zero created", 2, func() error {
@@ -90,6 +97,10 @@ func TestRoundTripBudget(t *testing.T) {
 			e.clock.Advance(time.Second)
 			return p.WriteCascadeMarker(ctx, "p1", "", "2026-01-01", "up")
 		}},
+		{"write marker next", 1, func() error { return p.WriteCascadeMarker(ctx, "p2", "", "2026-01-01", "up") }},
+		{"write marker other instance", 2, func() error { return other.WriteCascadeMarker(ctx, "p3", "", "2026-01-01", "up") }},
+		{"follow events, first page", 1, func() error { return first(p.FollowEvents(ctx, "p1", "")) }},
+		{"watch markers, first page", 1, func() error { return first(p.WatchCascadeMarkers(ctx, "")) }},
 		{"list markers", 1, func() error { _, err := p.ListCascadeMarkers(ctx, "p1", 10); return err }},
 		{"acquire lock", 1, func() error { _, err := p.AcquireLock(ctx, "k", time.Minute); return err }},
 		{"release lock", 1, func() error { return p.ReleaseLock(ctx, "k") }},
@@ -122,6 +133,22 @@ func TestRoundTripBudget(t *testing.T) {
 			t.Errorf("%s: %d requests, budget %d", s.name, got, s.want)
 		}
 	}
+}
+
+// first takes the first record of a follower or watcher, which reads one page,
+// and stops it.
+func first[R any](seq iter.Seq2[R, error]) error {
+	for _, err := range seq {
+		return err
+	}
+	return errors.New("the sequence ended without a record")
+}
+
+func createdOK(created bool, err error) error {
+	if err == nil && !created {
+		return errors.New("not created, want created")
+	}
+	return err
 }
 
 func casOK(ok bool, err error) error {

@@ -1,8 +1,9 @@
 // Package dynamodb is the DynamoDB backend of pipestate: a provider.Provider (plus
-// provider.Leaser and provider.CascadeReader) on one table, with strongly consistent
-// reads, atomic multi-item writes through TransactWriteItems, and conditional writes
-// for compare-and-swap, event sequencing, locks and leases. It passes
-// providertest.Run against DynamoDB Local.
+// provider.Leaser, provider.CascadeReader, provider.RunCreator,
+// provider.EventFollower and provider.MarkerWatcher) on one table, with strongly
+// consistent reads, atomic multi-item writes through TransactWriteItems, and
+// conditional writes for compare-and-swap, run creation, event and marker-log
+// sequencing, locks and leases. It passes providertest.Run against DynamoDB Local.
 //
 // # Opening
 //
@@ -16,8 +17,12 @@
 //
 // New does no I/O; Ping is one DescribeTable. Options: WithOwner (lock owner
 // identity, default random), WithClock (default time.Now), WithReadinessTTL (default
-// 5 minutes), WithEventRetention (default: keep events forever). The provider never
-// closes the client; Stop makes every later call return provider.ErrClosed.
+// 5 minutes), WithEventRetention (default: keep events forever),
+// WithMarkerRetention (how long the marker log keeps a write, default 24 hours),
+// WithPollInterval (how FollowEvents and WatchCascadeMarkers poll once caught up,
+// default 20 ms doubling to 1 s), WithMeterProvider and WithLogger (see Signals).
+// The provider never closes the client; Stop makes every later call return
+// provider.ErrClosed.
 //
 // # Key schema
 //
@@ -44,6 +49,8 @@
 //	late arrival       PIPELINE#{id}      LATE#{date}#{schedule}#T(detectedAt)#{stamp}
 //	cascade marker     MARKER#{id}        {date}#{schedule}
 //	marker (by time)   MARKER#{id}        #BYTIME#T(writtenAt)#{date}#{schedule}
+//	marker log entry   MARKERLOG          ENTRY#N(seq)
+//	marker log counter MARKERLOG          SEQ
 //	lock / lease       LOCK#{key}         LOCK
 //
 // Every item carries its entity as JSON in the attribute "data" (a string; or, when
@@ -52,8 +59,9 @@
 // in maps as float64). Other attributes: "exp" (expiry, Unix ns, by the provider
 // clock), "ttl" (the same in Unix seconds, for DynamoDB's TTL deletion), "listPK" and
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
-// (an event's number; the counter's last number), "holder" and "fence" (locks), and
-// "tok" (the token of the call that last won a conditional write of the item).
+// (an event's or marker-log entry's number; a counter's last number), "holder" and
+// "fence" (locks), and "tok" (the token of the call that last won a conditional
+// write of the item).
 //
 // # Guarantees and decisions
 //
@@ -77,6 +85,41 @@
 //     one pipeline through one Provider are group-committed (up to 99 events per
 //     transaction), so goroutines of one process never race each other for the
 //     counter; only instances do.
+//   - CreateRunState is PutRunState's transaction with the condition that the run's
+//     truth item does not exist: of any number of concurrent creates of one RunID
+//     exactly one commits, and the others fail the condition (or conflict, are
+//     retried, then fail it) and return (false, nil) having written nothing.
+//   - FollowEvents polls: it runs ReadEventsSince's Query from its cursor, again at
+//     once while pages come back full or partial, and after an empty one waits
+//     WithPollInterval's first bound, doubling up to its second (20 ms to 1 s by
+//     default). DynamoDB Streams would not be faster (a shard is itself polled,
+//     about every second per reader, and records arrive within a second) and would
+//     add a second API, shard discovery and splits, 24-hour retention, and IAM
+//     actions; the event log is already ordered, gapless and strongly consistent.
+//     Measured on DynamoDB Local (BenchmarkFollowDelivery): an event appended
+//     after an idle spell is yielded in DELAY_IDLE on average (at most about the
+//     second bound plus a Query), one appended while events flow in DELAY_BUSY. An
+//     idle follower sends one Query per second bound (BenchmarkIdleRequests: about
+//     IDLE_REQS a minute with the defaults), each a strongly consistent read of
+//     nothing, 1 read capacity unit.
+//   - WatchCascadeMarkers reads the marker log: every WriteCascadeMarker also
+//     writes an entry (the marker as written) under the next number of one global
+//     counter, claimed in the marker's transaction as an event claims its
+//     pipeline's (condition: the counter still holds n), so entries are numbered
+//     1, 2, 3... without gaps, in commit order, and an entry exists exactly when
+//     the marker write committed. A rewrite of a marker is a new entry. The watch
+//     polls the log from its cursor (the entry's number) like FollowEvents, with
+//     the same delay and idle cost (BenchmarkWatchDelivery). Entries carry a TTL of
+//     WithMarkerRetention (default 24 hours, by the writer's clock; 0 keeps them
+//     forever), after which reads skip them and DynamoDB deletes them. Numbers
+//     being gapless, an entry missing after the cursor was dropped by retention:
+//     the watch yields the entries before the gap, then an error wrapping
+//     provider.ErrCursorExpired, never a silent gap. Delivery is at least once
+//     (a write the SDK retried under a fresh token, past DynamoDB's 10 minutes,
+//     is logged twice); a watch from "" starts at the oldest entry retained. The
+//     counter is one item for every pipeline: marker writes of all instances
+//     serialize on it, each lost race costing one more transaction, which suits
+//     markers' rate (one per finished run), not thousands a second.
 //   - Lists are read page by page, and a page is not a snapshot: an entity re-put
 //     with another sort key (a run's CreatedAt, a rerun's RequestedAt, a replay's
 //     CreatedAt, a marker's WrittenAt) while a List* call pages can be met twice.
@@ -112,14 +155,16 @@
 //     then returned, wrapped (errors.As to the SDK type works).
 //   - Lost responses: TransactWriteItems carries the SDK's idempotency token (one
 //     per call, kept across the SDK's retries; DynamoDB answers a retried token with
-//     the first attempt's success for 10 minutes), and CAS, event and lease-acquire
-//     writes stamp the item with a per-call token, so when the SDK retries a write
-//     whose response was lost, the call still reports its own success instead of a
-//     lost race — also when other callers changed the lock before the retry (a
-//     release then reports nil although another instance holds the key now, and an
-//     acquire reports true although the key was released and taken): a CAS reports true
-//     and the version moved by exactly one, an acquire reports the lock held (a lease
-//     with the fence it took), a release reports nil, an event is appended once.
+//     the first attempt's success for 10 minutes), and create, CAS, event, marker-log
+//     and lease-acquire writes stamp the item (the run, or the counter) with a
+//     per-call token, so when the SDK retries a write whose response was lost, the
+//     call still reports its own success instead of a lost race — also when other
+//     callers changed the item before the retry (a release then reports nil
+//     although another instance holds the key now, and an acquire reports true
+//     although the key was released and taken): a create reports true, a CAS
+//     reports true and the version moved by exactly one, an acquire reports the
+//     lock held (a lease with the fence it took), a release reports nil, an event
+//     is appended once, a marker write is logged once.
 //     Plain puts and deletes are idempotent. The package's lost-reply test drops the
 //     response of every write method once and checks these outcomes.
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
@@ -127,7 +172,8 @@
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its
 //     event transactions are serialized by its counter item (group commit packs many
 //     appends into one). Every pipeline config, rerun and replay shares one GSI1
-//     partition key each (PIPELINES, RERUNS, REPLAYS); these are low-rate records.
+//     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
+//     marker-log partition and counter (MARKERLOG); these are low-rate records.
 //
 // # Round trips
 //
@@ -149,9 +195,13 @@
 //	ListReplays, ListLateArrivals          1 (+1 per page)
 //	ListCascadeMarkers                     1 (+1 per page)
 //	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt (or a rerun's pipeline) changed
+//	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
 //	AppendEvent                            1 when this instance made the pipeline's last append, else 2
-//	WriteCascadeMarker                     1 for a new marker, 2 to rewrite one
+//	WriteCascadeMarker                     1 for a new marker, 2 to rewrite one; +1 unless this
+//	                                       instance made the last marker write (of any pipeline)
+//	FollowEvents, WatchCascadeMarkers      1 per page read; caught up, 1 per poll (20 ms doubling
+//	                                       to 1 s by default, see WithPollInterval)
 //	AcquireLock, ReleaseLock               1
 //	AcquireLease, RenewLease, ReleaseLease 1
 //	Ping                                   1
@@ -159,6 +209,30 @@
 //
 // Lost races add one request each (a CAS that loses returns (false, nil) without
 // one). Bad input and calls after Stop make no request.
+//
+// # Signals
+//
+// What only the provider knows goes to WithMeterProvider (default: the global meter
+// provider) and WithLogger (default: none), with db.system.name aws.dynamodb and
+// db.operation.name the method (AppendEvent, CreateRunState...): each retry
+// (pipestate.retries; a Debug record and an event on the caller's span) and each
+// give-up (pipestate.giveups; a Warn record; the call fails), by
+// pipestate.retry.reason:
+//
+//	transaction_conflict  a transaction cancelled by an overlapping one, retried after a
+//	                      backoff (a give-up after 64 attempts: provider.ErrContention)
+//	throttled             a request the SDK's retryer retried after
+//	                      ProvisionedThroughputExceeded, ThrottlingException or
+//	                      RequestLimitExceeded (a give-up: throttled on its last attempt,
+//	                      the SDK's error returned), or a transaction cancelled for throttling
+//	sequence_race         an event batch or marker-log entry whose number another
+//	                      instance took first, retried at once (a give-up after 1,000)
+//
+// and the size of every group commit of events (pipestate.batch.size, AppendEvent).
+// Throttles are seen by a middleware each request carries
+// (internal/ddbx.ThrottleSignals), so an API wrapper must pass optFns on to keep
+// them. Package observe adds spans and call metrics around any provider; its doc
+// lists every instrument.
 //
 // # Creating the table in production
 //

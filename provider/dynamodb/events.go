@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -16,8 +17,19 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// eventSK is the sort key of event seq: fixed width, so string order is seq order.
-func eventSK(seq int64) string { return fmt.Sprintf("%s%020d", skEvent, seq) }
+// seqSK is the sort key of sequence number seq under prefix: fixed width, so
+// string order is seq order.
+func seqSK(prefix string, seq int64) string { return fmt.Sprintf("%s%020d", prefix, seq) }
+
+// eventSK is the sort key of event seq.
+func eventSK(seq int64) string { return seqSK(skEvent, seq) }
+
+// afterSeq is the key condition of the items of partition pk numbered after since
+// under prefix (since < math.MaxInt64).
+func afterSeq(pk, prefix string, since int64) expression.KeyConditionBuilder {
+	return expression.Key(attrPK).Equal(expression.Value(pk)).
+		And(expression.Key(attrSK).Between(expression.Value(seqSK(prefix, since+1)), expression.Value(seqSK(prefix, math.MaxInt64))))
+}
 
 // AppendEvent implements provider.EventStore. The event gets the pipeline's next
 // sequence number: one TransactWriteItems moves the pipeline's counter item from n
@@ -132,6 +144,7 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 		p.qmu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+		p.sig.Batch(ctx, "AppendEvent", len(batch))
 		err := p.appendBatch(ctx, pipelineID, batch)
 		cancel()
 		for _, pe := range batch {
@@ -142,12 +155,12 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 
 // appendBatch commits batch under the pipeline's next sequence numbers.
 func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*pendingEvent) error {
-	const op = "append event"
+	const op = "AppendEvent"
 	tok := ids.Random()
 	last := p.lastSeq(pipelineID)
 	n := int64(len(batch))
 	for lost, conflicts := 0, 0; ; {
-		claim, err := p.claimSeq(pipelineID, last, n, tok)
+		claim, err := p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok)
 		if err != nil {
 			return err
 		}
@@ -163,7 +176,7 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 			put, _ := p.txPut(av, nil)
 			items = append(items, put)
 		}
-		err = p.transact(ctx, items...)
+		err = p.transact(ctx, op, items...)
 		if err == nil {
 			p.sawSeq(pipelineID, last+n)
 			return nil
@@ -185,8 +198,9 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 				last = o.Seq
 			}
 			p.sawSeq(pipelineID, last)
-			if lost++; lost >= maxLostRaces {
-				return fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, provider.ErrContention, lost, err)
+			lost++
+			if err := p.lostRace(ctx, op, lost, err); err != nil {
+				return err
 			}
 			continue
 		}
@@ -200,10 +214,10 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 	}
 }
 
-// claimSeq is the transaction action that moves the pipeline's event counter from
-// last to last+n and stamps it with the batch's token, failing (with the counter's
-// item) when it holds another value.
-func (p *Provider) claimSeq(pipelineID string, last, n int64, tok string) (ddbtypes.TransactWriteItem, error) {
+// claimSeq is the transaction action that moves the sequence counter (pk, sk) from
+// last to last+n and stamps it with the writing call's token, failing (with the
+// counter's item) when it holds another value.
+func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string) (ddbtypes.TransactWriteItem, error) {
 	cond := expression.Name(attrSeq).Equal(expression.Value(last))
 	if last == 0 {
 		cond = expression.AttributeNotExists(expression.Name(attrSeq))
@@ -214,11 +228,11 @@ func (p *Provider) claimSeq(pipelineID string, last, n int64, tok string) (ddbty
 			Set(expression.Name(attrTok), expression.Value(tok))).
 		Build()
 	if err != nil {
-		return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build event claim: %w", err)
+		return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build sequence claim: %w", err)
 	}
 	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 		TableName:                           &p.table,
-		Key:                                 key(pipelinePrefix+pipelineID, skEventSeq),
+		Key:                                 key(pk, sk),
 		ConditionExpression:                 expr.Condition(),
 		UpdateExpression:                    expr.Update(),
 		ExpressionAttributeNames:            expr.Names(),
@@ -257,7 +271,7 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	out, err := nonNil(queryData[types.Event](ctx, p, "list events",
+	out, err := nonNil(queryData[types.Event](ctx, p, "ListEvents",
 		queryIn{key: partition(pipelinePrefix+pipelineID, skEvent), desc: true, limit: limit}))
 	slices.Reverse(out)
 	return out, err
@@ -284,9 +298,7 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if since == math.MaxInt64 {
 		return out, nil
 	}
-	kc := expression.Key(attrPK).Equal(expression.Value(pipelinePrefix + pipelineID)).
-		And(expression.Key(attrSK).Between(expression.Value(eventSK(since+1)), expression.Value(eventSK(math.MaxInt64))))
-	items, err := p.query(ctx, "read events", queryIn{key: kc, limit: int(min(count, math.MaxInt32))})
+	items, err := p.query(ctx, "ReadEventsSince", queryIn{key: afterSeq(pipelinePrefix+pipelineID, skEvent, since), limit: int(min(count, math.MaxInt32))})
 	if err != nil {
 		return nil, err
 	}
@@ -298,4 +310,49 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq), Event: ev})
 	}
 	return out, nil
+}
+
+// FollowEvents implements provider.EventFollower by polling: it reads what
+// ReadEventsSince reads (one strongly consistent Query per page of followPage),
+// again at once while reads return events, and once caught up waits
+// WithPollInterval's first bound, doubling with each empty read up to its second
+// (defaults 20 ms to 1 s). So an event appended after an idle spell is delivered
+// within about the longer bound, one appended while events flow within the
+// shorter, and an idle follower costs one Query (1 read capacity unit) per longer
+// bound.
+func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return provider.Fail[types.EventRecord](err)
+	}
+	if _, err := provider.ParseSeqCursor(cursor); err != nil {
+		return provider.Fail[types.EventRecord](err)
+	}
+	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
+		cursor := cursor
+		return provider.Poller[types.EventRecord]{
+			Read: func(ctx context.Context) ([]types.EventRecord, error) {
+				recs, err := p.ReadEventsSince(ctx, pipelineID, cursor, followPage)
+				if err != nil {
+					return nil, ctxErr(ctx, err)
+				}
+				if len(recs) > 0 {
+					cursor = recs[len(recs)-1].StreamID
+				}
+				return recs, nil
+			},
+			Wait: provider.PollWait(p.pollMin, p.pollMax),
+		}
+	})
+}
+
+// followPage is how many records a follower or watcher reads at a time.
+const followPage = 256
+
+// ctxErr is ctx's error once ctx has ended (a request cut off by it fails with an
+// SDK error that wraps it), else err.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

@@ -3,13 +3,17 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestRetryAfterInterleaving drops the reply to a lock call after DynamoDB applied
@@ -92,4 +96,92 @@ func TestRetryAfterInterleaving(t *testing.T) {
 			t.Errorf("AcquireLease after the other's lease = %v; want ErrLockHeld", err)
 		}
 	})
+	t.Run("create_then_other_swaps", func(t *testing.T) {
+		run := types.RunState{RunID: "create-then-swap", PipelineID: "p-create", Status: types.RunPending}
+		var swapped bool
+		var swapErr error
+		ft.DropReplyThen(faults.Op("TransactWriteItems", "RUN#"+run.RunID), func() {
+			next := run
+			next.Status = types.RunRunning
+			swapped, swapErr = other.CompareAndSwapRunState(ctx, run.RunID, 0, next)
+		})
+		if created, err := p.CreateRunState(ctx, run); !created || err != nil {
+			t.Errorf("CreateRunState whose reply was lost while another instance swapped the run = %v, %v; want created", created, err)
+		}
+		if !swapped || swapErr != nil {
+			t.Fatalf("another instance's swap from version 0 = %v, %v; want true: the fault did not fire after the create", swapped, swapErr)
+		}
+		if got, err := p.GetRunState(ctx, run.RunID); err != nil || got.Version != 1 || got.Status != types.RunRunning {
+			t.Errorf("run %+v, %v; want the other's swap at version 1", got, err)
+		}
+	})
+	t.Run("marker_then_other_marker", func(t *testing.T) {
+		ft.DropReplyThen(faults.Op("TransactWriteItems", "MARKER#p-first"), func() {
+			must(other.WriteCascadeMarker(ctx, "p-second", "", "2026-01-01", "up"))
+		})
+		if err := p.WriteCascadeMarker(ctx, "p-first", "", "2026-01-01", "up"); err != nil {
+			t.Errorf("WriteCascadeMarker whose reply was lost while another instance wrote the next entry = %v; want nil", err)
+		}
+		recs, err := watchAll(t, p, "")
+		must(err)
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Marker.PipelineID)
+		}
+		if !slices.Equal(got, []string{"p-first", "p-second"}) {
+			t.Errorf("marker log %q; want each write once, in commit order", got)
+		}
+	})
+}
+
+// freshTokenRetry is an API whose next TransactWriteItems, once armed, is sent
+// twice: the first reply is discarded and the request sent again with a fresh
+// idempotency token, as a wrapper that retries on its own would. DynamoDB then
+// runs the retry as a new transaction, so only the token a write stamps on its item
+// tells the caller that its first attempt won.
+type freshTokenRetry struct {
+	dynamodb.API
+	armed bool
+}
+
+func (a *freshTokenRetry) TransactWriteItems(ctx context.Context, in *ddb.TransactWriteItemsInput, optFns ...func(*ddb.Options)) (*ddb.TransactWriteItemsOutput, error) {
+	if !a.armed {
+		return a.API.TransactWriteItems(ctx, in, optFns...)
+	}
+	a.armed = false
+	if _, err := a.API.TransactWriteItems(ctx, in, optFns...); err != nil {
+		return nil, err
+	}
+	again := *in
+	again.ClientRequestToken = nil
+	return a.API.TransactWriteItems(ctx, &again, optFns...)
+}
+
+// TestRetryWithFreshToken: a create or a marker write whose transaction is sent
+// again under a new idempotency token after it succeeded reports its success, and
+// writes once.
+func TestRetryWithFreshToken(t *testing.T) {
+	e := testEnv(t)
+	api := &freshTokenRetry{API: e.client}
+	p := openOn(t, api, e)
+	ctx := t.Context()
+	run := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunPending}
+	api.armed = true
+	if created, err := p.CreateRunState(ctx, run); !created || err != nil {
+		t.Errorf("CreateRunState sent twice = %v, %v; want created", created, err)
+	}
+	if created, err := p.CreateRunState(ctx, run); created || err != nil {
+		t.Errorf("a second CreateRunState = %v, %v; want not created", created, err)
+	}
+	for _, source := range []string{"a", "b"} { // a new marker, then a rewrite
+		api.armed = true
+		if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", source); err != nil {
+			t.Fatalf("WriteCascadeMarker sent twice: %v", err)
+		}
+		e.clock.Advance(time.Second)
+	}
+	if api.armed {
+		t.Fatal("the fault did not fire")
+	}
+	wantLogged(t, p, "p", "a", "b")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -22,12 +23,14 @@ const (
 	rerunPrefix    = "RERUN#"
 	lockPrefix     = "LOCK#"
 	markerPrefix   = "MARKER#"
+	markerLogPK    = "MARKERLOG" // the marker log of every pipeline: not an ID's prefix
 
 	skConfig    = "CONFIG"
 	skState     = "STATE"
 	skReadiness = "READINESS"
 	skEventSeq  = "EVENTSEQ"
 	skLock      = "LOCK"
+	skLogSeq    = "SEQ"
 
 	skTrait        = "TRAIT#"
 	skRun          = "RUN#"
@@ -37,6 +40,7 @@ const (
 	skReplay       = "REPLAY#"
 	skLate         = "LATE#"
 	skMarkerByTime = "#BYTIME#" // '#' sorts before every ID byte: no date can collide
+	skLogEntry     = "ENTRY#"
 
 	gsiPipelines = "PIPELINES"
 	gsiReruns    = "RERUNS"
@@ -47,7 +51,7 @@ const (
 // missing.
 func (p *Provider) get(ctx context.Context, op, pk, sk string) (it item, ok bool, err error) {
 	consistent := true
-	out, err := p.api.GetItem(ctx, &ddb.GetItemInput{TableName: &p.table, Key: key(pk, sk), ConsistentRead: &consistent})
+	out, err := p.api.GetItem(ctx, &ddb.GetItemInput{TableName: &p.table, Key: key(pk, sk), ConsistentRead: &consistent}, p.sdk(op))
 	if err != nil {
 		return it, false, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
@@ -77,7 +81,7 @@ func (p *Provider) put(ctx context.Context, op string, it item) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.api.PutItem(ctx, &ddb.PutItemInput{TableName: &p.table, Item: av}); err != nil {
+	if _, err := p.api.PutItem(ctx, &ddb.PutItemInput{TableName: &p.table, Item: av}, p.sdk(op)); err != nil {
 		return fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
 	return nil
@@ -158,7 +162,7 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 			out = append(out, it)
 		}
 		return q.limit == 0 || len(out) < q.limit, nil
-	})
+	}, p.sdk(op))
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
@@ -225,19 +229,41 @@ func (p *Provider) txDelete(pk, sk string) ddbtypes.TransactWriteItem {
 	return ddbtypes.TransactWriteItem{Delete: &ddbtypes.Delete{TableName: &p.table, Key: key(pk, sk)}}
 }
 
-// transact runs one TransactWriteItems call.
-func (p *Provider) transact(ctx context.Context, items ...ddbtypes.TransactWriteItem) error {
-	_, err := p.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: items})
+// transact runs one TransactWriteItems call of operation op.
+func (p *Provider) transact(ctx context.Context, op string, items ...ddbtypes.TransactWriteItem) error {
+	_, err := p.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: items}, p.sdk(op))
 	return err
 }
 
 // conflictWait backs off before retrying a transaction that lost to a concurrent
-// one; it returns provider.ErrContention once maxTxAttempts are used up.
+// one (attempt counts the previous retries from 0) and records the retry; it
+// returns provider.ErrContention, and records the give-up, once maxTxAttempts are
+// used up.
 func (p *Provider) conflictWait(ctx context.Context, op string, attempt int, cause error) error {
-	if attempt+1 >= maxTxAttempts {
-		return fmt.Errorf("dynamodb: %s: %w after %d attempts: %w", op, provider.ErrContention, maxTxAttempts, cause)
+	reason := signal.ReasonTransactionConflict
+	if ddbx.IsThrottled(cause) { // a transaction cancelled for throttling
+		reason = signal.ReasonThrottled
 	}
+	if attempt+1 >= maxTxAttempts {
+		err := fmt.Errorf("dynamodb: %s: %w after %d attempts: %w", op, provider.ErrContention, maxTxAttempts, cause)
+		p.sig.GiveUp(ctx, op, reason, maxTxAttempts, err)
+		return err
+	}
+	p.sig.Retry(ctx, op, reason, attempt+1)
 	return p.retry.Wait(ctx, attempt)
+}
+
+// lostRace records that op lost race number lost (from 1) for a sequence number
+// and returns provider.ErrContention, recording the give-up, once maxLostRaces
+// are lost.
+func (p *Provider) lostRace(ctx context.Context, op string, lost int, cause error) error {
+	if lost >= maxLostRaces {
+		err := fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, provider.ErrContention, lost, cause)
+		p.sig.GiveUp(ctx, op, signal.ReasonSequenceRace, lost, err)
+		return err
+	}
+	p.sig.Retry(ctx, op, signal.ReasonSequenceRace, lost)
+	return nil
 }
 
 // expiresAt returns now+ttl, or the zero time (never) for ttl == 0.

@@ -62,7 +62,7 @@ func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expre
 		ReturnValues:              ret,
 
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, p.sdk(op))
 	if av, failed := ddbx.ConditionFailedItem(err); failed {
 		if len(av) == 0 {
 			return nil, old, false, nil
@@ -97,7 +97,7 @@ func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, upd e
 		ExpressionAttributeValues: expr.Values(),
 	}}
 	for attempt := 0; ; attempt++ {
-		err := p.transact(ctx, action)
+		err := p.transact(ctx, op, action)
 		if _, failed := ddbx.TxConditionFailed(err, 0); failed {
 			return false, nil
 		}
@@ -126,7 +126,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	return p.updateLockOnce(ctx, "acquire lock", key, take("lock:"+p.owner, ids.Random(), expiresAt(now, ttl)), free(now))
+	return p.updateLockOnce(ctx, "AcquireLock", key, take("lock:"+p.owner, ids.Random(), expiresAt(now, ttl)), free(now))
 }
 
 // ReleaseLock implements provider.Locker with one conditional update (see
@@ -138,7 +138,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.release(ctx, "release lock", key, "lock:"+p.owner)
+	return p.release(ctx, "ReleaseLock", key, "lock:"+p.owner)
 }
 
 // release frees key, keeping its fence, if holder holds it (see updateLockOnce).
@@ -169,7 +169,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	now := p.now()
 	lease := types.Lease{Key: key, Token: ids.Random(), ExpiresAt: now.Add(ttl)}
 	upd := take("lease:"+lease.Token, lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
-	attrs, old, ok, err := p.updateLock(ctx, "acquire lease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
+	attrs, old, ok, err := p.updateLock(ctx, "AcquireLease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
 	switch {
 	case err != nil:
 		return nil, err
@@ -180,7 +180,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
 	}
 	if err := attributevalue.Unmarshal(attrs[attrFence], &lease.Fence); err != nil {
-		return nil, fmt.Errorf("dynamodb: acquire lease: fence: %w", err)
+		return nil, fmt.Errorf("dynamodb: AcquireLease: fence: %w", err)
 	}
 	return &lease, nil
 }
@@ -199,7 +199,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	now := p.now()
 	lease.ExpiresAt = now.Add(ttl)
 	upd := expression.Set(expression.Name(attrExp), expression.Value(unixNano(lease.ExpiresAt)))
-	_, _, ok, err := p.updateLock(ctx, "renew lease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
+	_, _, ok, err := p.updateLock(ctx, "RenewLease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
 	if err != nil {
 		return nil, err
 	}
@@ -218,5 +218,5 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.release(ctx, "release lease", lease.Key, "lease:"+lease.Token)
+	return p.release(ctx, "ReleaseLease", lease.Key, "lease:"+lease.Token)
 }

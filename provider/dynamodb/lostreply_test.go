@@ -171,6 +171,27 @@ func TestLostReply(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, id string) { wantNoRun(t, id) }},
+		{method: "CreateRunState", fault: drop("TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				if created, err := p.CreateRunState(ctx, run(id, now)); !created || err != nil {
+					t.Errorf("CreateRunState = %v, %v; want created", created, err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, id string) {
+				wantRun(t, id, 0)
+				if created, err := other.CreateRunState(ctx, run(id, now)); created || err != nil {
+					t.Fatalf("another instance's CreateRunState = %v, %v; want not created", created, err)
+				}
+			}},
+		{method: "CreateRunState", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
+			call: func(t *testing.T, id string) error {
+				if created, err := p.CreateRunState(ctx, run(id, now)); !created || err != nil {
+					t.Errorf("CreateRunState = %v, %v; want created", created, err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
 		{method: "CompareAndSwapRunState", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
 			call: func(t *testing.T, id string) error {
@@ -245,7 +266,19 @@ func TestLostReply(t *testing.T) {
 				if got, err := p.ListCascadeMarkers(ctx, "p-"+id, 10); err != nil || len(got) != 1 || got[0].Source != "b" {
 					t.Fatalf("markers %+v, %v", got, err)
 				}
+				wantLogged(t, p, "p-"+id, "a", "b")
 			}},
+		{method: "WriteCascadeMarker", name: "new", fault: drop("TransactWriteItems"),
+			call: func(t *testing.T, id string) error { return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a") },
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListCascadeMarkers(ctx, "p-"+id, 10); err != nil || len(got) != 1 || got[0].Source != "a" {
+					t.Fatalf("markers %+v, %v", got, err)
+				}
+				wantLogged(t, p, "p-"+id, "a")
+			}},
+		{method: "WriteCascadeMarker", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
+			call:  func(t *testing.T, id string) error { return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a") },
+			check: func(t *testing.T, id string) { wantLogged(t, p, "p-"+id, "a") }},
 		{method: "PutLateArrival", fault: drop("PutItem"),
 			call: func(t *testing.T, id string) error {
 				return p.PutLateArrival(ctx, types.LateArrival{PipelineID: "p-" + id, Date: "2026-01-01", TraitType: "t"})
@@ -347,6 +380,7 @@ func TestLostReply(t *testing.T) {
 		m := typ.Method(i).Name
 		switch {
 		case strings.HasPrefix(m, "Get"), strings.HasPrefix(m, "List"), strings.HasPrefix(m, "Read"),
+			m == "FollowEvents", m == "WatchCascadeMarkers",
 			m == "Ping", m == "Start", m == "Stop", m == "Owner", m == "Table": // reads and accessors
 		case !covered[m]:
 			t.Errorf("write method %s has no row in the lost-reply table", m)

@@ -23,7 +23,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.put(ctx, "register pipeline", item{
+	return p.put(ctx, "RegisterPipeline", item{
 		PK: pipelinePrefix + cfg.ID, SK: skConfig,
 		GSI1PK: gsiPipelines, GSI1SK: cfg.ID,
 		Data: data,
@@ -38,7 +38,7 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.PipelineConfig](ctx, p, "get pipeline", pipelinePrefix+id, skConfig)
+	return getData[types.PipelineConfig](ctx, p, "GetPipeline", pipelinePrefix+id, skConfig)
 }
 
 // ListPipelines implements provider.PipelineStore with a query of GSI1, which is
@@ -48,7 +48,7 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	out, err := queryData[types.PipelineConfig](ctx, p, "list pipelines", queryIn{index: indexGSI1, key: gsi1(gsiPipelines)})
+	out, err := queryData[types.PipelineConfig](ctx, p, "ListPipelines", queryIn{index: indexGSI1, key: gsi1(gsiPipelines)})
 	if out == nil && err == nil {
 		out = []types.PipelineConfig{}
 	}
@@ -64,9 +64,9 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	_, err := p.api.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: &p.table, Key: key(pipelinePrefix+id, skConfig)})
+	_, err := p.api.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: &p.table, Key: key(pipelinePrefix+id, skConfig)}, p.sdk("DeletePipeline"))
 	if err != nil {
-		return fmt.Errorf("dynamodb: delete pipeline: %w", err)
+		return fmt.Errorf("dynamodb: DeletePipeline: %w", err)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 	if trait.ExpiresAt != nil {
 		it.setExpiry(*trait.ExpiresAt)
 	}
-	return p.put(ctx, "put trait", it)
+	return p.put(ctx, "PutTrait", it)
 }
 
 // GetTraits implements provider.TraitStore with one strongly consistent Query (more
@@ -100,7 +100,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	out, err := queryData[types.TraitEvaluation](ctx, p, "get traits", queryIn{key: partition(pipelinePrefix+pipelineID, skTrait)})
+	out, err := queryData[types.TraitEvaluation](ctx, p, "GetTraits", queryIn{key: partition(pipelinePrefix+pipelineID, skTrait)})
 	if out == nil && err == nil {
 		out = []types.TraitEvaluation{}
 	}
@@ -115,7 +115,7 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.TraitEvaluation](ctx, p, "get trait", pipelinePrefix+pipelineID, skTrait+traitType)
+	return getData[types.TraitEvaluation](ctx, p, "GetTrait", pipelinePrefix+pipelineID, skTrait+traitType)
 }
 
 // PutReadiness implements provider.Provider with one PutItem; the result expires
@@ -133,7 +133,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 	}
 	it := item{PK: pipelinePrefix + result.PipelineID, SK: skReadiness, Data: data}
 	it.setExpiry(p.now().Add(p.readinessTTL))
-	return p.put(ctx, "put readiness", it)
+	return p.put(ctx, "PutReadiness", it)
 }
 
 // GetReadiness implements provider.Provider with one GetItem.
@@ -144,5 +144,5 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.ReadinessResult](ctx, p, "get readiness", pipelinePrefix+pipelineID, skReadiness)
+	return getData[types.ReadinessResult](ctx, p, "GetReadiness", pipelinePrefix+pipelineID, skReadiness)
 }

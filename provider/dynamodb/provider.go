@@ -3,20 +3,26 @@ package dynamodb
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/internal/backoff"
+	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
 
 // API is the subset of *ddb.Client that Provider calls. Wrap a client in your own
-// implementation to add tracing, metrics or fault injection.
+// implementation to add tracing, metrics or fault injection; pass optFns on, as
+// they carry the middleware that records throttling (see "Signals" in the package
+// doc).
 type API interface {
 	GetItem(ctx context.Context, in *ddb.GetItemInput, optFns ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *ddb.PutItemInput, optFns ...func(*ddb.Options)) (*ddb.PutItemOutput, error)
@@ -99,21 +105,102 @@ func WithEventRetention(d time.Duration) Option {
 	}
 }
 
-// Provider is a provider.Provider (plus provider.Leaser and provider.CascadeReader)
-// on one DynamoDB table. It is safe for concurrent use; instances in many processes
-// may share a table. See the package doc for the schema and the guarantees.
+// WithMarkerRetention keeps each entry of the marker log, which
+// WatchCascadeMarkers reads, for d after it is written (by the writer's clock;
+// default DefaultMarkerRetention). A watch whose cursor is older than that fails
+// with provider.ErrCursorExpired. 0 keeps entries forever (the log then grows by
+// one item per marker write); d must be at most provider.MaxTTL.
+func WithMarkerRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("dynamodb: WithMarkerRetention: %w", err)
+		}
+		p.markerRetention = d
+		return nil
+	}
+}
+
+// DefaultMarkerRetention is how long the marker log keeps an entry unless
+// WithMarkerRetention says otherwise.
+const DefaultMarkerRetention = 24 * time.Hour
+
+// Default bounds of the polling of FollowEvents and WatchCascadeMarkers; see
+// WithPollInterval.
+const (
+	DefaultPollMin = 20 * time.Millisecond
+	DefaultPollMax = time.Second
+)
+
+// WithPollInterval sets how FollowEvents and WatchCascadeMarkers poll once they
+// have caught up: the first wait is first, each further empty read doubles it up to
+// most, and a read that returns records starts over (defaults DefaultPollMin and
+// DefaultPollMax). most bounds the delay of a delivery after an idle spell and sets
+// the idle cost: one Query per most per follower. 0 < first <= most <= 1 hour.
+func WithPollInterval(first, most time.Duration) Option {
+	return func(p *Provider) error {
+		if first <= 0 || most < first || most > time.Hour {
+			return provider.Invalidf("dynamodb: WithPollInterval: want 0 < first (%v) <= most (%v) <= 1h", first, most)
+		}
+		p.pollMin, p.pollMax = first, most
+		return nil
+	}
+}
+
+// WithMeterProvider sets the meter provider of the signals only the provider knows
+// (default: otel.GetMeterProvider() at New): retries and give-ups of transactions
+// cancelled by concurrent ones (pipestate.retries and pipestate.giveups, reason
+// transaction_conflict, or throttled for a transaction cancelled for throttling),
+// of event and marker-log sequence numbers lost to another instance
+// (sequence_race), and of requests the SDK's retryer retried after throttling
+// (throttled), and the size of each group commit of events (pipestate.batch.size).
+// See "Signals" in the package doc; mp must not be nil.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(p *Provider) error {
+		if nilcheck.IsNil(mp) {
+			return provider.Invalidf("dynamodb: WithMeterProvider: nil meter provider")
+		}
+		p.meter = mp
+		return nil
+	}
+}
+
+// WithLogger sets the logger of the same signals (default: none): Debug for each
+// retry, Warn for each give-up. log must not be nil.
+func WithLogger(log *slog.Logger) Option {
+	return func(p *Provider) error {
+		if log == nil {
+			return provider.Invalidf("dynamodb: WithLogger: nil logger")
+		}
+		p.log = log
+		return nil
+	}
+}
+
+// Provider is a provider.Provider (plus provider.Leaser, provider.CascadeReader,
+// provider.RunCreator, provider.EventFollower and provider.MarkerWatcher) on one
+// DynamoDB table. It is safe for concurrent use; instances in many processes may
+// share a table. See the package doc for the schema and the guarantees.
 type Provider struct {
-	api            API
-	table          string
-	now            func() time.Time
-	owner          string
-	readinessTTL   time.Duration
-	eventRetention time.Duration
-	retry          backoff.Policy
-	closed         atomic.Bool
+	api             API
+	table           string
+	now             func() time.Time
+	owner           string
+	readinessTTL    time.Duration
+	eventRetention  time.Duration
+	markerRetention time.Duration
+	pollMin         time.Duration
+	pollMax         time.Duration
+	retry           backoff.Policy
+	closed          atomic.Bool
+
+	meter metric.MeterProvider
+	log   *slog.Logger
+	sig   *signal.Recorder
 
 	seqMu sync.Mutex
 	seqs  map[string]int64 // pipeline ID -> last event sequence number seen (a hint)
+
+	markerSeq atomic.Int64 // the marker log's last sequence number seen (a hint)
 
 	qmu    sync.Mutex
 	queues map[string]*appendQueue // pipeline ID -> events waiting to be appended
@@ -123,6 +210,9 @@ var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.Leaser        = (*Provider)(nil)
 	_ provider.CascadeReader = (*Provider)(nil)
+	_ provider.RunCreator    = (*Provider)(nil)
+	_ provider.EventFollower = (*Provider)(nil)
+	_ provider.MarkerWatcher = (*Provider)(nil)
 )
 
 // New returns a Provider on table through client. It does no I/O: the table must
@@ -137,14 +227,17 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		return nil, provider.Invalidf("dynamodb: New: empty table name")
 	}
 	p := &Provider{
-		api:          client,
-		table:        table,
-		now:          time.Now,
-		owner:        ids.Random(),
-		readinessTTL: DefaultReadinessTTL,
-		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
-		seqs:         map[string]int64{},
-		queues:       map[string]*appendQueue{},
+		api:             client,
+		table:           table,
+		now:             time.Now,
+		owner:           ids.Random(),
+		readinessTTL:    DefaultReadinessTTL,
+		markerRetention: DefaultMarkerRetention,
+		pollMin:         DefaultPollMin,
+		pollMax:         DefaultPollMax,
+		retry:           backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
+		seqs:            map[string]int64{},
+		queues:          map[string]*appendQueue{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -154,8 +247,16 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
+	p.sig = signal.New(p.meter, p.log, system)
 	return p, nil
 }
+
+// system is the db.system.name of the provider's signals.
+const system = "aws.dynamodb"
+
+// sdk is the SDK option of every request of operation op: it records the
+// throttles the SDK's retryer retried (see ddbx.ThrottleSignals).
+func (p *Provider) sdk(op string) func(*ddb.Options) { return ddbx.ThrottleSignals(p.sig, op) }
 
 // Owner returns the lock owner identity of p.
 func (p *Provider) Owner() string { return p.owner }
@@ -179,8 +280,8 @@ func (p *Provider) Ping(ctx context.Context) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	if _, err := p.api.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &p.table}); err != nil {
-		return fmt.Errorf("dynamodb: ping: %w", err)
+	if _, err := p.api.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &p.table}, p.sdk("Ping")); err != nil {
+		return fmt.Errorf("dynamodb: Ping: %w", err)
 	}
 	return nil
 }

@@ -3,8 +3,12 @@ package dynamodb
 import (
 	"context"
 	"fmt"
+	"iter"
+	"math"
 	"sync/atomic"
 	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
@@ -28,7 +32,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.put(ctx, "put run log", item{
+	return p.put(ctx, "PutRunLog", item{
 		PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data,
 	})
 }
@@ -42,7 +46,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RunLogEntry](ctx, p, "get run log", pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
+	return getData[types.RunLogEntry](ctx, p, "GetRunLog", pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
 }
 
 // ListRunLogs implements provider.RunLogStore with one strongly consistent Query,
@@ -57,7 +61,7 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.RunLogEntry](ctx, p, "list run logs",
+	return nonNil(queryData[types.RunLogEntry](ctx, p, "ListRunLogs",
 		queryIn{key: partition(pipelinePrefix+pipelineID, skRunLog), desc: true, limit: limit}))
 }
 
@@ -76,7 +80,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 		return err
 	}
 	slot := slotSK(req.Date, req.ScheduleID)
-	return p.put(ctx, "put replay", item{
+	return p.put(ctx, "PutReplay", item{
 		PK: pipelinePrefix + req.PipelineID, SK: skReplay + slot,
 		GSI1PK: gsiReplays, GSI1SK: ids.TimeKey(req.CreatedAt) + "#" + req.PipelineID + "#" + slot,
 		Data: data,
@@ -92,7 +96,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.ReplayRequest](ctx, p, "get replay", pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
+	return getData[types.ReplayRequest](ctx, p, "GetReplay", pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
 }
 
 // ListReplays implements provider.ReplayStore with one Query of GSI1 (eventually
@@ -105,7 +109,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.ReplayRequest](ctx, p, "list replays",
+	return nonNil(queryData[types.ReplayRequest](ctx, p, "ListReplays",
 		queryIn{index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
@@ -125,7 +129,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "put late arrival", item{
+	return p.put(ctx, "PutLateArrival", item{
 		PK:   pipelinePrefix + la.PipelineID,
 		SK:   skLate + slotSK(la.Date, la.ScheduleID) + "#" + ids.TimeKey(la.DetectedAt) + "#" + insertionStamp(),
 		Data: data,
@@ -142,7 +146,7 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.LateArrival](ctx, p, "list late arrivals",
+	return nonNil(queryData[types.LateArrival](ctx, p, "ListLateArrivals",
 		queryIn{key: partition(pipelinePrefix+pipelineID, skLate+slotSK(date, schedule)+"#")}))
 }
 
@@ -179,11 +183,15 @@ func markerItems(m types.CascadeMarker) (truth, list item, err error) {
 	return truth, list, nil
 }
 
-// WriteCascadeMarker implements provider.CascadeStore: the marker and its by-time
-// list copy change in one TransactWriteItems (two when the marker existed: the
-// second also deletes the old list copy).
+// WriteCascadeMarker implements provider.CascadeStore: the marker, its by-time
+// list copy and an entry of the marker log (see WatchCascadeMarkers) are written in
+// one TransactWriteItems (two when the marker existed: the second also deletes the
+// old list copy). The entry takes the log's next sequence number like an event
+// (the counter moves from n to n+1 on condition that it holds n), so a write that
+// loses the number to another instance costs one more transaction.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now())
+	now := p.now()
+	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
 	if err != nil {
 		return err
 	}
@@ -194,7 +202,86 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err != nil {
 		return err
 	}
-	return p.putPair(ctx, "write cascade marker", truth, list, nil)
+	entry := &logEntry{it: item{PK: markerLogPK, Data: truth.Data}, tok: ids.Random(), last: p.markerSeq.Load()}
+	if p.markerRetention > 0 {
+		entry.it.setExpiry(now.Add(p.markerRetention))
+	}
+	return p.putPair(ctx, "WriteCascadeMarker", truth, list, nil, entry)
+}
+
+// logEntry is the marker-log entry of one WriteCascadeMarker call, which putPair
+// writes in the marker's transaction under the log's next sequence number.
+type logEntry struct {
+	it   item   // the entry; its SK and Seq are set per attempt
+	tok  string // the call's token, stamped on the counter with the claim
+	last int64  // the counter value the next attempt expects
+}
+
+// logActions returns the transaction actions of entry: the claim of sequence
+// number entry.last+1 on the log's counter, and the entry under that number.
+func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, error) {
+	claim, err := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok)
+	if err != nil {
+		return nil, err
+	}
+	it := entry.it
+	it.Seq = entry.last + 1
+	it.SK = seqSK(skLogEntry, it.Seq)
+	av, err := marshal(it)
+	if err != nil {
+		return nil, err
+	}
+	put, _ := p.txPut(av, nil)
+	return []ddbtypes.TransactWriteItem{claim, put}, nil
+}
+
+// WatchCascadeMarkers implements provider.MarkerWatcher by polling the marker log:
+// one strongly consistent Query per page of entries numbered after the cursor,
+// waiting between empty reads as FollowEvents does (WithPollInterval). Cursors are
+// the entries' decimal sequence numbers ("" and "0": the oldest entry retained);
+// anything else is ErrInvalidArgument. Numbers are gapless, so an entry missing
+// after the cursor was dropped by retention (WithMarkerRetention): the watch
+// yields the entries before the gap, then an error wrapping
+// provider.ErrCursorExpired. A gap is noticed once a later entry is read: until
+// the next marker write, a watch whose every entry expired simply waits.
+func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	since, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
+		return provider.Fail[types.CascadeMarkerRecord](err)
+	}
+	const op = "WatchCascadeMarkers"
+	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
+		since := since
+		return provider.Poller[types.CascadeMarkerRecord]{
+			Read: func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
+				if err := p.begin(ctx); err != nil || since == math.MaxInt64 {
+					return nil, err
+				}
+				items, err := p.query(ctx, op, queryIn{key: afterSeq(markerLogPK, skLogEntry, since), limit: followPage})
+				if err != nil {
+					return nil, ctxErr(ctx, err)
+				}
+				out := make([]types.CascadeMarkerRecord, 0, len(items))
+				for _, it := range items {
+					if since > 0 && it.Seq != since+1 {
+						if len(out) > 0 { // deliver what precedes the gap; the next read starts at it
+							break
+						}
+						return nil, fmt.Errorf("dynamodb: %s: %w: marker writes %d to %d after cursor %d are no longer retained",
+							op, provider.ErrCursorExpired, since+1, it.Seq-1, since)
+					}
+					m, err := decodeData[types.CascadeMarker](it)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(it.Seq), Marker: m})
+					since = it.Seq
+				}
+				return out, nil
+			},
+			Wait: provider.PollWait(p.pollMin, p.pollMax),
+		}
+	})
 }
 
 // ListCascadeMarkers implements provider.CascadeReader with one strongly consistent
@@ -209,7 +296,7 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.CascadeMarker](ctx, p, "list cascade markers",
+	return nonNil(queryData[types.CascadeMarker](ctx, p, "ListCascadeMarkers",
 		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit, id: timedID(skMarkerByTime)}))
 }
 
@@ -242,7 +329,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.putPair(ctx, "put rerun", truth, list, nil)
+	return p.putPair(ctx, "PutRerun", truth, list, nil, nil)
 }
 
 // GetRerun implements provider.RerunStore with one GetItem.
@@ -253,7 +340,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RerunRecord](ctx, p, "get rerun", rerunPrefix+rerunID, skState)
+	return getData[types.RerunRecord](ctx, p, "GetRerun", rerunPrefix+rerunID, skState)
 }
 
 // ListReruns implements provider.RerunStore with one strongly consistent Query of
@@ -268,7 +355,7 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.RerunRecord](ctx, p, "list reruns",
+	return nonNil(queryData[types.RerunRecord](ctx, p, "ListReruns",
 		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit, id: timedID(skRerun)}))
 }
 
@@ -281,6 +368,6 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.RerunRecord](ctx, p, "list all reruns",
+	return nonNil(queryData[types.RerunRecord](ctx, p, "ListAllReruns",
 		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit, id: baseKeyID}))
 }

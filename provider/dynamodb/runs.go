@@ -41,12 +41,12 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err != nil {
 		return err
 	}
-	return p.putPair(ctx, "put run", truth, list, func(old item) error {
+	return p.putPair(ctx, "PutRunState", truth, list, func(old item) error {
 		if old.ListPK != list.PK {
 			return provider.Invalidf("run %s belongs to another pipeline than %s", run.RunID, run.PipelineID)
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // putPair writes a truth item and its list copy (truth.ListPK/ListSK name the copy)
@@ -54,8 +54,9 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // the same copy. When it points elsewhere, check (if set) may refuse the move;
 // otherwise the write is repeated with the old copy's deletion in the same
 // transaction, conditioned on the truth item still pointing at it. So the truth and
-// its one list copy always change together.
-func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error) error {
+// its one list copy always change together. A non-nil entry is a marker-log entry
+// written in the same transaction (see logEntry).
+func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error, entry *logEntry) error {
 	tav, err := marshal(truth)
 	if err != nil {
 		return err
@@ -81,15 +82,49 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		if old != nil && (old.ListPK != list.PK || old.ListSK != list.SK) {
 			items = append(items, p.txDelete(old.ListPK, old.ListSK))
 		}
-		err = p.transact(ctx, items...)
+		claimAt := len(items)
+		if entry != nil {
+			actions, err := p.logActions(entry)
+			if err != nil {
+				return err
+			}
+			items = append(items, actions...)
+		}
+		err = p.transact(ctx, op, items...)
 		if err == nil {
+			if entry != nil {
+				p.markerSeq.Store(entry.last + 1)
+			}
 			return nil
 		}
-		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
-			// The truth item is not what this attempt assumed; the failure carries it.
-			if lost++; lost >= maxLostRaces {
+		seqLost := false
+		if entry != nil {
+			if av, failed := ddbx.TxConditionFailed(err, claimAt); failed {
+				// Another write took the number; the failure carries the counter.
+				c, err := unmarshal(av)
+				if err != nil {
+					return err
+				}
+				p.markerSeq.Store(c.Seq)
+				if c.Tok == entry.tok { // an SDK retry of this very write, whose response was lost
+					return nil
+				}
+				entry.last, seqLost = c.Seq, true
+			}
+		}
+		av, truthLost := ddbx.TxConditionFailed(err, 0)
+		if seqLost || truthLost {
+			if lost++; seqLost {
+				if err := p.lostRace(ctx, op, lost, err); err != nil {
+					return err
+				}
+			} else if lost >= maxLostRaces {
 				return fmt.Errorf("dynamodb: %s: %w: %w", op, provider.ErrContention, err)
 			}
+			if !truthLost {
+				continue
+			}
+			// The truth item is not what this attempt assumed; the failure carries it.
 			if av == nil { // deleted meanwhile: write it as new
 				old = nil
 				continue
@@ -130,7 +165,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RunState](ctx, p, "get run", runPrefix+runID, skState)
+	return getData[types.RunState](ctx, p, "GetRunState", runPrefix+runID, skState)
 }
 
 // ListRuns implements provider.RunStore with one strongly consistent Query of the
@@ -145,7 +180,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return nonNil(queryData[types.RunState](ctx, p, "list runs",
+	return nonNil(queryData[types.RunState](ctx, p, "ListRuns",
 		queryIn{key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit, id: timedID(skRun)}))
 }
 
@@ -165,7 +200,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err := p.begin(ctx); err != nil {
 		return false, err
 	}
-	const op = "compare and swap run"
+	const op = "CompareAndSwapRunState"
 	// stale reports how an old truth item fails the swap: (false, nil) to give up
 	// with (false, nil), an error, or (true, nil) when only CreatedAt differs.
 	stale := func(o item) (retry bool, err error) {
@@ -230,7 +265,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	}
 	createdFixed := false
 	for conflicts := 0; ; {
-		err := p.transact(ctx, items...)
+		err := p.transact(ctx, op, items...)
 		if err == nil {
 			return true, nil
 		}
@@ -262,5 +297,58 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 			return false, err
 		}
 		conflicts++
+	}
+}
+
+// CreateRunState implements provider.RunCreator with one TransactWriteItems: the
+// truth item, on condition that no item has its key, and the list copy. The truth
+// item carries the call's token, and the transaction the SDK's idempotency token,
+// so a call whose reply was lost and which the SDK retried reports its own
+// creation: DynamoDB answers the retried token with the first attempt's success
+// (for 10 minutes), and a refusal that shows the call's own token is one too.
+// A transaction cancelled by a concurrent one is run again after a backoff.
+func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	run, err := provider.PrepareCreateRun(run, p.now())
+	if err != nil {
+		return false, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return false, err
+	}
+	const op = "CreateRunState"
+	truth, list, err := runItems(run)
+	if err != nil {
+		return false, err
+	}
+	truth.Tok = ids.Random()
+	tav, err := marshal(truth)
+	if err != nil {
+		return false, err
+	}
+	lav, err := marshal(list)
+	if err != nil {
+		return false, err
+	}
+	cond := expression.AttributeNotExists(expression.Name(attrPK))
+	putTruth, err := p.txPut(tav, &cond)
+	if err != nil {
+		return false, err
+	}
+	putList, _ := p.txPut(lav, nil)
+	for conflicts := 0; ; conflicts++ {
+		err := p.transact(ctx, op, putTruth, putList)
+		if err == nil {
+			return true, nil
+		}
+		if av, failed := ddbx.TxConditionFailed(err, 0); failed { // av is the run that exists
+			o, err := unmarshal(av)
+			return err == nil && o.Tok == truth.Tok, err
+		}
+		if !ddbx.IsTxConflict(err) {
+			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
+			return false, err
+		}
 	}
 }
