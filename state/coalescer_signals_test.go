@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/storetest"
 )
 
 // TestCoalescerSignals: two Coalescers on one meter provider report their pending
@@ -16,7 +16,7 @@ import (
 // a Debug record per flush that succeeded and a Warn record per flush that failed.
 func TestCoalescerSignals(t *testing.T) {
 	ctx := t.Context()
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	var sum monoid.Sum[int64]
 	st := newSpy[int64](t, sum)
 	opts := []state.CoalescerOption{state.WithFlushInterval(0), state.WithMeterProvider(sig.Meter), state.WithLogger(sig.Log)}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/signal"
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
@@ -36,7 +37,7 @@ func faultClient(t *testing.T, ft *faults.Transport) *ddb.Client {
 }
 
 // signalCount reads one counter of sig for an operation and reason.
-func signalCount(t *testing.T, sig *storetest.Signals, name, op, reason string) int64 {
+func signalCount(t *testing.T, sig *signaltest.Signals, name, op, reason string) int64 {
 	t.Helper()
 	return sig.Collect(t, name, attribute.String("db.system.name", "aws.dynamodb"),
 		attribute.String("db.operation.name", op), signal.AttrReason.String(reason)).Value
@@ -49,7 +50,7 @@ func TestSignalsInjected(t *testing.T) {
 	e := envFor(t)
 	ft := faults.NewTransport()
 	c := faultClient(t, ft)
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	opts := []dynamodb.StoreOption{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup), dynamodb.WithMaxRetries(2),
 		dynamodb.WithBackoff(time.Millisecond, time.Millisecond), dynamodb.WithMeterProvider(sig.Meter), dynamodb.WithLogger(sig.Log)}
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
@@ -153,7 +154,7 @@ func (a *unprocessedOnce) BatchGetItem(ctx context.Context, in *ddb.BatchGetItem
 // recorded.
 func TestSignalsUnprocessed(t *testing.T) {
 	e := envFor(t)
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	api := &unprocessedOnce{API: testenv.DynamoDBClient(t)}
 	s, err := dynamodb.NewInt64SumStore(api, e.values, dynamodb.WithMeterProvider(sig.Meter), dynamodb.WithLogger(sig.Log))
 	if err != nil {
@@ -179,7 +180,7 @@ func TestSignalsUnprocessed(t *testing.T) {
 // retry or give-up, and every ErrContention returned a recorded give-up.
 func TestSignalsUnderContention(t *testing.T) {
 	e := envFor(t)
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	var m storetest.Counter
 	s, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, m, dynamodb.WithMaxRetries(1),
 		dynamodb.WithBackoff(time.Microsecond, 50*time.Microsecond), dynamodb.WithMeterProvider(sig.Meter), dynamodb.WithLogger(sig.Log))

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pipestate/pipestate/internal/signal"
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
@@ -39,7 +40,7 @@ func casAttrs(op string) []attribute.KeyValue {
 // metrics and in the log.
 func TestSignalsUnderContention(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		sig := storetest.NewSignals()
+		sig := signaltest.NewSignals()
 		var m slowCounter
 		s, err := redis.NewBytesStore(b.client(t), prefixFor(t), m, redis.WithMaxRetries(1),
 			redis.WithBackoff(time.Microsecond, 50*time.Microsecond), redis.WithMeterProvider(sig.Meter), redis.WithLogger(sig.Log))
@@ -108,7 +109,7 @@ func TestSignalsUnderContention(t *testing.T) {
 // and its give-up under its own operation name.
 func TestSignalsOnce(t *testing.T) {
 	c := miniBackend.client(t)
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	k := state.Key{Entity: "contended"}
 	m := &meddler{t: t}
 	s, err := redis.NewBytesStore(c, prefixFor(t), m, redis.WithMaxRetries(2), redis.WithBackoff(time.Microsecond, time.Microsecond),
@@ -135,7 +136,7 @@ func TestSignalsOnce(t *testing.T) {
 // flushing a shared server's scripts would add round trips to other tests.
 func TestSignalsScriptLoad(t *testing.T) {
 	c := miniBackend.client(t)
-	sig := storetest.NewSignals()
+	sig := signaltest.NewSignals()
 	s, err1 := redis.NewInt64SumStore(c, prefixFor(t), redis.WithMeterProvider(sig.Meter), redis.WithLogger(sig.Log))
 	d, err2 := redis.NewDeduper(c, prefixFor(t), redis.WithMeterProvider(sig.Meter), redis.WithLogger(sig.Log))
 	if err := errors.Join(err1, err2); err != nil {
