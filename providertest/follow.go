@@ -130,6 +130,7 @@ func RunEventFollower(t *testing.T, h Harness) {
 			ch := follow(t, t.Context(), p, k.pipeline, "")
 			const writers, each = 8, 10
 			var wg sync.WaitGroup
+			defer wg.Wait() // the writers report to t: they end before the test does, even when it fails
 			for w := range writers {
 				wg.Add(1)
 				go func() {
