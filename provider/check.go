@@ -2,7 +2,9 @@ package provider
 
 import (
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/pipestate/pipestate/types"
 )
@@ -255,4 +257,37 @@ func PrepareCreateRun(run types.RunState, now time.Time) (types.RunState, error)
 		return run, Invalidf("a created run starts at version 0, not %d", run.Version)
 	}
 	return PrepareRunState(run, now)
+}
+
+// DefaultReadinessTTL is how long PutReadiness keeps a result unless the backend's
+// readiness option says otherwise.
+const DefaultReadinessTTL = 5 * time.Minute
+
+// The Check* functions below are the rules of the options every backend has; a
+// backend's With* option calls the one for its setting.
+
+// CheckOwner checks a lock owner identity: non-empty, without control characters
+// (owners are compared exactly and some backends delimit them with a newline).
+func CheckOwner(owner string) error {
+	if owner == "" || strings.ContainsFunc(owner, unicode.IsControl) {
+		return Invalidf("owner %q must be non-empty without control characters", owner)
+	}
+	return nil
+}
+
+// CheckClock rejects a nil clock.
+func CheckClock(now func() time.Time) error {
+	if now == nil {
+		return Invalidf("clock is nil")
+	}
+	return nil
+}
+
+// CheckReadinessTTL checks how long readiness results are kept: at least a
+// millisecond (the finest unit every backend keeps) and at most MaxTTL.
+func CheckReadinessTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond || ttl > MaxTTL {
+		return Invalidf("readiness ttl %v is outside [1ms, %v]", ttl, MaxTTL)
+	}
+	return nil
 }

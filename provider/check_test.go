@@ -31,6 +31,15 @@ func TestChecks(t *testing.T) {
 		{"validate bad", provider.Validate(types.RunState{RunID: "r"}), false},
 		{"validate ok", provider.Validate(types.Event{Kind: "K", PipelineID: "p"}), true},
 		{"invalidf", provider.Invalidf("limit %d", 3), false},
+		{"owner ok", provider.CheckOwner("worker-1"), true},
+		{"owner empty", provider.CheckOwner(""), false},
+		{"owner newline", provider.CheckOwner("a\nb"), false},
+		{"clock nil", provider.CheckClock(nil), false},
+		{"clock ok", provider.CheckClock(time.Now), true},
+		{"readiness ttl 1ms", provider.CheckReadinessTTL(time.Millisecond), true},
+		{"readiness ttl below 1ms", provider.CheckReadinessTTL(time.Microsecond), false},
+		{"readiness ttl max", provider.CheckReadinessTTL(provider.MaxTTL), true},
+		{"readiness ttl over max", provider.CheckReadinessTTL(provider.MaxTTL + 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if (tc.err == nil) != tc.ok {

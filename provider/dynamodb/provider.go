@@ -37,7 +37,7 @@ var _ API = (*ddb.Client)(nil)
 
 // DefaultReadinessTTL is how long PutReadiness keeps a result unless
 // WithReadinessTTL says otherwise.
-const DefaultReadinessTTL = 5 * time.Minute
+const DefaultReadinessTTL = provider.DefaultReadinessTTL
 
 // Retry bounds of a transactional write that loses to concurrent writers of the
 // same items. A TransactionConflict (transactions overlapping in time) is retried
@@ -58,8 +58,8 @@ type Option func(*Provider) error
 // random bytes in hex). Two instances with the same owner hold each other's locks.
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
-		if owner == "" {
-			return provider.Invalidf("dynamodb: WithOwner: empty owner")
+		if err := provider.CheckOwner(owner); err != nil {
+			return err
 		}
 		p.owner = owner
 		return nil
@@ -71,8 +71,8 @@ func WithOwner(owner string) Option {
 // shortest TTL they use; events never depend on it (see the package doc).
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
-		if now == nil {
-			return provider.Invalidf("dynamodb: WithClock: nil clock")
+		if err := provider.CheckClock(now); err != nil {
+			return err
 		}
 		p.now = now
 		return nil
@@ -83,8 +83,8 @@ func WithClock(now func() time.Time) Option {
 // DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl <= 0 || ttl > provider.MaxTTL {
-			return provider.Invalidf("dynamodb: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
+		if err := provider.CheckReadinessTTL(ttl); err != nil {
+			return err
 		}
 		p.readinessTTL = ttl
 		return nil

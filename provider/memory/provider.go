@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultReadinessTTL is how long PutReadiness keeps a result unless WithReadinessTTL says otherwise.
-const DefaultReadinessTTL = 5 * time.Minute
+const DefaultReadinessTTL = provider.DefaultReadinessTTL
 
 // Option configures a Provider; see New. An option given a bad value makes New or
 // NewHandle fail with an error wrapping provider.ErrInvalidArgument.
@@ -20,8 +20,8 @@ type Option func(*Provider) error
 // WithClock sets the clock that fills timestamps and judges TTLs (default time.Now).
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
-		if now == nil {
-			return provider.Invalidf("memory: WithClock: nil clock")
+		if err := provider.CheckClock(now); err != nil {
+			return err
 		}
 		p.now = now
 		return nil
@@ -31,8 +31,8 @@ func WithClock(now func() time.Time) Option {
 // WithOwner sets the lock owner identity (default: 16 random bytes in hex).
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
-		if owner == "" {
-			return provider.Invalidf("memory: WithOwner: empty owner")
+		if err := provider.CheckOwner(owner); err != nil {
+			return err
 		}
 		p.owner = owner
 		return nil
@@ -43,8 +43,8 @@ func WithOwner(owner string) Option {
 // DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl <= 0 || ttl > provider.MaxTTL {
-			return provider.Invalidf("memory: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
+		if err := provider.CheckReadinessTTL(ttl); err != nil {
+			return err
 		}
 		p.readinessTTL = ttl
 		return nil

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
@@ -26,7 +24,7 @@ const (
 	// DefaultKeyPrefix is the key prefix used without WithKeyPrefix.
 	DefaultKeyPrefix = "pipestate"
 	// DefaultReadinessTTL is how long PutReadiness keeps a result without WithReadinessTTL.
-	DefaultReadinessTTL = 5 * time.Minute
+	DefaultReadinessTTL = provider.DefaultReadinessTTL
 	// DefaultMaxEvents is the approximate number of events kept per pipeline
 	// without WithMaxEvents.
 	DefaultMaxEvents = 100_000
@@ -97,8 +95,8 @@ func WithKeyPrefix(prefix string) Option {
 // in hex). Two instances with the same owner can release each other's locks.
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
-		if owner == "" || strings.ContainsFunc(owner, unicode.IsControl) {
-			return provider.Invalidf("redis: owner %q must be non-empty without control characters", owner)
+		if err := provider.CheckOwner(owner); err != nil {
+			return err
 		}
 		p.owner = owner
 		return nil
@@ -110,8 +108,8 @@ func WithOwner(owner string) Option {
 // provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl < time.Millisecond || ttl > provider.MaxTTL {
-			return provider.Invalidf("redis: readiness ttl %v is outside [1ms, %v]", ttl, provider.MaxTTL)
+		if err := provider.CheckReadinessTTL(ttl); err != nil {
+			return err
 		}
 		p.readinessTTL = ttl
 		return nil
@@ -170,8 +168,8 @@ func WithMaxValueSize(n int) Option {
 // package doc.
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
-		if now == nil {
-			return provider.Invalidf("redis: clock is nil")
+		if err := provider.CheckClock(now); err != nil {
+			return err
 		}
 		p.now = now
 		return nil

@@ -26,7 +26,7 @@ var schema string
 
 // DefaultReadinessTTL is how long PutReadiness keeps a result unless
 // WithReadinessTTL says otherwise.
-const DefaultReadinessTTL = 5 * time.Minute
+const DefaultReadinessTTL = provider.DefaultReadinessTTL
 
 // DefaultBusyTimeout is how long a write waits for another writer's lock before
 // failing, unless WithBusyTimeout says otherwise.
@@ -44,8 +44,8 @@ type Option func(*Provider) error
 // time.Now). Every provider opened on one database file should share one clock.
 func WithClock(now func() time.Time) Option {
 	return func(p *Provider) error {
-		if now == nil {
-			return provider.Invalidf("sqlite: WithClock: nil clock")
+		if err := provider.CheckClock(now); err != nil {
+			return err
 		}
 		p.now = now
 		return nil
@@ -56,8 +56,8 @@ func WithClock(now func() time.Time) Option {
 // providers with one owner can release each other's locks.
 func WithOwner(owner string) Option {
 	return func(p *Provider) error {
-		if owner == "" {
-			return provider.Invalidf("sqlite: WithOwner: empty owner")
+		if err := provider.CheckOwner(owner); err != nil {
+			return err
 		}
 		p.owner = owner
 		return nil
@@ -68,8 +68,8 @@ func WithOwner(owner string) Option {
 // DefaultReadinessTTL); it must be positive and at most provider.MaxTTL.
 func WithReadinessTTL(ttl time.Duration) Option {
 	return func(p *Provider) error {
-		if ttl <= 0 || ttl > provider.MaxTTL {
-			return provider.Invalidf("sqlite: WithReadinessTTL: ttl %v is outside (0, %v]", ttl, provider.MaxTTL)
+		if err := provider.CheckReadinessTTL(ttl); err != nil {
+			return err
 		}
 		p.readinessTTL = ttl
 		return nil
