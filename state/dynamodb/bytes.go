@@ -17,6 +17,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -108,7 +109,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl), s.checkOnce(once)); err != nil {
 		return false, err
 	}
-	key, tok, op := s.itemKey(k), storekey.Token(), mergeOp(once)
+	key, tok, op := s.itemKey(k), storekey.Token(), storeopt.MergeOp(once)
 	var (
 		last     map[string]av // the item a lost race saw
 		haveLast bool
@@ -194,13 +195,8 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		return false, s.wrap("put", err)
 	}
-	p := s.cfg.CAS
-	p.OnRetry = func(ctx context.Context, retry int) { s.sig.Retry(ctx, op, reason, retry) }
-	retries, err := state.RetryCASPolicy(ctx, s.m, delta, p, read, write)
+	retries, err := storeopt.RetryCAS(ctx, s.sig, op, func() string { return reason }, s.cfg.CAS, s.m, delta, read, write)
 	s.retries.Add(int64(retries))
-	if errors.Is(err, state.ErrContention) {
-		s.sig.GiveUp(ctx, op, reason, retries, err)
-	}
 	if err != nil {
 		return false, err
 	}

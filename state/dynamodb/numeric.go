@@ -18,6 +18,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // numericKind is what tells the three numeric stores apart.
@@ -128,7 +129,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	tok := storekey.Token()
 	key := s.itemKey(k)
-	op := mergeOp(once)
+	op := storeopt.MergeOp(once)
 	r := retries{b: &s.base, op: op}
 	// other selects the second update of the pair; the first failed condition switches
 	// for free (the item is simply in the other state), later ones are lost races.
@@ -301,7 +302,7 @@ func isValidation(err error) bool {
 // delta whose exact decimal sum DynamoDB refuses; a lost race reads again.
 func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, tok string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	key := s.itemKey(k)
-	op := mergeOp(once)
+	op := storeopt.MergeOp(once)
 	r := retries{b: &s.base, op: op}
 	for {
 		out, err := s.client.GetItem(ctx, &ddb.GetItemInput{

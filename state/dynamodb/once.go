@@ -136,11 +136,3 @@ func raceReason(lost error) string {
 	}
 	return signal.ReasonTransactionConflict
 }
-
-// mergeOp is the name of a merge operation: MergeUpdate, or MergeUpdateOnce.
-func mergeOp(once bool) string {
-	if once {
-		return "MergeUpdateOnce"
-	}
-	return "MergeUpdate"
-}

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
+	"github.com/pipestate/pipestate/state/internal/storeopt"
 )
 
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
@@ -147,17 +147,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			return false, readErrs("write", fmt.Errorf("unexpected script reply %T", res))
 		}
 	}
-	op := "MergeUpdate"
-	if once {
-		op = "MergeUpdateOnce"
-	}
-	p := s.cas
-	p.OnRetry = func(ctx context.Context, retry int) { s.sig.Retry(ctx, op, signal.ReasonCASConflict, retry) }
-	retries, err := state.RetryCASPolicy(ctx, s.m, delta, p, read, write)
+	casConflict := func() string { return signal.ReasonCASConflict }
+	retries, err := storeopt.RetryCAS(ctx, s.sig, storeopt.MergeOp(once), casConflict, s.cas, s.m, delta, read, write)
 	s.retries.Add(int64(retries))
-	if errors.Is(err, state.ErrContention) {
-		s.sig.GiveUp(ctx, op, signal.ReasonCASConflict, retries, err)
-	}
 	if err != nil {
 		return false, err
 	}

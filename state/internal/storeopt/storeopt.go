@@ -1,7 +1,8 @@
 // Package storeopt is what the options of the state backends share: the settings
 // (the clock, the CAS retry policy, the MergeUpdateOnce claim TTL, the Deduper claim
 // TTL, the meter provider and logger of the backend's signals) with their defaults
-// and checks, and the loop that applies options. Which
+// and checks, the loop that applies options, and the compare-and-swap merge loop
+// recording its retries and give-ups on those signals (RetryCAS). Which
 // constructor accepts which option is not checked here: each backend gives every
 // constructor its own option interface, so the compiler checks it (see the
 // backends' options.go).
