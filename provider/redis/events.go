@@ -125,20 +125,19 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 // older than the retained log reads from the oldest retained event, as
 // ReadEventsSince does. See "Following" in the package doc.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	return func(yield func(types.EventRecord, error) bool) {
-		if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-			yield(types.EventRecord{}, err)
-			return
-		}
-		if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
-			yield(types.EventRecord{}, provider.Invalidf("malformed event cursor %q", cursor))
-			return
-		}
-		follow(ctx, p, "follow events", p.k.events(pipelineID), cursor, func(m goredis.XMessage, _ string) (types.EventRecord, error) {
-			r := types.EventRecord{StreamID: m.ID}
-			return r, decodeEvent("follow events", m, &r.Event)
-		}, yield)
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return provider.Fail[types.EventRecord](err)
 	}
+	if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
+		return provider.Fail[types.EventRecord](provider.Invalidf("malformed event cursor %q", cursor))
+	}
+	const op = "follow events"
+	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
+		return streamPoller(p, op, p.k.events(pipelineID), cursor, func(m goredis.XMessage, _ string) (types.EventRecord, error) {
+			r := types.EventRecord{StreamID: m.ID}
+			return r, decodeEvent(op, m, &r.Event)
+		})
+	})
 }
 
 // Following a stream (FollowEvents, WatchCascadeMarkers).
@@ -151,60 +150,72 @@ const (
 	followBlock = 5 * time.Second
 )
 
-// follow reads the stream at key after cursor ("" is its start) with XREAD BLOCK
-// and yields decode of each entry in stream order; decode gets the entry and the
-// cursor before it ("" for the first entry of a follow from the start). It ends
-// after yielding an error: decode's, the read's, ctx's error when ctx ends or
-// ErrClosed when p stops, both at once even while a read is blocked. The read runs
-// on a goroutine, so that a follower returns on cancel without waiting for the
-// server: an abandoned read ends within followBlock and frees its connection.
-func follow[R any](ctx context.Context, p *Provider, op, key, cursor string, decode func(m goredis.XMessage, prev string) (R, error), yield func(R, error) bool) {
-	var zero R
-	type result struct {
-		msgs []goredis.XMessage
-		err  error
-	}
-	for {
-		if err := p.begin(ctx); err != nil {
-			yield(zero, err)
-			return
-		}
-		read := make(chan result, 1)
-		go func(after string) {
-			s, err := p.c.XRead(ctx, &goredis.XReadArgs{Streams: []string{key, after}, Count: followPage, Block: followBlock}).Result()
-			if len(s) == 1 {
-				read <- result{s[0].Messages, err}
-				return
-			}
-			read <- result{nil, err}
-		}(cmp.Or(cursor, "0-0"))
-		var r result
-		select {
-		case r = <-read:
-		case <-ctx.Done():
-			continue // begin reports it
-		case <-p.stopped:
-			continue
-		}
-		if r.err != nil && !errors.Is(r.err, goredis.Nil) { // Nil: the block timed out
-			if ctx.Err() == nil {
-				yield(zero, p.wrap(op, r.err))
-				return
-			}
-			continue
-		}
-		for _, m := range r.msgs {
-			rec, err := decode(m, cursor)
+// streamPoller is the provider.Poller of a follow of the stream at key after
+// cursor ("" is its start): Read is one XREAD BLOCK (see xreadBlock) and returns
+// decode of each entry in stream order, so Wait returns at once. decode gets the
+// entry and the cursor before it ("" for the first entry of a follow from the
+// start); when it fails, Read returns the entries before the failing one, and the
+// next Read, which starts at it, returns the error.
+func streamPoller[R any](p *Provider, op, key, cursor string, decode func(m goredis.XMessage, prev string) (R, error)) provider.Poller[R] {
+	return provider.Poller[R]{
+		Read: func(ctx context.Context) ([]R, error) {
+			msgs, err := p.xreadBlock(ctx, op, key, cmp.Or(cursor, "0-0"))
 			if err != nil {
-				yield(zero, err)
-				return
+				return nil, err
 			}
-			if !yield(rec, nil) {
-				return
+			out := make([]R, 0, len(msgs))
+			for _, m := range msgs {
+				r, err := decode(m, cursor)
+				if err != nil {
+					if len(out) > 0 {
+						break
+					}
+					return nil, err
+				}
+				out = append(out, r)
+				cursor = m.ID
 			}
-			cursor = m.ID
-		}
+			return out, nil
+		},
+		Wait: func(context.Context, int) error { return nil },
 	}
+}
+
+// xreadBlock reads up to followPage entries of the stream at key after the ID
+// after, blocking up to followBlock on the server (nil when none came). It returns
+// ctx's error when ctx ends and ErrClosed when p stops, both at once even while
+// the read is blocked: go-redis does not interrupt a blocked read, so the read
+// runs on a goroutine, and an abandoned one ends within followBlock and frees its
+// connection.
+func (p *Provider) xreadBlock(ctx context.Context, op, key, after string) ([]goredis.XMessage, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	type result struct {
+		s   []goredis.XStream
+		err error
+	}
+	read := make(chan result, 1)
+	go func() {
+		s, err := p.c.XRead(ctx, &goredis.XReadArgs{Streams: []string{key, after}, Count: followPage, Block: followBlock}).Result()
+		read <- result{s, err}
+	}()
+	select {
+	case r := <-read:
+		switch {
+		case errors.Is(r.err, goredis.Nil): // the block timed out
+			return nil, nil
+		case r.err != nil && ctx.Err() == nil:
+			return nil, p.wrap(op, r.err)
+		case r.err == nil && len(r.s) == 1:
+			return r.s[0].Messages, nil
+		case r.err == nil:
+			return nil, nil
+		}
+	case <-ctx.Done():
+	case <-p.stopped:
+	}
+	return nil, p.begin(ctx) // ctx's error or ErrClosed
 }
 
 // parseStreamID parses "<ms>-<seq>" in canonical decimal form (no sign, no leading

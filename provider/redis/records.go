@@ -114,21 +114,20 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // wrapping provider.ErrCursorExpired. A cursor whose own write was trimmed, but
 // none after it, is not expired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
-	return func(yield func(types.CascadeMarkerRecord, error) bool) {
-		if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
-			yield(types.CascadeMarkerRecord{}, provider.Invalidf("malformed marker cursor %q", cursor))
-			return
-		}
-		const op = "watch cascade markers"
-		follow(ctx, p, op, p.k.markerLog(), cursor, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
+	if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
+		return provider.Fail[types.CascadeMarkerRecord](provider.Invalidf("malformed marker cursor %q", cursor))
+	}
+	const op = "watch cascade markers"
+	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
+		return streamPoller(p, op, p.k.markerLog(), cursor, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
 			if before, _ := m.Values[markerLogPrev].(string); prev != "" && before != prev {
 				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)
 			}
 			s, _ := m.Values[markerLogJSON].(string)
 			return r, decodeInto(op, s, &r.Marker)
-		}, yield)
-	}
+		})
+	})
 }
 
 // The fields of a marker log entry (see lua/marker_log.lua).
