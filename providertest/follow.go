@@ -40,8 +40,14 @@ func consume[R any](seq iter.Seq2[R, error]) <-chan item[R] {
 // wait longer than deliveryWait.
 func take[R any](t *testing.T, ch <-chan item[R], n int, what string) []R {
 	t.Helper()
+	return takeWithin(t, ch, n, deliveryWait, what)
+}
+
+// takeWithin is take with a wait of at most wait.
+func takeWithin[R any](t *testing.T, ch <-chan item[R], n int, wait time.Duration, what string) []R {
+	t.Helper()
 	var out []R
-	timeout := time.After(deliveryWait)
+	timeout := time.After(wait)
 	for len(out) < n {
 		select {
 		case it, ok := <-ch:
@@ -53,7 +59,7 @@ func take[R any](t *testing.T, ch <-chan item[R], n int, what string) []R {
 			}
 			out = append(out, it.r)
 		case <-timeout:
-			t.Fatalf("%s: %d of %d records after %v", what, len(out), n, deliveryWait)
+			t.Fatalf("%s: %d of %d records after %v", what, len(out), n, wait)
 		}
 	}
 	return out
@@ -130,21 +136,29 @@ func RunEventFollower(t *testing.T, h Harness) {
 			ch := follow(t, t.Context(), p, k.pipeline, "")
 			const writers, each = 8, 10
 			var wg sync.WaitGroup
-			defer wg.Wait() // the writers report to t: they end before the test does, even when it fails
+			start := time.Now()
 			for w := range writers {
+				q := s.open(t)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					q := s.open(t)
 					for i := range each {
-						if err := q.AppendEvent(context.Background(), types.Event{Kind: "K", PipelineID: k.pipeline, Details: map[string]any{"w": float64(w), "i": float64(i)}}); err != nil {
+						if err := q.AppendEvent(t.Context(), types.Event{Kind: "K", PipelineID: k.pipeline, Details: map[string]any{"w": float64(w), "i": float64(i)}}); err != nil {
 							t.Errorf("AppendEvent: %v", err)
 						}
 					}
 				}()
 			}
-			got := take(t, ch, writers*each, "follow while 8 writers append")
+			// The follower delivers while the writers append. Contended appends
+			// can take long on a slow server (80 took 44 s on a loaded DynamoDB
+			// Local), and the follower reads on the same server: the records still
+			// missing when the writers are done get deliveryWait plus as long as
+			// the writes took.
 			wg.Wait()
+			if t.Failed() {
+				t.FailNow() // a write failed: the follower cannot deliver it
+			}
+			got := takeWithin(t, ch, writers*each, deliveryWait+time.Since(start), "follow while 8 writers append")
 			same(t, "followed events (each once, in log order)", log(t, p, k.pipeline), got)
 		})
 		test(t, "resume_after_cancel", func(t *testing.T) {
