@@ -4,7 +4,10 @@
 #
 #   make test                  real servers up, go test -race -count=1 on both modules, servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
-#   make bench [BENCH=CAS] [PKGS=...]
+#   make bench [BENCH=CAS] [BENCH_PKGS=...] [BENCHFLAGS='-count 5 -benchtime 3000x']
+#                              paired benchmarks (library beside raw client code), then
+#                              their table (internal/benchpair/benchtable); output in .bench/out.txt
+#   make bench-readme          the README's performance table from .bench/out.txt
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make servers               start servers for local work; then: source .servers/env
 #   make servers-stop
@@ -15,10 +18,12 @@ PKGS         ?= ./... ./examples/...
 TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
 BENCH        ?= .
+BENCH_PKGS   ?= ./provider/redis/ ./state/redis/ ./provider/dynamodb/ ./state/dynamodb/ ./state/
+BENCHFLAGS   ?= -count 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
 
-.PHONY: all test bench lint servers servers-stop
+.PHONY: all test bench bench-readme lint servers servers-stop
 
 all: lint test
 
@@ -28,7 +33,12 @@ test:
 
 bench:
 	bash scripts/ensure-cc.sh
-	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	mkdir -p .bench
+	set -o pipefail; bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(BENCHFLAGS) $(BENCH_PKGS) | tee .bench/out.txt
+	$(GO) run ./internal/benchpair/benchtable < .bench/out.txt
+
+bench-readme:
+	$(GO) run ./internal/benchpair/benchtable -readme README.md < .bench/out.txt
 
 lint:
 	bash scripts/lint.sh $(LINT_PKGS)
