@@ -69,8 +69,11 @@
 //	instrument                          kind        unit     attributes                            meaning
 //	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:
 //	                                                         pipestate.retry.reason                cas_conflict (a BytesStore merge lost a race),
-//	                                                                                               transaction_conflict, throttled, unprocessed
-//	                                                                                               (DynamoDB), sequence_race (a DynamoDB append),
+//	                                                                                               transaction_conflict, unprocessed (DynamoDB),
+//	                                                                                               throttled (DynamoDB: each throttled attempt the
+//	                                                                                               SDK retried, and each throttled transaction),
+//	                                                                                               sequence_race (a DynamoDB event append or
+//	                                                                                               marker-log write lost its sequence number),
 //	                                                                                               index_repair (a Redis listing read again after
 //	                                                                                               repairing its list index)
 //	pipestate.giveups                   counter     {call}   same                                  a call that failed after its last retry

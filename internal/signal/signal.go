@@ -26,9 +26,9 @@ const ScopeName = "github.com/pipestate/pipestate"
 const (
 	ReasonCASConflict         = "cas_conflict"         // a compare-and-swap merge lost a race
 	ReasonTransactionConflict = "transaction_conflict" // DynamoDB TransactionConflict
-	ReasonThrottled           = "throttled"            // DynamoDB throttling (the SDK retries it)
+	ReasonThrottled           = "throttled"            // DynamoDB throttling: an attempt the SDK retried, or a throttled transaction
 	ReasonUnprocessed         = "unprocessed"          // DynamoDB batch keys or items left unprocessed
-	ReasonSequenceRace        = "sequence_race"        // a DynamoDB event append lost the sequence number
+	ReasonSequenceRace        = "sequence_race"        // a DynamoDB event append or marker-log write lost its sequence number
 	ReasonIndexRepair         = "index_repair"         // a Redis listing re-read after it repaired its list index
 )
 
