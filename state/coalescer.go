@@ -63,7 +63,8 @@ func WithMaxKeys(n int) CoalescerOption {
 	}
 }
 
-// WithFlushConcurrency sets how many store writes one flush runs at once (default
+// WithFlushConcurrency sets how many store writes (MergeUpdate calls, or MergeMany
+// calls on a BatchStore) one flush runs at once (default
 // DefaultCoalescerConcurrent). n < 1 is an error.
 func WithFlushConcurrency(n int) CoalescerOption {
 	return func(c *coalescerConfig) error {
@@ -106,12 +107,14 @@ func WithErrorHandler(f func(error)) CoalescerOption {
 type CoalescerStats struct {
 	Deltas   uint64 // deltas accepted by Add
 	Flushes  uint64 // flushes run (interval, size bound, Flush, Close)
-	Writes   uint64 // successful store writes (one per key per flush)
-	Failures uint64 // failed store writes (their deltas were kept or reported)
+	Writes   uint64 // keys written (one per key per flush, also within a MergeMany)
+	Failures uint64 // keys whose write failed (their deltas were kept or reported)
 }
 
 // Coalescer buffers deltas per key in memory, combined with the monoid in arrival
-// order, and writes each buffered key to the store with one MergeUpdate per flush.
+// order, and writes each buffered key to the store once per flush: one MergeUpdate
+// per key, or, when the store is a BatchStore, one MergeMany per MergeBatchSize keys
+// (WithFlushConcurrency of either at once).
 // It flushes every flush interval, when an Add of a new key finds MaxKeys keys
 // buffered, on Flush and on Close. It is safe for concurrent use.
 //
@@ -267,9 +270,10 @@ func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 	}
 }
 
-// Flush writes every buffered key now, one MergeUpdate per key, and returns the
-// errors of the keys that failed (kept for the next flush) joined with background
-// errors not yet reported. A cancelled ctx stops the flush; unwritten keys stay
+// Flush writes every buffered key now (one MergeUpdate per key, or MergeMany
+// batches on a BatchStore) and returns the errors of the keys that failed (kept for
+// the next flush; the keys of one failed MergeMany in one error) joined with
+// background errors not yet reported. A cancelled ctx stops the flush; unwritten keys stay
 // buffered. Flush works after Close, to retry what Close could not write.
 func (c *Coalescer[V]) Flush(ctx context.Context) error {
 	err := c.flush(ctx)
@@ -298,67 +302,78 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 	c.flushes.Add(1)
 	start, keys, failed := time.Now(), len(batch), 0
 
+	// A job is one store write: a MergeMany of up to MergeBatchSize updates when
+	// the store is a BatchStore, else one MergeUpdate.
+	size := 1
+	if _, ok := c.store.(BatchStore[V]); ok {
+		size = MergeBatchSize
+	}
+	ups := make([]Update[V], 0, len(batch))
+	for k, v := range batch {
+		ups = append(ups, Update[V]{Key: k, Delta: v, TTL: c.cfg.ttl})
+	}
 	type result struct {
-		k   Key
-		err error
+		ups  []Update[V]
+		errs []error // one per update; nil: all written
 	}
-	type job struct {
-		k Key
-		v V
-	}
-	jobs := make(chan job)
+	jobs := make(chan []Update[V])
 	results := make(chan result)
-	workers := min(c.cfg.concurrency, len(batch))
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(c.cfg.concurrency, (len(ups)+size-1)/size) {
 		wg.Go(func() {
 			for j := range jobs {
-				results <- result{j.k, c.store.MergeUpdate(ctx, j.k, j.v, c.cfg.ttl)}
+				results <- result{j, mergeAll(ctx, c.store, j)}
 			}
 		})
 	}
-	pending := make([]job, 0, len(batch))
-	for k, v := range batch {
-		pending = append(pending, job{k, v})
-	}
 	go func() {
 		defer close(jobs)
-		for _, j := range pending {
+		for i := 0; i < len(ups); i += size {
 			if ctx.Err() != nil {
 				return
 			}
-			jobs <- j
+			jobs <- ups[i:min(i+size, len(ups))]
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	written := make(map[Key]bool, len(batch))
+	tried := 0
 	var errs []error
 	for r := range results {
-		written[r.k] = true
+		tried += len(r.ups)
+		var kept []Key
+		var keptErr error
+		for i, u := range r.ups {
+			var err error
+			if r.errs != nil {
+				err = r.errs[i]
+			}
+			switch {
+			case err == nil:
+				c.writes.Add(1)
+				delete(batch, u.Key)
+			case errors.Is(err, ErrInvalidArgument):
+				c.failures.Add(1)
+				failed++
+				errs = append(errs, fmt.Errorf("coalescer: dropped key %q/%d: %w", u.Key.Entity, u.Key.Bucket, err))
+				delete(batch, u.Key)
+			default:
+				c.failures.Add(1)
+				failed++
+				if kept = append(kept, u.Key); keptErr == nil {
+					keptErr = err
+				}
+			}
+		}
 		switch {
-		case r.err == nil:
-			c.writes.Add(1)
-			delete(batch, r.k)
-		case errors.Is(r.err, ErrInvalidArgument):
-			c.failures.Add(1)
-			failed++
-			errs = append(errs, fmt.Errorf("coalescer: dropped key %q/%d: %w", r.k.Entity, r.k.Bucket, r.err))
-			delete(batch, r.k)
-		default:
-			c.failures.Add(1)
-			failed++
-			errs = append(errs, fmt.Errorf("coalescer: key %q/%d kept for retry: %w", r.k.Entity, r.k.Bucket, r.err))
+		case len(kept) == 1:
+			errs = append(errs, fmt.Errorf("coalescer: key %q/%d kept for retry: %w", kept[0].Entity, kept[0].Bucket, keptErr))
+		case len(kept) > 1:
+			errs = append(errs, fmt.Errorf("coalescer: %d keys kept for retry, the first %q/%d: %w", len(kept), kept[0].Entity, kept[0].Bucket, keptErr))
 		}
 	}
 	if len(batch) > 0 {
-		unsent := 0
-		for k := range batch {
-			if !written[k] {
-				unsent++
-			}
-		}
-		if unsent > 0 {
+		if unsent := len(ups) - tried; unsent > 0 {
 			errs = append(errs, fmt.Errorf("coalescer: flush stopped, %d keys kept: %w", unsent, ctx.Err()))
 		}
 		c.restore(batch)

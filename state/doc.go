@@ -41,6 +41,13 @@
 //     (a store-wide claim could not be atomic on a Redis Cluster, where a key's claim
 //     must live in the key's slot). The claim lives for the backend's dedup TTL (option WithDedupTTL, default
 //     DefaultDedupTTL), independent of the value's ttl.
+//   - BatchStore.MergeMany (optional; the Coalescer uses it) applies many updates
+//     in few round trips (MergeBatchSize per round trip): each update as its
+//     MergeUpdate would, atomic per key, in order per key; bad input anywhere
+//     (CheckUpdates, before any I/O) writes nothing; the batch as a whole is not
+//     atomic, and a failure after the first write is a *MergeError telling each
+//     update's outcome. Lost replies as for MergeUpdate: retry only the failed
+//     updates. Backends without a batch write run MergeEach (bounded concurrency).
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
 //     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
 //     is an error). Release deletes the claim, so the next MarkSeen wins again.
@@ -70,7 +77,8 @@
 //   - Tumbling windows number buckets from 1 at the Unix epoch upwards (and -1
 //     downwards before it), never 0; ReadRange reads at most MaxRangeBuckets buckets
 //     with one GetMany and merges them in time order.
-//   - Coalescer keeps per-key arrival order (so any monoid works), retries failed
+//   - Coalescer writes with MergeMany when its store is a BatchStore, else one
+//     MergeUpdate per key; it keeps per-key arrival order (so any monoid works), retries failed
 //     keys on the next flush, reports every error (Flush, Close or an error handler)
 //     and refuses new keys with ErrBufferFull when a full buffer cannot be flushed.
 //     It reports pending keys and its flushes to WithMeterProvider and WithLogger.

@@ -1,10 +1,10 @@
-// Package memory is the in-memory state backend: a Store and OnceStore generic over
-// any monoid (sums, maxima, sketches, your own), and a Deduper. It is the reference
+// Package memory is the in-memory state backend: a Store, OnceStore and BatchStore
+// generic over any monoid (sums, maxima, sketches, your own), and a Deduper. It is the reference
 // every other backend is checked against (state/statetest), the embedded default for
 // tests and single-process use, and it takes a fake clock (WithClock).
 //
 // Guarantees: every method runs under one lock, so MergeUpdate and MergeUpdateOnce
-// are atomic and linearizable; the rules of package state apply unchanged (TTL,
+// are atomic and linearizable, and so is a whole MergeMany batch; the rules of package state apply unchanged (TTL,
 // expired-is-invisible, merges onto expired values start from Identity, bad input is
 // state.ErrInvalidArgument with nothing written, state.ErrClosed after Close, ctx
 // errors). Nothing survives the process.

@@ -12,8 +12,9 @@ import (
 
 // Compile-time interface checks.
 var (
-	_ state.Store[int64]     = (*Store[int64])(nil)
-	_ state.OnceStore[int64] = (*Store[int64])(nil)
+	_ state.Store[int64]      = (*Store[int64])(nil)
+	_ state.OnceStore[int64]  = (*Store[int64])(nil)
+	_ state.BatchStore[int64] = (*Store[int64])(nil)
 )
 
 // Store is an in-memory state.Store and state.OnceStore over any monoid: the
@@ -114,6 +115,26 @@ func (s *Store[V]) MergeUpdateOnce(ctx context.Context, eventID string, k state.
 	return s.merge(ctx, true, eventID, k, delta, ttl)
 }
 
+// MergeMany applies every update as MergeUpdate does, in order, under one lock (so
+// this backend applies a batch atomically, more than state.BatchStore promises).
+// Bad input anywhere is an error wrapping state.ErrInvalidArgument and writes
+// nothing; an update the monoid refuses (an overflow) fails alone, reported in a
+// *state.MergeError.
+func (s *Store[V]) MergeMany(ctx context.Context, ups []state.Update[V]) error {
+	d := s.d
+	if err := s.life.Enter(ctx, state.CheckUpdates(d.m, ups)); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.cfg.Now()
+	errs := make([]error, len(ups))
+	for i, u := range ups {
+		_, errs[i] = d.mergeLocked(now, false, "", u.Key, u.Delta, u.TTL)
+	}
+	return state.MergeErrors(errs)
+}
+
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
 func (s *Store[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	d := s.d
@@ -122,7 +143,11 @@ func (s *Store[V]) merge(ctx context.Context, once bool, eventID string, k state
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.cfg.Now()
+	return d.mergeLocked(d.cfg.Now(), once, eventID, k, delta, ttl)
+}
+
+// mergeLocked is one checked merge at now; the caller holds d.mu.
+func (d *storeData[V]) mergeLocked(now time.Time, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	claim := state.OnceClaimID(k, eventID)
 	if once && d.events.claimed(claim, now) {
 		return false, nil

@@ -51,6 +51,13 @@
 //     overflow, a ttl over MaxTTL) claims nothing, proven by redelivering it; a
 //     claim outlives a shorter value ttl and, with FakeTime, expires after
 //     DedupTTL.
+//   - BatchStore (when the store implements it): MergeMany leaves what the same
+//     MergeUpdates in sequence leave (adversarial keys, onto existing values);
+//     updates of one key combine in batch order; an empty batch; bad input
+//     anywhere (first, middle, last: keys, ttls, BadDeltas) refuses the whole
+//     batch, writing nothing, without a *state.MergeError; a batch past
+//     state.MergeBatchSize applies every update; closed and cancelled; each
+//     update's ttl; an int64 overflow fails alone in a *state.MergeError.
 //
 // RunDeduper checks first-seen-once across instances, distinct IDs, simultaneous
 // MarkSeen from a barrier in repeated rounds, Release, claim expiry, bad input,

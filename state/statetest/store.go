@@ -61,8 +61,8 @@ var badKeys = []struct {
 	{"nul", state.Key{Entity: "a\x00b"}},
 }
 
-// RunStore runs the Store conformance suite, and the OnceStore suite too when the
-// store implements state.OnceStore.
+// RunStore runs the Store conformance suite, and the OnceStore and BatchStore
+// suites too when the store implements state.OnceStore or state.BatchStore.
 func RunStore[V any](t *testing.T, h Harness[V]) {
 	h.check(t)
 	t.Run("get missing", func(t *testing.T) { testGetMissing(t, &h) })
@@ -87,6 +87,9 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	probe := h.open(t)
 	if _, ok := probe.(state.OnceStore[V]); ok {
 		t.Run("once", func(t *testing.T) { RunOnceStore(t, h) })
+	}
+	if _, ok := probe.(state.BatchStore[V]); ok {
+		t.Run("batch", func(t *testing.T) { RunBatchStore(t, h) })
 	}
 }
 

@@ -52,6 +52,10 @@ type flaws struct {
 	racyOnce         bool // MergeUpdateOnce checks the claim and claims in two steps
 	onceCtxLate      bool // MergeUpdateOnce claims, then checks the context
 	releaseCtxLate   bool // deduper: Release deletes, then checks the context
+	batchDropsLast   bool // MergeMany skips the last update of its batch
+	batchPartial     bool // MergeMany checks each update only when it comes to it
+	batchFirstChunk  bool // MergeMany applies only its first state.MergeBatchSize updates
+	batchNoTTL       bool // MergeMany ignores the updates' ttls
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -167,6 +171,34 @@ func (s *toy) MergeUpdateOnce(ctx context.Context, id string, k state.Key, delta
 		}
 	}
 	return s.merge(ctx, id, k, delta, ttl)
+}
+
+// MergeMany is MergeUpdate per update, under the batch flaws.
+func (s *toy) MergeMany(ctx context.Context, ups []state.Update[int64]) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	if !s.f.noValidate && !s.f.batchPartial {
+		if err := state.CheckUpdates(s.monoid(), ups); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.f.batchDropsLast && len(ups) > 0:
+		ups = ups[:len(ups)-1]
+	case s.f.batchFirstChunk && len(ups) > state.MergeBatchSize:
+		ups = ups[:state.MergeBatchSize]
+	}
+	errs := make([]error, len(ups))
+	for i, u := range ups {
+		if s.f.batchNoTTL {
+			u.TTL = 0
+		}
+		if _, errs[i] = s.merge(ctx, "", u.Key, u.Delta, u.TTL); errs[i] != nil && s.f.batchPartial {
+			return errs[i]
+		}
+	}
+	return state.MergeErrors(errs)
 }
 
 func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, ttl time.Duration) (bool, error) {
@@ -460,6 +492,14 @@ var broken = []struct {
 	{"once claims before the context check", flaws{onceCtxLate: true}, sumToy, "cancelled_context"},
 	// Rule: a cancelled Release keeps the claim.
 	{"release before the context check", flaws{releaseCtxLate: true}, deduperToy, "cancelled_context"},
+	// Rule: MergeMany applies every update of its batch.
+	{"batch drops its last update", flaws{batchDropsLast: true}, sumToy, "batch/equals_merge_updates"},
+	// Rule: bad input anywhere in a batch writes nothing.
+	{"batch writes before its bad input", flaws{batchPartial: true}, sumToy, "batch/bad_input_writes_nothing"},
+	// Rule: a batch past the round-trip size is applied whole.
+	{"batch of one round trip only", flaws{batchFirstChunk: true}, sumToy, "batch/past_the_round-trip_size"},
+	// Rule: each update of a batch sets its key's expiry.
+	{"batch ignores ttls", flaws{batchNoTTL: true}, sumToy, "batch/ttl"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
