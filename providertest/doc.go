@@ -9,7 +9,7 @@
 // named subtest, grouped by interface (PipelineStore, TraitStore, RunStore,
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
 // ReplayStore, Locker, Leaser, KeepAlive, CascadeReader, RunCreator,
-// EventFollower, MarkerWatcher, Readiness) and by class of rule
+// EventFollower, MarkerWatcher, LockInspector, Readiness) and by class of rule
 // (Expiry, Fidelity, Lists, Limits, Lifecycle), e.g.
 // "RunStore/cas_concurrent_one_winner"; a failure names the rule it breaks.
 // Each group checks, where the rule applies:
@@ -53,7 +53,9 @@
 //     shared key space (a lock and a lease of one key, and the calls of one on
 //     the other), a release seen by an instance that found the key held, owner
 //     IDs and lease tokens that are prefixes of each other (owners need
-//     Harness.OpenOwner);
+//     Harness.OpenOwner); inspecting a key (LockInspector): the lock's owner,
+//     the lease's token and fence, the expiry, nothing once released or expired
+//     at the exact instant;
 //   - every list of IDs (runs, reruns, all reruns, replays, pipelines) read while
 //     writers on two instances create new IDs, and read whole while other items
 //     move across it; lists of 300 pipelines, run logs, markers, late arrivals

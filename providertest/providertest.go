@@ -91,8 +91,9 @@ const (
 
 // Run runs the whole conformance suite: every Run* function of this package, in
 // the order below. Optional interfaces (provider.Leaser, provider.CascadeReader,
-// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher) are detected
-// by type assertion; their groups skip when the provider lacks them.
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
+// provider.LockInspector) are detected by type assertion; their groups skip when
+// the provider lacks them.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	RunPipelineStore(t, h)
@@ -111,6 +112,7 @@ func Run(t *testing.T, h Harness) {
 	RunRunCreator(t, h)
 	RunEventFollower(t, h)
 	RunMarkerWatcher(t, h)
+	RunLockInspector(t, h)
 	RunReadiness(t, h)
 	RunExpiry(t, h)
 	RunFidelity(t, h)

@@ -42,6 +42,7 @@ type full interface {
 	provider.RunCreator
 	provider.EventFollower
 	provider.MarkerWatcher
+	provider.LockInspector
 	Owner() string
 }
 
@@ -1142,6 +1143,43 @@ func (b watchOncePerMarker) WatchCascadeMarkers(ctx context.Context, cursor stri
 	}
 }
 
+// inspectExpiryInclusive judges expiry in InspectLock as now > ExpiresAt: a lock
+// it saw held still shows at the exact instant it expires.
+type inspectExpiryInclusive struct {
+	full
+	s *shared
+}
+
+func (b inspectExpiryInclusive) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	info, err := b.full.InspectLock(ctx, key)
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, err
+	case info != nil:
+		if info.ExpiresAt != nil {
+			b.s.expiries[key] = *info.ExpiresAt
+		}
+		return info, nil
+	}
+	if exp, ok := b.s.expiries[key]; ok && !b.s.now().After(exp) {
+		return &types.LockInfo{Key: key, Owner: b.Owner(), ExpiresAt: &exp}, nil
+	}
+	return nil, nil
+}
+
+// inspectCallerOwner reports the asking instance as the owner of every lock.
+type inspectCallerOwner struct{ full }
+
+func (b inspectCallerOwner) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	info, err := b.full.InspectLock(ctx, key)
+	if info != nil && !info.IsLease() {
+		info.Owner = b.Owner()
+	}
+	return info, err
+}
+
 var brokenBackends = []brokenBackend{
 	// RunCreator: an existing run is left alone.
 	{"create_overwrites", "RunCreator/create_once",
@@ -1149,6 +1187,12 @@ var brokenBackends = []brokenBackend{
 	// RunCreator: exactly one of concurrent creates wins.
 	{"create_checks_then_puts", "RunCreator/concurrent_creates_one_winner",
 		func(p full, _ *shared) provider.Provider { return createChecksThenPuts{p} }},
+	// LockInspector: a lock is gone at the exact instant of its expiry.
+	{"inspect_expiry_inclusive", "LockInspector/expired_at_exact_ttl",
+		func(p full, s *shared) provider.Provider { return inspectExpiryInclusive{p, s} }},
+	// LockInspector: the owner shown is the holder's, whoever asks.
+	{"inspect_caller_owner", "LockInspector/owners_per_instance",
+		func(p full, _ *shared) provider.Provider { return inspectCallerOwner{p} }},
 	// EventFollower: events appended after the follow started are delivered.
 	{"follow_snapshot", "EventFollower/from_start_then_live",
 		func(p full, _ *shared) provider.Provider { return followSnapshot{p} }},

@@ -170,3 +170,22 @@ func (l Lease) Validate() error {
 	}
 	return nil
 }
+
+// LockInfo is what holds a lock key at one instant, as provider.LockInspector
+// reports it: a lock (Owner set) or a lease (Token and Fence set).
+type LockInfo struct {
+	Key string `json:"key"`
+	// Owner is the owner identity of the provider instance that holds the key as a
+	// lock (provider.Locker); empty for a lease, which is held by its Token, not by
+	// an instance: any instance given the Lease may renew or release it.
+	Owner string `json:"owner,omitempty"`
+	// Token and Fence are those of the lease that holds the key (provider.Leaser);
+	// empty and 0 for a lock.
+	Token string `json:"token,omitempty"`
+	Fence int64  `json:"fence,omitempty"`
+	// ExpiresAt is when the holding expires; nil for a lock taken with ttl 0.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// IsLease reports whether a lease, rather than a lock, holds the key.
+func (i LockInfo) IsLease() bool { return i.Token != "" }

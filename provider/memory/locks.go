@@ -10,7 +10,10 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// lock is a held lock or lease; holder is "lock:"+owner or "lease:"+token.
+var _ provider.LockInspector = (*Provider)(nil)
+
+// lock is a held lock or lease; holder is provider.LockHolder(owner) or
+// provider.LeaseHolder(token).
 type lock struct {
 	holder  string
 	expires time.Time // zero: never
@@ -32,7 +35,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
 		return false, nil
 	}
-	p.s.locks[key] = lock{holder: "lock:" + p.owner, expires: expiry(now, ttl)}
+	p.s.locks[key] = lock{holder: provider.LockHolder(p.owner), expires: expiry(now, ttl)}
 	return true, nil
 }
 
@@ -41,7 +44,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
 	}
-	return p.release(ctx, key, "lock:"+p.owner)
+	return p.release(ctx, key, provider.LockHolder(p.owner))
 }
 
 // release frees key if holder holds it live.
@@ -75,7 +78,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	p.s.fences[key]++
 	lease := &types.Lease{Key: key, Token: ids.Random(), Fence: p.s.fences[key], ExpiresAt: now.Add(ttl)}
-	p.s.locks[key] = lock{holder: "lease:" + lease.Token, expires: lease.ExpiresAt}
+	p.s.locks[key] = lock{holder: provider.LeaseHolder(lease.Token), expires: lease.ExpiresAt}
 	return lease, nil
 }
 
@@ -93,7 +96,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	defer p.s.mu.Unlock()
 	now := p.now()
 	l, ok := p.s.locks[lease.Key]
-	if !ok || l.holder != "lease:"+lease.Token || !live(l.expires, now) {
+	if !ok || l.holder != provider.LeaseHolder(lease.Token) || !live(l.expires, now) {
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockNotHeld, lease.Key)
 	}
 	l.expires = now.Add(ttl)
@@ -107,5 +110,23 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := provider.Validate(lease); err != nil {
 		return err
 	}
-	return p.release(ctx, lease.Key, "lease:"+lease.Token)
+	return p.release(ctx, lease.Key, provider.LeaseHolder(lease.Token))
+}
+
+// InspectLock implements provider.LockInspector: the key's live lock or lease,
+// its expiry exactly as stored, and for a lease the key's fence counter, which is
+// the current lease's fence.
+func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	l, ok := p.s.locks[key]
+	if !ok || !live(l.expires, p.now()) {
+		return nil, nil
+	}
+	return provider.HolderInfo(key, l.holder, p.s.fences[key], l.expires)
 }

@@ -1,0 +1,58 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pipestate/pipestate/types"
+)
+
+// LockInspector is an optional interface for reading what holds a lock or lease
+// key, for operators (cmd/pipestate's lock show) and tests. It takes, extends and
+// frees nothing, and what it reports may change as soon as it returns.
+type LockInspector interface {
+	// InspectLock returns what holds key now: the lock's owner identity, or the
+	// lease's token and fence, and the expiry. A key that nothing holds (never
+	// taken, released, or expired by the rule AcquireLock applies: now >= its
+	// expiry) is (nil, nil), as for a missing entity; so a key InspectLock reports
+	// free is one AcquireLock would have taken at that instant. A bad key is an
+	// error wrapping ErrInvalidArgument. ExpiresAt is by the backend's clock, to
+	// the precision the backend keeps (see each backend's doc).
+	InspectLock(ctx context.Context, key string) (*types.LockInfo, error)
+}
+
+// Holders, as the built-in backends store who holds a lock key: LockHolder(owner)
+// for a lock, LeaseHolder(token) for a lease. A third-party backend may store
+// holders any way it likes.
+const (
+	lockHolderPrefix  = "lock:"
+	leaseHolderPrefix = "lease:"
+)
+
+// LockHolder is the stored holder of a lock taken by the instance with owner
+// identity owner.
+func LockHolder(owner string) string { return lockHolderPrefix + owner }
+
+// LeaseHolder is the stored holder of the lease with token token.
+func LeaseHolder(token string) string { return leaseHolderPrefix + token }
+
+// HolderInfo is the LockInfo of key held by holder (a LockHolder or LeaseHolder
+// value), where fence is the key's fence counter (the current lease's fence; unused
+// for a lock) and expires the holding's expiry (zero: none). A holder of neither
+// form is an error: the stored value is not one a built-in backend writes.
+func HolderInfo(key, holder string, fence int64, expires time.Time) (*types.LockInfo, error) {
+	info := &types.LockInfo{Key: key}
+	if owner, ok := strings.CutPrefix(holder, lockHolderPrefix); ok {
+		info.Owner = owner
+	} else if token, ok := strings.CutPrefix(holder, leaseHolderPrefix); ok && token != "" {
+		info.Token, info.Fence = token, fence
+	} else {
+		return nil, fmt.Errorf("provider: lock %q: stored holder %q is neither a lock's nor a lease's", key, holder)
+	}
+	if !expires.IsZero() {
+		info.ExpiresAt = &expires
+	}
+	return info, nil
+}
