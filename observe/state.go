@@ -9,11 +9,16 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V],batchMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
 
 // onceMethods is what state.OnceStore adds to state.Store.
 type onceMethods[V any] interface {
 	MergeUpdateOnce(ctx context.Context, eventID string, k state.Key, delta V, ttl time.Duration) (applied bool, err error)
+}
+
+// batchMethods is what state.BatchStore adds to state.Store.
+type batchMethods[V any] interface {
+	MergeMany(ctx context.Context, updates []state.Update[V]) error
 }
 
 var storeCounters = map[string]instrument{
@@ -27,8 +32,8 @@ var deduperCounters = map[string]instrument{
 }
 
 // Store returns s decorated with a span and a duration measurement per call and the
-// pipestate.merge.once counter. The result implements state.OnceStore exactly when
-// s does. It fails only on a nil s or a bad option (ErrInvalidArgument).
+// pipestate.merge.once counter. The result implements state.OnceStore and
+// state.BatchStore exactly when s does. It fails only on a nil s or a bad option (ErrInvalidArgument).
 func Store[V any](s state.Store[V], opts ...Option) (state.Store[V], error) {
 	if nilcheck.IsNil(s) {
 		return nil, invalidf("Store: nil store")
@@ -74,6 +79,13 @@ func (o *observedStore[V]) MergeUpdateOnce(ctx context.Context, eventID string, 
 	ctx, c := o.start(ctx, "MergeUpdateOnce", ids{entity: k.Entity, eventID: eventID})
 	ok, err := o.s.(onceMethods[V]).MergeUpdateOnce(ctx, eventID, k, delta, ttl)
 	return ok, c.end(outcome(err, ok, OutcomeApplied, OutcomeDuplicate), err)
+}
+
+// MergeMany implements state.BatchStore: one span and duration per call, with the
+// number of updates (pipestate.keys).
+func (o *observedStore[V]) MergeMany(ctx context.Context, updates []state.Update[V]) error {
+	ctx, c := o.start(ctx, "MergeMany", ids{keys: len(updates)})
+	return c.done(o.s.(batchMethods[V]).MergeMany(ctx, updates))
 }
 
 // Close implements state.Store.
