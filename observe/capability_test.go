@@ -56,6 +56,9 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.MarkerWatcher":
 				_, inOK = inner.(provider.MarkerWatcher)
 				_, outOK = wrapped.(provider.MarkerWatcher)
+			case "provider.LockInspector":
+				_, inOK = inner.(provider.LockInspector)
+				_, outOK = wrapped.(provider.LockInspector)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}

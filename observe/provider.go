@@ -14,7 +14,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher -import github.com/pipestate/pipestate/provider
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector -import github.com/pipestate/pipestate/provider
 
 // Outcomes, the values of AttrOutcome.
 const (
@@ -55,8 +55,9 @@ func lockKind(k string) []attribute.KeyValue { return []attribute.KeyValue{AttrL
 // Provider returns p decorated with a span and a duration measurement per call and
 // the outcome counters of the package doc. The result implements exactly the
 // optional provider interfaces (provider.Leaser, provider.CascadeReader,
-// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher) that p
-// implements. It fails only on a nil p or a bad option (ErrInvalidArgument).
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
+// provider.LockInspector) that p implements. It fails only on a nil p or a bad
+// option (ErrInvalidArgument).
 func Provider(p provider.Provider, opts ...Option) (provider.Provider, error) {
 	if nilcheck.IsNil(p) {
 		return nil, invalidf("Provider: nil provider")
@@ -353,6 +354,13 @@ func (o *observedProvider) CreateRunState(ctx context.Context, run types.RunStat
 	ctx, c := o.start(ctx, "CreateRunState", ids{pipeline: run.PipelineID, run: run.RunID})
 	ok, err := o.p.(provider.RunCreator).CreateRunState(ctx, run)
 	return ok, c.end(outcome(err, ok, OutcomeCreated, OutcomeExists), err)
+}
+
+// InspectLock implements provider.LockInspector.
+func (o *observedProvider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	ctx, c := o.start(ctx, "InspectLock", ids{lockKey: key})
+	v, err := o.p.(provider.LockInspector).InspectLock(ctx, key)
+	return v, c.done(err)
 }
 
 // FollowEvents implements provider.EventFollower: one span for the whole follow,
