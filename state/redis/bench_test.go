@@ -1,121 +1,292 @@
 package redis_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/benchpair"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 )
 
-// Benchmarks run against miniredis and, when REDIS_ADDR is set (or Docker answers), a
-// real Redis. Each library call sits beside the raw client doing the same commands,
-// so the library's overhead reads as a ratio:
+// The benchmarks run each hot call against miniredis and, when REDIS_ADDR is set (or
+// Docker answers), a real Redis, beside the hand-written go-redis code a careful
+// client would write for the same contract (the same round trips, the same atomicity,
+// the same expiry), interleaved in rounds (internal/benchpair), so the library's
+// overhead reads as a ratio and its allocations per call beside the raw code's:
 //
-//	go test -run '^$' -bench . -benchtime 2s ./state/redis
+//	go test -run '^$' -bench . -benchtime 3000x ./state/redis
+//
+// Each call has a sequential variant ("seq") and one with benchWorkers goroutines
+// ("parallel64"). Writes go to one key per worker on both sides, so a BytesStore
+// merge never loses a compare-and-swap race and neither side waits on the other's
+// keys; reads (GetMany) read the same keys from every worker. Merges set a ttl
+// (benchTTL), the windowed-counter case in which both sides must set the expiry.
+// The raw side builds its key names per call, as the library must from a
+// state.Key, with one string concatenation.
+
+// benchWorkers is the goroutines of the parallel variants.
+const benchWorkers = 64
+
+// benchTTL is the ttl of every benchmarked merge.
+const benchTTL = time.Hour
 
 var benchBackends = []backend{miniBackend, realBackend}
 
-// rawMax is the raw-client equivalent of Int64MaxStore's merge (without the claim
-// and ttl handling).
-var rawMax = goredis.NewScript(`local c = redis.call('GET', KEYS[1])
-if not c or tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
-return 1`)
-
-func BenchmarkMergeUpdate(b *testing.B) {
+// benchPair runs, per backend, lib against raw as made by mk, sequentially ("seq")
+// and on benchWorkers goroutines ("parallel64"). mk gets the backend's client and a
+// key prefix of the benchmark's own; the library's keys live under it, the raw
+// code's under prefix + ":raw".
+func benchPair(b *testing.B, mk func(b *testing.B, c goredis.UniversalClient, prefix string) (lib, raw func(w, i int) error)) {
+	b.Helper()
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			c := be.client(b)
-			p := prefixFor(b)
-			sum, _ := redis.NewInt64SumStore(c, p)
-			fsum, _ := redis.NewFloat64SumStore(c, p)
-			max, _ := redis.NewInt64MaxStore(c, p)
-			bs, err := redis.NewBytesStore(c, p, storetest.Counter{})
-			if err != nil {
+			if err := redis.LoadScripts(context.Background(), c); err != nil {
 				b.Fatal(err)
 			}
-			k := state.Key{Entity: "bench"}
-			raw := prefixFor(b) + ":raw"
-			one := storetest.Counter{}.Of(1)
-			cases := []struct {
-				name string
-				op   func(i int) error
-			}{
-				{"int64sum", func(int) error { return sum.MergeUpdate(b.Context(), k, 1, 0) }},
-				{"int64sum-raw", func(int) error { return c.IncrBy(b.Context(), raw+"i", 1).Err() }},
-				{"float64sum", func(int) error { return fsum.MergeUpdate(b.Context(), k, 0.5, 0) }},
-				{"float64sum-raw", func(int) error { return c.IncrByFloat(b.Context(), raw+"f", 0.5).Err() }},
-				{"int64max", func(i int) error { return max.MergeUpdate(b.Context(), k, int64(i), 0) }},
-				{"int64max-raw", func(i int) error { return rawMax.Run(b.Context(), c, []string{raw + "m"}, i).Err() }},
-				{"bytes", func(int) error { return bs.MergeUpdate(b.Context(), k, one, 0) }},
-				{"bytes-raw", func(int) error { // HGET + HSET: the same round trips, no CAS
-					cur, err := c.HGet(b.Context(), raw+"b", "v").Bytes()
-					if err != nil && err != goredis.Nil {
-						return err
-					}
-					return c.HSet(b.Context(), raw+"b", "v", storetest.Counter{}.Combine(cur, one)).Err()
-				}},
-			}
-			for _, tc := range cases {
-				b.Run(tc.name, func(b *testing.B) {
-					i := 0
-					for b.Loop() {
-						i++
-						if err := tc.op(i); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+			lib, raw := mk(b, c, prefixFor(b))
+			for _, workers := range []int{1, benchWorkers} {
+				name := "seq"
+				if workers > 1 {
+					name = "parallel" + strconv.Itoa(workers)
+				}
+				b.Run(name, func(b *testing.B) { benchpair.RunParallel(b, workers, lib, raw) })
 			}
 		})
 	}
 }
 
+// benchEntities are the entities of the workers' keys: worker w writes entity
+// benchEntities[w], bucket 0.
+var benchEntities = func() []string {
+	es := make([]string, benchWorkers)
+	for w := range es {
+		es[w] = "w" + strconv.Itoa(w)
+	}
+	return es
+}()
+
+// rawKey is the raw code's key of an entity and bucket, with the entity as the hash
+// tag as a Lua script touching a claim key beside it needs on a cluster.
+func rawKey(prefix, entity string, bucket int64) string {
+	return prefix + ":raw:{" + entity + "}:" + strconv.FormatInt(bucket, 10)
+}
+
+// The raw scripts: what a careful hand-written client runs for each merge. Each
+// merges and sets the expiry atomically (the library's contract: an expired value
+// is gone for every reader, and a merge's expiry is set by the merge itself).
+var (
+	// rawIncrBy is Int64SumStore.MergeUpdate: INCRBY (which refuses an overflow
+	// without writing) and PEXPIRE.
+	rawIncrBy = goredis.NewScript(`redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+	// rawIncrByFloat is Float64SumStore.MergeUpdate with Redis's own float
+	// addition: INCRBYFLOAT and PEXPIRE.
+	rawIncrByFloat = goredis.NewScript(`redis.call('INCRBYFLOAT', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+	// rawMax is Int64MaxStore.MergeUpdate: GET, SET when larger (compared as Lua
+	// numbers, exact below 2^53 only: cheaper than the library's exact int64
+	// comparison), PEXPIRE.
+	rawMax = goredis.NewScript(`local c = redis.call('GET', KEYS[1])
+if not c or tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+	// rawIncrByOnce is Int64SumStore.MergeUpdateOnce: the claim checked first and
+	// written last (after the merge, so a refused merge leaves no claim), with its
+	// own ttl. The library's claim also holds the call's token (exactly once under
+	// a retried lost reply); this one holds "1".
+	rawIncrByOnce = goredis.NewScript(`if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+return 1`)
+	// rawCAS is BytesStore's compare-and-swap: a hash {v, ver} written only when
+	// ver is still the version read (a counter here; the library's version lists
+	// the tokens of the latest writes, to recognise its own after a lost reply).
+	rawCAS = goredis.NewScript(`if (redis.call('HGET', KEYS[1], 'ver') or '') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'ver', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`)
+)
+
+// benchTTLMillis is benchTTL as the raw scripts take it.
+var benchTTLMillis = benchTTL.Milliseconds()
+
+// BenchmarkInt64SumMergeUpdate: MergeUpdate against rawIncrBy.
+func BenchmarkInt64SumMergeUpdate(b *testing.B) {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewInt64SumStore(c, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		lib = func(w, _ int) error {
+			return s.MergeUpdate(ctx, state.Key{Entity: benchEntities[w]}, 1, benchTTL)
+		}
+		raw = func(w, _ int) error {
+			return rawIncrBy.Run(ctx, c, []string{rawKey(p, benchEntities[w], 0)}, 1, benchTTLMillis).Err()
+		}
+		return lib, raw
+	})
+}
+
+// BenchmarkFloat64SumMergeUpdate: MergeUpdate against rawIncrByFloat.
+func BenchmarkFloat64SumMergeUpdate(b *testing.B) {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewFloat64SumStore(c, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		lib = func(w, _ int) error {
+			return s.MergeUpdate(ctx, state.Key{Entity: benchEntities[w]}, 0.5, benchTTL)
+		}
+		raw = func(w, _ int) error {
+			return rawIncrByFloat.Run(ctx, c, []string{rawKey(p, benchEntities[w], 0)}, 0.5, benchTTLMillis).Err()
+		}
+		return lib, raw
+	})
+}
+
+// BenchmarkInt64MaxMergeUpdate: MergeUpdate of growing values (each one a write)
+// against rawMax.
+func BenchmarkInt64MaxMergeUpdate(b *testing.B) {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewInt64MaxStore(c, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		lib = func(w, i int) error {
+			return s.MergeUpdate(ctx, state.Key{Entity: benchEntities[w]}, int64(i), benchTTL)
+		}
+		raw = func(w, i int) error {
+			return rawMax.Run(ctx, c, []string{rawKey(p, benchEntities[w], 0)}, i, benchTTLMillis).Err()
+		}
+		return lib, raw
+	})
+}
+
+// BenchmarkInt64SumMergeUpdateOnce: MergeUpdateOnce of a new event ID per call (each
+// one applied) against rawIncrByOnce.
+func BenchmarkInt64SumMergeUpdateOnce(b *testing.B) {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewInt64SumStore(c, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		dedupMillis := state.DefaultDedupTTL.Milliseconds()
+		lib = func(w, i int) error {
+			_, err := s.MergeUpdateOnce(ctx, "e"+strconv.Itoa(i), state.Key{Entity: benchEntities[w]}, 1, benchTTL)
+			return err
+		}
+		raw = func(w, i int) error {
+			key := rawKey(p, benchEntities[w], 0)
+			claim := key + ":once:e" + strconv.Itoa(i)
+			return rawIncrByOnce.Run(ctx, c, []string{key, claim}, 1, benchTTLMillis, dedupMillis).Err()
+		}
+		return lib, raw
+	})
+}
+
+// BenchmarkGetMany1000: Int64SumStore.GetMany of 1,000 keys against one pipeline of
+// 1,000 GETs whose replies are parsed into the same []int64 and []bool.
 func BenchmarkGetMany1000(b *testing.B) {
-	for _, be := range benchBackends {
-		b.Run(be.name, func(b *testing.B) {
-			c := be.client(b)
-			s, err := redis.NewInt64SumStore(c, prefixFor(b))
-			if err != nil {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewInt64SumStore(c, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		ks := make([]state.Key, 1000)
+		for i := range ks {
+			ks[i] = state.Key{Entity: strconv.Itoa(i)}
+			if err := s.MergeUpdate(ctx, ks[i], 1, 0); err != nil {
 				b.Fatal(err)
 			}
-			ks := make([]state.Key, 1000)
-			raw := make([]string, len(ks))
-			for i := range ks {
-				ks[i] = state.Key{Entity: strconv.Itoa(i)}
-				raw[i] = fmt.Sprintf("%s:raw:%d", prefixFor(b), i)
-				if err := s.MergeUpdate(b.Context(), ks[i], 1, 0); err != nil {
-					b.Fatal(err)
-				}
-				c.Set(b.Context(), raw[i], 1, 0)
+			if err := c.Set(ctx, rawKey(p, ks[i].Entity, 0), 1, 0).Err(); err != nil {
+				b.Fatal(err)
 			}
-			b.Run("lib", func(b *testing.B) {
-				for b.Loop() {
-					if _, _, err := s.GetMany(b.Context(), ks); err != nil {
-						b.Fatal(err)
-					}
+		}
+		lib = func(int, int) error {
+			_, _, err := s.GetMany(ctx, ks)
+			return err
+		}
+		raw = func(int, int) error {
+			pipe := c.Pipeline()
+			for _, k := range ks {
+				pipe.Get(ctx, rawKey(p, k.Entity, k.Bucket))
+			}
+			cmds, err := pipe.Exec(ctx)
+			if err != nil && !errors.Is(err, goredis.Nil) {
+				return err
+			}
+			vals, found := make([]int64, len(cmds)), make([]bool, len(cmds))
+			for j, cmd := range cmds {
+				v, err := cmd.(*goredis.StringCmd).Int64()
+				if errors.Is(err, goredis.Nil) {
+					continue
 				}
-			})
-			b.Run("raw", func(b *testing.B) { // a pipeline of 1000 GETs
-				for b.Loop() {
-					pipe := c.Pipeline()
-					for _, k := range raw {
-						pipe.Get(b.Context(), k)
-					}
-					if _, err := pipe.Exec(b.Context()); err != nil {
-						b.Fatal(err)
-					}
+				if err != nil {
+					return err
 				}
-			})
-		})
-	}
+				vals[j], found[j] = v, true
+			}
+			return nil
+		}
+		return lib, raw
+	})
+}
+
+// BenchmarkBytesMergeUpdate: BytesStore.MergeUpdate (storetest.Counter) against
+// HMGET, the combine, and rawCAS, retried on a lost race.
+func BenchmarkBytesMergeUpdate(b *testing.B) {
+	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
+		s, err := redis.NewBytesStore(c, p, storetest.Counter{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		one := storetest.Counter{}.Of(1)
+		lib = func(w, _ int) error {
+			return s.MergeUpdate(ctx, state.Key{Entity: benchEntities[w]}, one, benchTTL)
+		}
+		raw = func(w, _ int) error {
+			key := rawKey(p, benchEntities[w], 0)
+			for {
+				vals, err := c.HMGet(ctx, key, "v", "ver").Result()
+				if err != nil {
+					return err
+				}
+				cur, _ := vals[0].(string)
+				ver, _ := vals[1].(string)
+				next, err := storetest.Counter{}.TryCombine([]byte(cur), one)
+				if err != nil {
+					return err
+				}
+				n, _ := strconv.ParseInt(ver, 10, 64) // "" (missing) is version 0
+				swapped, err := rawCAS.Run(ctx, c, []string{key}, ver, next, n+1, benchTTLMillis).Int()
+				if err != nil || swapped == 1 {
+					return err
+				}
+			}
+		}
+		return lib, raw
+	})
 }
 
 // BenchmarkHLLHotKey merges one-item HLL deltas into one hot key from 1, 4 and 16
