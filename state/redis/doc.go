@@ -31,6 +31,14 @@
 //     Float64SumStore delta outside state.CheckFloat64's range is bad input. An int64
 //     sum that would overflow, or a float sum that would leave the range, is refused
 //     by the script without writing, also an error wrapping state.ErrInvalidArgument. Redis errors are wrapped with %w; goredis.Nil never escapes.
+//   - Batches: the numeric stores implement state.BatchStore. MergeMany sends
+//     state.MergeBatchSize updates per pipeline; a batch script (lua/batch.lua
+//     around the single-key script, so each key merges exactly as MergeUpdate
+//     does) takes every key of a chunk on a single server, and the keys of one
+//     entity (one slot) on a cluster. A retried pipeline re-applies sums, as a
+//     retried MergeUpdate does. BytesStore does not implement it (its
+//     compare-and-swap loop reads before it writes): the Coalescer writes its keys
+//     one MergeUpdate each.
 //   - The stores do not own the client: Close only marks the store closed (later
 //     calls return an error wrapping state.ErrClosed).
 //
@@ -89,6 +97,9 @@
 //	GetMany(n keys)                1 pipeline (one per cluster node holding the keys,
 //	                               sent concurrently); 0 for n == 0
 //	MergeUpdate, MergeUpdateOnce   1 Lua script (sums, max)
+//	MergeMany(n updates)           ceil(n/1000) pipelines, one after another (one per
+//	(sums, max)                    node, sent concurrently, on a cluster); +1 each
+//	                               after NOSCRIPT; 0 for n == 0
 //	BytesStore MergeUpdate(Once)   2 (HMGET + compare-and-swap script), +1 per lost race
 //	Deduper MarkSeen / Release     1 (Lua script / DEL)
 //
