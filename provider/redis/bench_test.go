@@ -3,21 +3,26 @@ package redis_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/benchpair"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
 )
 
-// Each benchmark runs the provider call ("pipestate") beside the raw go-redis
-// commands that do the same work ("raw"), on miniredis and, when REDIS_ADDR is
-// set, on that server, so the library's overhead reads as a ratio:
+// Each paired benchmark measures the provider call beside the raw go-redis
+// commands that do the same work (benchpair: interleaved rounds, the ratio of
+// their medians), on miniredis and, when REDIS_ADDR is set, on that server, one
+// goroutine at a time ("seq") and with 64 at once ("parallel64"):
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./provider/redis/
 
@@ -41,96 +46,164 @@ func benchTargets(b *testing.B) []benchTarget {
 	return ts
 }
 
-// bench runs pipestate and raw variants for every target. Each gets a fresh key
-// prefix; setup prepares data for the provider and returns the loop bodies.
-func bench(b *testing.B, setup func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (pipestate, raw func(i int) error)) {
+// benchEnv is one benchmark's provider, on a fresh key prefix of its target, whose
+// keys are deleted when the benchmark ends; raw(name) is a key of the raw code
+// under the same prefix.
+type benchEnv struct {
+	p      *redis.Provider
+	c      *goredis.Client
+	prefix string
+}
+
+func (e benchEnv) raw(name string) string { return e.prefix + ":raw:" + name }
+
+func newBenchEnv(b *testing.B, c *goredis.Client, opts ...redis.Option) benchEnv {
+	b.Helper()
+	prefix := fmt.Sprintf("pstbench:%d", time.Now().UnixNano())
+	b.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				c.Unlink(ctx, batch...)
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			c.Unlink(ctx, batch...)
+		}
+	})
+	p, err := redis.New(c, append([]redis.Option{redis.WithKeyPrefix(prefix)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return benchEnv{p, c, prefix}
+}
+
+// pairSetup prepares the data of a paired benchmark for workers goroutines and
+// returns the library call and the raw code; calls of different workers w must not
+// conflict.
+type pairSetup func(b *testing.B, e benchEnv, workers int) (lib, raw func(w, i int) error)
+
+// benchPair runs setup's pair on every target, sequentially and with 64 goroutines.
+func benchPair(b *testing.B, setup pairSetup) {
 	for _, tg := range benchTargets(b) {
 		b.Run(tg.name, func(b *testing.B) {
-			prefix := fmt.Sprintf("pstbench:%d", time.Now().UnixNano())
-			b.Cleanup(func() {
-				keys, _ := tg.c.Keys(context.Background(), prefix+"*").Result()
-				if len(keys) > 0 {
-					tg.c.Del(context.Background(), keys...)
+			for _, workers := range []int{1, 64} {
+				name := "seq"
+				if workers > 1 {
+					name = fmt.Sprintf("parallel%d", workers)
 				}
-			})
-			p, err := redis.New(tg.c, redis.WithKeyPrefix(prefix))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			ps, raw := setup(b, p, tg.c, prefix)
-			for _, v := range []struct {
-				name string
-				f    func(int) error
-			}{{"pipestate", ps}, {"raw", raw}} {
-				b.Run(v.name, func(b *testing.B) {
-					b.ReportAllocs()
-					for i := 0; b.Loop(); i++ {
-						if err := v.f(i); err != nil {
-							b.Fatal(err)
-						}
-					}
+				b.Run(name, func(b *testing.B) {
+					lib, raw := setup(b, newBenchEnv(b, tg.c), workers)
+					benchpair.RunParallel(b, workers, lib, raw)
 				})
 			}
 		})
 	}
 }
 
-// benchSink keeps the raw variants' decoded results alive.
-var benchSink any
-
 var rawCAS = goredis.NewScript(`
 if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
 return 1`)
 
+func benchRun(w int) types.RunState {
+	return types.RunState{RunID: "r" + strconv.Itoa(w), PipelineID: "p", Status: types.RunRunning, Metadata: map[string]any{"step": "load"}}
+}
+
 func BenchmarkCAS(b *testing.B) {
-	bench(b, func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (func(int) error, func(int) error) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
-		run := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunRunning, Metadata: map[string]any{"step": "load"}}
-		if err := p.PutRunState(ctx, run); err != nil {
-			b.Fatal(err)
+		version := make([]int, workers)
+		rawVersion := make([]int, workers)
+		for w := range workers {
+			if err := e.p.PutRunState(ctx, benchRun(w)); err != nil {
+				b.Fatal(err)
+			}
+			e.c.HSet(ctx, e.raw("run:"+strconv.Itoa(w)), "v", 0)
 		}
-		version := 0
-		rawKey := prefix + ":raw:run"
-		c.HSet(ctx, rawKey, "v", 0)
-		rawVersion := 0
-		return func(int) error {
-				ok, err := p.CompareAndSwapRunState(ctx, "r", version, run)
+		return func(w, _ int) error {
+				ok, err := e.p.CompareAndSwapRunState(ctx, "r"+strconv.Itoa(w), version[w], benchRun(w))
 				if err == nil && !ok {
-					err = fmt.Errorf("CAS from %d lost", version)
+					err = fmt.Errorf("CAS from %d lost", version[w])
 				}
-				version++
+				version[w]++
 				return err
-			}, func(int) error {
-				run.Version, run.UpdatedAt = rawVersion+1, time.Now()
-				data, _ := json.Marshal(run)
-				n, err := rawCAS.Run(ctx, c, []string{rawKey}, rawVersion, data).Int64()
-				if err == nil && n != 1 {
-					err = fmt.Errorf("raw CAS from %d lost", rawVersion)
+			}, func(w, _ int) error {
+				run := benchRun(w)
+				run.Version, run.UpdatedAt = rawVersion[w]+1, time.Now()
+				data, err := json.Marshal(run)
+				if err != nil {
+					return err
 				}
-				rawVersion++
+				n, err := rawCAS.Run(ctx, e.c, []string{e.raw("run:" + strconv.Itoa(w))}, rawVersion[w], data).Int64()
+				if err == nil && n != 1 {
+					err = fmt.Errorf("raw CAS from %d lost", rawVersion[w])
+				}
+				rawVersion[w]++
 				return err
 			}
 	})
 }
 
-func BenchmarkLock(b *testing.B) {
-	bench(b, func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (func(int) error, func(int) error) {
+func BenchmarkGetRunState(b *testing.B) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
-		return func(int) error {
-				ok, err := p.AcquireLock(ctx, "bench", time.Minute)
+		run := benchRun(0)
+		if err := e.p.PutRunState(ctx, run); err != nil {
+			b.Fatal(err)
+		}
+		data, _ := json.Marshal(run)
+		e.c.HSet(ctx, e.raw("run"), "j", data)
+		return func(int, int) error {
+				r, err := e.p.GetRunState(ctx, "r0")
+				if err == nil && r == nil {
+					err = errors.New("no run")
+				}
+				return err
+			}, func(int, int) error {
+				s, err := e.c.HGet(ctx, e.raw("run"), "j").Result()
+				if err != nil {
+					return err
+				}
+				var r types.RunState
+				if err := json.Unmarshal([]byte(s), &r); err != nil {
+					return err
+				}
+				return nil
+			}
+	})
+}
+
+func BenchmarkLock(b *testing.B) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
+		ctx := context.Background()
+		// The raw lock is the careful hand-written one: a value unique to the
+		// holder, released only by that holder.
+		release := goredis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+		owner := e.p.Owner()
+		return func(w, _ int) error {
+				key := "bench-" + strconv.Itoa(w)
+				ok, err := e.p.AcquireLock(ctx, key, time.Minute)
 				if err != nil || !ok {
 					return fmt.Errorf("AcquireLock = %v, %v", ok, err)
 				}
-				return p.ReleaseLock(ctx, "bench")
-			}, func(int) error {
-				if err := c.SetArgs(ctx, prefix+":raw:lock", "owner", goredis.SetArgs{Mode: "NX", TTL: time.Minute}).Err(); err != nil {
+				return e.p.ReleaseLock(ctx, key)
+			}, func(w, _ int) error {
+				key := e.raw("lock:" + strconv.Itoa(w))
+				if err := e.c.SetArgs(ctx, key, owner, goredis.SetArgs{Mode: "NX", TTL: time.Minute}).Err(); err != nil {
 					return err
 				}
-				return c.Del(ctx, prefix+":raw:lock").Err()
+				n, err := release.Run(ctx, e.c, []string{key}, owner).Int64()
+				if err == nil && n != 1 {
+					err = errors.New("raw lock not held")
+				}
+				return err
 			}
 	})
 }
@@ -141,35 +214,38 @@ func benchEvent(i int) types.Event {
 }
 
 func BenchmarkAppendEvent(b *testing.B) {
-	bench(b, func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (func(int) error, func(int) error) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
-		return func(i int) error { return p.AppendEvent(ctx, benchEvent(i)) },
-			func(i int) error {
-				data, _ := json.Marshal(benchEvent(i))
-				return c.XAdd(ctx, &goredis.XAddArgs{Stream: prefix + ":raw:events", MaxLen: redis.DefaultMaxEvents, Approx: true,
+		return func(_, i int) error { return e.p.AppendEvent(ctx, benchEvent(i)) },
+			func(_, i int) error {
+				data, err := json.Marshal(benchEvent(i))
+				if err != nil {
+					return err
+				}
+				return e.c.XAdd(ctx, &goredis.XAddArgs{Stream: e.raw("events"), MaxLen: redis.DefaultMaxEvents, Approx: true,
 					Values: []any{"e", data}}).Err()
 			}
 	})
 }
 
 func BenchmarkReadEventsSince100(b *testing.B) {
-	bench(b, func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (func(int) error, func(int) error) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
 		for i := range 100 {
 			data, _ := json.Marshal(benchEvent(i))
-			c.XAdd(ctx, &goredis.XAddArgs{Stream: prefix + ":raw:events", Values: []any{"e", data}})
-			if err := p.AppendEvent(ctx, benchEvent(i)); err != nil {
+			e.c.XAdd(ctx, &goredis.XAddArgs{Stream: e.raw("events"), Values: []any{"e", data}})
+			if err := e.p.AppendEvent(ctx, benchEvent(i)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		return func(int) error {
-				recs, err := p.ReadEventsSince(ctx, "p", "", 100)
+		return func(int, int) error {
+				recs, err := e.p.ReadEventsSince(ctx, "p", "", 100)
 				if err == nil && len(recs) != 100 {
 					err = fmt.Errorf("read %d events", len(recs))
 				}
 				return err
-			}, func(int) error {
-				msgs, err := c.XRangeN(ctx, prefix+":raw:events", "-", "+", 100).Result()
+			}, func(int, int) error {
+				msgs, err := e.c.XRangeN(ctx, e.raw("events"), "-", "+", 100).Result()
 				if err != nil {
 					return err
 				}
@@ -180,44 +256,50 @@ func BenchmarkReadEventsSince100(b *testing.B) {
 						return err
 					}
 				}
-				benchSink = out
+				runtime.KeepAlive(out)
 				return nil
 			}
 	})
 }
 
 func BenchmarkGetTraits(b *testing.B) {
-	bench(b, func(b *testing.B, p *redis.Provider, c *goredis.Client, prefix string) (func(int) error, func(int) error) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
 		for i := range 10 {
 			tr := types.TraitEvaluation{PipelineID: "p", TraitType: fmt.Sprintf("trait-%d", i), Status: types.TraitPass,
 				Value: map[string]any{"rows": 1000 + i}, EvaluatedAt: time.Now()}
-			if err := p.PutTrait(ctx, "p", tr, time.Hour); err != nil {
+			if err := e.p.PutTrait(ctx, "p", tr, time.Hour); err != nil {
 				b.Fatal(err)
 			}
+			exp := time.Now().Add(time.Hour)
+			tr.ExpiresAt = &exp
 			data, _ := json.Marshal(tr)
-			c.HSet(ctx, prefix+":raw:traits", tr.TraitType, data)
+			e.c.HSet(ctx, e.raw("traits"), tr.TraitType, data)
 		}
-		return func(int) error {
-				ts, err := p.GetTraits(ctx, "p")
+		return func(int, int) error {
+				ts, err := e.p.GetTraits(ctx, "p")
 				if err == nil && len(ts) != 10 {
 					err = fmt.Errorf("got %d traits", len(ts))
 				}
 				return err
-			}, func(int) error {
-				m, err := c.HGetAll(ctx, prefix+":raw:traits").Result()
+			}, func(int, int) error {
+				// The raw code filters expired traits as the library does.
+				m, err := e.c.HGetAll(ctx, e.raw("traits")).Result()
 				if err != nil {
 					return err
 				}
+				now := time.Now()
 				out := make([]types.TraitEvaluation, 0, len(m))
 				for _, v := range m {
 					var tr types.TraitEvaluation
 					if err := json.Unmarshal([]byte(v), &tr); err != nil {
 						return err
 					}
-					out = append(out, tr)
+					if tr.ExpiresAt == nil || now.Before(*tr.ExpiresAt) {
+						out = append(out, tr)
+					}
 				}
-				benchSink = out
+				runtime.KeepAlive(out)
 				return nil
 			}
 	})
@@ -234,15 +316,7 @@ func BenchmarkFollowLatency(b *testing.B) {
 		b.Run(tg.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			prefix := fmt.Sprintf("pstbench:%d", time.Now().UnixNano())
-			b.Cleanup(func() { tg.c.Del(context.Background(), prefix+":{p}:events", prefix+":{p}:appends") })
-			p, err := redis.New(tg.c, redis.WithKeyPrefix(prefix))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
+			p := newBenchEnv(b, tg.c).p
 			arrived := make(chan time.Time, 1)
 			go func() {
 				for _, err := range p.FollowEvents(ctx, "p", "") {
