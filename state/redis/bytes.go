@@ -27,7 +27,7 @@ type BytesStore struct {
 	m        monoid.Monoid[[]byte]
 	kind     string // key segment: storekey.Bytes(m.Kind())
 	cas      state.CASPolicy
-	dedupTTL time.Duration
+	dedupArg any          // millis(dedup TTL), boxed once
 	retries  atomic.Int64 // lost races since creation, for benchmarks
 }
 
@@ -51,7 +51,7 @@ func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoi
 	if err != nil {
 		return nil, err
 	}
-	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupTTL: c.DedupTTL}, nil
+	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupArg: millis(c.DedupTTL)}, nil
 }
 
 func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {
@@ -105,49 +105,56 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
-	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
-	ttlMS, dedupMS, tok := millis(ttl), millis(s.dedupTTL), storekey.Token()
+	key, claim, nkeys := s.keys.valueKey(s.kind, k), "", 1
+	if once {
+		claim, nkeys = s.keys.onceKey(s.kind, k, eventID), 2
+	}
 	var (
-		last     *casRead // set by a lost race
-		claimed  bool     // the event was applied before
-		readErrs = func(op string, err error) error { return s.wrap(op, keys[0], err) }
+		ttlArg  any     = millis(ttl)
+		tok             = storekey.Token()
+		last    casRead // set by a lost race
+		lost    bool    // last is set
+		claimed bool    // the event was applied before
 	)
 	read := func(ctx context.Context) ([]byte, bool, string, error) {
-		if last != nil {
-			r := *last
-			last = nil
-			return r.value, r.found, r.ver, nil
+		if lost {
+			lost = false
+			return last.value, last.found, last.ver, nil
 		}
-		vals, err := s.client.HMGet(ctx, keys[0], "v", "ver").Result()
+		vals, err := s.client.HMGet(ctx, key, "v", "ver").Result()
 		if err != nil {
-			return nil, false, "", readErrs("read", err)
+			return nil, false, "", s.wrap("read", key, err)
 		}
 		r := casFields(vals)
 		return r.value, r.found, r.ver, nil
 	}
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
-		res, err := s.run(ctx, scriptCAS, keys, ttlMS, dedupMS, tok, ver, next, storekey.PushToken(ver, tok)).Result()
+		args := append(scriptCAS.args(nkeys, nkeys+6), key)
+		if once {
+			args = append(args, claim)
+		}
+		args = append(args, ttlArg, s.dedupArg, tok, ver, next, storekey.PushToken(ver, tok))
+		res, err := s.run(ctx, scriptCAS, args).Result()
 		if err != nil {
-			return false, readErrs("write", err)
+			return false, s.wrap("write", key, err)
 		}
 		switch res := res.(type) {
 		case int64:
 			claimed = res == 0
 			return true, nil
 		case []any:
-			r := casFields(res)
-			if storekey.HasToken(r.ver, tok) {
+			last = casFields(res)
+			if storekey.HasToken(last.ver, tok) {
 				// This call's own write, met by the client library's retry after
 				// a lost reply: applied once.
 				return true, nil
 			}
-			last = &r
+			lost = true
 			return false, nil
 		default:
-			return false, readErrs("write", fmt.Errorf("unexpected script reply %T", res))
+			return false, s.wrap("write", key, fmt.Errorf("unexpected script reply %T", res))
 		}
 	}
-	casConflict := func() string { return signal.ReasonCASConflict }
 	retries, err := storeopt.RetryCAS(ctx, s.sig, storeopt.MergeOp(once), casConflict, s.cas, s.m, delta, read, write)
 	s.retries.Add(int64(retries))
 	if err != nil {
@@ -155,6 +162,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	return !claimed, nil
 }
+
+// casConflict is the reason of every lost compare-and-swap race.
+func casConflict() string { return signal.ReasonCASConflict }
 
 // casFields decodes the [v, ver] reply of HMGET or of a refused compare-and-swap.
 func casFields(vals []any) casRead {

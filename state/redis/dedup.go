@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -18,7 +17,7 @@ import (
 // concurrent use.
 type Deduper struct {
 	base
-	ttl time.Duration
+	ttlArg any // millis(claim ttl), boxed once
 }
 
 var _ state.Deduper = (*Deduper)(nil)
@@ -36,7 +35,7 @@ func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOp
 	if err != nil {
 		return nil, err
 	}
-	return &Deduper{base: b, ttl: c.TTL}, nil
+	return &Deduper{base: b, ttlArg: millis(c.TTL)}, nil
 }
 
 // MarkSeen claims eventID with one Lua script (one round trip); firstSeen is true for
@@ -47,7 +46,8 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, err := d.run(ctx, scriptDedup, []string{key}, millis(d.ttl), storekey.Token()).Int()
+	args := append(scriptDedup.args(1, 3), key, d.ttlArg, storekey.Token())
+	n, err := d.run(ctx, scriptDedup, args).Int()
 	if err != nil {
 		return false, d.wrap("mark seen", key, err)
 	}

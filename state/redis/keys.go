@@ -17,34 +17,46 @@ type keyspace struct {
 	prefix string
 }
 
-// entityTag is "prefix:{escaped entity}": the part a value key and the claim keys of
-// the same entity share, whose hash tag puts them in one cluster slot.
-func (ks keyspace) entityTag(kind string, k state.Key) []byte {
-	b := make([]byte, 0, len(ks.prefix)+len(k.Entity)+len(kind)+32)
-	b = append(b, ks.prefix...)
-	b = append(b, ":{"...)
-	b = append(b, entityEscaper.Replace(k.Entity)...)
-	b = append(b, "}:"...)
-	b = append(b, kind...)
-	b = append(b, ':')
-	return b
-}
-
 // valueKey is "prefix:{entity}:kind:bucket".
 func (ks keyspace) valueKey(kind string, k state.Key) string {
-	return string(strconv.AppendInt(ks.entityTag(kind, k), k.Bucket, 10))
+	return ks.entityKey(kind, k, false, "")
 }
 
 // onceKey is "prefix:{entity}:kind:once:bucket:eventID": the claim of an event ID
 // applied to k by a store of this kind. It is injective (the bucket holds no ':') and
 // shares the value key's hash tag, so both live in one cluster slot.
 func (ks keyspace) onceKey(kind string, k state.Key, eventID string) string {
-	b := ks.entityTag(kind, k)
-	b = append(b, "once:"...)
-	b = strconv.AppendInt(b, k.Bucket, 10)
-	b = append(b, ':')
-	b = append(b, eventID...)
-	return string(b)
+	return ks.entityKey(kind, k, true, eventID)
+}
+
+// entityKey is the value key of k (once == false) or the claim key of eventID on
+// it, built in one allocation (the escaped entity costs another only when it differs
+// from the entity). The part "prefix:{escaped entity}:" is the hash tag both share.
+func (ks keyspace) entityKey(kind string, k state.Key, once bool, eventID string) string {
+	entity := entityEscaper.Replace(k.Entity)
+	var num [20]byte
+	bucket := strconv.AppendInt(num[:0], k.Bucket, 10)
+	n := len(ks.prefix) + len(":{}:") + len(entity) + len(kind) + len(":") + len(bucket)
+	if once {
+		n += len("once:") + len(":") + len(eventID)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(ks.prefix)
+	b.WriteString(":{")
+	b.WriteString(entity)
+	b.WriteString("}:")
+	b.WriteString(kind)
+	b.WriteByte(':')
+	if once {
+		b.WriteString("once:")
+	}
+	b.Write(bucket)
+	if once {
+		b.WriteByte(':')
+		b.WriteString(eventID)
+	}
+	return b.String()
 }
 
 // seenKey is "prefix:seen:eventID", the claim of a Deduper.

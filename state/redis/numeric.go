@@ -17,8 +17,9 @@ type numericKind[V int64 | float64] struct {
 	name   string           // type name, for errors
 	kind   string           // key segment
 	m      monoid.Monoid[V] // checks deltas; its Identity is the value of a missing key
-	script script           // the merge
+	script evalScript       // the merge
 	format func(V) string   // a delta or bound as the script reads it
+	arg    func(V) any      // a delta as merge sends it: format's text, or what go-redis writes as it
 	parse  func(string) (V, error)
 	args   []any // script arguments after the delta
 }
@@ -28,7 +29,7 @@ type numericKind[V int64 | float64] struct {
 type numeric[V int64 | float64] struct {
 	base
 	numericKind[V]
-	dedupTTL time.Duration
+	dedupArg any // millis(dedup TTL), boxed once
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []StoreOption) (numeric[V], error) {
@@ -40,7 +41,7 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	return numeric[V]{base: b, numericKind: nk, dedupTTL: c.DedupTTL}, nil
+	return numeric[V]{base: b, numericKind: nk, dedupArg: millis(c.DedupTTL)}, nil
 }
 
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
@@ -51,19 +52,28 @@ func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, 
 	return readMany(ctx, &s.base, s.kind, ks, getString, s.parse, s.m.Identity())
 }
 
-// merge is MergeUpdate (once == false) and MergeUpdateOnce.
+// merge is MergeUpdate (once == false) and MergeUpdateOnce. The call's token is
+// only read with a claim key, so MergeUpdate sends "" instead.
 func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
-	keys := s.keys.scriptKeys(s.kind, k, once, eventID)
-	args := append([]any{millis(ttl), millis(s.dedupTTL), storekey.Token(), s.format(delta)}, s.args...)
-	n, err := s.run(ctx, s.script, keys, args...).Int()
+	key := s.keys.valueKey(s.kind, k)
+	nkeys, tok := 1, any("")
+	if once {
+		nkeys, tok = 2, storekey.Token()
+	}
+	args := append(s.script.args(nkeys, nkeys+4+len(s.args)), key)
+	if once {
+		args = append(args, s.keys.onceKey(s.kind, k, eventID))
+	}
+	args = append(args, millis(ttl), s.dedupArg, tok, s.arg(delta))
+	n, err := s.run(ctx, s.script, append(args, s.args...)).Int()
 	if err != nil {
-		return false, s.wrap("merge", keys[0], err)
+		return false, s.wrap("merge", key, err)
 	}
 	if n < 0 {
-		return false, state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), keys[0])
+		return false, state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), key)
 	}
 	return n == 1, nil
 }
@@ -96,6 +106,13 @@ var (
 
 func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
 
+// intArg is v itself: go-redis writes an int64 as formatInt does.
+func intArg(v int64) any { return v }
+
+// floatArg is formatFloat(v): go-redis would write v without an exponent (and
+// without a '.' when integral, which miniredis's Lua cannot parse as a float).
+func floatArg(v float64) any { return formatFloat(v) }
+
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 
 // formatFloat writes v with 17 significant digits (it reads back as v), as the
@@ -112,7 +129,7 @@ func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64SumStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		name: "Int64SumStore", kind: storekey.Int64Sum, m: monoid.Sum[int64]{}, script: scriptIncrBy,
-		format: formatInt, parse: parseInt,
+		format: formatInt, arg: intArg, parse: parseInt,
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
@@ -125,7 +142,7 @@ func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Sto
 func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
 		name: "Float64SumStore", kind: storekey.Float64Sum, m: monoid.Sum[float64]{}, script: scriptFloatSum,
-		format: formatFloat, parse: parseFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
+		format: formatFloat, arg: floatArg, parse: parseFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err
@@ -138,7 +155,7 @@ func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...S
 func NewInt64MaxStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Int64MaxStore, error) {
 	n, err := newNumeric(numericKind[int64]{
 		name: "Int64MaxStore", kind: storekey.Int64Max, m: monoid.Max[int64]{}, script: scriptMax,
-		format: formatInt, parse: parseInt,
+		format: formatInt, arg: intArg, parse: parseInt,
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	_ "embed"
 
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/pipestate/pipestate/state"
 )
 
 var (
@@ -30,32 +28,56 @@ type script struct {
 	lua  *goredis.Script
 }
 
+// evalScript is a script run one call at a time (run), with the heads of its
+// command lines boxed once: a call allocates no interface for them.
+type evalScript struct {
+	script
+	sha any // the SHA1 of the source, EVALSHA's argument
+	src any // the source, EVAL's argument
+}
+
+func newEvalScript(name, src string) evalScript {
+	s := goredis.NewScript(src)
+	return evalScript{script: script{name, s}, sha: s.Hash(), src: src}
+}
+
 // The merge scripts: the common head (claim check and finish) followed by one body.
 var (
-	scriptIncrBy   = script{"incrby", goredis.NewScript(luaCommon + luaIncrBy)}
-	scriptFloatSum = script{"fsum", goredis.NewScript(luaCommon + luaFloatSum)}
-	scriptMax      = script{"max", goredis.NewScript(luaCommon + luaMax)}
-	scriptCAS      = script{"cas", goredis.NewScript(luaCommon + luaCAS)}
-	scriptDedup    = script{"dedup", goredis.NewScript(luaDedup)}
+	scriptIncrBy   = newEvalScript("incrby", luaCommon+luaIncrBy)
+	scriptFloatSum = newEvalScript("fsum", luaCommon+luaFloatSum)
+	scriptMax      = newEvalScript("max", luaCommon+luaMax)
+	scriptCAS      = newEvalScript("cas", luaCommon+luaCAS)
+	scriptDedup    = newEvalScript("dedup", luaDedup)
 )
 
-// run runs s with EVALSHA and, when the server answers NOSCRIPT (its script cache
-// is empty: a restart, a failover, SCRIPT FLUSH), sends it again with EVAL, which
-// also caches it, recording the reload (as goredis.Script.Run does, plus the record).
-func (b *base) run(ctx context.Context, s script, keys []string, args ...any) *goredis.Cmd {
-	r := s.lua.EvalSha(ctx, b.client, keys, args...)
-	if goredis.HasErrorPrefix(r.Err(), "NOSCRIPT") {
+// args starts a command line of s with nkeys keys, with room for nargs arguments
+// after them: EVALSHA, the SHA1, nkeys. The caller appends the keys and the
+// arguments, and hands it to run.
+func (s evalScript) args(nkeys, nargs int) []any {
+	a := make([]any, 3, 3+nkeys+nargs)
+	a[0], a[1], a[2] = "evalsha", s.sha, nkeys
+	return a
+}
+
+// run sends the command line args (from s.args) and, when the server answers
+// NOSCRIPT (its script cache is empty: a restart, a failover, SCRIPT FLUSH), sends
+// it again as EVAL of the source, which also caches it, recording the reload (as
+// goredis.Script.Run does, plus the record). go-redis takes args as they are: no
+// copy, no boxing again.
+func (b *base) run(ctx context.Context, s evalScript, args []any) *goredis.Cmd {
+	r := b.eval(ctx, args)
+	if err := r.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		b.sig.ScriptLoad(ctx, s.name)
-		return s.lua.Eval(ctx, b.client, keys, args...)
+		args[0], args[1] = "eval", s.src
+		return b.eval(ctx, args)
 	}
 	return r
 }
 
-// scriptKeys returns the KEYS of a merge script: the value key, plus the claim key
-// of eventID for MergeUpdateOnce (once).
-func (ks keyspace) scriptKeys(kind string, k state.Key, once bool, eventID string) []string {
-	if !once {
-		return []string{ks.valueKey(kind, k)}
-	}
-	return []string{ks.valueKey(kind, k), ks.onceKey(kind, k, eventID)}
+// eval sends one EVAL or EVALSHA command line, routed on a cluster by its first key.
+func (b *base) eval(ctx context.Context, args []any) *goredis.Cmd {
+	cmd := goredis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	_ = b.client.Process(ctx, cmd)
+	return cmd
 }
