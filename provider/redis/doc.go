@@ -52,6 +52,9 @@
 //	P:{pid}:config                           hash    config: s seq, m member, p, j JSON
 //	P:{:pipelines} + :ids                    zset+h  all pipelines (member pid)
 //	P:{pid}:traits                           hash    trait type -> "<exp µs>|<JSON>"
+//	P:{pid}:traits:exp                       zset    trait type, scored by exp µs
+//	                                                 (+inf: never); the live ones
+//	                                                 are read through it
 //	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
 //	P:{pid}:events                           stream  field e = event JSON; ID = cursor
 //	P:{pid}:appends                          zset    nonces of recent appends (events,
@@ -147,8 +150,10 @@
 //
 // The provider's clock (WithClock, default time.Now) fills timestamps (CreatedAt,
 // UpdatedAt, Timestamp, RequestedAt, DetectedAt, WrittenAt), sets trait and lease
-// ExpiresAt, and judges trait expiry: trait expiry is stored in the traits hash,
-// filtered on every read and pruned by PutTrait and the trait reads, so instances
+// ExpiresAt, and judges trait expiry: trait expiry is stored in the traits hash
+// and its expiry index, filtered on every read (a read reaches only the traits
+// live by the index, so expired ones cost it nothing) and pruned by PutTrait and
+// the trait reads, at most 100 per call, so instances
 // should run NTP-synchronised clocks (skew shifts a trait's expiry by the skew).
 // A trait is expired when the clock reads its ExpiresAt or later. Locks, leases and
 // readiness results are keys with a server-side TTL (PX, rounded up to whole
@@ -280,7 +285,8 @@
 // minutes later. What is not
 // bounded by the data itself: a deleted pipeline keeps its config hash with two
 // small fields (its sequence, so that a re-registration orders after the delete),
-// one per pipeline ID ever deleted; a pipeline's append set holds one nonce per
+// one per pipeline ID ever deleted; expired traits stay, unread, until trait
+// calls of their pipeline prune them (100 per call); a pipeline's append set holds one nonce per
 // append of the last 2 minutes (and expires when appends stop); every other write
 // leaves a call marker that expires after 2 minutes (one small key per write of the
 // last 2 minutes); a lock key keeps its fence counter forever; a provisional list

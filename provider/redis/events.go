@@ -43,11 +43,10 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // appendOnce appends data to the stream (kind "x") or list ("l") at key of
 // pipeline pid with one script, exactly once per call: a nonce unique to the call
 // is kept for callMemory in the pipeline's append set.
-func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key, data string) error {
+func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key string, data []byte) error {
 	now := p.now().UnixMilli()
-	mem := callMemory.Milliseconds()
 	err := p.run(ctx, scriptAppendOnce, []string{key, p.k.appends(pid)}, kind, ids.Random(),
-		now, now-mem, mem, data, p.maxEvents).Err()
+		now, now-callMemoryMS, callMemoryMS, data, p.maxEvents).Err()
 	return p.wrap(op, err)
 }
 

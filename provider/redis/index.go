@@ -76,7 +76,8 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 	}
 	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = c.s.lua.EvalSha(ctx, pipe, c.keys, c.args...)
+			cmds[i] = c.s.cmd(ctx, false, c.keys, c.args)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		return nil
 	})
@@ -127,7 +128,7 @@ type indexedRecord struct {
 	key      string  // the truth hash
 	id       string  // the record's ID in its lists
 	member   string  // the member it wants in each of lists (truth field m)
-	data     string  // its JSON (truth field j)
+	data     []byte  // its JSON (truth field j)
 	pipeline string  // its pipeline (truth field p)
 	lists    []index // the lists it is in
 	// mode is what the truth step does with a stored record (see putMode).

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 )
 
@@ -17,10 +19,16 @@ type index struct{ z, h string }
 func (k keys) pipeline(id string) string { return k.prefix + ":{" + id + "}" }
 
 func (k keys) config(pid string) string    { return k.pipeline(pid) + ":config" }
-func (k keys) traits(pid string) string    { return k.pipeline(pid) + ":traits" }
 func (k keys) readiness(pid string) string { return k.pipeline(pid) + ":readiness" }
-func (k keys) events(pid string) string    { return k.pipeline(pid) + ":events" }
-func (k keys) appends(pid string) string   { return k.pipeline(pid) + ":appends" }
+
+// traits returns a pipeline's traits hash and its expiry index (see
+// lua/traits.lua).
+func (k keys) traits(pid string) (hash, expiry string) {
+	h := k.pipeline(pid) + ":traits"
+	return h, h + ":exp"
+}
+func (k keys) events(pid string) string  { return k.pipeline(pid) + ":events" }
+func (k keys) appends(pid string) string { return k.pipeline(pid) + ":appends" }
 func (k keys) runs(pid string) index {
 	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
 }
@@ -55,7 +63,24 @@ func (k keys) lock(key string) (lock, fence string) {
 // it shares key's slot, and keeps the call's outcome for callMemory so that a
 // retried call applies once (see "Retries" in the package doc). Nonces are hex, so
 // markers never equal another key of the schema.
-func (k keys) call(key, nonce string) string { return key + ":call:" + nonce }
+func (k keys) call(key, nonce string) string { return key + callInfix + nonce }
+
+// newCall is call(key, nonce) with a fresh nonce of ids.Random's form (32 hex
+// digits, the marker's last 32 bytes), built in one allocation.
+func (k keys) newCall(key string) string {
+	var r [16]byte
+	var h [32]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails
+	hex.Encode(h[:], r[:])
+	var b strings.Builder
+	b.Grow(len(key) + len(callInfix) + len(h))
+	b.WriteString(key)
+	b.WriteString(callInfix)
+	b.Write(h[:])
+	return b.String()
+}
+
+const callInfix = ":call:"
 
 var lockEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 

@@ -89,8 +89,8 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 }
 
 // PutTrait implements provider.TraitStore with one script, which stores the trait
-// with its ExpiresAt (the clock's now + ttl; nil for ttl 0) and prunes the
-// pipeline's expired traits.
+// with its ExpiresAt (the clock's now + ttl; nil for ttl 0) and prunes up to 100
+// of the pipeline's expired traits (see lua/traits.lua).
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
 	now := p.now()
 	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, now)
@@ -108,12 +108,14 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	err = p.run(ctx, scriptTraitPut, []string{p.k.traits(pipelineID)}, trait.TraitType, expUS, data, now.UnixMicro()).Err()
+	traits, exp := p.k.traits(pipelineID)
+	err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), trait.TraitType, "put", expUS, data).Err()
 	return p.wrap("put trait", err)
 }
 
-// GetTraits implements provider.TraitStore with one script that returns the live
-// traits and prunes expired ones.
+// GetTraits implements provider.TraitStore with one script that reads the live
+// traits through the pipeline's expiry index, so expired traits cost nothing, and
+// prunes up to 100 expired ones.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -138,14 +140,16 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	return &out[0], nil
 }
 
-// traits runs trait_get, decodes its "<expiry µs>|<JSON>" values and drops those
-// expired by the clock (the script prunes at µs granularity; this is exact).
+// traits runs the traits script's "get", decodes its "<expiry µs>|<JSON>" values
+// and drops those expired by the clock (the script filters at µs granularity;
+// this is exact).
 func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]types.TraitEvaluation, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
 	now := p.now()
-	vals, err := p.run(ctx, scriptTraitGet, []string{p.k.traits(pipelineID)}, traitType, now.UnixMicro()).StringSlice()
+	traits, exp := p.k.traits(pipelineID)
+	vals, err := p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
 	if err != nil {
 		return nil, p.wrap("get traits", err)
 	}

@@ -334,16 +334,17 @@ func (p *Provider) wrap(op string, err error) error {
 	return fmt.Errorf("redis: %s: %w", op, err)
 }
 
-// encode marshals v and enforces the size limit.
-func (p *Provider) encode(v any) (string, error) {
+// encode marshals v and enforces the size limit. The bytes go to the server as
+// they are (a script argument or a field value), never copied into a string.
+func (p *Provider) encode(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", provider.Invalid(err)
+		return nil, provider.Invalid(err)
 	}
 	if len(b) > p.maxValue {
-		return "", fmt.Errorf("%w: encoded value is %d bytes, the limit is %d", provider.ErrTooLarge, len(b), p.maxValue)
+		return nil, fmt.Errorf("%w: encoded value is %d bytes, the limit is %d", provider.ErrTooLarge, len(b), p.maxValue)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // decode unmarshals a stored value; a value that does not decode is corrupt data,
@@ -366,6 +367,10 @@ func decodeInto[T any](op, s string, v *T) error {
 // applies once and reports its first attempt's outcome (see "Retries" in the
 // package doc).
 const callMemory = 2 * time.Minute
+
+// callMemoryMS is callMemory in milliseconds, a constant so that passing it as a
+// script argument allocates nothing.
+const callMemoryMS = int64(callMemory / time.Millisecond)
 
 // ceilMillis returns d in whole milliseconds, rounded up (PX takes milliseconds).
 func ceilMillis(d time.Duration) int64 {

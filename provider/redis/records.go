@@ -34,7 +34,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 }
 
 // slotPut upserts field of ix with one script (see lua/slot_put.lua).
-func (p *Provider) slotPut(ctx context.Context, op string, ix index, field, data string, score int64) error {
+func (p *Provider) slotPut(ctx context.Context, op string, ix index, field string, data []byte, score int64) error {
 	return p.wrap(op, p.run(ctx, scriptSlotPut, []string{ix.h, ix.z}, field, data, score).Err())
 }
 

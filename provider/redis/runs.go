@@ -161,8 +161,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	key := p.k.run(runID)
-	n, err := p.run(ctx, scriptRunCAS, []string{key, p.k.call(key, ids.Random())}, strconv.Itoa(expectedVersion),
-		newState.PipelineID, data, strconv.Itoa(newState.Version), callMemory.Milliseconds()).Int64()
+	n, err := p.run(ctx, scriptRunCAS, []string{key, p.k.newCall(key)}, int64(expectedVersion),
+		newState.PipelineID, data, int64(newState.Version), callMemoryMS).Int64()
 	switch {
 	case err != nil:
 		return false, p.wrap("compare and swap run state", err)

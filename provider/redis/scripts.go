@@ -13,11 +13,11 @@ var luaFS embed.FS
 // scriptSources holds the source of every script, for Start's SCRIPT LOAD.
 var scriptSources []string
 
-// script is one of the provider's Lua scripts and its name, for the reload
-// signal. Scripts run through Provider.run (or runBatch), never directly.
+// script is one of the provider's Lua scripts, its source and its name, for the
+// reload signal. Scripts run through Provider.run (or runBatch), never directly.
 type script struct {
-	name string
-	lua  *goredis.Script
+	name, src string
+	lua       *goredis.Script
 }
 
 func newScript(name string) script {
@@ -26,7 +26,28 @@ func newScript(name string) script {
 		panic("redis: missing embedded script " + name) // a build defect, never input
 	}
 	scriptSources = append(scriptSources, string(src))
-	return script{name, goredis.NewScript(string(src))}
+	return script{name, string(src), goredis.NewScript(string(src))}
+}
+
+// cmd returns the EVALSHA command of s on keys and args, or its EVAL command when
+// eval is true, with every argument in one slice (go-redis's Script methods copy
+// keys and args into a slice of their own).
+func (s script) cmd(ctx context.Context, eval bool, keys []string, args []any) *goredis.Cmd {
+	a := make([]any, 3+len(keys)+len(args))
+	a[0], a[1] = "evalsha", s.lua.Hash()
+	if eval {
+		a[0], a[1] = "eval", s.src
+	}
+	a[2] = len(keys)
+	for i, k := range keys {
+		a[3+i] = k
+	}
+	copy(a[3+len(keys):], args)
+	c := goredis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		c.SetFirstKeyPos(3)
+	}
+	return c
 }
 
 // The provider's Lua scripts; each touches keys of one hash slot only.
@@ -36,8 +57,7 @@ var (
 	scriptRecordPut    = newScript("record_put")
 	scriptRecordDel    = newScript("record_del")
 	scriptRunCAS       = newScript("run_cas")
-	scriptTraitPut     = newScript("trait_put")
-	scriptTraitGet     = newScript("trait_get")
+	scriptTraits       = newScript("traits")
 	scriptZList        = newScript("zlist")
 	scriptLockAcquire  = newScript("lock_acquire")
 	scriptLockRelease  = newScript("lock_release")
@@ -52,8 +72,9 @@ var (
 // is empty: first use, a restart, a failover, SCRIPT FLUSH), sends it again with
 // EVAL, which also caches it (as goredis.Script.Run does, plus the signal).
 func (p *Provider) run(ctx context.Context, s script, keys []string, args ...any) *goredis.Cmd {
-	if r := s.lua.EvalSha(ctx, p.c, keys, args...); !isNoScript(r.Err()) {
-		return r
+	c := s.cmd(ctx, false, keys, args)
+	if _ = p.c.Process(ctx, c); !isNoScript(c.Err()) {
+		return c
 	}
 	return p.reload(ctx, s, keys, args...)
 }
@@ -62,7 +83,9 @@ func (p *Provider) run(ctx context.Context, s script, keys []string, args ...any
 // reload.
 func (p *Provider) reload(ctx context.Context, s script, keys []string, args ...any) *goredis.Cmd {
 	p.sig.ScriptLoad(ctx, s.name)
-	return s.lua.Eval(ctx, p.c, keys, args...)
+	c := s.cmd(ctx, true, keys, args)
+	_ = p.c.Process(ctx, c)
+	return c
 }
 
 // isNoScript reports whether err is Redis's NOSCRIPT error.

@@ -1,0 +1,59 @@
+-- traits: store or read a pipeline's traits. Every call first removes at most
+-- 100 traits expired by the caller's clock (see "Clocks" in the package doc), so
+-- no call's work grows with the expired traits a hash holds, and reads go through
+-- the expiry index to the live traits only. Pruning is strict at µs granularity,
+-- so a live trait is never pruned; the caller filters what it reads exactly.
+-- KEYS[1] = traits hash: trait type -> "<expiry unix µs, 0 = never>|<JSON>"
+-- KEYS[2] = expiry index: sorted set trait type -> expiry µs (+inf = never), one
+--           member per field of KEYS[1]; a hash without it (written by a version
+--           that kept none, or one key of the two evicted) is indexed again first
+-- ARGV[1] = now µs, ARGV[2] = trait type ("" with "get": all)
+-- ARGV[3] = "put" or "get"; for "put", ARGV[4] = expiry µs (0 = never), ARGV[5] = JSON
+-- Returns 1 for "put"; for "get", the values "<expiry µs>|<JSON>" of the traits
+-- that are live at µs granularity.
+-- Expiries stay decimal strings: Redis turns a Lua number into an argument with
+-- 14 significant digits, too few for µs.
+local function expiry(v)
+  return string.sub(v, 1, string.find(v, '|', 1, true) - 1)
+end
+local function score(e)
+  if e == '0' then return '+inf' end
+  return e
+end
+if redis.call('ZCARD', KEYS[2]) ~= redis.call('HLEN', KEYS[1]) then
+  redis.call('DEL', KEYS[2])
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    redis.call('ZADD', KEYS[2], score(expiry(all[i + 1])), all[i])
+  end
+end
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 100)
+if #gone > 0 then
+  redis.call('HDEL', KEYS[1], unpack(gone))
+  redis.call('ZREM', KEYS[2], unpack(gone))
+end
+if ARGV[3] == 'put' then
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[4] .. '|' .. ARGV[5])
+  redis.call('ZADD', KEYS[2], score(ARGV[4]), ARGV[2])
+  return 1
+end
+if ARGV[2] ~= '' then
+  local v = redis.call('HGET', KEYS[1], ARGV[2])
+  if not v then return {} end
+  local e = tonumber(expiry(v))
+  if e > 0 and e < tonumber(ARGV[1]) then
+    redis.call('HDEL', KEYS[1], ARGV[2])
+    redis.call('ZREM', KEYS[2], ARGV[2])
+    return {}
+  end
+  return {v}
+end
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf')
+local out = {}
+for i = 1, #live, 1000 do
+  local vals = redis.call('HMGET', KEYS[1], unpack(live, i, math.min(i + 999, #live)))
+  for j = 1, #vals do
+    if vals[j] then out[#out + 1] = vals[j] end
+  end
+end
+return out

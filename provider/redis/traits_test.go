@@ -1,0 +1,129 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/types"
+)
+
+// traitTargets returns a client on miniredis and, with REDIS_ADDR, one on that
+// server, each with a key prefix of the test's own.
+func traitTargets(t *testing.T) map[string]func(t *testing.T) (*goredis.Client, string) {
+	targets := map[string]func(t *testing.T) (*goredis.Client, string){
+		"miniredis": func(t *testing.T) (*goredis.Client, string) {
+			return goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()}), "t"
+		},
+	}
+	if testenvAddr() != "" {
+		targets["redis"] = func(t *testing.T) (*goredis.Client, string) {
+			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)}), "pst:" + testenv.UniqueName(t)
+		}
+	}
+	return targets
+}
+
+// settableClock is a clock that tests set.
+type settableClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *settableClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *settableClock) set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *settableClock) add(d time.Duration) { c.set(c.now().Add(d)) }
+
+// TestTraitPruneBounded: expired traits are never read, and each trait call
+// removes at most 100 of them, so no call's work grows with the expired traits
+// a pipeline's hash holds.
+func TestTraitPruneBounded(t *testing.T) {
+	for name, target := range traitTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, prefix := target(t)
+			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 123_456_789, time.UTC)}
+			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))
+			must(t, err)
+			put := func(typ string, ttl time.Duration) {
+				t.Helper()
+				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: typ, Status: types.TraitPass}, ttl))
+			}
+			const expired = 250
+			for i := range expired {
+				put(fmt.Sprintf("old-%03d", i), time.Minute)
+			}
+			clock.add(time.Minute + time.Microsecond) // past their ExpiresAt
+			put("forever", 0)
+			put("hour", time.Hour)
+			hash, exp := p.k.traits("p")
+			sizes := func() (int64, int64) {
+				return c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val()
+			}
+			// The put before the clock moved pruned nothing (all were live); the
+			// two puts since pruned 100 each.
+			if h, z := sizes(); h != expired+2-200 || z != h {
+				t.Fatalf("after the puts: hash %d, index %d fields, want %d", h, z, expired+2-200)
+			}
+			ts, err := p.GetTraits(ctx, "p")
+			must(t, err)
+			if len(ts) != 2 || ts[0].TraitType != "forever" || ts[1].TraitType != "hour" {
+				t.Fatalf("GetTraits = %v, want forever and hour", ts)
+			}
+			if h, z := sizes(); h != 2 || z != 2 {
+				t.Fatalf("after GetTraits: hash %d, index %d fields, want 2", h, z)
+			}
+			// A trait is expired from the instant its ExpiresAt is reached.
+			clock.add(time.Hour - time.Nanosecond)
+			if tr, err := p.GetTrait(ctx, "p", "hour"); err != nil || tr == nil {
+				t.Fatalf("GetTrait(hour) 1ns before expiry = %v, %v", tr, err)
+			}
+			clock.add(time.Nanosecond)
+			if tr, err := p.GetTrait(ctx, "p", "hour"); err != nil || tr != nil {
+				t.Fatalf("GetTrait(hour) at expiry = %v, %v", tr, err)
+			}
+			if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != 1 || ts[0].TraitType != "forever" {
+				t.Fatalf("GetTraits at expiry = %v, %v", ts, err)
+			}
+		})
+	}
+}
+
+// TestTraitsIndexedAgain: a traits hash without its expiry index (written by a
+// version that kept none) is indexed by the next trait call, so its live traits
+// stay visible and its expired ones go.
+func TestTraitsIndexedAgain(t *testing.T) {
+	for name, target := range traitTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, prefix := target(t)
+			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			p, err := New(c, WithKeyPrefix(prefix), WithClock(func() time.Time { return now }))
+			must(t, err)
+			hash, exp := p.k.traits("p")
+			for typ, at := range map[string]int64{"gone": now.Add(-time.Second).UnixMicro(), "live": now.Add(time.Hour).UnixMicro(), "forever": 0} {
+				must(t, c.HSet(ctx, hash, typ, strconv.FormatInt(at, 10)+`|{"traitType":"`+typ+`","status":"PASS"}`).Err())
+			}
+			ts, err := p.GetTraits(ctx, "p")
+			must(t, err)
+			if len(ts) != 2 || ts[0].TraitType != "forever" || ts[1].TraitType != "live" {
+				t.Fatalf("GetTraits = %v, want forever and live", ts)
+			}
+			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 2 || z != 2 {
+				t.Fatalf("hash %d, index %d fields, want 2 each", h, z)
+			}
+			if s := c.ZScore(ctx, exp, "live").Val(); s != float64(now.Add(time.Hour).UnixMicro()) {
+				t.Fatalf("index score of live = %v, want its expiry in µs %d", s, now.Add(time.Hour).UnixMicro())
+			}
+		})
+	}
+}
