@@ -11,8 +11,11 @@ import (
 )
 
 // Locks and leases share the locks table, one row per held key: holder is
-// "lock:"+owner for a lock and "lease:"+token for a lease. An expired row is as good
-// as absent: acquiring overwrites it.
+// provider.LockHolder(owner) for a lock and provider.LeaseHolder(token) for a lease,
+// fence the lease's fence (0 for a lock). An expired row is as good as absent:
+// acquiring overwrites it.
+
+var _ provider.LockInspector = (*Provider)(nil)
 
 // acquire takes key for holder in tx if no live row holds it, and reports whether
 // it did.
@@ -48,7 +51,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	var ok bool
 	err := p.inTx(ctx, "acquire lock", func(tx *sql.Tx) error {
 		var err error
-		ok, err = p.acquire(ctx, tx, "acquire lock", key, "lock:"+p.owner, 0, p.now(), ttl)
+		ok, err = p.acquire(ctx, tx, "acquire lock", key, provider.LockHolder(p.owner), 0, p.now(), ttl)
 		return err
 	})
 	return err == nil && ok, err
@@ -59,7 +62,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
 	}
-	return p.release(ctx, "release lock", key, "lock:"+p.owner)
+	return p.release(ctx, "release lock", key, provider.LockHolder(p.owner))
 }
 
 // AcquireLease implements provider.Leaser. In one transaction it increments the
@@ -82,7 +85,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 		if err != nil {
 			return p.fail(ctx, op, err)
 		}
-		ok, err := p.acquire(ctx, tx, op, key, "lease:"+lease.Token, lease.Fence, now, ttl)
+		ok, err := p.acquire(ctx, tx, op, key, provider.LeaseHolder(lease.Token), lease.Fence, now, ttl)
 		if err == nil && !ok {
 			// Rolling back also undoes the fence increment.
 			return fmt.Errorf("sqlite: %s %q: %w", op, key, provider.ErrLockHeld)
@@ -108,7 +111,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	lease.ExpiresAt = now.Add(ttl)
 	n, err := p.exec(ctx, p.db, "renew lease",
 		`UPDATE locks SET expires_at = ? WHERE key = ? AND holder = ? AND `+liveSQL,
-		sortTime(lease.ExpiresAt), lease.Key, "lease:"+lease.Token, sortTime(now))
+		sortTime(lease.ExpiresAt), lease.Key, provider.LeaseHolder(lease.Token), sortTime(now))
 	if err != nil {
 		return nil, err
 	}
@@ -123,5 +126,41 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := provider.Validate(lease); err != nil {
 		return err
 	}
-	return p.release(ctx, "release lease", lease.Key, "lease:"+lease.Token)
+	return p.release(ctx, "release lease", lease.Key, provider.LeaseHolder(lease.Token))
+}
+
+// InspectLock implements provider.LockInspector with one SELECT of the key's live
+// row (liveSQL, the rule acquire overwrites by).
+func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	const op = "inspect lock"
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	var info *types.LockInfo
+	err := p.each(ctx, op, `SELECT holder, fence, expires_at FROM locks WHERE key = ? AND `+liveSQL,
+		[]any{key, sortTime(p.now())}, func(scan func(dest ...any) error) error {
+			var (
+				holder  string
+				fence   int64
+				exp     sql.NullString
+				expires time.Time
+			)
+			if err := scan(&holder, &fence, &exp); err != nil {
+				return p.fail(ctx, op, err)
+			}
+			if exp.Valid {
+				t, err := time.Parse(time.RFC3339Nano, exp.String)
+				if err != nil {
+					return fmt.Errorf("sqlite: %s %q: stored expiry: %w", op, key, err)
+				}
+				expires = t
+			}
+			var err error
+			info, err = provider.HolderInfo(key, holder, fence, expires)
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
 }
