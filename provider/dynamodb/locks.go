@@ -18,8 +18,10 @@ import (
 
 // Locks and leases share one item per key, LOCK#{key}/LOCK, updated in place with
 // conditional UpdateItem calls and never deleted, so its fence counter outlives
-// every lease: holder is "lock:"+owner or "lease:"+token (absent when free), exp the
-// expiry in Unix nanoseconds (absent: no expiry).
+// every lease: holder is provider.LockHolder(owner) or provider.LeaseHolder(token)
+// (absent when free), exp the expiry in Unix nanoseconds (absent: no expiry).
+
+var _ provider.LockInspector = (*Provider)(nil)
 
 // free is the condition that the key is free or its holder expired at now.
 func free(now time.Time) expression.ConditionBuilder {
@@ -126,7 +128,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	return p.updateLockOnce(ctx, "AcquireLock", key, take("lock:"+p.owner, ids.Random(), expiresAt(now, ttl)), free(now))
+	return p.updateLockOnce(ctx, "AcquireLock", key, take(provider.LockHolder(p.owner), ids.Random(), expiresAt(now, ttl)), free(now))
 }
 
 // ReleaseLock implements provider.Locker with one conditional update (see
@@ -138,7 +140,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.release(ctx, "ReleaseLock", key, "lock:"+p.owner)
+	return p.release(ctx, "ReleaseLock", key, provider.LockHolder(p.owner))
 }
 
 // release frees key, keeping its fence, if holder holds it (see updateLockOnce).
@@ -168,7 +170,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	now := p.now()
 	lease := types.Lease{Key: key, Token: ids.Random(), ExpiresAt: now.Add(ttl)}
-	upd := take("lease:"+lease.Token, lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
+	upd := take(provider.LeaseHolder(lease.Token), lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
 	attrs, old, ok, err := p.updateLock(ctx, "AcquireLease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
 	switch {
 	case err != nil:
@@ -199,7 +201,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	now := p.now()
 	lease.ExpiresAt = now.Add(ttl)
 	upd := expression.Set(expression.Name(attrExp), expression.Value(unixNano(lease.ExpiresAt)))
-	_, _, ok, err := p.updateLock(ctx, "RenewLease", lease.Key, upd, heldBy("lease:"+lease.Token, now), ddbtypes.ReturnValueNone)
+	_, _, ok, err := p.updateLock(ctx, "RenewLease", lease.Key, upd, heldBy(provider.LeaseHolder(lease.Token), now), ddbtypes.ReturnValueNone)
 	if err != nil {
 		return nil, err
 	}
@@ -218,5 +220,27 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.release(ctx, "ReleaseLease", lease.Key, "lease:"+lease.Token)
+	return p.release(ctx, "ReleaseLease", lease.Key, provider.LeaseHolder(lease.Token))
+}
+
+// InspectLock implements provider.LockInspector with one strongly consistent
+// GetItem of the key's lock item. A holder whose exp has passed by the provider's
+// clock is free, as AcquireLock's condition judges it; ExpiresAt is exp, to the
+// nanosecond.
+func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	it, ok, err := p.get(ctx, "InspectLock", lockPrefix+key, skLock)
+	if err != nil || !ok || it.Holder == "" || !it.live(p.now()) {
+		return nil, err
+	}
+	var expires time.Time
+	if it.Exp != 0 {
+		expires = time.Unix(0, it.Exp).UTC()
+	}
+	return provider.HolderInfo(key, it.Holder, it.Fence, expires)
 }
