@@ -104,8 +104,9 @@ func CheckCount(count int64) error {
 	return nil
 }
 
-// Validate runs v.Validate and wraps its error in ErrInvalidArgument.
-func Validate(v interface{ Validate() error }) error {
+// Validate runs v.Validate and wraps its error in ErrInvalidArgument. It is generic
+// so that a record passed by value is not copied to the heap on every call.
+func Validate[V interface{ Validate() error }](v V) error {
 	if err := v.Validate(); err != nil {
 		return Invalid(err)
 	}

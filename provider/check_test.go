@@ -146,3 +146,12 @@ func TestPrepareFillsDefaults(t *testing.T) {
 		t.Errorf("PrepareEvent of an invalid event: %v", err)
 	}
 }
+
+// TestCheckCASDoesNotAllocate keeps the hot path's argument check free of heap
+// allocations (Validate took an interface, which boxed every RunState).
+func TestCheckCASDoesNotAllocate(t *testing.T) {
+	s := types.RunState{RunID: "r", PipelineID: "p", Status: types.RunRunning, Metadata: map[string]any{"a": 1}, UpdatedAt: time.Now()}
+	if n := testing.AllocsPerRun(100, func() { _ = provider.CheckCAS("r", 1, s) }); n != 0 {
+		t.Errorf("CheckCAS allocates %v times per call", n)
+	}
+}
