@@ -165,7 +165,7 @@ func (s *numeric[V]) group(ups []state.Update[V]) []*batchCall {
 		}
 		c.idx = append(c.idx, i)
 		c.keys = append(c.keys, s.keys.valueKey(s.kind, u.Key))
-		c.args = append(c.args, millis(u.TTL), s.format(u.Delta))
+		c.args = append(c.args, millis(u.TTL), s.arg(u.Delta))
 	}
 	return calls
 }

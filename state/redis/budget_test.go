@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -46,6 +47,14 @@ func TestRoundTrips(t *testing.T) {
 		for i := range many {
 			many[i] = state.Key{Entity: fmt.Sprint("e", i)}
 		}
+		batch := func(n int) []state.Update[int64] {
+			ups := make([]state.Update[int64], n)
+			for i := range ups {
+				ups[i] = state.Update[int64]{Key: state.Key{Entity: fmt.Sprint("b", i), Bucket: 1}, Delta: 1, TTL: time.Hour}
+			}
+			return ups
+		}
+		ups1000, ups1001 := batch(state.MergeBatchSize), batch(state.MergeBatchSize+1)
 		seq := 0
 		id := func() string { seq++; return fmt.Sprint("ev", seq) }
 		cases := []struct {
@@ -59,6 +68,10 @@ func TestRoundTrips(t *testing.T) {
 			{"sum get", 1, func(ctx context.Context) error { _, _, err := sum.Get(ctx, k); return err }},
 			{"sum get many", nodes, func(ctx context.Context) error { _, _, err := sum.GetMany(ctx, many); return err }},
 			{"get many empty", 0, func(ctx context.Context) error { _, _, err := sum.GetMany(ctx, nil); return err }},
+			{"sum merge many 1000", nodes, func(ctx context.Context) error { return sum.MergeMany(ctx, ups1000) }},
+			{"sum merge many 1001", 2 * nodes, func(ctx context.Context) error { return sum.MergeMany(ctx, ups1001) }},
+			{"max merge many 1000", nodes, func(ctx context.Context) error { return max.MergeMany(ctx, ups1000) }},
+			{"merge many empty", 0, func(ctx context.Context) error { return sum.MergeMany(ctx, nil) }},
 			{"float merge", 1, func(ctx context.Context) error { return fsum.MergeUpdate(ctx, k, 0.5, 0) }},
 			{"float once", 1, func(ctx context.Context) error { _, err := fsum.MergeUpdateOnce(ctx, id(), k, 1, 0); return err }},
 			{"max merge", 1, func(ctx context.Context) error { return max.MergeUpdate(ctx, k, 3, 0) }},
