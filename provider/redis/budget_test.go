@@ -126,6 +126,14 @@ func budgets() []budget {
 			lease, err = p.AcquireLease(ctx, "lease", time.Minute)
 			return err
 		}},
+		{"InspectLock", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.InspectLock(ctx, "lease")
+			return err
+		}},
+		{"InspectLock_free", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.InspectLock(ctx, "lock")
+			return err
+		}},
 		{"RenewLease", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			_, err := p.RenewLease(ctx, *lease, time.Minute)
 			return err

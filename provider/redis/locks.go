@@ -2,17 +2,24 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
-// lockHolder and leaseHolder are the values of a held lock key.
-func (p *Provider) lockHolder() string { return "lock:" + p.owner }
-func leaseHolder(token string) string  { return "lease:" + token }
+var _ provider.LockInspector = (*Provider)(nil)
+
+// lockHolder and leaseHolder are the values of a held lock key (a lock's value
+// also ends in "\n" and its call's nonce).
+func (p *Provider) lockHolder() string { return provider.LockHolder(p.owner) }
+func leaseHolder(token string) string  { return provider.LeaseHolder(token) }
 
 // AcquireLock implements provider.Locker with one script: SET key owner NX [PX ttl];
 // ttl is rounded up to whole milliseconds and 0 means until released. Expiry is
@@ -132,4 +139,49 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 		return err
 	}
 	return p.release(ctx, "release lease", lease.Key, leaseHolder(lease.Token))
+}
+
+// InspectLock implements provider.LockInspector with one read-only MULTI/EXEC
+// round trip: GET and PTTL of the key, GET of its fence counter (all one slot).
+// Expiry is the server's, as for AcquireLock: a key the server still returns is
+// held. ExpiresAt is the clock's now, taken before the call, plus the remaining
+// PTTL, so it is in milliseconds and agrees with the ExpiresAt AcquireLease and
+// RenewLease returned when the clocks agree; nil for a lock taken with ttl 0.
+func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+	if err := provider.CheckLockKey(key); err != nil {
+		return nil, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	lk, fk := p.k.lock(key)
+	now := p.now()
+	var (
+		value, fence *goredis.StringCmd
+		ttl          *goredis.DurationCmd
+	)
+	_, err := p.c.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		value, ttl, fence = pipe.Get(ctx, lk), pipe.PTTL(ctx, lk), pipe.Get(ctx, fk)
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) { // Nil: a free key or one never leased
+		return nil, p.wrap("inspect lock", err)
+	}
+	v, err := value.Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.wrap("inspect lock", err)
+	}
+	holder, _, _ := strings.Cut(v, "\n") // a lock's value ends in its call's nonce
+	f, err := fence.Int64()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, p.wrap("inspect lock", err)
+	}
+	var expires time.Time
+	if d := ttl.Val(); d >= 0 { // -1: no expiry
+		expires = now.Add(d)
+	}
+	return provider.HolderInfo(key, holder, f, expires)
 }
