@@ -37,8 +37,8 @@ var _ state.OnceStore[[]byte] = (*BytesStore)(nil)
 
 // NewBytesStore returns a BytesStore merging with m over the table (see
 // CreateStoreTable), using client without owning it. Options: WithClock,
-// WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL, WithMeterProvider,
-// WithLogger.
+// WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL, WithBatchConcurrency,
+// WithMeterProvider, WithLogger.
 func NewBytesStore(client API, table string, m monoid.Monoid[[]byte], opts ...StoreOption) (*BytesStore, error) {
 	const name = "BytesStore"
 	c, err := newConfig("New"+name, opts, StoreOption.ApplyStore)

@@ -65,6 +65,10 @@
 //     Float64SumStore also deltas outside state.CheckFloat64's range, and for
 //     BytesStore a merged item over 400 KB). SDK errors are wrapped with %w, so errors.As to the
 //     SDK's types works.
+//   - Batches: every store implements state.BatchStore. DynamoDB has no batch
+//     update, so MergeMany runs each update's MergeUpdate (the same requests,
+//     retries and signals), WithBatchConcurrency (default
+//     state.DefaultMergeConcurrency) at once, one key's updates in order.
 //   - Reads are strongly consistent. The stores do not own the client: Close only
 //     marks the store closed (later calls return an error wrapping state.ErrClosed).
 //
@@ -116,6 +120,8 @@
 //	MergeUpdateOnce (sum, max)         1 TransactWriteItems; 2 in the cases above
 //	BytesStore MergeUpdate(Once)       GetItem + PutItem (TransactWriteItems for Once),
 //	                                   +1 write per lost race
+//	MergeMany(n updates)               n merges as above, WithBatchConcurrency (default
+//	                                   16) at once; 0 for n == 0
 //	Deduper MarkSeen / Release         1 PutItem / 1 DeleteItem
 //
 // Example:

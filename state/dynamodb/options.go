@@ -11,8 +11,8 @@ import (
 )
 
 // Options are checked by the compiler: every constructor takes only the options it
-// uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL) is
-// taken by every store constructor, a DeduperOption (WithTTL) by NewDeduper, and an
+// uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL,
+// WithBatchConcurrency) is taken by every store constructor, a DeduperOption (WithTTL) by NewDeduper, and an
 // Option (WithClock, WithMeterProvider, WithLogger) by both. So
 //
 //	dynamodb.NewDeduper(client, table, dynamodb.WithDedupTable("d")) // does not compile
@@ -33,6 +33,7 @@ type (
 type config struct {
 	storeopt.Common
 	dedupTable string // OnceStore claims; "" = MergeUpdateOnce unavailable
+	batchConc  int    // MergeMany's merges at once (WithBatchConcurrency); 0 = the default
 }
 
 // newConfig applies opts, each through apply, to the defaults of constructor ctor.
