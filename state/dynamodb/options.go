@@ -12,8 +12,9 @@ import (
 
 // Options are checked by the compiler: every constructor takes only the options it
 // uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL,
-// WithBatchConcurrency) is taken by every store constructor, a DeduperOption (WithTTL) by NewDeduper, and an
-// Option (WithClock, WithMeterProvider, WithLogger) by both. So
+// WithBatchConcurrency) is taken by every store constructor, a DeduperOption
+// (WithTTL) by NewDeduper, and an Option (WithClock, WithMeterProvider, WithLogger)
+// by both. So
 //
 //	dynamodb.NewDeduper(client, table, dynamodb.WithDedupTable("d")) // does not compile
 //
