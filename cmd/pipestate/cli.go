@@ -64,8 +64,10 @@ type spec struct {
 // action runs a command with its positional arguments.
 type action = func(ctx context.Context, args []string) error
 
-// groupDefault is the command a group word runs when no subcommand follows.
-var groupDefault = map[string]string{"pipelines": "pipelines list", "run": "run show"}
+// groupDefault is the command a group word runs when no subcommand follows; one
+// that takes an argument ("run show RUN") also runs when a word other than a
+// subcommand follows ("pipestate run RUN").
+var groupDefault = map[string]string{"pipelines": "pipelines list", "run": "run show", "lock": "lock show"}
 
 // find returns the command that args name and the arguments after the name.
 func find(args []string) (*spec, []string, error) {
@@ -94,7 +96,7 @@ func find(args []string) (*spec, []string, error) {
 	if len(subs) == 0 {
 		return nil, nil, usagef("unknown command %q; 'pipestate help' lists the commands", args[0])
 	}
-	if d, ok := groupDefault[args[0]]; ok && (args[0] == "run" || len(args) == 1 || strings.HasPrefix(args[1], "-")) {
+	if d, ok := groupDefault[args[0]]; ok && (byName(d).args != "" || len(args) == 1 || strings.HasPrefix(args[1], "-")) {
 		return byName(d), args[1:], nil
 	}
 	if len(args) == 1 {
@@ -208,7 +210,7 @@ func (c *cli) report(s *spec, in *inv, err error) int {
 func (c *cli) overview(w io.Writer) {
 	fmt.Fprint(w, `pipestate inspects and tails the state that the pipestate library keeps in Redis,
 Redis Cluster or DynamoDB: pipelines, runs, events, run logs, reruns, replays, late
-arrivals, cascade markers, traits, readiness and state-store values.
+arrivals, cascade markers, traits, readiness, lock holders and state-store values.
 
 usage: pipestate COMMAND [ARGUMENTS] [FLAGS]
 
@@ -256,7 +258,7 @@ func (c *cli) help(w io.Writer, s *spec, fs *flag.FlagSet) {
 func commands() []*spec {
 	return []*spec{
 		pipelinesListCmd, pipelinesShowCmd, runsCmd, runShowCmd, eventsCmd, runlogsCmd,
-		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, stateGetCmd,
+		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, lockShowCmd, stateGetCmd,
 		runFailCmd, lockReleaseCmd, createTablesCmd,
 	}
 }

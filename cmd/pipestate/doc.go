@@ -2,8 +2,9 @@
 // library keeps in Redis, a Redis Cluster or DynamoDB: pipelines, runs with their
 // versions and statuses, the event log (paged by cursor or followed live), run
 // logs, reruns, replays, late arrivals, cascade markers, traits, cached readiness,
-// and the values of the state stores (counters, HLL estimates, top-k items, Bloom
-// filter answers), without writing Go or knowing the key schema.
+// who holds a lock or lease, and the values of the state stores (counters, HLL
+// estimates, top-k items, Bloom filter answers), without writing Go or knowing the
+// key schema.
 //
 //	go install github.com/pipestate/pipestate/cmd/pipestate@latest
 //
@@ -20,6 +21,7 @@
 //	pipestate markers PIPELINE
 //	pipestate traits PIPELINE
 //	pipestate readiness PIPELINE
+//	pipestate lock show KEY | lock KEY
 //	pipestate state get KIND --entity E [--bucket B | --window W --from T --to T]
 //
 // Writes, which do nothing without --yes and print what they changed:
@@ -53,8 +55,7 @@
 // to fix them), 3 not found. PIPESTATE_NOW, an RFC 3339 time, fixes the clock of
 // relative times and of the provider, for reproducible output.
 //
-// # Not available
-//
-// The holder, expiry and fence of a lock or lease: no provider interface exposes
-// them, so there is no command to inspect one.
+// lock show reads the key through provider.LockInspector, which every built-in
+// backend implements: a lock's owner or a lease's token and fence, and its expiry.
+// A key nothing holds exits 3, like anything else not found.
 package main

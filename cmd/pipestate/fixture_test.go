@@ -43,6 +43,8 @@ type harness struct {
 	run func(t *testing.T, args ...string) result
 	// dial is how the command reaches memory in process; nil for the others.
 	dial func(ctx context.Context, t target, now func() time.Time) (backend, error)
+	// token is the fixture lease's token, random, shown as TOKEN in golden files.
+	token string
 }
 
 // fixtureClock is the clock of the fixture writers: each write happens when the
@@ -402,6 +404,16 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 		t.Fatal("seed: the lock is held already")
 	}
 	clk.Set(now)
+	// The second lease of its key (fence 2), expiring in 12h30m: on Redis the server
+	// counts its ttl in real time, so the tests see it expire a little earlier than
+	// now+12h30m, but still "in 12h".
+	leaser := p.(provider.Leaser)
+	first, err := leaser.AcquireLease(ctx, "sched:orders", time.Minute)
+	check(err)
+	check(leaser.ReleaseLease(ctx, *first))
+	lease, err := leaser.AcquireLease(ctx, "sched:orders", 12*time.Hour+30*time.Minute)
+	check(err)
+	h.token = lease.Token
 	seedStores(t, ss)
 }
 

@@ -61,6 +61,9 @@ var (
 		{"traits-missing", words("traits nosuch")},
 		{"readiness", words("readiness orders")},
 		{"readiness-missing", words("readiness billing")},
+		{"lock-show", words("lock show eval:orders:daily")},
+		{"lock-lease", words("lock sched:orders")},
+		{"lock-free", words("lock show nosuch")},
 		{"state-int64sum", words("state get int64sum --entity page:/home {STORE}")},
 		{"state-int64sum-range", words("state get int64sum --entity page:/home --window 1h --from 2026-11-21 --to now {STORE}")},
 		{"state-int64max", words("state get int64max --entity latency {STORE}")},
@@ -93,6 +96,7 @@ var (
 		{"usage-fail-version", words("run fail r-0003 --yes")},
 		{"usage-lock-owner", words("lock release eval:orders:daily --yes")},
 		{"usage-lock-yes", words("lock release eval:orders:daily --owner worker-7")},
+		{"usage-lock-key", []string{"lock", "show", ""}},
 		{"help-runs", words("runs --help")},
 	}
 	writeCases = []goldenCase{
@@ -103,6 +107,7 @@ var (
 		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --yes")},
 		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --yes")},
 		{"lock-release-again", words("lock release eval:orders:daily --owner worker-7 --yes")},
+		{"lock-show-released", words("lock show eval:orders:daily")},
 	}
 )
 
@@ -159,7 +164,8 @@ func expand(args []string, h *harness, cursors []string) []string {
 
 // transcript is what a golden file holds: the command line, the exit status,
 // stdout and stderr, with what differs between backends replaced (the backend
-// line, checked against h.line, and event cursors at the end of a line).
+// line, checked against h.line, event cursors at the end of a line, and the
+// fixture lease's token).
 func transcript(t *testing.T, c goldenCase, r result, h *harness, cursors []string) string {
 	t.Helper()
 	var b strings.Builder
@@ -176,7 +182,7 @@ func transcript(t *testing.T, c goldenCase, r result, h *harness, cursors []stri
 		b.WriteString("--- stderr\n")
 		b.WriteString(normalize(t, r.stderr, line, cursors))
 	}
-	return b.String()
+	return strings.ReplaceAll(b.String(), h.token, "TOKEN")
 }
 
 // quoteArgs quotes the arguments a shell would need quoted.

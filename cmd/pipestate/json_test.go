@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/types"
 )
@@ -108,6 +109,18 @@ var jsonCases = []jsonCase{
 		r := decodeLines[types.ReadinessResult](t, out)[0]
 		want(t, "status", r.Status, types.NotReady)
 		want(t, "blocking", strings.Join(r.Blocking, ","), "schema,volume")
+	}},
+	{"lock show eval:orders:daily", func(t *testing.T, out string) {
+		want(t, "lock", decodeLines[types.LockInfo](t, out)[0], types.LockInfo{Key: "eval:orders:daily", Owner: "worker-7"})
+	}},
+	{"lock sched:orders", func(t *testing.T, out string) {
+		l := decodeLines[types.LockInfo](t, out)[0]
+		want(t, "key", l.Key, "sched:orders")
+		want(t, "fence", l.Fence, 2)
+		want(t, "a lease, without owner", l.IsLease() && l.Owner == "", true)
+		if exp := now.Add(12*time.Hour + 30*time.Minute); l.ExpiresAt == nil || l.ExpiresAt.After(exp) || l.ExpiresAt.Before(exp.Add(-time.Hour)) {
+			t.Errorf("expiresAt %v, want at most an hour before %v", l.ExpiresAt, exp)
+		}
 	}},
 	{"state get topk --entity pages --window 1h --from 2026-11-21T03:00 --to 2026-11-21T06:00 --capacity 10 {STORE}", func(t *testing.T, out string) {
 		r := decodeLines[stateResult](t, out)[0]
