@@ -28,21 +28,23 @@ const throttleMiddlewareID = "pipestate.ThrottleSignals"
 // ("Retry"), so it sees the call's result with the retry middleware's record of
 // every attempt (retry.GetAttemptResults), which says whether each attempt was
 // retried. It records after the call, not as each attempt fails. Passing the option
-// is all a call needs: an API wrapper that drops optFns loses these signals.
+// is all a call needs: an API wrapper that drops optFns loses these signals. The
+// option may be kept and passed to any number of calls, concurrent ones included.
 func ThrottleSignals(rec *signal.Recorder, op string) func(*ddb.Options) {
-	return func(o *ddb.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			mw := middleware.FinalizeMiddlewareFunc(throttleMiddlewareID, func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				out, md, err := next.HandleFinalize(ctx, in)
-				recordThrottles(ctx, rec, op, md, err)
-				return out, md, err
-			})
-			if _, ok := s.Finalize.Get("Retry"); !ok { // a client without the retry middleware
-				return s.Finalize.Add(mw, middleware.Before)
-			}
-			return s.Finalize.Insert(mw, "Retry", middleware.Before)
-		})
+	// Built once: a caller that keeps the option adds nothing but the stack
+	// insertion to each request.
+	mw := middleware.FinalizeMiddlewareFunc(throttleMiddlewareID, func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleFinalize(ctx, in)
+		recordThrottles(ctx, rec, op, md, err)
+		return out, md, err
+	})
+	add := func(s *middleware.Stack) error {
+		if _, ok := s.Finalize.Get("Retry"); !ok { // a client without the retry middleware
+			return s.Finalize.Add(mw, middleware.Before)
+		}
+		return s.Finalize.Insert(mw, "Retry", middleware.Before)
 	}
+	return func(o *ddb.Options) { o.APIOptions = append(o.APIOptions, add) }
 }
 
 // recordThrottles records the throttled attempts of one call from the retry
