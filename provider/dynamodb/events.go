@@ -6,9 +6,9 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
@@ -17,18 +17,27 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// seqSK is the sort key of sequence number seq under prefix: fixed width, so
-// string order is seq order.
-func seqSK(prefix string, seq int64) string { return fmt.Sprintf("%s%020d", prefix, seq) }
+// seqSK is the sort key of sequence number seq (>= 0) under prefix: 20 decimal
+// digits, zero-padded, so string order is seq order.
+func seqSK(prefix string, seq int64) string {
+	var b [64]byte
+	digits := strconv.AppendInt(b[:0], seq, 10)
+	out := make([]byte, 0, len(prefix)+20)
+	out = append(out, prefix...)
+	for range 20 - len(digits) {
+		out = append(out, '0')
+	}
+	return string(append(out, digits...))
+}
 
 // eventSK is the sort key of event seq.
 func eventSK(seq int64) string { return seqSK(skEvent, seq) }
 
 // afterSeq is the key condition of the items of partition pk numbered after since
 // under prefix (since < math.MaxInt64).
-func afterSeq(pk, prefix string, since int64) expression.KeyConditionBuilder {
-	return expression.Key(attrPK).Equal(expression.Value(pk)).
-		And(expression.Key(attrSK).Between(expression.Value(seqSK(prefix, since+1)), expression.Value(seqSK(prefix, math.MaxInt64))))
+func afterSeq(pk, prefix string, since int64) expr {
+	return expr{keyRange, map[string]ddbtypes.AttributeValue{
+		":pk": sv(pk), ":lo": sv(seqSK(prefix, since+1)), ":hi": sv(seqSK(prefix, math.MaxInt64))}}
 }
 
 // AppendEvent implements provider.EventStore. The event gets the pipeline's next
@@ -160,11 +169,7 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 	last := p.lastSeq(pipelineID)
 	n := int64(len(batch))
 	for lost, conflicts := 0, 0; ; {
-		claim, err := p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok)
-		if err != nil {
-			return err
-		}
-		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), claim)
+		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok))
 		for i, pe := range batch {
 			it := pe.item
 			it.Seq = last + 1 + int64(i)
@@ -173,10 +178,9 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 			if err != nil {
 				return err
 			}
-			put, _ := p.txPut(av, nil)
-			items = append(items, put)
+			items = append(items, p.txPut(av, expr{}))
 		}
-		err = p.transact(ctx, op, items...)
+		err := p.transact(ctx, op, items...)
 		if err == nil {
 			p.sawSeq(pipelineID, last+n)
 			return nil
@@ -217,29 +221,34 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 // claimSeq is the transaction action that moves the sequence counter (pk, sk) from
 // last to last+n and stamps it with the writing call's token, failing (with the
 // counter's item) when it holds another value.
-func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string) (ddbtypes.TransactWriteItem, error) {
-	cond := expression.Name(attrSeq).Equal(expression.Value(last))
+func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string) ddbtypes.TransactWriteItem {
+	values := make(map[string]ddbtypes.AttributeValue, 3)
+	values[":n"], values[":tok"] = nv(last+n), sv(tok)
+	cond := claimNext
 	if last == 0 {
-		cond = expression.AttributeNotExists(expression.Name(attrSeq))
-	}
-	expr, err := expression.NewBuilder().
-		WithCondition(cond).
-		WithUpdate(expression.Set(expression.Name(attrSeq), expression.Value(last+n)).
-			Set(expression.Name(attrTok), expression.Value(tok))).
-		Build()
-	if err != nil {
-		return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build sequence claim: %w", err)
+		cond = claimFirst
+	} else {
+		values[":last"] = nv(last)
 	}
 	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 		TableName:                           &p.table,
 		Key:                                 key(pk, sk),
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		ConditionExpression:                 &cond.text,
+		UpdateExpression:                    &claimUpdate,
+		ExpressionAttributeNames:            cond.names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	}}, nil
+	}}
 }
+
+// The expressions of claimSeq: its conditions (the first number, or the next) and
+// its update, whose names the conditions' maps hold.
+var (
+	namesClaim  = map[string]string{"#seq": attrSeq, "#tok": attrTok}
+	claimFirst  = &form{"attribute_not_exists(#seq)", namesClaim}
+	claimNext   = &form{"#seq = :last", namesClaim}
+	claimUpdate = "SET #seq = :n, #tok = :tok"
+)
 
 // maxSeqHints bounds the per-pipeline counter hints an instance keeps.
 const maxSeqHints = 10000

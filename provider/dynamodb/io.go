@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -87,12 +87,58 @@ func (p *Provider) put(ctx context.Context, op string, it item) error {
 	return nil
 }
 
+// form is the text of a condition or key condition expression with the attribute
+// names its placeholders stand for (exactly those: DynamoDB refuses unused names).
+// Forms are package variables, shared by every request and never modified.
+type form struct {
+	text  string
+	names map[string]string
+}
+
+// expr is a form with its values: a condition or key condition of one request.
+// The zero expr is no condition.
+type expr struct {
+	*form
+	values map[string]ddbtypes.AttributeValue
+}
+
+// sv and nv are string and number attribute values.
+func sv(s string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: s} }
+func nv(n int64) ddbtypes.AttributeValue {
+	return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+var (
+	namesKey  = map[string]string{"#pk": attrPK, "#sk": attrSK}
+	namesList = map[string]string{"#lpk": attrListPK, "#lsk": attrListSK}
+
+	// Key conditions: a partition's sort keys with a prefix, or between two.
+	keyPrefix = &form{"#pk = :pk AND begins_with(#sk, :pre)", namesKey}
+	keyRange  = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", namesKey}
+	keyGSI1   = &form{"#pk = :pk", map[string]string{"#pk": attrGSI1PK}}
+	// keyPrefixLive is keyPrefix for a query with the filter filterLive.
+	keyPrefixLive = &form{"#pk = :pk AND begins_with(#sk, :pre)", map[string]string{"#pk": attrPK, "#sk": attrSK, "#exp": attrExp}}
+	filterLive    = "attribute_not_exists(#exp) OR #exp > :now"
+
+	// Conditions of truth items: new, pointing at a list copy, both, or a run's
+	// version and list copy.
+	condNew       = &form{"attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}}
+	condList      = &form{"#lpk = :lpk AND #lsk = :lsk", namesList}
+	condNewOrList = &form{"attribute_not_exists(#pk) OR (#lpk = :lpk AND #lsk = :lsk)",
+		map[string]string{"#pk": attrPK, "#lpk": attrListPK, "#lsk": attrListSK}}
+	condVersionList = &form{"#v = :v AND #lpk = :lpk AND #lsk = :lsk",
+		map[string]string{"#v": attrVer, "#lpk": attrListPK, "#lsk": attrListSK}}
+)
+
 // queryIn says what query collects.
 type queryIn struct {
 	index string // "" or indexGSI1
-	key   expression.KeyConditionBuilder
-	desc  bool // newest (largest sort key) first
-	limit int  // live items wanted; 0: all
+	key   expr   // the key condition
+	// filter, when set, is a filter expression (its names and values are key's):
+	// items it drops are read by DynamoDB but never sent.
+	filter *string
+	desc   bool // newest (largest sort key) first
+	limit  int  // live items wanted; 0: all
 	// id, when set, names the entity an item is a copy of. A query reads pages of
 	// a moving list: an entity re-put with another sort key while the query runs
 	// can show up again further on, so every copy after the first of one id is
@@ -107,17 +153,14 @@ type queryIn struct {
 // q.limit items, each later one for at least twice as many as the one before. Base-table queries are strongly
 // consistent; GSI queries cannot be.
 func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, error) {
-	expr, err := expression.NewBuilder().WithKeyCondition(q.key).Build()
-	if err != nil {
-		return nil, fmt.Errorf("dynamodb: %s: build query: %w", op, err)
-	}
 	fwd := !q.desc
 	in := &ddb.QueryInput{
 		TableName:                 &p.table,
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		KeyConditionExpression:    &q.key.text,
+		ExpressionAttributeNames:  q.key.names,
+		ExpressionAttributeValues: q.key.values,
 		ScanIndexForward:          &fwd,
+		FilterExpression:          q.filter,
 	}
 	if q.index != "" {
 		in.IndexName = &q.index
@@ -145,8 +188,11 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 		in.Limit = &l
 	}
 	now := p.now()
-	seen := map[string]bool{}
-	err = ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
+	var seen map[string]bool
+	if q.id != nil {
+		seen = map[string]bool{}
+	}
+	err := ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
 		if err != nil {
 			return false, err
@@ -193,35 +239,34 @@ func timedID(prefix string) func(it item) string {
 // re-put with another GSI1 sort key keeps.
 func baseKeyID(it item) string { return it.PK + "#" + it.SK }
 
-// partition is the key condition PK = pk AND begins_with(SK, prefix).
-func partition(pk, skPrefix string) expression.KeyConditionBuilder {
-	kc := expression.Key(attrPK).Equal(expression.Value(pk))
-	if skPrefix == "" {
-		return kc
-	}
-	return kc.And(expression.Key(attrSK).BeginsWith(skPrefix))
+// partition is the key condition PK = pk AND begins_with(SK, skPrefix).
+func partition(pk, skPrefix string) expr {
+	return expr{keyPrefix, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":pre": sv(skPrefix)}}
+}
+
+// livePartition is the key condition of partition with the filter that drops the
+// items expired at now (see queryIn.filter): reading many expired items then costs
+// DynamoDB's read of them, not their transfer and decoding.
+func livePartition(pk, skPrefix string, now time.Time) (expr, *string) {
+	return expr{keyPrefixLive, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":pre": sv(skPrefix), ":now": nv(unixNano(now))}}, &filterLive
 }
 
 // gsi1 is the key condition GSI1PK = pk.
-func gsi1(pk string) expression.KeyConditionBuilder {
-	return expression.Key(attrGSI1PK).Equal(expression.Value(pk))
+func gsi1(pk string) expr {
+	return expr{keyGSI1, map[string]ddbtypes.AttributeValue{":pk": sv(pk)}}
 }
 
-// txPut is a TransactWriteItem that puts av if cond (when set) holds, returning the
-// old item when it does not.
-func (p *Provider) txPut(av map[string]ddbtypes.AttributeValue, cond *expression.ConditionBuilder) (ddbtypes.TransactWriteItem, error) {
+// txPut is a TransactWriteItem that puts av if cond (unless zero) holds, returning
+// the old item when it does not.
+func (p *Provider) txPut(av map[string]ddbtypes.AttributeValue, cond expr) ddbtypes.TransactWriteItem {
 	put := &ddbtypes.Put{TableName: &p.table, Item: av}
-	if cond != nil {
-		expr, err := expression.NewBuilder().WithCondition(*cond).Build()
-		if err != nil {
-			return ddbtypes.TransactWriteItem{}, fmt.Errorf("dynamodb: build condition: %w", err)
-		}
-		put.ConditionExpression = expr.Condition()
-		put.ExpressionAttributeNames = expr.Names()
-		put.ExpressionAttributeValues = expr.Values()
+	if cond.form != nil {
+		put.ConditionExpression = &cond.text
+		put.ExpressionAttributeNames = cond.names
+		put.ExpressionAttributeValues = cond.values
 		put.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	return ddbtypes.TransactWriteItem{Put: put}, nil
+	return ddbtypes.TransactWriteItem{Put: put}
 }
 
 // txDelete is a TransactWriteItem that deletes (pk, sk).

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
@@ -17,6 +18,8 @@ import (
 )
 
 // item is the stored form of every entity; see the key schema in the package doc.
+// Its attribute names are in the field tags (attrs and unmarshal encode them by
+// hand: a string or number field that is empty or zero is absent).
 // Entity bodies are JSON in Data (compressed when the item would not fit
 // otherwise), so a Get returns exactly what a JSON round trip gives.
 type item struct {
@@ -55,6 +58,7 @@ const (
 	attrSK     = "SK"
 	attrGSI1PK = "GSI1PK"
 	attrGSI1SK = "GSI1SK"
+	attrData   = "data"
 	attrExp    = "exp"
 	attrTTL    = "ttl"
 	attrListPK = "listPK"
@@ -94,14 +98,34 @@ func unixNano(t time.Time) int64 {
 // encode returns v as compact JSON (no HTML escaping, to save item space). A value
 // JSON cannot encode is ErrInvalidArgument.
 func encode(v any) (*body, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, provider.Invalid(err)
+	e := encoders.Get().(*encoder)
+	if err := e.enc.Encode(v); err != nil {
+		return nil, provider.Invalid(err) // e is dropped: its buffer may hold a part
 	}
-	return &body{text: string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))}, nil
+	b := &body{text: string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))}
+	if e.buf.Cap() <= maxPooledBuffer {
+		e.buf.Reset()
+		encoders.Put(e)
+	}
+	return b, nil
 }
+
+// encoder is a JSON encoder with its buffer, kept in encoders for reuse.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledBuffer bounds the buffers encoders keeps: a rare huge entity's is
+// dropped rather than held.
+const maxPooledBuffer = 64 << 10
 
 // body is an entity's JSON text. It is stored as the string attribute "data", or,
 // once compress has found that smaller, DEFLATE-compressed as the binary attribute
@@ -130,16 +154,16 @@ func (b *body) compress() {
 	}
 }
 
-// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
-func (b *body) MarshalDynamoDBAttributeValue() (ddbtypes.AttributeValue, error) {
+// attr is b's "data" attribute.
+func (b *body) attr() ddbtypes.AttributeValue {
 	if b.z != nil {
-		return &ddbtypes.AttributeValueMemberB{Value: b.z}, nil
+		return &ddbtypes.AttributeValueMemberB{Value: b.z}
 	}
-	return &ddbtypes.AttributeValueMemberS{Value: b.text}, nil
+	return &ddbtypes.AttributeValueMemberS{Value: b.text}
 }
 
-// UnmarshalDynamoDBAttributeValue implements attributevalue.Unmarshaler.
-func (b *body) UnmarshalDynamoDBAttributeValue(av ddbtypes.AttributeValue) error {
+// set makes b the body a "data" attribute holds.
+func (b *body) set(av ddbtypes.AttributeValue) error {
 	switch av := av.(type) {
 	case *ddbtypes.AttributeValueMemberS:
 		*b = body{text: av.Value}
@@ -187,15 +211,10 @@ func decodeAll[T any](items []item) ([]T, error) {
 // item that is too large with its data as text gets its data compressed (once:
 // the items of one entity share their body).
 func marshal(it item) (map[string]ddbtypes.AttributeValue, error) {
-	av, err := attributevalue.MarshalMap(it)
-	if err != nil {
-		return nil, fmt.Errorf("dynamodb: marshal %s/%s: %w", it.PK, it.SK, err)
-	}
+	av := it.attrs()
 	if ddbx.ItemSize(av) > ddbx.MaxItemSize && it.Data != nil && it.Data.z == nil {
 		it.Data.compress()
-		if av, err = attributevalue.MarshalMap(it); err != nil {
-			return nil, fmt.Errorf("dynamodb: marshal %s/%s: %w", it.PK, it.SK, err)
-		}
+		av[attrData] = it.Data.attr()
 	}
 	if n := ddbx.ItemSize(av); n > ddbx.MaxItemSize {
 		return nil, fmt.Errorf("%w: item %s/%s would be about %d bytes, over DynamoDB's %d",
@@ -204,13 +223,101 @@ func marshal(it item) (map[string]ddbtypes.AttributeValue, error) {
 	return av, nil
 }
 
-// unmarshal decodes an attribute map into an item.
+// attrs is the attribute map of it: every field that is set (see item's fields),
+// numbers in decimal.
+func (it *item) attrs() map[string]ddbtypes.AttributeValue {
+	av := make(map[string]ddbtypes.AttributeValue, 4)
+	av[attrPK] = &ddbtypes.AttributeValueMemberS{Value: it.PK}
+	av[attrSK] = &ddbtypes.AttributeValueMemberS{Value: it.SK}
+	for _, f := range [...]struct {
+		name, v string
+	}{{attrGSI1PK, it.GSI1PK}, {attrGSI1SK, it.GSI1SK}, {attrListPK, it.ListPK}, {attrListSK, it.ListSK}, {attrHolder, it.Holder}, {attrTok, it.Tok}} {
+		if f.v != "" {
+			av[f.name] = &ddbtypes.AttributeValueMemberS{Value: f.v}
+		}
+	}
+	if it.Data != nil {
+		av[attrData] = it.Data.attr()
+	}
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{attrExp, it.Exp}, {attrTTL, it.TTL}, {attrSeq, it.Seq}, {attrFence, it.Fence}} {
+		if f.v != 0 {
+			av[f.name] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(f.v, 10)}
+		}
+	}
+	if it.Version != nil {
+		av[attrVer] = &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(*it.Version)}
+	}
+	return av
+}
+
+// unmarshal decodes an attribute map into an item; attributes it does not know are
+// ignored.
 func unmarshal(av map[string]ddbtypes.AttributeValue) (item, error) {
 	var it item
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return it, fmt.Errorf("dynamodb: corrupt item: %w", err)
+	for name, v := range av {
+		var err error
+		switch name {
+		case attrPK:
+			it.PK, err = attrString(v)
+		case attrSK:
+			it.SK, err = attrString(v)
+		case attrGSI1PK:
+			it.GSI1PK, err = attrString(v)
+		case attrGSI1SK:
+			it.GSI1SK, err = attrString(v)
+		case attrListPK:
+			it.ListPK, err = attrString(v)
+		case attrListSK:
+			it.ListSK, err = attrString(v)
+		case attrHolder:
+			it.Holder, err = attrString(v)
+		case attrTok:
+			it.Tok, err = attrString(v)
+		case attrData:
+			it.Data = new(body)
+			err = it.Data.set(v)
+		case attrExp:
+			it.Exp, err = attrInt(v)
+		case attrTTL:
+			it.TTL, err = attrInt(v)
+		case attrSeq:
+			it.Seq, err = attrInt(v)
+		case attrFence:
+			it.Fence, err = attrInt(v)
+		case attrVer:
+			var n int64
+			if n, err = attrInt(v); err == nil {
+				ver := int(n)
+				it.Version = &ver
+			}
+		}
+		if err != nil {
+			return item{}, fmt.Errorf("dynamodb: corrupt item: attribute %s: %w", name, err)
+		}
 	}
 	return it, nil
+}
+
+// attrString is the value of a string attribute.
+func attrString(v ddbtypes.AttributeValue) (string, error) {
+	s, ok := v.(*ddbtypes.AttributeValueMemberS)
+	if !ok {
+		return "", fmt.Errorf("type %T, want S", v)
+	}
+	return s.Value, nil
+}
+
+// attrInt is the value of a number attribute holding an int64 (an int, for a
+// version, which is never written wider).
+func attrInt(v ddbtypes.AttributeValue) (int64, error) {
+	n, ok := v.(*ddbtypes.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("type %T, want N", v)
+	}
+	return strconv.ParseInt(n.Value, 10, 64)
 }
 
 // key returns the primary key attributes of (pk, sk).

@@ -92,7 +92,8 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 }
 
 // GetTraits implements provider.TraitStore with one strongly consistent Query (more
-// for over 1 MB of traits).
+// for over 1 MB of traits, expired ones included), filtered by DynamoDB: expired
+// traits it has not deleted yet are read there but not sent.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -100,7 +101,8 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	out, err := queryData[types.TraitEvaluation](ctx, p, "GetTraits", queryIn{key: partition(pipelinePrefix+pipelineID, skTrait)})
+	key, filter := livePartition(pipelinePrefix+pipelineID, skTrait, p.now())
+	out, err := queryData[types.TraitEvaluation](ctx, p, "GetTraits", queryIn{key: key, filter: filter})
 	if out == nil && err == nil {
 		out = []types.TraitEvaluation{}
 	}

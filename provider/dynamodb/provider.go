@@ -197,6 +197,8 @@ type Provider struct {
 	log   *slog.Logger
 	sig   *signal.Recorder
 
+	sdkOpts sync.Map // operation -> its SDK option (see sdk)
+
 	seqMu sync.Mutex
 	seqs  map[string]int64 // pipeline ID -> last event sequence number seen (a hint)
 
@@ -255,8 +257,15 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 const system = "aws.dynamodb"
 
 // sdk is the SDK option of every request of operation op: it records the
-// throttles the SDK's retryer retried (see ddbx.ThrottleSignals).
-func (p *Provider) sdk(op string) func(*ddb.Options) { return ddbx.ThrottleSignals(p.sig, op) }
+// throttles the SDK's retryer retried (see ddbx.ThrottleSignals). It is made once
+// per operation.
+func (p *Provider) sdk(op string) func(*ddb.Options) {
+	if o, ok := p.sdkOpts.Load(op); ok {
+		return o.(func(*ddb.Options))
+	}
+	o, _ := p.sdkOpts.LoadOrStore(op, ddbx.ThrottleSignals(p.sig, op))
+	return o.(func(*ddb.Options))
+}
 
 // Owner returns the lock owner identity of p.
 func (p *Provider) Owner() string { return p.owner }

@@ -220,10 +220,7 @@ type logEntry struct {
 // logActions returns the transaction actions of entry: the claim of sequence
 // number entry.last+1 on the log's counter, and the entry under that number.
 func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, error) {
-	claim, err := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok)
-	if err != nil {
-		return nil, err
-	}
+	claim := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok)
 	it := entry.it
 	it.Seq = entry.last + 1
 	it.SK = seqSK(skLogEntry, it.Seq)
@@ -231,8 +228,7 @@ func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, er
 	if err != nil {
 		return nil, err
 	}
-	put, _ := p.txPut(av, nil)
-	return []ddbtypes.TransactWriteItem{claim, put}, nil
+	return []ddbtypes.TransactWriteItem{claim, p.txPut(av, expr{})}, nil
 }
 
 // WatchCascadeMarkers implements provider.MarkerWatcher by polling the marker log:

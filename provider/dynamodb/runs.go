@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
@@ -65,20 +64,14 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 	if err != nil {
 		return err
 	}
-	putList, _ := p.txPut(lav, nil)
+	putList := p.txPut(lav, expr{})
 	var old *item // the copy the truth item points at, once known
 	for lost, conflicts := 0, 0; ; {
-		var cond expression.ConditionBuilder
-		if old == nil {
-			cond = expression.AttributeNotExists(expression.Name(attrPK)).Or(pointsAt(list.PK, list.SK))
-		} else {
-			cond = pointsAt(old.ListPK, old.ListSK)
+		cond := pointsAt(condNewOrList, list.PK, list.SK)
+		if old != nil {
+			cond = pointsAt(condList, old.ListPK, old.ListSK)
 		}
-		putTruth, err := p.txPut(tav, &cond)
-		if err != nil {
-			return err
-		}
-		items := []ddbtypes.TransactWriteItem{putTruth, putList}
+		items := []ddbtypes.TransactWriteItem{p.txPut(tav, cond), putList}
 		if old != nil && (old.ListPK != list.PK || old.ListSK != list.SK) {
 			items = append(items, p.txDelete(old.ListPK, old.ListSK))
 		}
@@ -151,10 +144,12 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 	}
 }
 
-// pointsAt is the condition that a truth item's list copy is (pk, sk).
-func pointsAt(pk, sk string) expression.ConditionBuilder {
-	return expression.Name(attrListPK).Equal(expression.Value(pk)).
-		And(expression.Name(attrListSK).Equal(expression.Value(sk)))
+// pointsAt is f (a condition that includes the one that a truth item's list copy
+// is (pk, sk): condList, condNewOrList or condVersionList) with pk and sk.
+func pointsAt(f *form, pk, sk string) expr {
+	values := make(map[string]ddbtypes.AttributeValue, 3)
+	values[":lpk"], values[":lsk"] = sv(pk), sv(sk)
+	return expr{f, values}
 }
 
 // GetRunState implements provider.RunStore with one GetItem.
@@ -239,13 +234,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		if err != nil {
 			return nil, err
 		}
-		cond := expression.Name(attrVer).Equal(expression.Value(expectedVersion)).And(pointsAt(list.PK, list.SK))
-		putTruth, err := p.txPut(tav, &cond)
-		if err != nil {
-			return nil, err
-		}
-		putList, _ := p.txPut(lav, nil)
-		return []ddbtypes.TransactWriteItem{putTruth, putList}, nil
+		cond := pointsAt(condVersionList, list.PK, list.SK)
+		cond.values[":v"] = nv(int64(expectedVersion))
+		return []ddbtypes.TransactWriteItem{p.txPut(tav, cond), p.txPut(lav, expr{})}, nil
 	}
 	items, err := swap()
 	if err != nil {
@@ -329,12 +320,8 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	if err != nil {
 		return false, err
 	}
-	cond := expression.AttributeNotExists(expression.Name(attrPK))
-	putTruth, err := p.txPut(tav, &cond)
-	if err != nil {
-		return false, err
-	}
-	putList, _ := p.txPut(lav, nil)
+	putTruth := p.txPut(tav, expr{form: condNew})
+	putList := p.txPut(lav, expr{})
 	for conflicts := 0; ; conflicts++ {
 		err := p.transact(ctx, op, putTruth, putList)
 		if err == nil {
