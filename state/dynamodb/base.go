@@ -43,7 +43,11 @@ type base struct {
 	cfg    config
 	life   *lifecycle.Flag
 	sig    *signal.Recorder
+	opts   map[string]func(*ddb.Options) // the SDK option of each operation (see sdk)
 }
+
+// operations are the operations whose SDK options newBase makes once.
+var operations = []string{"Get", "GetMany", "MergeUpdate", "MergeUpdateOnce", "MarkSeen", "Release"}
 
 func newBase(name, kind string, client API, table string, c config) (base, error) {
 	if nilcheck.IsNil(client) {
@@ -52,12 +56,23 @@ func newBase(name, kind string, client API, table string, c config) (base, error
 	if table == "" {
 		return base{}, state.Invalidf("%s: empty table name", c.Ctor)
 	}
-	return base{client: client, table: table, name: name, kind: kind, cfg: c, life: lifecycle.New("state/dynamodb: " + name), sig: c.Signal("aws.dynamodb")}, nil
+	b := base{client: client, table: table, name: name, kind: kind, cfg: c, life: lifecycle.New("state/dynamodb: " + name), sig: c.Signal("aws.dynamodb"),
+		opts: make(map[string]func(*ddb.Options), len(operations))}
+	for _, op := range operations {
+		b.opts[op] = ddbx.ThrottleSignals(b.sig, op)
+	}
+	return b, nil
 }
 
 // sdk is the SDK option of every request of operation op (the method's name): it
 // records the throttles the SDK's retryer retried (see ddbx.ThrottleSignals).
-func (b *base) sdk(op string) func(*ddb.Options) { return ddbx.ThrottleSignals(b.sig, op) }
+// Those of the operations listed in operations are made once.
+func (b *base) sdk(op string) func(*ddb.Options) {
+	if o, ok := b.opts[op]; ok {
+		return o
+	}
+	return ddbx.ThrottleSignals(b.sig, op)
+}
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
@@ -128,3 +143,6 @@ func live(item map[string]av, now int64) bool {
 func numValue(n int64) expression.ValueBuilder {
 	return expression.Value(ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)})
 }
+
+// numAV is n as a number attribute value.
+func numAV(n int64) av { return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }

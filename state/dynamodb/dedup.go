@@ -47,15 +47,11 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cond, err := claimCond(d.now())
-	if err != nil {
-		return false, d.wrap("build expression", err)
-	}
 	tok := storekey.Token()
 	_, err = d.client.PutItem(ctx, &ddb.PutItemInput{
 		TableName: &d.table, Item: d.claimItem(pk, tok, d.cfg.TTL),
-		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-		ExpressionAttributeValues:           cond.Values(),
+		ConditionExpression: &claimCond, ExpressionAttributeNames: claimNames,
+		ExpressionAttributeValues:           map[string]av{":now": numAV(d.now())},
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	}, d.sdk("MarkSeen"))
 	if err == nil {

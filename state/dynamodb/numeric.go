@@ -73,19 +73,6 @@ func (s *numeric[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, 
 	return readMany(ctx, &s.base, ks, s.decode, s.m.Identity())
 }
 
-// bound returns the condition that adding delta keeps a sum within [lo, hi]: v absent,
-// or v <= hi-delta for a positive delta, v >= lo-delta for a negative one.
-func (s *numeric[V]) bound(delta V) expression.ConditionBuilder {
-	v := expression.Name(attrV)
-	switch {
-	case delta > 0:
-		return expression.AttributeNotExists(v).Or(v.LessThanEqual(numV(s.format(s.hi - delta))))
-	case delta < 0:
-		return expression.AttributeNotExists(v).Or(v.GreaterThanEqual(numV(s.format(s.lo - delta))))
-	}
-	return expression.AttributeNotExists(v).Or(expression.AttributeExists(v))
-}
-
 func numV(n string) expression.ValueBuilder {
 	return expression.Value(ddbtypes.AttributeValueMemberN{Value: n})
 }
@@ -101,26 +88,81 @@ func numV(n string) expression.ValueBuilder {
 // merge whose condition fails tries the other, and only an item changing between the
 // two calls (expiring, or being re-created) makes it try again.
 //
-// The bound of a live sum fails only when the sum would leave [lo, hi].
-func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) (expression.Expression, error) {
-	d := numV(s.format(delta))
-	v := expression.Name(attrV)
-	var (
-		u expression.UpdateBuilder
-		c expression.ConditionBuilder
-	)
+// The bound of a live sum (v absent, or v <= hi-delta for a positive delta, v >=
+// lo-delta for a negative one; none for 0) fails only when the sum would leave
+// [lo, hi].
+func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) mergeExpr {
+	c := sumLive
 	switch {
-	case !s.isMax && !other:
-		u, c = expression.Add(v, d), liveCond(now).And(s.bound(delta))
 	case !s.isMax && other:
-		u, c = expression.Set(v, d), expiredCond(now)
+		c = sumExpired
 	case s.isMax && !other:
-		u, c = expression.Set(v, d), expression.Or(expression.AttributeNotExists(v), v.LessThan(d), expiredCond(now))
-	default:
-		u, c = expression.UpdateBuilder{}, v.GreaterThanEqual(d).And(liveCond(now))
+		c = maxRises
+	case s.isMax:
+		c = maxStays
 	}
-	return expression.NewBuilder().WithUpdate(s.setExpiry(u, ttl)).WithCondition(c).Build()
+	values := make(map[string]av, 4)
+	values[":d"], values[":now"] = &ddbtypes.AttributeValueMemberN{Value: s.format(delta)}, numAV(now)
+	if c == sumLive {
+		switch {
+		case delta > 0:
+			c = sumLiveUp
+			values[":b"] = &ddbtypes.AttributeValueMemberN{Value: s.format(s.hi - delta)}
+		case delta < 0:
+			c = sumLiveDown
+			values[":b"] = &ddbtypes.AttributeValueMemberN{Value: s.format(s.lo - delta)}
+		}
+	}
+	f := &mergeForms[c][0]
+	if ttl > 0 {
+		f = &mergeForms[c][1]
+		values[":ttl"] = numAV(s.expiry(ttl))
+	}
+	return mergeExpr{f, values}
 }
+
+// mergeExpr is a merge's update: its texts (names namesMerge) and values.
+type mergeExpr struct {
+	*mergeForm
+	values map[string]av
+}
+
+// mergeForm is the texts of one update of a merge.
+type mergeForm struct{ update, cond string }
+
+// The cases of update.
+const (
+	sumLive     = iota // an ADD of 0
+	sumLiveUp          // an ADD of a positive delta, bounded above
+	sumLiveDown        // an ADD of a negative delta, bounded below
+	sumExpired
+	maxRises
+	maxStays
+	mergeCases
+)
+
+// mergeForms holds the texts of every case of update, removing ttl ([0]) or
+// setting it ([1]); namesMerge their names.
+var (
+	namesMerge = map[string]string{"#v": attrV, "#ttl": attrTTL}
+	mergeForms = func() (f [mergeCases][2]mergeForm) {
+		const live, bound = "(attribute_not_exists(#ttl) OR #ttl > :now)", " AND (attribute_not_exists(#v) OR #v "
+		conds := [mergeCases]string{live, live + bound + "<= :b)", live + bound + ">= :b)", "#ttl <= :now",
+			"attribute_not_exists(#v) OR #v < :d OR #ttl <= :now", "#v >= :d AND " + live}
+		for c, cond := range conds {
+			add, set := "ADD #v :d ", "SET #v = :d"
+			switch c {
+			case sumExpired, maxRises:
+				f[c] = [2]mergeForm{{set + " REMOVE #ttl", cond}, {set + ", #ttl = :ttl", cond}}
+			case maxStays:
+				f[c] = [2]mergeForm{{"REMOVE #ttl", cond}, {"SET #ttl = :ttl", cond}}
+			default:
+				f[c] = [2]mergeForm{{add + "REMOVE #ttl", cond}, {add + "SET #ttl = :ttl", cond}}
+			}
+		}
+		return f
+	}()
+)
 
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
 func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
@@ -136,10 +178,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	other, switched := false, false
 	for {
 		now := s.now()
-		expr, err := s.update(other, delta, ttl, now)
-		if err != nil {
-			return false, s.wrap("build expression", err)
-		}
+		expr := s.update(other, delta, ttl, now)
 		var (
 			old             map[string]av
 			conditionFailed bool
@@ -148,8 +187,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		if once {
 			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 				TableName: &s.table, Key: key,
-				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				UpdateExpression: &expr.update, ConditionExpression: &expr.cond,
+				ExpressionAttributeNames: namesMerge, ExpressionAttributeValues: expr.values,
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}})
 			if err == nil {
@@ -166,8 +205,8 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
 				TableName: &s.table, Key: key,
-				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				UpdateExpression: &expr.update, ConditionExpression: &expr.cond,
+				ExpressionAttributeNames: namesMerge, ExpressionAttributeValues: expr.values,
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}, s.sdk(op))
 			if err == nil {

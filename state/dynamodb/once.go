@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -52,11 +51,12 @@ func ownClaim(item map[string]av, tok string) bool {
 	return ok && t.Value == tok
 }
 
-func claimCond(now int64) (expression.Expression, error) {
-	return expression.NewBuilder().WithCondition(
-		expression.AttributeNotExists(expression.Name(attrPK)).Or(expiredCond(now)),
-	).Build()
-}
+// claimCond is the condition of a claim (no live claim: none, or one expired at
+// the value :now) and claimNames its names.
+var (
+	claimCond  = "attribute_not_exists(#pk) OR #ttl <= :now"
+	claimNames = map[string]string{"#pk": attrPK, "#ttl": attrTTL}
+)
 
 // errLostRace marks a transaction that lost a race: its value write's condition
 // failed, or it conflicted with a concurrent transaction.
@@ -70,16 +70,12 @@ var errLostRace = errors.New("lost race")
 // error wrapped.
 func (b *base) transact(ctx context.Context, claimPK, tok string, now int64, write ddbtypes.TransactWriteItem) (bool, error) {
 	const op = "MergeUpdateOnce"
-	cond, err := claimCond(now)
-	if err != nil {
-		return false, b.wrap("build expression", err)
-	}
-	_, err = b.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{
+	_, err := b.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{
 		TransactItems: []ddbtypes.TransactWriteItem{
 			{Put: &ddbtypes.Put{
 				TableName: &b.cfg.dedupTable, Item: b.claimItem(claimPK, tok, b.cfg.DedupTTL),
-				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-				ExpressionAttributeValues:           cond.Values(),
+				ConditionExpression: &claimCond, ExpressionAttributeNames: claimNames,
+				ExpressionAttributeValues:           map[string]av{":now": numAV(now)},
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
 			write,

@@ -63,11 +63,13 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	if len(ks) == 0 {
 		return vals, found, nil
 	}
-	seen := make(map[state.Key]struct{}, len(ks))
+	// first maps each distinct key to its first position in ks, where its item's
+	// value lands; later positions of the same key copy it.
+	first := make(map[state.Key]int, len(ks))
 	keys := make([]map[string]av, 0, len(ks))
-	for _, k := range ks {
-		if _, dup := seen[k]; !dup {
-			seen[k] = struct{}{}
+	for i, k := range ks {
+		if _, dup := first[k]; !dup {
+			first[k] = i
 			keys = append(keys, b.itemKey(k))
 		}
 	}
@@ -83,18 +85,28 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	if err != nil {
 		return nil, nil, b.wrap("get many", err)
 	}
-	byKey := make(map[state.Key]map[string]av, len(items))
+	for i := range vals {
+		vals[i] = missing
+	}
+	now := b.now()
 	for _, item := range items {
 		k, err := b.keyOf(item)
 		if err != nil {
 			return nil, nil, b.wrap("get many", err)
 		}
-		byKey[k] = item
-	}
-	now := b.now()
-	for i, k := range ks {
-		if vals[i], found[i], err = decodeItem(b, byKey[k], now, decode, missing); err != nil {
+		i, ok := first[k]
+		if !ok {
+			return nil, nil, b.wrap("get many", fmt.Errorf("item of key %v, which was not asked for", k))
+		}
+		if vals[i], found[i], err = decodeItem(b, item, now, decode, missing); err != nil {
 			return nil, nil, err
+		}
+	}
+	if len(keys) < len(ks) { // duplicates
+		for i, k := range ks {
+			if j := first[k]; j != i {
+				vals[i], found[i] = vals[j], found[j]
+			}
 		}
 	}
 	return vals, found, nil
