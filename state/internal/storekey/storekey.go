@@ -36,7 +36,10 @@ func Bytes(k monoid.Kind) string {
 // that a retry of the same write recognises what the first attempt stored. Tokens
 // are never reused.
 func Token() string {
-	return strconv.FormatUint(rand.Uint64(), 36) + "." + strconv.FormatUint(rand.Uint64(), 36)
+	var b [2*13 + 1]byte // two base-36 uint64s of at most 13 digits and the '.'
+	t := strconv.AppendUint(b[:0], rand.Uint64(), 36)
+	t = append(t, '.')
+	return string(strconv.AppendUint(t, rand.Uint64(), 36))
 }
 
 // RecentWrites is how many writes a BytesStore version remembers: a retried write
@@ -49,17 +52,25 @@ const RecentWrites = 16
 // and the newest RecentWrites-1 tokens of ver, space-separated. Every write gets a
 // version no earlier write had, so versions also serve as compare-and-swap values.
 func PushToken(ver, tok string) string {
-	old := strings.Fields(ver)
-	if len(old) > RecentWrites-1 {
-		old = old[:RecentWrites-1]
+	var b strings.Builder
+	b.Grow(len(tok) + 1 + len(ver))
+	b.WriteString(tok)
+	kept := 0
+	for t := range strings.FieldsSeq(ver) {
+		if kept == RecentWrites-1 {
+			break
+		}
+		b.WriteByte(' ')
+		b.WriteString(t)
+		kept++
 	}
-	return strings.Join(append([]string{tok}, old...), " ")
+	return b.String()
 }
 
 // HasToken reports whether version ver was written, or overwritten within the last
 // RecentWrites writes, by the write carrying token tok.
 func HasToken(ver, tok string) bool {
-	for _, t := range strings.Fields(ver) {
+	for t := range strings.FieldsSeq(ver) {
 		if t == tok {
 			return true
 		}
