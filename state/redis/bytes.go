@@ -54,10 +54,6 @@ func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoi
 	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupArg: millis(c.DedupTTL)}, nil
 }
 
-func getBytes(ctx context.Context, c goredis.Cmdable, key string) *goredis.StringCmd {
-	return c.HGet(ctx, key, "v")
-}
-
 func decodeBytes(raw string) ([]byte, error) { return []byte(raw), nil }
 
 // Get returns a copy of the value of k and whether it exists; a missing or expired key
