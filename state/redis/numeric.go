@@ -21,7 +21,7 @@ type numericKind[V int64 | float64] struct {
 	format func(V) string   // a delta or bound as the script reads it
 	arg    func(V) any      // a delta as merge sends it: format's text, or what go-redis writes as it
 	parse  func(string) (V, error)
-	args   []any // script arguments after the delta
+	args   []any // script arguments after the delta (none today; MergeMany passes them on)
 }
 
 // numeric is the implementation shared by Int64SumStore, Float64SumStore and
@@ -142,7 +142,7 @@ func NewInt64SumStore(client goredis.UniversalClient, prefix string, opts ...Sto
 func NewFloat64SumStore(client goredis.UniversalClient, prefix string, opts ...StoreOption) (*Float64SumStore, error) {
 	n, err := newNumeric(numericKind[float64]{
 		name: "Float64SumStore", kind: storekey.Float64Sum, m: monoid.Sum[float64]{}, script: scriptFloatSum,
-		format: formatFloat, arg: floatArg, parse: parseFloat, args: []any{formatFloat(state.MinFloat64), formatFloat(state.MaxFloat64)},
+		format: formatFloat, arg: floatArg, parse: parseFloat,
 	}, client, prefix, opts)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/state"
 )
 
 var (
@@ -13,7 +15,7 @@ var (
 	//go:embed lua/incrby.lua
 	luaIncrBy string
 	//go:embed lua/fsum.lua
-	luaFloatSum string
+	luaFloatSumBody string
 	//go:embed lua/max.lua
 	luaMax string
 	//go:embed lua/cas.lua
@@ -21,6 +23,10 @@ var (
 	//go:embed lua/dedup.lua
 	luaDedup string
 )
+
+// luaFloatSum is the float sum body with the bounds of the float contract as Lua
+// constants (compiled once with the script, not sent and parsed per call).
+var luaFloatSum = "local minFloat, maxFloat = " + formatFloat(state.MinFloat64) + ", " + formatFloat(state.MaxFloat64) + "\n" + luaFloatSumBody
 
 // script is a Lua script and its name, for the reload signal.
 type script struct {

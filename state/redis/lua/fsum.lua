@@ -1,8 +1,8 @@
--- Float64SumStore: ARGV[4] is the delta (a finite float64), ARGV[5] and ARGV[6] the
--- smallest non-zero and the largest magnitude of a stored value (state.MinFloat64,
--- state.MaxFloat64), all as '%.16e' writes them. Lua numbers are doubles, so the sum
--- is the float64 sum; it is stored with 17 significant digits ('%.16e'), which read
--- back as the same float64. (The mantissa always has a '.', which miniredis's Lua
+-- Float64SumStore: ARGV[4] is the delta (a finite float64) as '%.16e' writes it;
+-- minFloat and maxFloat (scripts.go defines them before this body) are the smallest
+-- non-zero and the largest magnitude of a stored value (state.MinFloat64,
+-- state.MaxFloat64). Lua numbers are doubles, so the sum is the float64 sum; it is
+-- stored with 17 significant digits ('%.16e'), which read back as the same float64. (The mantissa always has a '.', which miniredis's Lua
 -- needs to parse a float.) Returns -1, writing nothing, when the sum leaves the range.
 local cur = redis.call('GET', KEYS[1])
 local sum = tonumber(ARGV[4])
@@ -14,7 +14,7 @@ if cur then
   sum = c + sum
 end
 local mag = math.abs(sum)
-if sum ~= sum or mag > tonumber(ARGV[6]) or (mag ~= 0 and mag < tonumber(ARGV[5])) then
+if sum ~= sum or mag > maxFloat or (mag ~= 0 and mag < minFloat) then
   return -1
 end
 redis.call('SET', KEYS[1], string.format('%.16e', sum))
