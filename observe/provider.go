@@ -356,10 +356,10 @@ func (o *observedProvider) CreateRunState(ctx context.Context, run types.RunStat
 	return ok, c.end(outcome(err, ok, OutcomeCreated, OutcomeExists), err)
 }
 
-// InspectLock implements provider.LockInspector.
-func (o *observedProvider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
-	ctx, c := o.start(ctx, "InspectLock", ids{lockKey: key})
-	v, err := o.p.(provider.LockInspector).InspectLock(ctx, key)
+// GetLockInfo implements provider.LockInspector.
+func (o *observedProvider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
+	ctx, c := o.start(ctx, "GetLockInfo", ids{lockKey: key})
+	v, err := o.p.(provider.LockInspector).GetLockInfo(ctx, key)
 	return v, c.done(err)
 }
 

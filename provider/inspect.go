@@ -13,14 +13,15 @@ import (
 // key, for operators (cmd/pipestate's lock show) and tests. It takes, extends and
 // frees nothing, and what it reports may change as soon as it returns.
 type LockInspector interface {
-	// InspectLock returns what holds key now: the lock's owner identity, or the
+	// GetLockInfo returns what holds key now: the lock's owner identity, or the
 	// lease's token and fence, and the expiry. A key that nothing holds (never
 	// taken, released, or expired by the rule AcquireLock applies: now >= its
-	// expiry) is (nil, nil), as for a missing entity; so a key InspectLock reports
-	// free is one AcquireLock would have taken at that instant. A bad key is an
-	// error wrapping ErrInvalidArgument. ExpiresAt is by the backend's clock, to
-	// the precision the backend keeps (see each backend's doc).
-	InspectLock(ctx context.Context, key string) (*types.LockInfo, error)
+	// expiry) is (nil, nil), like every Get* of a missing entity; so a key
+	// GetLockInfo reports free is one AcquireLock would have taken at that
+	// instant. A bad key is an error wrapping ErrInvalidArgument. ExpiresAt is by
+	// the backend's clock, to the precision the backend keeps (see each backend's
+	// GetLockInfo).
+	GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error)
 }
 
 // Holders, as the built-in backends store who holds a lock key: LockHolder(owner)

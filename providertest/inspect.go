@@ -33,7 +33,7 @@ func RunLockInspector(t *testing.T, h Harness) {
 		}
 		test(t, "free_key", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
-			wantFree(t, p, k.lock, "InspectLock of a key never taken")
+			wantFree(t, p, k.lock, "GetLockInfo of a key never taken")
 		})
 		test(t, "lock_held", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
@@ -41,12 +41,12 @@ func RunLockInspector(t *testing.T, h Harness) {
 			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock")
 			after := s.now(t, p)
 			for name, r := range map[string]provider.Provider{"holder": p, "other instance": q} {
-				info := mustInspect(t, r, k.lock, "InspectLock by the "+name)
+				info := mustInspect(t, r, k.lock, "GetLockInfo by the "+name)
 				if info.Key != k.lock || info.Owner == "" || info.Token != "" || info.Fence != 0 || info.IsLease() {
-					t.Errorf("InspectLock by the %s = %+v, want key %q, an owner, no token or fence", name, info, k.lock)
+					t.Errorf("GetLockInfo by the %s = %+v, want key %q, an owner, no token or fence", name, info, k.lock)
 				}
 				if info.ExpiresAt == nil {
-					t.Fatalf("InspectLock by the %s: ExpiresAt nil, want the lock's expiry", name)
+					t.Fatalf("GetLockInfo by the %s: ExpiresAt nil, want the lock's expiry", name)
 				}
 				wantWithin(t, "ExpiresAt by the "+name, *info.ExpiresAt, before.Add(longTTL), after.Add(longTTL))
 			}
@@ -55,8 +55,8 @@ func RunLockInspector(t *testing.T, h Harness) {
 			p, k := s.open(t), newIDs(t)
 			wantAcquire(t, p, k.lock, 0, true, "AcquireLock with ttl 0")
 			s.sleep(t, expireWait)
-			if info := mustInspect(t, p, k.lock, "InspectLock of a ttl-0 lock"); info.ExpiresAt != nil {
-				t.Errorf("InspectLock of a ttl-0 lock: ExpiresAt = %v, want nil (no expiry)", *info.ExpiresAt)
+			if info := mustInspect(t, p, k.lock, "GetLockInfo of a ttl-0 lock"); info.ExpiresAt != nil {
+				t.Errorf("GetLockInfo of a ttl-0 lock: ExpiresAt = %v, want nil (no expiry)", *info.ExpiresAt)
 			}
 		})
 		test(t, "owners_per_instance", func(t *testing.T) {
@@ -67,9 +67,9 @@ func RunLockInspector(t *testing.T, h Harness) {
 			// owner is the key's owner as both instances see it.
 			owner := func(key string) string {
 				t.Helper()
-				byP := mustInspect(t, p, key, "InspectLock("+key+") by p").Owner
-				if byQ := mustInspect(t, q, key, "InspectLock("+key+") by q").Owner; byQ != byP {
-					t.Errorf("InspectLock(%q): owner %q by p, %q by q; want the holder's, whoever asks", key, byP, byQ)
+				byP := mustInspect(t, p, key, "GetLockInfo("+key+") by p").Owner
+				if byQ := mustInspect(t, q, key, "GetLockInfo("+key+") by q").Owner; byQ != byP {
+					t.Errorf("GetLockInfo(%q): owner %q by p, %q by q; want the holder's, whoever asks", key, byP, byQ)
 				}
 				return byP
 			}
@@ -87,60 +87,60 @@ func RunLockInspector(t *testing.T, h Harness) {
 			for _, owner := range []string{"worker-1", "worker-10", "worker-"} {
 				key := k.lock + "-" + owner
 				wantAcquire(t, s.h.OpenOwner(t, owner), key, longTTL, true, "AcquireLock by "+owner)
-				if got := mustInspect(t, reader, key, "InspectLock of "+owner+"'s lock").Owner; got != owner {
-					t.Errorf("InspectLock of a lock held by %q: owner %q", owner, got)
+				if got := mustInspect(t, reader, key, "GetLockInfo of "+owner+"'s lock").Owner; got != owner {
+					t.Errorf("GetLockInfo of a lock held by %q: owner %q", owner, got)
 				}
 			}
 		})
 		test(t, "lease_held", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			lease := mustLease(t, leaser(t, p), k.lock, longTTL)
-			wantLeaseInfo(t, q, lease, "InspectLock of a lease by another instance")
+			wantLeaseInfo(t, q, lease, "GetLockInfo of a lease by another instance")
 			renewed, err := leaser(t, p).RenewLease(t.Context(), lease, 2*longTTL)
-			wantLeaseInfo(t, q, mustGet(t, renewed, err, "RenewLease"), "InspectLock after RenewLease")
+			wantLeaseInfo(t, q, mustGet(t, renewed, err, "RenewLease"), "GetLockInfo after RenewLease")
 			noErr(t, leaser(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
 			next := mustLease(t, leaser(t, q), k.lock, longTTL)
-			wantLeaseInfo(t, p, next, "InspectLock of the next lease")
+			wantLeaseInfo(t, p, next, "GetLockInfo of the next lease")
 		})
 		test(t, "lease_after_expiry", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			mustLease(t, leaser(t, p), k.lock, shortTTL)
 			s.sleepToExpiry(t, shortTTL)
-			wantFree(t, q, k.lock, "InspectLock exactly at the lease's expiry")
+			wantFree(t, q, k.lock, "GetLockInfo exactly at the lease's expiry")
 			next := mustLease(t, leaser(t, q), k.lock, longTTL)
-			wantLeaseInfo(t, p, next, "InspectLock of the lease taken after the expiry")
+			wantLeaseInfo(t, p, next, "GetLockInfo of the lease taken after the expiry")
 		})
 		test(t, "lock_after_lease", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			lease := mustLease(t, leaser(t, p), k.lock, longTTL)
 			noErr(t, leaser(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock after the lease's release")
-			if info := mustInspect(t, p, k.lock, "InspectLock of a lock taken after a lease"); info.Token != "" || info.Fence != 0 || info.Owner == "" {
-				t.Errorf("InspectLock of a lock taken after a lease = %+v, want an owner and no token or fence", info)
+			if info := mustInspect(t, p, k.lock, "GetLockInfo of a lock taken after a lease"); info.Token != "" || info.Fence != 0 || info.Owner == "" {
+				t.Errorf("GetLockInfo of a lock taken after a lease = %+v, want an owner and no token or fence", info)
 			}
 		})
 		test(t, "after_release", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock")
 			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
-			wantFree(t, q, k.lock, "InspectLock after ReleaseLock")
+			wantFree(t, q, k.lock, "GetLockInfo after ReleaseLock")
 		})
 		test(t, "expired_at_exact_ttl", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			wantAcquire(t, p, k.lock, shortTTL, true, "AcquireLock")
-			mustInspect(t, q, k.lock, "InspectLock of the live lock")
+			mustInspect(t, q, k.lock, "GetLockInfo of the live lock")
 			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
-			wantFree(t, p, k.lock, "InspectLock by the holder exactly at the lock's expiry")
-			wantFree(t, q, k.lock, "InspectLock by another instance exactly at the lock's expiry")
+			wantFree(t, p, k.lock, "GetLockInfo by the holder exactly at the lock's expiry")
+			wantFree(t, q, k.lock, "GetLockInfo by another instance exactly at the lock's expiry")
 		})
 		test(t, "takeover_shows_new_holder", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			wantAcquire(t, p, k.lock, shortTTL, true, "AcquireLock by p")
-			first := mustInspect(t, q, k.lock, "InspectLock of p's lock").Owner
+			first := mustInspect(t, q, k.lock, "GetLockInfo of p's lock").Owner
 			s.sleep(t, expireWait)
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by q after p's ttl")
-			if now := mustInspect(t, p, k.lock, "InspectLock after the takeover").Owner; now == first {
-				t.Errorf("InspectLock after q took over p's expired lock: owner %q, still p's", now)
+			if now := mustInspect(t, p, k.lock, "GetLockInfo after the takeover").Owner; now == first {
+				t.Errorf("GetLockInfo after q took over p's expired lock: owner %q, still p's", now)
 			}
 		})
 		test(t, "adversarial_keys", func(t *testing.T) {
@@ -152,7 +152,7 @@ func RunLockInspector(t *testing.T, h Harness) {
 				}
 			}
 			for i, key := range keys {
-				what := fmt.Sprintf("InspectLock(%q)", key)
+				what := fmt.Sprintf("GetLockInfo(%q)", key)
 				if i%2 == 1 {
 					wantFree(t, q, key, what+" (only its neighbours are held)")
 					continue
@@ -165,20 +165,20 @@ func RunLockInspector(t *testing.T, h Harness) {
 		var bad []badCase
 		for _, b := range badLockKeys {
 			bad = append(bad, badCase{name: "key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.LockInspector).InspectLock(ctx, b.key)
+				_, err := p.(provider.LockInspector).GetLockInfo(ctx, b.key)
 				return err
 			}})
 		}
 		s.checkBadInput(t, bad, nil)
-		s.checkCancelled(t, []call{{"InspectLock", func(ctx context.Context, p provider.Provider, k ids) error {
-			_, err := p.(provider.LockInspector).InspectLock(ctx, k.lock)
+		s.checkCancelled(t, []call{{"GetLockInfo", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.LockInspector).GetLockInfo(ctx, k.lock)
 			return err
 		}}}, nil, nil)
 		test(t, "after_stop", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
 			noErr(t, p.Stop(t.Context()), "Stop")
-			_, err := p.(provider.LockInspector).InspectLock(t.Context(), k.lock)
-			wantErr(t, err, provider.ErrClosed, "InspectLock after Stop")
+			_, err := p.(provider.LockInspector).GetLockInfo(t.Context(), k.lock)
+			wantErr(t, err, provider.ErrClosed, "GetLockInfo after Stop")
 		})
 	})
 }
@@ -186,18 +186,18 @@ func RunLockInspector(t *testing.T, h Harness) {
 // mustInspect returns what holds key, failing the test unless something does.
 func mustInspect(t *testing.T, p provider.Provider, key, what string) types.LockInfo {
 	t.Helper()
-	info, err := p.(provider.LockInspector).InspectLock(t.Context(), key)
+	info, err := p.(provider.LockInspector).GetLockInfo(t.Context(), key)
 	return mustGet(t, info, err, what)
 }
 
-// wantFree reports unless InspectLock of key is (nil, nil).
+// wantFree reports unless GetLockInfo of key is (nil, nil).
 func wantFree(t *testing.T, p provider.Provider, key, what string) {
 	t.Helper()
-	info, err := p.(provider.LockInspector).InspectLock(t.Context(), key)
+	info, err := p.(provider.LockInspector).GetLockInfo(t.Context(), key)
 	wantNil(t, info, err, what)
 }
 
-// wantLeaseInfo reports unless InspectLock shows lease: its key, token and fence,
+// wantLeaseInfo reports unless GetLockInfo shows lease: its key, token and fence,
 // no owner, and its ExpiresAt (to the clock slack: a backend may keep expiries in
 // milliseconds).
 func wantLeaseInfo(t *testing.T, p provider.Provider, lease types.Lease, what string) {

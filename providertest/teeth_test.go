@@ -1143,15 +1143,15 @@ func (b watchOncePerMarker) WatchCascadeMarkers(ctx context.Context, cursor stri
 	}
 }
 
-// inspectExpiryInclusive judges expiry in InspectLock as now > ExpiresAt: a lock
+// inspectExpiryInclusive judges expiry in GetLockInfo as now > ExpiresAt: a lock
 // it saw held still shows at the exact instant it expires.
 type inspectExpiryInclusive struct {
 	full
 	s *shared
 }
 
-func (b inspectExpiryInclusive) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
-	info, err := b.full.InspectLock(ctx, key)
+func (b inspectExpiryInclusive) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
+	info, err := b.full.GetLockInfo(ctx, key)
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
 	switch {
@@ -1172,8 +1172,8 @@ func (b inspectExpiryInclusive) InspectLock(ctx context.Context, key string) (*t
 // inspectCallerOwner reports the asking instance as the owner of every lock.
 type inspectCallerOwner struct{ full }
 
-func (b inspectCallerOwner) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
-	info, err := b.full.InspectLock(ctx, key)
+func (b inspectCallerOwner) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
+	info, err := b.full.GetLockInfo(ctx, key)
 	if info != nil && !info.IsLease() {
 		info.Owner = b.Owner()
 	}

@@ -33,7 +33,7 @@ var lockShowCmd = &spec{
 			if !ok {
 				return errNoInspector
 			}
-			info, err := li.InspectLock(ctx, a[0])
+			info, err := li.GetLockInfo(ctx, a[0])
 			switch {
 			case err != nil:
 				return err

@@ -223,18 +223,18 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	return p.release(ctx, "ReleaseLease", lease.Key, provider.LeaseHolder(lease.Token))
 }
 
-// InspectLock implements provider.LockInspector with one strongly consistent
+// GetLockInfo implements provider.LockInspector with one strongly consistent
 // GetItem of the key's lock item. A holder whose exp has passed by the provider's
 // clock is free, as AcquireLock's condition judges it; ExpiresAt is exp, to the
 // nanosecond.
-func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	it, ok, err := p.get(ctx, "InspectLock", lockPrefix+key, skLock)
+	it, ok, err := p.get(ctx, "GetLockInfo", lockPrefix+key, skLock)
 	if err != nil || !ok || it.Holder == "" || !it.live(p.now()) {
 		return nil, err
 	}

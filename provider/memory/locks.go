@@ -113,10 +113,10 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	return p.release(ctx, lease.Key, provider.LeaseHolder(lease.Token))
 }
 
-// InspectLock implements provider.LockInspector: the key's live lock or lease,
+// GetLockInfo implements provider.LockInspector: the key's live lock or lease,
 // its expiry exactly as stored, and for a lease the key's fence counter, which is
 // the current lease's fence.
-func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}

@@ -126,12 +126,12 @@ func budgets() []budget {
 			lease, err = p.AcquireLease(ctx, "lease", time.Minute)
 			return err
 		}},
-		{"InspectLock", 1, true, func(ctx context.Context, p *redis.Provider) error {
-			_, err := p.InspectLock(ctx, "lease")
+		{"GetLockInfo", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.GetLockInfo(ctx, "lease")
 			return err
 		}},
-		{"InspectLock_free", 1, true, func(ctx context.Context, p *redis.Provider) error {
-			_, err := p.InspectLock(ctx, "lock")
+		{"GetLockInfo_free", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			_, err := p.GetLockInfo(ctx, "lock")
 			return err
 		}},
 		{"RenewLease", 1, true, func(ctx context.Context, p *redis.Provider) error {

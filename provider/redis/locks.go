@@ -141,13 +141,13 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	return p.release(ctx, "release lease", lease.Key, leaseHolder(lease.Token))
 }
 
-// InspectLock implements provider.LockInspector with one read-only MULTI/EXEC
+// GetLockInfo implements provider.LockInspector with one read-only MULTI/EXEC
 // round trip: GET and PTTL of the key, GET of its fence counter (all one slot).
 // Expiry is the server's, as for AcquireLock: a key the server still returns is
 // held. ExpiresAt is the clock's now, taken before the call, plus the remaining
 // PTTL, so it is in milliseconds and agrees with the ExpiresAt AcquireLease and
 // RenewLease returned when the clocks agree; nil for a lock taken with ttl 0.
-func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}

@@ -129,9 +129,9 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	return p.release(ctx, "release lease", lease.Key, provider.LeaseHolder(lease.Token))
 }
 
-// InspectLock implements provider.LockInspector with one SELECT of the key's live
+// GetLockInfo implements provider.LockInspector with one SELECT of the key's live
 // row (liveSQL, the rule acquire overwrites by).
-func (p *Provider) InspectLock(ctx context.Context, key string) (*types.LockInfo, error) {
+func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	const op = "inspect lock"
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
