@@ -6,9 +6,8 @@
 -- Returns 1 when written, 0 when KEYS[2]'s event was already claimed, and
 -- {v, ver} (the current value and version) when the version no longer matches, so
 -- that the caller's next attempt needs no extra read.
-local cur = redis.call('HMGET', KEYS[1], 'v', 'ver')
-if (cur[2] or '') ~= ARGV[4] then
-  return {cur[1], cur[2]}
+if (redis.call('HGET', KEYS[1], 'ver') or '') ~= ARGV[4] then
+  return redis.call('HMGET', KEYS[1], 'v', 'ver')
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[5], 'ver', ARGV[6])
 return finish()
