@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -23,44 +21,55 @@ import (
 
 var _ provider.LockInspector = (*Provider)(nil)
 
-// free is the condition that the key is free or its holder expired at now.
-func free(now time.Time) expression.ConditionBuilder {
-	return expression.AttributeNotExists(expression.Name(attrHolder)).
-		Or(expression.Name(attrExp).LessThanEqual(expression.Value(unixNano(now))))
+// A lock request is one of these updates under one of two conditions: free (the
+// key is free or its holder expired at :now) or heldBy (:h holds the key, unexpired
+// at :now). Their texts are package variables shared by every request; values are
+// the request's own.
+const (
+	condFree   = "attribute_not_exists(#h) OR #e <= :now"
+	condHeldBy = "#h = :h AND (attribute_not_exists(#e) OR #e > :now)"
+)
+
+// lockUpdate is an update of a lock item with its condition and the attribute
+// names the two use (exactly those: DynamoDB refuses unused names).
+type lockUpdate struct {
+	update, cond string
+	names        map[string]string
 }
 
-// heldBy is the condition that holder holds the key, unexpired at now.
-func heldBy(holder string, now time.Time) expression.ConditionBuilder {
-	return expression.Name(attrHolder).Equal(expression.Value(holder)).And(
-		expression.AttributeNotExists(expression.Name(attrExp)).
-			Or(expression.Name(attrExp).GreaterThan(expression.Value(unixNano(now)))))
-}
+var (
+	namesLock    = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok}
+	namesHeld    = map[string]string{"#h": attrHolder, "#e": attrExp}
+	takeExpiring = &lockUpdate{"SET #h = :h, #t = :t, #e = :e", condFree, namesLock}
+	takeForever  = &lockUpdate{"SET #h = :h, #t = :t REMOVE #e", condFree, namesLock}
+	takeLease    = &lockUpdate{"SET #h = :h, #t = :t, #e = :e ADD #f :one", condFree, map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#f": attrFence}}
+	releaseHeld  = &lockUpdate{"REMOVE #h, #e", condHeldBy, namesHeld}
+	renewHeld    = &lockUpdate{"SET #e = :e", condHeldBy, namesHeld}
+	fenceStep    = nv(1) // takeLease adds it to the fence
+)
 
-// take sets holder, expiry (zero: none) and the call's token.
-func take(holder, tok string, exp time.Time) expression.UpdateBuilder {
-	u := expression.Set(expression.Name(attrHolder), expression.Value(holder)).
-		Set(expression.Name(attrTok), expression.Value(tok))
+// take returns the update and values that give the key to holder until exp (zero:
+// no expiry) with the call's token tok, if it is free at now.
+func take(holder, tok string, now, exp time.Time) (*lockUpdate, map[string]ddbtypes.AttributeValue) {
+	values := map[string]ddbtypes.AttributeValue{":h": sv(holder), ":t": sv(tok), ":now": nv(unixNano(now))}
 	if exp.IsZero() {
-		return u.Remove(expression.Name(attrExp))
+		return takeForever, values
 	}
-	return u.Set(expression.Name(attrExp), expression.Value(unixNano(exp)))
+	values[":e"] = nv(unixNano(exp))
+	return takeExpiring, values
 }
 
 // updateLock runs one conditional UpdateItem on the lock item of lockKey. It returns
 // the attributes ret asks for, or, when the condition failed, ok false and the item
 // as the condition saw it (zero when missing).
-func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, old item, ok bool, err error) {
-	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-	if err != nil {
-		return nil, old, false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
-	}
+func (p *Provider) updateLock(ctx context.Context, op, lockKey string, u *lockUpdate, values map[string]ddbtypes.AttributeValue, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, old item, ok bool, err error) {
 	out, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
 		TableName:                 &p.table,
 		Key:                       key(lockPrefix+lockKey, skLock),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		UpdateExpression:          &u.update,
+		ConditionExpression:       &u.cond,
+		ExpressionAttributeNames:  u.names,
+		ExpressionAttributeValues: values,
 		ReturnValues:              ret,
 
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
@@ -85,18 +94,14 @@ func (p *Provider) updateLock(ctx context.Context, op, lockKey string, upd expre
 // it again: so when a response is lost, the retry reports what this call did, not
 // what the condition says after other callers changed the lock in between. A
 // transaction cancelled by a concurrent one is run again, as a new call.
-func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
-	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-	if err != nil {
-		return false, fmt.Errorf("dynamodb: %s: build update: %w", op, err)
-	}
+func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, u *lockUpdate, values map[string]ddbtypes.AttributeValue) (bool, error) {
 	action := ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 		TableName:                 &p.table,
 		Key:                       key(lockPrefix+lockKey, skLock),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		UpdateExpression:          &u.update,
+		ConditionExpression:       &u.cond,
+		ExpressionAttributeNames:  u.names,
+		ExpressionAttributeValues: values,
 	}}
 	for attempt := 0; ; attempt++ {
 		err := p.transact(ctx, op, action)
@@ -128,7 +133,8 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 		return false, err
 	}
 	now := p.now()
-	return p.updateLockOnce(ctx, "AcquireLock", key, take(provider.LockHolder(p.owner), ids.Random(), expiresAt(now, ttl)), free(now))
+	u, values := take(provider.LockHolder(p.owner), ids.Random(), now, expiresAt(now, ttl))
+	return p.updateLockOnce(ctx, "AcquireLock", key, u, values)
 }
 
 // ReleaseLock implements provider.Locker with one conditional update (see
@@ -145,8 +151,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 
 // release frees key, keeping its fence, if holder holds it (see updateLockOnce).
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	upd := expression.Remove(expression.Name(attrHolder)).Remove(expression.Name(attrExp))
-	ok, err := p.updateLockOnce(ctx, op, key, upd, heldBy(holder, p.now()))
+	ok, err := p.updateLockOnce(ctx, op, key, releaseHeld, heldBy(holder, p.now()))
 	if err != nil {
 		return err
 	}
@@ -154,6 +159,11 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
 	}
 	return nil
+}
+
+// heldBy returns the values of condHeldBy: holder holds the key, unexpired at now.
+func heldBy(holder string, now time.Time) map[string]ddbtypes.AttributeValue {
+	return map[string]ddbtypes.AttributeValue{":h": sv(holder), ":now": nv(unixNano(now))}
 }
 
 // AcquireLease implements provider.Leaser with one conditional UpdateItem that also
@@ -170,8 +180,9 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	now := p.now()
 	lease := types.Lease{Key: key, Token: ids.Random(), ExpiresAt: now.Add(ttl)}
-	upd := take(provider.LeaseHolder(lease.Token), lease.Token, lease.ExpiresAt).Add(expression.Name(attrFence), expression.Value(1))
-	attrs, old, ok, err := p.updateLock(ctx, "AcquireLease", key, upd, free(now), ddbtypes.ReturnValueUpdatedNew)
+	_, values := take(provider.LeaseHolder(lease.Token), lease.Token, now, lease.ExpiresAt)
+	values[":one"] = fenceStep
+	attrs, old, ok, err := p.updateLock(ctx, "AcquireLease", key, takeLease, values, ddbtypes.ReturnValueUpdatedNew)
 	switch {
 	case err != nil:
 		return nil, err
@@ -181,7 +192,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	case !ok:
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
 	}
-	if err := attributevalue.Unmarshal(attrs[attrFence], &lease.Fence); err != nil {
+	if lease.Fence, err = attrInt(attrs[attrFence]); err != nil {
 		return nil, fmt.Errorf("dynamodb: AcquireLease: fence: %w", err)
 	}
 	return &lease, nil
@@ -200,8 +211,9 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	}
 	now := p.now()
 	lease.ExpiresAt = now.Add(ttl)
-	upd := expression.Set(expression.Name(attrExp), expression.Value(unixNano(lease.ExpiresAt)))
-	_, _, ok, err := p.updateLock(ctx, "RenewLease", lease.Key, upd, heldBy(provider.LeaseHolder(lease.Token), now), ddbtypes.ReturnValueNone)
+	values := heldBy(provider.LeaseHolder(lease.Token), now)
+	values[":e"] = nv(unixNano(lease.ExpiresAt))
+	_, _, ok, err := p.updateLock(ctx, "RenewLease", lease.Key, renewHeld, values, ddbtypes.ReturnValueNone)
 	if err != nil {
 		return nil, err
 	}
