@@ -123,7 +123,9 @@
 //
 // # Writing a backend
 //
-// Implement Provider (and, if you can, Leaser and CascadeReader), start each method
-// with the Check* helpers or Validate so bad input is rejected the same way
-// everywhere, and run providertest.Run from your tests.
+// Implement Provider (and, if you can, the optional Leaser, CascadeReader,
+// RunCreator, EventFollower, MarkerWatcher and LockInspector), start each method
+// with the Prepare* and Check* helpers so bad input is rejected and defaults are
+// filled the same way everywhere, and run providertest.Run from your tests: it
+// runs the group of each optional interface your provider implements.
 package provider

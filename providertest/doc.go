@@ -149,9 +149,10 @@
 //
 // # Optional interfaces
 //
-// provider.Leaser and provider.CascadeReader are detected by type assertion on
-// what Open returns. When present, the Leaser and CascadeReader groups run (and
-// the bad-input cases of WriteCascadeMarker also read the markers back); when
+// provider.Leaser, provider.CascadeReader, provider.RunCreator,
+// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector are
+// detected by type assertion on what Open returns. When present, their groups run
+// (and the bad-input cases of WriteCascadeMarker also read the markers back); when
 // absent, those groups skip with the reason, as do the after-Stop calls of their
 // methods and the Expiry, Fidelity and Lists subtests of leases and markers.
 //

@@ -1,9 +1,9 @@
 // Package dynamodb is the DynamoDB backend of pipestate: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower and provider.MarkerWatcher) on one table, with strongly
-// consistent reads, atomic multi-item writes through TransactWriteItems, and
-// conditional writes for compare-and-swap, run creation, event and marker-log
-// sequencing, locks and leases. It passes providertest.Run against DynamoDB Local.
+// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) on one
+// table, with strongly consistent reads, atomic multi-item writes through
+// TransactWriteItems, and conditional writes for compare-and-swap, run creation,
+// event and marker-log sequencing, locks and leases. It passes providertest.Run against DynamoDB Local.
 //
 // # Opening
 //
@@ -217,6 +217,7 @@
 //	                                       to 1 s by default, see WithPollInterval)
 //	AcquireLock, ReleaseLock               1
 //	AcquireLease, RenewLease, ReleaseLease 1
+//	GetLockInfo                            1
 //	Ping                                   1
 //	Start, Stop                            0
 //

@@ -177,8 +177,8 @@ func WithLogger(log *slog.Logger) Option {
 }
 
 // Provider is a provider.Provider (plus provider.Leaser, provider.CascadeReader,
-// provider.RunCreator, provider.EventFollower and provider.MarkerWatcher) on one
-// DynamoDB table. It is safe for concurrent use; instances in many processes may
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher and
+// provider.LockInspector) on one DynamoDB table. It is safe for concurrent use; instances in many processes may
 // share a table. See the package doc for the schema and the guarantees.
 type Provider struct {
 	api             API

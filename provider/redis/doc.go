@@ -1,6 +1,6 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower and provider.MarkerWatcher) over any
+// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) over any
 // goredis.UniversalClient — a standalone *goredis.Client or a
 // *goredis.ClusterClient. It meets every rule of the semantics table in package
 // provider and passes providertest.Run on miniredis, on a real server and on a
@@ -351,6 +351,7 @@
 //	GetRerun, GetReplay      1
 //	AcquireLease             1
 //	RenewLease, ReleaseLease 1
+//	GetLockInfo              1 (MULTI: GET, PTTL, and the fence counter)
 //	Ping                     1
 //	PutRunState              3
 //	CreateRunState           3 (2 when the run exists)

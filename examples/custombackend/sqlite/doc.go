@@ -1,7 +1,8 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
-// provider.EventFollower and provider.MarkerWatcher) on one SQLite database file,
-// through database/sql and the pure-Go driver modernc.org/sqlite (no cgo). It passes
+// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) on one
+// SQLite database file, through database/sql and the pure-Go driver
+// modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
 // database; ../README.md says what to change.
 //
