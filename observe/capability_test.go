@@ -97,6 +97,11 @@ func TestStoreKeepsCapabilities(t *testing.T) {
 		if want := mask&1 != 0; inOK != want || outOK != want {
 			t.Errorf("mask %b: OnceStore on original %v, decorator %v, want %v", mask, inOK, outOK, want)
 		}
+		_, inOK = inner.(state.BatchStore[int64])
+		_, outOK = wrapped.(state.BatchStore[int64])
+		if want := mask&2 != 0; inOK != want || outOK != want {
+			t.Errorf("mask %b: BatchStore on original %v, decorator %v, want %v", mask, inOK, outOK, want)
+		}
 	}
 }
 
@@ -109,10 +114,11 @@ func TestCapabilityListsAreComplete(t *testing.T) {
 		have     []string
 	}{
 		{"../provider", "provider", restrictProviderCapabilities},
-		{"../state", "state", []string{"state.OnceStore"}}, // onceMethods[V] is OnceStore's extra method
+		// onceMethods[V] and batchMethods[V] are OnceStore's and BatchStore's extra methods.
+		{"../state", "state", []string{"state.BatchStore", "state.OnceStore"}},
 	} {
 		want := optionalInterfaces(t, tc.dir, tc.pkg)
-		if len(restrictStoreCapabilities) != 1 || restrictStoreCapabilities[0] != "onceMethods[V]" {
+		if !slices.Equal(restrictStoreCapabilities, []string{"onceMethods[V]", "batchMethods[V]"}) {
 			t.Fatalf("restrictStoreCapabilities = %v: update this test's list for state", restrictStoreCapabilities)
 		}
 		if !slices.Equal(want, sorted(tc.have)) {

@@ -28,8 +28,9 @@
 // One client span per call, named after the method (CompareAndSwapRunState), with
 // db.system.name, db.operation.name, the IDs of the call where present
 // (pipestate.pipeline.id, pipestate.run.id, pipestate.lock.key, pipestate.entity,
-// pipestate.event.id; pipestate.keys, the key count of GetMany), pipestate.outcome
-// for the calls listed below, and on failure error.type. A failed call records its
+// pipestate.event.id; pipestate.keys, the key count of GetMany or the update
+// count of MergeMany), pipestate.outcome for the calls listed below, and on
+// failure error.type. A failed call records its
 // error and sets status Error, except a held lock or lease and a lease no longer
 // held, which are outcomes, not failures.
 //

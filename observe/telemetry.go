@@ -32,7 +32,7 @@ const (
 	AttrLockKey  = attribute.Key("pipestate.lock.key")
 	AttrEntity   = attribute.Key("pipestate.entity")
 	AttrEventID  = attribute.Key("pipestate.event.id")
-	AttrKeys     = attribute.Key("pipestate.keys")    // number of keys of a GetMany
+	AttrKeys     = attribute.Key("pipestate.keys")    // number of keys of a GetMany, or of updates of a MergeMany
 	AttrRecords  = attribute.Key("pipestate.records") // records a follow or watch yielded
 )
 
