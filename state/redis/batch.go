@@ -157,7 +157,7 @@ func (s *numeric[V]) group(ups []state.Update[V]) []*batchCall {
 			c = byEntity[u.Key.Entity]
 		}
 		if c == nil {
-			c = &batchCall{args: append([]any{len(s.args)}, s.args...)}
+			c = &batchCall{}
 			calls = append(calls, c)
 			if !single {
 				byEntity[u.Key.Entity] = c

@@ -21,7 +21,6 @@ type numericKind[V int64 | float64] struct {
 	format func(V) string   // a delta or bound as the script reads it
 	arg    func(V) any      // a delta as merge sends it: format's text, or what go-redis writes as it
 	parse  func(string) (V, error)
-	args   []any // script arguments after the delta (none today; MergeMany passes them on)
 }
 
 // numeric is the implementation shared by Int64SumStore, Float64SumStore and
@@ -63,12 +62,12 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	if once {
 		nkeys, tok = 2, storekey.Token()
 	}
-	args := append(s.script.args(nkeys, nkeys+4+len(s.args)), key)
+	args := append(s.script.args(nkeys, nkeys+4), key)
 	if once {
 		args = append(args, s.keys.onceKey(s.kind, k, eventID))
 	}
 	args = append(args, millis(ttl), s.dedupArg, tok, s.arg(delta))
-	n, err := s.run(ctx, s.script, append(args, s.args...)).Int()
+	n, err := s.run(ctx, s.script, args).Int()
 	if err != nil {
 		return false, s.wrap("merge", key, err)
 	}

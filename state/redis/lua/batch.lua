@@ -3,22 +3,16 @@
 -- keys, each exactly as its own script would (atomic per key; here the whole call
 -- is atomic too, but MergeMany does not promise it).
 -- KEYS: the value keys, one per update; on Redis Cluster all in one slot.
--- ARGV[1]: n, the number of the body's arguments (ARGV[5...] of the single-key
---          script), ARGV[2..n+1] those arguments.
--- ARGV[n+2i], ARGV[n+2i+1]: update i's ttl in milliseconds and its delta.
+-- ARGV[2i-1], ARGV[2i]: update i's ttl in milliseconds and its delta.
 -- Returns one reply per update: the single-key script's (1, or -1 when refused) or
 -- its error. A Lua error of one merge (WRONGTYPE...) fails that update only.
-local n = tonumber(ARGV[1])
 local args = {'', '0', '', ''}
-for j = 1, n do
-  args[4 + j] = ARGV[1 + j]
-end
 local key = {}
 local out = {}
 for i = 1, #KEYS do
   key[1] = KEYS[i]
-  args[1] = ARGV[n + 2 * i]
-  args[4] = ARGV[n + 2 * i + 1]
+  args[1] = ARGV[2 * i - 1]
+  args[4] = ARGV[2 * i]
   local ok, r = pcall(merge, key, args)
   if ok then
     out[i] = r
