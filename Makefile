@@ -4,9 +4,9 @@
 #
 #   make test                  real servers up, go test -race -count=1 on both modules, servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
-#   make bench [BENCH=CAS] [BENCH_PKGS=...] [BENCHFLAGS='-count 5 -benchtime 3000x']
-#                              paired benchmarks (library beside raw client code), then
-#                              their table (internal/benchpair/benchtable); output in .bench/out.txt
+#   make bench [COUNT=5]       real servers up, the paired benchmarks (scripts/bench.sh: each
+#                              call beside raw client code), then their table
+#                              (internal/benchpair/benchtable); output in .bench/out.txt
 #   make bench-readme          the README's performance table from .bench/out.txt
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make servers               start servers for local work; then: source .servers/env
@@ -17,9 +17,7 @@ GO           ?= go
 PKGS         ?= ./... ./examples/...
 TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
-BENCH        ?= .
-BENCH_PKGS   ?= ./provider/redis/ ./state/redis/ ./provider/dynamodb/ ./state/dynamodb/ ./state/
-BENCHFLAGS   ?= -count 5
+COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
 
@@ -34,7 +32,7 @@ test:
 bench:
 	bash scripts/ensure-cc.sh
 	mkdir -p .bench
-	set -o pipefail; bash scripts/with-servers.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout $(TEST_TIMEOUT) $(BENCHFLAGS) $(BENCH_PKGS) | tee .bench/out.txt
+	set -o pipefail; GO=$(GO) COUNT=$(COUNT) bash scripts/with-servers.sh bash scripts/bench.sh | tee .bench/out.txt
 	$(GO) run ./internal/benchpair/benchtable < .bench/out.txt
 
 bench-readme:

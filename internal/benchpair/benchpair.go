@@ -25,6 +25,7 @@ package benchpair
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func RunParallel(b *testing.B, workers int, lib, raw func(w, i int) error) {
 	if workers < 1 {
 		b.Fatalf("benchpair: %d workers", workers)
 	}
+	b.ReportAllocs() // prints allocs/op and B/op: the library's, reported below
 	rounds := min(Rounds, max(1, b.N/workers))
 	per := (b.N + rounds - 1) / rounds
 	var libM, rawM measure
@@ -139,4 +141,22 @@ func quantile(xs []float64, q float64) float64 {
 		return s[lo]
 	}
 	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+}
+
+// Modes runs one sub-benchmark of b per worker count n of workers, named "seq" for
+// n = 1 and "parallel<n>" otherwise: RunParallel with n goroutines of the pair that
+// mk returns for n workers (mk prepares what they need; calls of different workers
+// must not conflict).
+func Modes(b *testing.B, workers []int, mk func(b *testing.B, workers int) (lib, raw func(w, i int) error)) {
+	b.Helper()
+	for _, n := range workers {
+		name := "seq"
+		if n > 1 {
+			name = "parallel" + strconv.Itoa(n)
+		}
+		b.Run(name, func(b *testing.B) {
+			lib, raw := mk(b, n)
+			RunParallel(b, n, lib, raw)
+		})
+	}
 }

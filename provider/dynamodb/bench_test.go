@@ -53,22 +53,16 @@ func benchProvider(b *testing.B) (*env, *dynamodb.Provider) {
 // ("parallel64"); setup, when set, prepares worker w's keys before either runs.
 func pair(b *testing.B, setup func(w int) error, lib, raw func(w, i int) error) {
 	b.Helper()
-	for _, workers := range []int{1, benchWorkers} {
-		name := "seq"
-		if workers > 1 {
-			name = "parallel" + strconv.Itoa(workers)
-		}
-		b.Run(name, func(b *testing.B) {
-			if setup != nil {
-				for w := range workers {
-					if err := setup(w); err != nil {
-						b.Fatal(err)
-					}
+	benchpair.Modes(b, []int{1, benchWorkers}, func(b *testing.B, workers int) (func(w, i int) error, func(w, i int) error) {
+		if setup != nil {
+			for w := range workers {
+				if err := setup(w); err != nil {
+					b.Fatal(err)
 				}
 			}
-			benchpair.RunParallel(b, workers, lib, raw)
-		})
-	}
+		}
+		return lib, raw
+	})
 }
 
 func sAV(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }

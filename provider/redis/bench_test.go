@@ -93,16 +93,9 @@ type pairSetup func(b *testing.B, e benchEnv, workers int) (lib, raw func(w, i i
 func benchPair(b *testing.B, setup pairSetup) {
 	for _, tg := range benchTargets(b) {
 		b.Run(tg.name, func(b *testing.B) {
-			for _, workers := range []int{1, 64} {
-				name := "seq"
-				if workers > 1 {
-					name = fmt.Sprintf("parallel%d", workers)
-				}
-				b.Run(name, func(b *testing.B) {
-					lib, raw := setup(b, newBenchEnv(b, tg.c), workers)
-					benchpair.RunParallel(b, workers, lib, raw)
-				})
-			}
+			benchpair.Modes(b, []int{1, 64}, func(b *testing.B, workers int) (lib, raw func(w, i int) error) {
+				return setup(b, newBenchEnv(b, tg.c), workers)
+			})
 		})
 	}
 }

@@ -32,13 +32,9 @@ import (
 // pair runs lib against raw sequentially and on each of parallel goroutine counts.
 func pair(b *testing.B, parallel []int, lib, raw func(w, i int) error) {
 	b.Helper()
-	for _, workers := range append([]int{1}, parallel...) {
-		name := "seq"
-		if workers > 1 {
-			name = "parallel" + strconv.Itoa(workers)
-		}
-		b.Run(name, func(b *testing.B) { benchpair.RunParallel(b, workers, lib, raw) })
-	}
+	benchpair.Modes(b, append([]int{1}, parallel...), func(*testing.B, int) (func(w, i int) error, func(w, i int) error) {
+		return lib, raw
+	})
 }
 
 var (

@@ -56,13 +56,9 @@ func benchPair(b *testing.B, mk func(b *testing.B, c goredis.UniversalClient, pr
 				b.Fatal(err)
 			}
 			lib, raw := mk(b, c, prefixFor(b))
-			for _, workers := range []int{1, benchWorkers} {
-				name := "seq"
-				if workers > 1 {
-					name = "parallel" + strconv.Itoa(workers)
-				}
-				b.Run(name, func(b *testing.B) { benchpair.RunParallel(b, workers, lib, raw) })
-			}
+			benchpair.Modes(b, []int{1, benchWorkers}, func(*testing.B, int) (func(w, i int) error, func(w, i int) error) {
+				return lib, raw
+			})
 		})
 	}
 }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# bench.sh: the paired benchmarks of the README's performance table (each library
+# call beside the hand-written client code doing the same work; see
+# internal/benchpair), on the servers of REDIS_ADDR and DYNAMODB_ENDPOINT. make bench
+# runs it under with-servers.sh and prints the table.
+#
+#   COUNT=5 REDIS_BENCHTIME=3000x DYNAMODB_BENCHTIME=200x bash scripts/bench.sh
+set -euo pipefail
+go=${GO:-go}
+count=${COUNT:-5}
+hot='^Benchmark(CAS|GetRunState|Lock|AppendEvent|ReadEventsSince100|GetTraits|Int64SumMergeUpdate|Float64SumMergeUpdate|Int64MaxMergeUpdate|Int64SumMergeUpdateOnce|GetMany1000|BytesMergeUpdate|MergeUpdate|MergeUpdateOnce)$'
+# Redis: the real server only (the benchmarks also run on miniredis).
+"$go" test -run '^$' -bench "$hot/^redis$" -benchtime "${REDIS_BENCHTIME:-3000x}" -count "$count" ./provider/redis/ ./state/redis/
+"$go" test -run '^$' -bench "$hot" -benchtime "${DYNAMODB_BENCHTIME:-200x}" -count "$count" ./provider/dynamodb/ ./state/dynamodb/
