@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
@@ -186,7 +185,6 @@ func TestCoalescerBatchWholeErrors(t *testing.T) {
 // TestCoalescerLosesNothingUnderFailures over a BatchStore failing a fifth of the
 // updates of each batch.
 func TestCoalescerBatchLosesNothingUnderFailures(t *testing.T) {
-	ctx := t.Context()
 	st := newBatchSpy[int64](t, monoid.Sum[int64]{})
 	var calls atomic.Int64
 	st.set(func(state.Update[int64]) error {
@@ -195,40 +193,7 @@ func TestCoalescerBatchLosesNothingUnderFailures(t *testing.T) {
 		}
 		return nil
 	}, nil)
-	c := newCoalescer[int64](t, st, monoid.Sum[int64]{}, state.WithFlushInterval(time.Millisecond),
-		state.WithMaxKeys(20), state.WithErrorHandler(func(error) {}))
-	const goroutines, adds, keys = 8, 2000, 50
-	var wg sync.WaitGroup
-	var refused atomic.Int64
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range adds {
-				err := c.Add(ctx, state.Key{Entity: fmt.Sprint("k", (g*adds+i)%keys)}, 1)
-				if errors.Is(err, state.ErrBufferFull) {
-					refused.Add(1)
-					continue
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for attempt := 0; c.Close(ctx) != nil || c.Pending() > 0; attempt++ {
-		if attempt == 100 {
-			t.Fatalf("%d keys still pending after 100 flushes", c.Pending())
-		}
-	}
-	var total int64
-	for i := range keys {
-		total += get[int64](t, st, fmt.Sprint("k", i))
-	}
-	if want := int64(goroutines*adds) - refused.Load(); total != want {
-		t.Errorf("store holds %d, want %d (%d refused)", total, want, refused.Load())
-	}
-	if s := c.Stats(); s.Failures == 0 || st.merges.Load() != 0 {
+	if s := addUnderFailures(t, st); s.Failures == 0 || st.merges.Load() != 0 {
 		t.Errorf("no write failed (%+v) or MergeUpdate was called (%d): the test did not exercise batches", s, st.merges.Load())
 	}
 }
