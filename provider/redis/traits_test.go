@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -124,6 +125,96 @@ func TestTraitsIndexedAgain(t *testing.T) {
 			if s := c.ZScore(ctx, exp, "live").Val(); s != float64(now.Add(time.Hour).UnixMicro()) {
 				t.Fatalf("index score of live = %v, want its expiry in µs %d", s, now.Add(time.Hour).UnixMicro())
 			}
+		})
+	}
+}
+
+// oldTraitPut is trait_put.lua of the versions before the expiry index (git show
+// 14013bd^:provider/redis/lua/trait_put.lua), which a writer not yet upgraded
+// still runs on the same prefix: it prunes expired traits and stores one, without
+// touching the index.
+const oldTraitPut = `local now = tonumber(ARGV[4])
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local v = all[i + 1]
+  local e = tonumber(string.sub(v, 1, string.find(v, '|', 1, true) - 1))
+  if e > 0 and e < now then redis.call('HDEL', KEYS[1], all[i]) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '|' .. ARGV[3])
+return 1`
+
+// TestTraitsStaleIndex: traits that an older version wrote (which keeps no index)
+// over traits this version indexed leave index entries that disagree with the
+// hash while the two keep the same size. The hash is the truth: a trait the older
+// version renewed stays live after the expiry the index still holds, and one it
+// added (pruning another) is read by GetTraits as by GetTrait.
+func TestTraitsStaleIndex(t *testing.T) {
+	for name, target := range traitTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, prefix := target(t)
+			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))
+			must(t, err)
+			hash, _ := p.k.traits("p")
+			// oldPut stores typ as the older version's PutTrait does.
+			oldPut := func(typ string, ttl time.Duration) {
+				t.Helper()
+				now := clock.now()
+				var exp int64
+				tr := types.TraitEvaluation{PipelineID: "p", TraitType: typ, Status: types.TraitPass, EvaluatedAt: now}
+				if ttl > 0 {
+					at := now.Add(ttl)
+					tr.ExpiresAt, exp = &at, at.UnixMicro()
+				}
+				data, err := json.Marshal(tr)
+				must(t, err)
+				must(t, c.Eval(ctx, oldTraitPut, []string{hash}, typ, exp, data, now.UnixMicro()).Err())
+			}
+			// want reports unless GetTraits lists exactly types and GetTrait
+			// agrees on each of them and on absent.
+			want := func(what string, absent string, types ...string) {
+				t.Helper()
+				ts, err := p.GetTraits(ctx, "p")
+				must(t, err)
+				var got []string
+				for _, tr := range ts {
+					got = append(got, tr.TraitType)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(types) {
+					t.Errorf("%s: GetTraits = %v, want %v", what, got, types)
+				}
+				for _, typ := range types {
+					if tr, err := p.GetTrait(ctx, "p", typ); err != nil || tr == nil {
+						t.Errorf("%s: GetTrait(%s) = %v, %v; want it", what, typ, tr, err)
+					}
+				}
+				if tr, err := p.GetTrait(ctx, "p", absent); err != nil || tr != nil {
+					t.Errorf("%s: GetTrait(%s) = %v, %v; want nil", what, absent, tr, err)
+				}
+			}
+			put := func(typ string, ttl time.Duration) {
+				t.Helper()
+				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: typ, Status: types.TraitPass}, ttl))
+			}
+
+			// Renewed by the older version: forever, and for longer.
+			put("forever", time.Minute)
+			put("longer", time.Minute)
+			oldPut("forever", 0)
+			oldPut("longer", time.Hour)
+			clock.add(2 * time.Minute) // past the expiry the index holds
+			want("after older renewals", "none", "forever", "longer")
+			clock.add(time.Hour)
+			want("after the longer renewal's expiry", "longer", "forever")
+
+			// Added by the older version, which pruned an expired trait the
+			// index still lists: the hash and index keep one size.
+			put("gone", time.Minute)
+			clock.add(2 * time.Minute)
+			oldPut("added", time.Hour)
+			want("after an older put", "gone", "added", "forever")
 		})
 	}
 }

@@ -6,7 +6,9 @@
 -- KEYS[1] = traits hash: trait type -> "<expiry unix µs, 0 = never>|<JSON>"
 -- KEYS[2] = expiry index: sorted set trait type -> expiry µs (+inf = never), one
 --           member per field of KEYS[1]; a hash without it (written by a version
---           that kept none, or one key of the two evicted) is indexed again first
+--           that kept none, or one key of the two evicted) is indexed again first,
+--           and so is one whose index a version that kept none left stale (found
+--           when an expired entry disagrees with the hash, which is the truth)
 -- ARGV[1] = now µs, ARGV[2] = trait type ("" with "get": all)
 -- ARGV[3] = "put" or "get"; for "put", ARGV[4] = expiry µs (0 = never), ARGV[5] = JSON
 -- Returns 1 for "put"; for "get", the values "<expiry µs>|<JSON>" of the traits
@@ -20,17 +22,33 @@ local function score(e)
   if e == '0' then return '+inf' end
   return e
 end
-if redis.call('ZCARD', KEYS[2]) ~= redis.call('HLEN', KEYS[1]) then
+local function index()
   redis.call('DEL', KEYS[2])
   local all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all, 2 do
     redis.call('ZADD', KEYS[2], score(expiry(all[i + 1])), all[i])
   end
 end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 100)
-if #gone > 0 then
+-- prune removes up to 100 traits the index lists as expired, if the hash agrees
+-- on each; otherwise (the index is stale: a version that kept none renewed, added
+-- or removed a trait while the sizes stayed equal) it removes nothing and returns
+-- false.
+local function prune()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 100)
+  if #gone == 0 then return true end
+  local vals = redis.call('HMGET', KEYS[1], unpack(gone))
+  for i = 1, #gone do
+    local e = vals[i] and expiry(vals[i])
+    if not e or e == '0' or tonumber(e) >= tonumber(ARGV[1]) then return false end
+  end
   redis.call('HDEL', KEYS[1], unpack(gone))
   redis.call('ZREM', KEYS[2], unpack(gone))
+  return true
+end
+if redis.call('ZCARD', KEYS[2]) ~= redis.call('HLEN', KEYS[1]) then index() end
+if not prune() then
+  index()
+  prune()
 end
 if ARGV[3] == 'put' then
   redis.call('HSET', KEYS[1], ARGV[2], ARGV[4] .. '|' .. ARGV[5])
