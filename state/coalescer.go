@@ -123,7 +123,9 @@ type CoalescerStats struct {
 // non-commutative monoids) and is retried on the next flush, and the error is
 // returned by Flush / Close or passed to the error handler. The exceptions are
 // reported, never silent: a write rejected with ErrInvalidArgument is dropped (it
-// can never succeed) and named in the error; and a write whose outcome is unknown
+// can never succeed) and named in the error; so are the deltas added to a key
+// during a flush that failed its write when they no longer combine with the kept
+// delta (an int64 sum past its range); and a write whose outcome is unknown
 // (a timeout after the store applied it) is retried, so a plain MergeUpdate may
 // apply that delta twice. Deltas still buffered when the process exits are lost:
 // call Close.
@@ -376,27 +378,33 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 		if unsent := len(ups) - tried; unsent > 0 {
 			errs = append(errs, fmt.Errorf("coalescer: flush stopped, %d keys kept: %w", unsent, ctx.Err()))
 		}
-		c.restore(batch)
+		errs = append(errs, c.restore(batch)...)
 	}
 	err := errors.Join(errs...)
 	c.sig.flushed(ctx, keys, failed, len(batch), time.Since(start), err)
 	return err
 }
 
-// restore puts unwritten deltas back in front of what was added since.
-func (c *Coalescer[V]) restore(batch map[Key]V) {
+// restore puts unwritten deltas back in front of what was added since. When the
+// two do not combine (an int64 sum past its range: each was accepted on its own),
+// it keeps the older delta and returns an error naming the key whose newer deltas
+// it dropped.
+func (c *Coalescer[V]) restore(batch map[Key]V) []error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var errs []error
 	for k, d := range batch {
 		if cur, ok := c.buf[k]; ok {
-			// Both were accepted by CheckDelta and combined before; an error here
-			// would mean the monoid changed its mind: keep the older delta.
-			if next, err := Combine(c.m, d, cur); err == nil {
+			next, err := Combine(c.m, d, cur)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("coalescer: dropped the deltas added to key %q/%d during the flush (they do not combine with its kept delta): %w", k.Entity, k.Bucket, err))
+			} else {
 				d = next
 			}
 		}
 		c.buf[k] = d
 	}
+	return errs
 }
 
 // Close stops the background flush, refuses later Adds (ErrClosed), stops reporting

@@ -197,3 +197,38 @@ func TestCoalescerBatchLosesNothingUnderFailures(t *testing.T) {
 		t.Errorf("no write failed (%+v) or MergeUpdate was called (%d): the test did not exercise batches", s, st.merges.Load())
 	}
 }
+
+// TestCoalescerBatchKeptDeltaThatNoLongerCombines: a key whose write failed keeps
+// its delta, and deltas added to it during that flush are combined after it; when
+// the two no longer combine (an int64 sum past MaxInt64), the deltas added since
+// are dropped, but reported by the flush, never lost silently.
+func TestCoalescerBatchKeptDeltaThatNoLongerCombines(t *testing.T) {
+	ctx := t.Context()
+	st := newBatchSpy[int64](t, monoid.Sum[int64]{})
+	c := newCoalescer[int64](t, st, monoid.Sum[int64]{}, state.WithFlushInterval(0))
+	k, half := state.Key{Entity: "big"}, int64(1)<<62
+	down := errors.New("backend down")
+	var addErr error
+	st.set(func(u state.Update[int64]) error {
+		if u.Key == k {
+			// A delta arriving while the flush runs: buffered on its own.
+			addErr = c.Add(ctx, k, half)
+			return down
+		}
+		return nil
+	}, nil)
+	if err := c.Add(ctx, k, half); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Flush(ctx)
+	if addErr != nil {
+		t.Fatalf("Add during the flush: %v", addErr)
+	}
+	if !errors.Is(err, down) || !errors.Is(err, state.ErrInvalidArgument) || !strings.Contains(err.Error(), `"big"`) {
+		t.Errorf("Flush = %v, want the kept key and the dropped deltas added since (ErrInvalidArgument) reported", err)
+	}
+	st.set(nil, nil)
+	if err := c.Flush(ctx); err != nil || get[int64](t, st, "big") != half {
+		t.Errorf("second Flush = %v, big = %d; want the kept delta %d written", err, get[int64](t, st, "big"), half)
+	}
+}
