@@ -12,10 +12,11 @@ import (
 // RunLockInspector tests the optional provider.LockInspector: a free key, a lock
 // (its owner, seen from every instance, and its expiry; none for ttl 0), a lease
 // (its token, fence and expiry, following renewals and new leases), nothing after
-// a release or at the exact instant of expiry, the new holder after a takeover,
-// adversarial keys, bad input, cancellation and Stop. It skips when the provider
-// does not implement provider.LockInspector; its lease tests skip without
-// provider.Leaser.
+// a release or at the exact instant of expiry (when AcquireLock takes the key),
+// renewals for longer and shorter, a ttl-0 lock after a lease, the new holder
+// after a takeover, adversarial keys, bad input, cancellation and Stop. It skips
+// when the provider does not implement provider.LockInspector; its lease tests
+// skip without provider.Leaser.
 func RunLockInspector(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "LockInspector", h, func(t *testing.T, s *suite) {
@@ -132,6 +133,35 @@ func RunLockInspector(t *testing.T, h Harness) {
 			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
 			wantFree(t, p, k.lock, "GetLockInfo by the holder exactly at the lock's expiry")
 			wantFree(t, q, k.lock, "GetLockInfo by another instance exactly at the lock's expiry")
+			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock of the key GetLockInfo reported free")
+		})
+		test(t, "lease_renewals_move_expiry", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			lease := mustLease(t, leaser(t, p), k.lock, shortTTL)
+			longer, err := leaser(t, p).RenewLease(t.Context(), lease, longTTL)
+			lease = mustGet(t, longer, err, "RenewLease for longer")
+			s.sleepToExpiry(t, shortTTL)
+			wantLeaseInfo(t, q, lease, "GetLockInfo at the first ttl's end of a lease renewed for longer")
+			shorter, err := leaser(t, p).RenewLease(t.Context(), lease, shortTTL)
+			lease = mustGet(t, shorter, err, "RenewLease for shorter")
+			wantLeaseInfo(t, q, lease, "GetLockInfo of a lease renewed for shorter")
+			s.sleepToExpiry(t, shortTTL)
+			wantFree(t, q, k.lock, "GetLockInfo at the expiry of a lease renewed for shorter")
+			next := mustLease(t, leaser(t, q), k.lock, longTTL)
+			if next.Fence <= lease.Fence {
+				t.Errorf("AcquireLease after the renewed lease expired: fence %d, want more than %d", next.Fence, lease.Fence)
+			}
+			wantLeaseInfo(t, p, next, "GetLockInfo of the lease taken after the renewed one expired")
+		})
+		test(t, "lock_ttl_zero_after_lease", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			mustLease(t, leaser(t, p), k.lock, shortTTL)
+			s.sleepToExpiry(t, shortTTL)
+			wantAcquire(t, q, k.lock, 0, true, "AcquireLock with ttl 0 of an expired lease's key")
+			info := mustInspect(t, p, k.lock, "GetLockInfo of a ttl-0 lock taken after a lease")
+			if info.Owner == "" || info.Token != "" || info.Fence != 0 || info.ExpiresAt != nil {
+				t.Errorf("GetLockInfo of a ttl-0 lock taken after a lease = %+v, want an owner, no token or fence, no expiry", info)
+			}
 		})
 		test(t, "takeover_shows_new_holder", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
