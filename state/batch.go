@@ -55,9 +55,9 @@ type BatchStore[V any] interface {
 // Errs holds one entry per update, in the order of the batch: nil for an update
 // that was applied (as a MergeUpdate returning nil is), otherwise the error its
 // MergeUpdate would have returned — a refusal that wrote nothing for that key (an
-// overflow: ErrInvalidArgument; ErrContention), the ctx error of an update never
-// sent (not applied), or a transport error, after which the update may or may not
-// have been applied.
+// overflow: ErrInvalidArgument; ErrContention), ctx's error (not applied when the
+// update was never sent, unknown when ctx ended while it was in flight), or a
+// transport error, after which the update may or may not have been applied.
 type MergeError struct {
 	Errs []error
 }
