@@ -72,7 +72,8 @@ func BenchmarkMergeUpdate(b *testing.B) {
 		b.Fatal(err)
 	}
 	one := storetest.Counter{}.Of(1)
-	entity := func(w int) string { return "w" + strconv.Itoa(w) }
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys per run (-count)
+	entity := func(w int) string { return run + "-w" + strconv.Itoa(w) }
 	b.Run("int64sum", func(b *testing.B) {
 		pair(b, []int{64}, func(w, _ int) error {
 			return sum.MergeUpdate(b.Context(), state.Key{Entity: "lib-" + entity(w)}, 1, 0)
@@ -86,15 +87,18 @@ func BenchmarkMergeUpdate(b *testing.B) {
 		})
 	})
 	b.Run("int64max", func(b *testing.B) { // a rising value: one conditional SET
-		pair(b, nil, func(_, i int) error {
-			return max.MergeUpdate(b.Context(), state.Key{Entity: "lib-m"}, int64(i), 0)
-		}, func(_, i int) error {
+		// Each side's own counter: the benchmark function runs more than once
+		// (b.N = 1 first), and every call must raise the maximum.
+		var libMax, rawMax atomic.Int64
+		pair(b, nil, func(int, int) error {
+			return max.MergeUpdate(b.Context(), state.Key{Entity: "lib-m" + run}, libMax.Add(1), 0)
+		}, func(int, int) error {
 			_, err := c.UpdateItem(b.Context(), &ddb.UpdateItemInput{
-				TableName: &e.values, Key: rawKey(storekey.Int64Max, "raw-m"), UpdateExpression: ptr("SET #v = :d REMOVE #ttl"),
+				TableName: &e.values, Key: rawKey(storekey.Int64Max, "raw-m"+run), UpdateExpression: ptr("SET #v = :d REMOVE #ttl"),
 				ConditionExpression:      ptr("attribute_not_exists(#v) OR #v < :d OR #ttl <= :now"),
 				ExpressionAttributeNames: map[string]string{"#v": "v", "#ttl": "ttl"},
 				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-					":d": n(strconv.Itoa(i)), ":now": n(now())},
+					":d": n(strconv.FormatInt(rawMax.Add(1), 10)), ":now": n(now())},
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			})
 			return err
@@ -102,9 +106,9 @@ func BenchmarkMergeUpdate(b *testing.B) {
 	})
 	b.Run("bytes", func(b *testing.B) { // GetItem + PutItem conditioned on the version read
 		pair(b, nil, func(int, int) error {
-			return bs.MergeUpdate(b.Context(), state.Key{Entity: "b"}, one, 0)
+			return bs.MergeUpdate(b.Context(), state.Key{Entity: "b" + run}, one, 0)
 		}, func(int, int) error {
-			key := rawKey(storekey.Bytes(storetest.Counter{}.Kind()), "raw-b")
+			key := rawKey(storekey.Bytes(storetest.Counter{}.Kind()), "raw-b"+run)
 			out, err := c.GetItem(b.Context(), &ddb.GetItemInput{TableName: &e.bytes, Key: key, ConsistentRead: ptr(true),
 				ProjectionExpression: ptr("#v, #ver, #ttl"), ExpressionAttributeNames: map[string]string{"#v": "v", "#ver": "ver", "#ttl": "ttl"}})
 			if err != nil {
@@ -117,7 +121,7 @@ func BenchmarkMergeUpdate(b *testing.B) {
 				cur, ver = v.Value, out.Item["ver"].(*ddbtypes.AttributeValueMemberS).Value
 				cond, values[":ver"] = "#ver = :ver", s(ver)
 			}
-			item := rawKey(storekey.Bytes(storetest.Counter{}.Kind()), "raw-b")
+			item := rawKey(storekey.Bytes(storetest.Counter{}.Kind()), "raw-b"+run)
 			item["v"] = &ddbtypes.AttributeValueMemberB{Value: storetest.Counter{}.Combine(cur, one)}
 			item["ver"] = s(storekey.PushToken(ver, storekey.Token()))
 			names := map[string]string{"#ver": "ver"}
@@ -138,17 +142,21 @@ func BenchmarkMergeUpdateOnce(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh event IDs per run
+	// Event IDs are fresh per run (-count) and per call: the seq and parallel modes
+	// both count i from 0.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var events atomic.Int64
+	event := func() string { return run + "-" + strconv.FormatInt(events.Add(1), 10) }
 	pair(b, []int{64}, func(w, i int) error {
 		k := state.Key{Entity: "lib-w" + strconv.Itoa(w)}
-		applied, err := sum.MergeUpdateOnce(b.Context(), run+"-"+strconv.Itoa(i), k, 1, 0)
+		applied, err := sum.MergeUpdateOnce(b.Context(), event(), k, 1, 0)
 		if err == nil && !applied {
-			err = fmt.Errorf("event %d not applied", i)
+			err = fmt.Errorf("call %d: event not applied", i)
 		}
 		return err
 	}, func(w, i int) error { // the claim (conditioned on none live) and the ADD in one transaction
 		k := state.Key{Entity: "raw-w" + strconv.Itoa(w)}
-		claim := "once#" + e.values + "#" + storekey.Int64Sum + "#" + state.OnceClaimID(k, run+"-"+strconv.Itoa(i))
+		claim := "once#" + e.values + "#" + storekey.Int64Sum + "#" + state.OnceClaimID(k, event())
 		_, err := c.TransactWriteItems(b.Context(), &ddb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
 			{Put: &ddbtypes.Put{TableName: &e.dedup,
 				Item: map[string]ddbtypes.AttributeValue{"pk": s(claim), "tok": s(storekey.Token()),
