@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +50,20 @@ func batchRow[V comparable](method string, store func(lostReplyStores) state.Bat
 	}}
 }
 
-// inFlight is an http.RoundTripper counting requests and the most in flight at once.
+// inFlight is an http.RoundTripper counting requests and the most in flight at
+// once. No request goes on until full are in flight together (or, for a store
+// that never runs that many at once, until one waited 10 s), so a store allowed full concurrent
+// requests is seen running exactly full, whatever the scheduler does.
 type inFlight struct {
 	next            http.RoundTripper
+	full            int64
+	reached         chan struct{} // closed when full requests are in flight
+	once            sync.Once
 	n, now, highest atomic.Int64
+}
+
+func newInFlight(full int64) *inFlight {
+	return &inFlight{next: http.DefaultTransport, full: full, reached: make(chan struct{})}
 }
 
 func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -61,7 +72,14 @@ func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer f.now.Add(-1)
 	for h := f.highest.Load(); now > h && !f.highest.CompareAndSwap(h, now); h = f.highest.Load() {
 	}
-	time.Sleep(2 * time.Millisecond) // let the others catch up
+	if now >= f.full {
+		f.once.Do(func() { close(f.reached) })
+	}
+	select {
+	case <-f.reached:
+	case <-time.After(10 * time.Second): // never full: let every request go on
+		f.once.Do(func() { close(f.reached) })
+	}
 	return f.next.RoundTrip(r)
 }
 
@@ -80,7 +98,7 @@ func TestMergeManyConcurrency(t *testing.T) {
 		{"1", []dynamodb.StoreOption{dynamodb.WithBatchConcurrency(1)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &inFlight{next: http.DefaultTransport}
+			f := newInFlight(tc.want)
 			c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = &http.Client{Transport: f} })
 			s, err := dynamodb.NewInt64SumStore(c, e.values, append(tc.opts, dynamodb.WithClock(e.clock.Now))...)
 			if err != nil {
@@ -91,8 +109,8 @@ func TestMergeManyConcurrency(t *testing.T) {
 				ups[i] = state.Update[int64]{Key: state.Key{Entity: fmt.Sprint(t.Name(), i)}, Delta: 1}
 			}
 			must(t, s.MergeMany(t.Context(), ups))
-			if n, h := f.n.Load(), f.highest.Load(); n != int64(len(ups)) || h > tc.want || h < min(tc.want, 2) {
-				t.Errorf("%d requests, %d at once; want %d, at most %d (and more than 1 unless 1)", n, h, len(ups), tc.want)
+			if n, h := f.n.Load(), f.highest.Load(); n != int64(len(ups)) || h != tc.want {
+				t.Errorf("%d requests, %d at once; want %d, %d at once", n, h, len(ups), tc.want)
 			}
 		})
 	}
