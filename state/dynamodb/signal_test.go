@@ -3,7 +3,6 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -61,66 +60,42 @@ func TestSignalsInjected(t *testing.T) {
 	}
 	ctx := t.Context()
 	k := state.Key{Entity: "e"}
-	steps := []struct {
-		name             string
-		op, reason       string
-		do               func() error
-		retries, giveUps int64
-	}{
-		{"throttled merge", "MergeUpdate", signal.ReasonThrottled, func() error {
+	steps := []signaltest.RetryStep{
+		signaltest.Retry("throttled merge", "MergeUpdate", signal.ReasonThrottled, func() error {
 			ft.Reject(2, faults.Op("UpdateItem"), faults.Throttled)
 			return sum.MergeUpdate(ctx, k, 1, 0)
-		}, 2, 0},
-		{"throttled out", "MarkSeen", signal.ReasonThrottled, func() error {
+		}, 2, 0),
+		signaltest.Retry("throttled out", "MarkSeen", signal.ReasonThrottled, func() error {
 			ft.Reject(3, faults.Op("PutItem"), faults.Throttled)
 			if _, err := d.MarkSeen(ctx, "ev"); err == nil {
 				return errors.New("MarkSeen throttled 3 times succeeded")
 			}
 			return nil
-		}, 2, 1},
-		{"conflicted once merge", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
+		}, 2, 1),
+		signaltest.Retry("conflicted once merge", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
 			ft.Reject(2, faults.Op("TransactWriteItems"), faults.TransactionConflict)
 			_, err := sum.MergeUpdateOnce(ctx, "ev1", k, 1, 0)
 			return err
-		}, 2, 0},
-		{"conflicted out", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
+		}, 2, 0),
+		signaltest.Retry("conflicted out", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
 			ft.Reject(3, faults.Op("TransactWriteItems"), faults.TransactionConflict)
 			if _, err := sum.MergeUpdateOnce(ctx, "ev2", k, 1, 0); !errors.Is(err, state.ErrContention) {
 				return errors.New("a merge conflicted 3 times with 2 retries did not fail with ErrContention")
 			}
 			return nil
-		}, 2, 1},
-		{"conflicted bytes merge", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
+		}, 2, 1),
+		signaltest.Retry("conflicted bytes merge", "MergeUpdateOnce", signal.ReasonTransactionConflict, func() error {
 			ft.Reject(1, faults.Op("TransactWriteItems"), faults.TransactionConflict)
 			_, err := b.MergeUpdateOnce(ctx, "ev3", k, storetest.Counter{}.Of(1), 0)
 			return err
-		}, 1, 0},
-		{"throttled batch read", "GetMany", signal.ReasonThrottled, func() error {
+		}, 1, 0),
+		signaltest.Retry("throttled batch read", "GetMany", signal.ReasonThrottled, func() error {
 			ft.Reject(1, faults.Op("BatchGetItem"), faults.Throttled)
 			_, _, err := sum.GetMany(ctx, []state.Key{k})
 			return err
-		}, 1, 0},
+		}, 1, 0),
 	}
-	var retries, giveUps int64
-	for _, s := range steps {
-		r0, g0 := signalCount(t, sig, "pipestate.retries", s.op, s.reason), signalCount(t, sig, "pipestate.giveups", s.op, s.reason)
-		if err := s.do(); err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		if got := signalCount(t, sig, "pipestate.retries", s.op, s.reason) - r0; got != s.retries {
-			t.Errorf("%s: %d retries recorded (%s, %s), want %d", s.name, got, s.op, s.reason, s.retries)
-		}
-		if got := signalCount(t, sig, "pipestate.giveups", s.op, s.reason) - g0; got != s.giveUps {
-			t.Errorf("%s: %d give-ups recorded (%s, %s), want %d", s.name, got, s.op, s.reason, s.giveUps)
-		}
-		retries, giveUps = retries+s.retries, giveUps+s.giveUps
-	}
-	if n := sig.Logs(slog.LevelDebug, "pipestate: retry"); int64(n) != retries {
-		t.Errorf("%d retry records logged, want %d:\n%s", n, retries, sig.LogText())
-	}
-	if n := sig.Logs(slog.LevelWarn, "pipestate: giving up"); int64(n) != giveUps {
-		t.Errorf("%d give-up records logged, want %d:\n%s", n, giveUps, sig.LogText())
-	}
+	sig.CheckRetries(t, "aws.dynamodb", steps)
 }
 
 // unprocessedOnce is an API whose first BatchGetItem returns its last key

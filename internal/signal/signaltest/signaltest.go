@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pipestate/pipestate/internal/signal"
 )
 
 // Signals is an OpenTelemetry SDK meter provider read by a manual reader and a
@@ -124,3 +126,50 @@ func (s *Signals) Logs(level slog.Level, msg string) int {
 
 // LogText returns every record written so far, for failure messages.
 func (s *Signals) LogText() string { return s.logs.String() }
+
+// RetryStep is one call of CheckRetries: Do makes it, and it must record Retries
+// retries and GiveUps give-ups of operation Op for Reason.
+type RetryStep struct {
+	Name             string
+	Op, Reason       string
+	Do               func() error
+	Retries, GiveUps int64
+}
+
+// Retry is the RetryStep of these fields.
+func Retry(name, op, reason string, do func() error, retries, giveUps int64) RetryStep {
+	return RetryStep{Name: name, Op: op, Reason: reason, Do: do, Retries: retries, GiveUps: giveUps}
+}
+
+// CheckRetries runs steps in order against a backend of db.system.name system
+// recording into s, checking the retries and give-ups each records (by operation
+// and reason) and that the log holds one Debug record per retry and one Warn
+// record per give-up in all.
+func (s *Signals) CheckRetries(t testing.TB, system string, steps []RetryStep) {
+	t.Helper()
+	count := func(name string, st RetryStep) int64 {
+		t.Helper()
+		return s.Collect(t, name, attribute.String("db.system.name", system),
+			attribute.String("db.operation.name", st.Op), signal.AttrReason.String(st.Reason)).Value
+	}
+	var retries, giveUps int64
+	for _, st := range steps {
+		r0, g0 := count("pipestate.retries", st), count("pipestate.giveups", st)
+		if err := st.Do(); err != nil {
+			t.Fatalf("%s: %v", st.Name, err)
+		}
+		if got := count("pipestate.retries", st) - r0; got != st.Retries {
+			t.Errorf("%s: %d retries recorded (%s, %s), want %d", st.Name, got, st.Op, st.Reason, st.Retries)
+		}
+		if got := count("pipestate.giveups", st) - g0; got != st.GiveUps {
+			t.Errorf("%s: %d give-ups recorded (%s, %s), want %d", st.Name, got, st.Op, st.Reason, st.GiveUps)
+		}
+		retries, giveUps = retries+st.Retries, giveUps+st.GiveUps
+	}
+	if n := s.Logs(slog.LevelDebug, "pipestate: retry"); int64(n) != retries {
+		t.Errorf("%d retry records logged, want %d:\n%s", n, retries, s.LogText())
+	}
+	if n := s.Logs(slog.LevelWarn, "pipestate: giving up"); int64(n) != giveUps {
+		t.Errorf("%d give-up records logged, want %d:\n%s", n, giveUps, s.LogText())
+	}
+}
