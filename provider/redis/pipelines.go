@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,9 +114,12 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 	return p.wrap("put trait", err)
 }
 
-// GetTraits implements provider.TraitStore with one script that reads the live
-// traits through the pipeline's expiry index, so expired traits cost nothing, and
-// prunes up to 100 expired ones.
+// GetTraits implements provider.TraitStore with one read-only pipeline (the expiry
+// index's first expired member, its size, and the hash's values) when the index
+// lists no expired trait and has one member per trait: the values read are the
+// live traits. Otherwise it runs the traits script, which prunes up to 100 expired
+// traits (reindexing first when the index disagrees with the hash) and reads the
+// live ones through the index, so expired traits cost nothing: one more round trip.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -140,16 +144,23 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	return &out[0], nil
 }
 
-// traits runs the traits script's "get", decodes its "<expiry µs>|<JSON>" values
-// and drops those expired by the clock (the script filters at µs granularity;
-// this is exact).
+// traits reads the pipeline's traits (traitType "": all of them), decodes their
+// "<expiry µs>|<JSON>" values and drops those expired by the clock (the index and
+// the script work at µs granularity; this is exact).
 func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]types.TraitEvaluation, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
 	now := p.now()
 	traits, exp := p.k.traits(pipelineID)
-	vals, err := p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
+	var vals []string
+	var err error
+	if traitType == "" {
+		vals, err = p.indexedTraits(ctx, traits, exp, now)
+	}
+	if vals == nil && err == nil {
+		vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
+	}
 	if err != nil {
 		return nil, p.wrap("get traits", err)
 	}
@@ -170,6 +181,28 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 		}
 	}
 	return out[:n], nil
+}
+
+// indexedTraits returns every value of the traits hash when one read-only
+// pipeline shows that the expiry index lists none expired at now (µs) and holds as
+// many members as the hash has fields; otherwise nil, for the script to prune
+// first. A value the index wrongly lists as live (a stale index of an older
+// writer) is still filtered by the caller.
+func (p *Provider) indexedTraits(ctx context.Context, traits, exp string, now time.Time) ([]string, error) {
+	pipe := p.c.Pipeline()
+	expired := pipe.ZRangeByScore(ctx, exp, &goredis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(now.UnixMicro(), 10), Count: 1})
+	indexed := pipe.ZCard(ctx, exp)
+	vals := pipe.HVals(ctx, traits)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	if len(expired.Val()) > 0 || indexed.Val() != int64(len(vals.Val())) {
+		return nil, nil
+	}
+	if v := vals.Val(); v != nil {
+		return v, nil
+	}
+	return []string{}, nil
 }
 
 // PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.

@@ -44,10 +44,10 @@ func TestSignalsScriptLoad(t *testing.T) {
 		do    func() error
 		loads int64
 	}{
-		{"first trait read", func() error { _, err := p.GetTraits(ctx, "pipe"); return err }, 1},
-		{"second trait read", func() error { _, err := p.GetTraits(ctx, "pipe"); return err }, 1},
+		{"first trait read", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 1},
+		{"second trait read", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 1},
 		{"flush", func() error { return c.ScriptFlush(ctx).Err() }, 1},
-		{"trait read after the flush", func() error { _, err := p.GetTraits(ctx, "pipe"); return err }, 2},
+		{"trait read after the flush", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 2},
 		// Two provisional entries in one pipeline, the truth, then two final
 		// steps of the script already reloaded.
 		{"first rerun put", func() error { return p.PutRerun(ctx, rerun) }, 5},

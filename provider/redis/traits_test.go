@@ -218,3 +218,66 @@ func TestTraitsStaleIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestGetTraitsReadPath: GetTraits reads without the script, in one round trip,
+// while the index lists no expired trait and one member per trait; it runs the
+// script (a second round trip) to prune an expired trait or to index a hash
+// again; and a value the index wrongly lists as live is still not returned.
+func TestGetTraitsReadPath(t *testing.T) {
+	for name, target := range traitTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, prefix := target(t)
+			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			counter := testenv.CountRedis(c)
+			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))
+			must(t, err)
+			must(t, p.Start(ctx))
+			for typ, ttl := range map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "forever": 0} {
+				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: typ, Status: types.TraitPass}, ttl))
+			}
+			hash, exp := p.k.traits("p")
+			read := func(step string, trips int64, want ...string) {
+				t.Helper()
+				counter.Reset()
+				ts, err := p.GetTraits(ctx, "p")
+				must(t, err)
+				var got []string
+				for _, tr := range ts {
+					got = append(got, tr.TraitType)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s: GetTraits = %v, want %v", step, got, want)
+				}
+				if n := counter.Load(); n != trips {
+					t.Errorf("%s: %d round trips, want %d", step, n, trips)
+				}
+			}
+			read("all live", 1, "forever", "hour", "minute")
+			// At minute's ExpiresAt it is expired, and filtered in Go; the index
+			// works in whole µs and prunes only once its µs is past, so this read
+			// still takes one round trip.
+			clock.add(time.Minute)
+			read("at the expiry", 1, "forever", "hour")
+			clock.add(time.Microsecond)
+			read("one expired", 2, "forever", "hour")
+			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 2 || z != 2 {
+				t.Errorf("after pruning: hash %d, index %d fields, want 2 each", h, z)
+			}
+			read("pruned", 1, "forever", "hour")
+			must(t, c.Del(ctx, exp).Err())
+			read("index lost", 2, "forever", "hour")
+			if z := c.ZCard(ctx, exp).Val(); z != 2 {
+				t.Errorf("index lost: indexed again with %d members, want 2", z)
+			}
+			// An older writer stored hour with an expiry already past, leaving
+			// the index's entry live.
+			past := clock.now().Add(-time.Second)
+			data, err := json.Marshal(types.TraitEvaluation{TraitType: "hour", Status: types.TraitPass, ExpiresAt: &past})
+			must(t, err)
+			must(t, c.HSet(ctx, hash, "hour", strconv.FormatInt(past.UnixMicro(), 10)+"|"+string(data)).Err())
+			read("stale index", 1, "forever")
+		})
+	}
+}
