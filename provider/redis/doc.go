@@ -153,7 +153,8 @@
 // ExpiresAt, and judges trait expiry: trait expiry is stored in the traits hash
 // and its expiry index, filtered on every read (a read reaches only the traits
 // live by the index, so expired ones cost it nothing) and pruned by PutTrait and
-// the trait reads, at most 100 per call, so instances
+// the trait reads, at most 100 per call (GetTraits reads without a script, and
+// prunes in a second round trip only when the index lists an expired trait), so instances
 // should run NTP-synchronised clocks (skew shifts a trait's expiry by the skew).
 // A trait is expired when the clock reads its ExpiresAt or later. Locks, leases and
 // readiness results are keys with a server-side TTL (PX, rounded up to whole
@@ -334,7 +335,10 @@
 //	ReleaseLock              1
 //	AppendEvent              1
 //	PutTrait                 1
-//	GetTraits, GetTrait      1
+//	GetTrait                 1
+//	GetTraits                1 (a read-only pipeline); 2 when the index lists an
+//	                         expired trait or disagrees with the hash in size (the
+//	                         script then prunes or indexes again)
 //	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
