@@ -13,6 +13,9 @@
 //	ratio-p25, ratio-p75  the spread of that ratio over rounds
 //	allocs/op, B/op       the library's allocations per call (all rounds)
 //	raw-allocs/op, raw-B/op
+//	<unit>/op, raw-<unit>/op  for each Meter given: how much its reading grew per
+//	                      call of each variant (all rounds), such as the time a
+//	                      database server spent on the calls' commands
 //
 // RunParallel runs each round's calls on several goroutines at once and reports
 // the time per call of the whole round (wall time / calls), so its ns/op is the
@@ -34,16 +37,25 @@ import (
 // Rounds is the most rounds a benchmark is split into; fewer when b.N is smaller.
 const Rounds = 40
 
+// Meter is a cumulative reading outside the process that both variants' calls
+// add to, such as the time a server has spent on commands. Its growth over each
+// variant's rounds is reported per call, so nothing else may add to it while the
+// benchmark runs.
+type Meter struct {
+	Unit string                  // the metric's unit, reported as <Unit>/op
+	Read func() (float64, error) // the reading now; an error fails the benchmark
+}
+
 // Run measures lib against raw, each called b.N times with i = 0, 1, ...; a
 // returned error fails the benchmark.
-func Run(b *testing.B, lib, raw func(i int) error) {
+func Run(b *testing.B, lib, raw func(i int) error, meters ...Meter) {
 	b.Helper()
-	RunParallel(b, 1, func(_, i int) error { return lib(i) }, func(_, i int) error { return raw(i) })
+	RunParallel(b, 1, func(_, i int) error { return lib(i) }, func(_, i int) error { return raw(i) }, meters...)
 }
 
 // RunParallel is Run with each round's calls spread over workers goroutines: every
 // i in 0..b.N-1 is called once per variant, by one worker w (0..workers-1).
-func RunParallel(b *testing.B, workers int, lib, raw func(w, i int) error) {
+func RunParallel(b *testing.B, workers int, lib, raw func(w, i int) error, meters ...Meter) {
 	b.Helper()
 	if workers < 1 {
 		b.Fatalf("benchpair: %d workers", workers)
@@ -51,7 +63,7 @@ func RunParallel(b *testing.B, workers int, lib, raw func(w, i int) error) {
 	b.ReportAllocs() // prints allocs/op and B/op: the library's, reported below
 	rounds := min(Rounds, max(1, b.N/workers))
 	per := (b.N + rounds - 1) / rounds
-	var libM, rawM measure
+	libM, rawM := measure{meters: meters}, measure{meters: meters}
 	next := 0 // the first i of the next round, shared by both variants
 	for r := range rounds {
 		n := min(per, b.N-r*per)
@@ -80,12 +92,32 @@ func RunParallel(b *testing.B, workers int, lib, raw func(w, i int) error) {
 	b.ReportMetric(float64(libM.bytes)/float64(next), "B/op")
 	b.ReportMetric(float64(rawM.allocs)/float64(next), "raw-allocs/op")
 	b.ReportMetric(float64(rawM.bytes)/float64(next), "raw-B/op")
+	for j, m := range meters {
+		b.ReportMetric(libM.metered[j]/float64(next), m.Unit+"/op")
+		b.ReportMetric(rawM.metered[j]/float64(next), "raw-"+m.Unit+"/op")
+	}
 }
 
 // measure accumulates one variant's rounds.
 type measure struct {
 	ns            []float64 // per round: ns per call
 	allocs, bytes uint64
+	meters        []Meter
+	metered       []float64 // per meter: growth over this variant's rounds
+}
+
+// read returns every meter's reading.
+func (m *measure) read(b *testing.B) []float64 {
+	b.Helper()
+	vs := make([]float64, len(m.meters))
+	for j, mt := range m.meters {
+		v, err := mt.Read()
+		if err != nil {
+			b.Fatalf("benchpair: meter %s: %v", mt.Unit, err)
+		}
+		vs[j] = v
+	}
+	return vs
 }
 
 // round makes calls from..from+n-1 of f on workers goroutines and records the
@@ -93,6 +125,7 @@ type measure struct {
 func (m *measure) round(b *testing.B, workers, from, n int, f func(w, i int) error) {
 	b.Helper()
 	var before, after runtime.MemStats
+	metered := m.read(b)
 	runtime.ReadMemStats(&before)
 	errs := make([]error, workers)
 	start := time.Now()
@@ -117,6 +150,12 @@ func (m *measure) round(b *testing.B, workers, from, n int, f func(w, i int) err
 	}
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
+	if m.metered == nil {
+		m.metered = make([]float64, len(m.meters))
+	}
+	for j, v := range m.read(b) {
+		m.metered[j] += v - metered[j]
+	}
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)
@@ -147,7 +186,7 @@ func quantile(xs []float64, q float64) float64 {
 // n = 1 and "parallel<n>" otherwise: RunParallel with n goroutines of the pair that
 // mk returns for n workers (mk prepares what they need; calls of different workers
 // must not conflict).
-func Modes(b *testing.B, workers []int, mk func(b *testing.B, workers int) (lib, raw func(w, i int) error)) {
+func Modes(b *testing.B, workers []int, mk func(b *testing.B, workers int) (lib, raw func(w, i int) error), meters ...Meter) {
 	b.Helper()
 	for _, n := range workers {
 		name := "seq"
@@ -156,7 +195,7 @@ func Modes(b *testing.B, workers []int, mk func(b *testing.B, workers int) (lib,
 		}
 		b.Run(name, func(b *testing.B) {
 			lib, raw := mk(b, n)
-			RunParallel(b, n, lib, raw)
+			RunParallel(b, n, lib, raw, meters...)
 		})
 	}
 }

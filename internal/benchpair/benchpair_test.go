@@ -2,6 +2,7 @@ package benchpair_test
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +63,18 @@ func TestRun(t *testing.T) {
 		if ns := res.Extra["ns/op"]; workers == 1 && (ns < 2e6 || ns > 4e6) {
 			t.Errorf("ns/op %.0f for a 2 ms call", ns)
 		}
+	}
+}
+
+// TestMeter: a meter's growth is reported per call of each variant, apart.
+func TestMeter(t *testing.T) {
+	var units atomic.Int64 // the library adds 3 per call, the raw code 1
+	res := testing.Benchmark(func(b *testing.B) {
+		benchpair.RunParallel(b, 4, func(int, int) error { units.Add(3); return nil },
+			func(int, int) error { units.Add(1); return nil },
+			benchpair.Meter{Unit: "units", Read: func() (float64, error) { return float64(units.Load()), nil }})
+	})
+	if l, r := res.Extra["units/op"], res.Extra["raw-units/op"]; l != 3 || r != 1 {
+		t.Errorf("units/op %v, raw-units/op %v; want 3 and 1", l, r)
 	}
 }

@@ -2,10 +2,15 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/benchpair"
 )
 
 // RedisAddr returns the host:port of a standalone Redis server: REDIS_ADDR if set,
@@ -112,4 +117,37 @@ func isHandshake(cmd goredis.Cmder) bool {
 		}
 	}
 	return false
+}
+
+// RedisServerCPU is a benchpair meter of the CPU time c's server process has
+// used, in µs (INFO cpu: used_cpu_user + used_cpu_sys): parsing, scripts, replies
+// and background work such as expiring keys, the costs a caller's commands bring.
+// (INFO commandstats would not do: it counts a script's time and again the
+// commands the script calls.) The server must serve nothing else while it is
+// read; miniredis keeps no such figures and gives an error.
+func RedisServerCPU(c *goredis.Client) benchpair.Meter {
+	return benchpair.Meter{Unit: "server-cpu-us", Read: func() (float64, error) {
+		info, err := c.Info(context.Background(), "cpu").Result()
+		if err != nil {
+			return 0, err
+		}
+		var sum float64
+		n := 0
+		for line := range strings.Lines(info) {
+			name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+				continue
+			}
+			s, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s: %w", name, err)
+			}
+			sum += s * 1e6
+			n++
+		}
+		if n != 2 {
+			return 0, errors.New("the server reports no used_cpu_user and used_cpu_sys")
+		}
+		return sum, nil
+	}}
 }

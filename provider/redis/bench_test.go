@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/benchpair"
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
 )
@@ -89,13 +90,18 @@ func newBenchEnv(b *testing.B, c *goredis.Client, opts ...redis.Option) benchEnv
 // conflict.
 type pairSetup func(b *testing.B, e benchEnv, workers int) (lib, raw func(w, i int) error)
 
-// benchPair runs setup's pair on every target, sequentially and with 64 goroutines.
+// benchPair runs setup's pair on every target, sequentially and with 64 goroutines;
+// on a real server it also reports the server's CPU time per call of each side.
 func benchPair(b *testing.B, setup pairSetup) {
 	for _, tg := range benchTargets(b) {
 		b.Run(tg.name, func(b *testing.B) {
+			var meters []benchpair.Meter
+			if tg.name == "redis" {
+				meters = append(meters, testenv.RedisServerCPU(tg.c))
+			}
 			benchpair.Modes(b, []int{1, 64}, func(b *testing.B, workers int) (lib, raw func(w, i int) error) {
 				return setup(b, newBenchEnv(b, tg.c), workers)
-			})
+			}, meters...)
 		})
 	}
 }

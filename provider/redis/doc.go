@@ -57,8 +57,6 @@
 //	                                                 are read through it
 //	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
 //	P:{pid}:events                           stream  field e = event JSON; ID = cursor
-//	P:{pid}:appends                          zset    nonces of recent appends (events,
-//	                                                 late arrivals), scored by ms; PX 2m
 //	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j
 //	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
 //	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
@@ -76,8 +74,8 @@
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
 //	                                                 "lease:<token>", PX ttl
 //	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
-//	<truth or lock key>:call:<nonce>         string  a write's outcome, kept for a
-//	                                                 retry of the same call; PX 2m
+//	<truth, lock, stream or list key>        string  a write's outcome, kept for a
+//	  :call:<nonce>                                  retry of the same call; PX 2m
 //
 // timeKey is a 24-hex-digit encoding whose byte order is time order to the
 // nanosecond (Unix seconds with the sign bit flipped, then nanoseconds), so sorted
@@ -189,8 +187,8 @@
 //     AcquireLease draws no second fence;
 //   - ReleaseLock and ReleaseLease keep a marker after a release, so a retry
 //     reports nil and frees nothing more: not a hold the same owner took since;
-//   - AppendEvent and PutLateArrival keep their nonce for 2 minutes in the
-//     pipeline's append set, so each call appends exactly once;
+//   - AppendEvent and PutLateArrival set their marker (SET NX) before they
+//     append, so each call appends exactly once;
 //   - the other upserts (PutTrait, PutRunLog, PutReadiness, WriteCascadeMarker's
 //     marker) are one idempotent script or command: a retry writes the same value
 //     again, after any write that came in between (last writer wins, as for two
@@ -287,10 +285,9 @@
 // bounded by the data itself: a deleted pipeline keeps its config hash with two
 // small fields (its sequence, so that a re-registration orders after the delete),
 // one per pipeline ID ever deleted; expired traits stay, unread, until trait
-// calls of their pipeline prune them (100 per call); a pipeline's append set holds one nonce per
-// append of the last 2 minutes (and expires when appends stop); every other write
-// leaves a call marker that expires after 2 minutes (one small key per write of the
-// last 2 minutes); a lock key keeps its fence counter forever; a provisional list
+// calls of their pipeline prune them (100 per call); every write but the
+// idempotent upserts leaves a call marker that expires after 2 minutes (one small
+// key per write of the last 2 minutes); a lock key keeps its fence counter forever; a provisional list
 // entry whose writer died before writing the truth stays, unseen, until a reader
 // meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
 // entries and the marker log to about WithMaxMarkerWrites, late-arrival lists are

@@ -13,7 +13,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -37,16 +36,13 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.appendOnce(ctx, "append event", "x", ev.PipelineID, p.k.events(ev.PipelineID), data)
+	return p.appendOnce(ctx, "append event", "x", p.k.events(ev.PipelineID), data)
 }
 
-// appendOnce appends data to the stream (kind "x") or list ("l") at key of
-// pipeline pid with one script, exactly once per call: a nonce unique to the call
-// is kept for callMemory in the pipeline's append set.
-func (p *Provider) appendOnce(ctx context.Context, op, kind, pid, key string, data []byte) error {
-	now := p.now().UnixMilli()
-	err := p.run(ctx, scriptAppendOnce, []string{key, p.k.appends(pid)}, kind, ids.Random(),
-		now, now-callMemoryMS, callMemoryMS, data, p.maxEvents).Err()
+// appendOnce appends data to the stream (kind "x") or list ("l") at key with one
+// script, exactly once per call: the call's marker is kept for callMemory.
+func (p *Provider) appendOnce(ctx context.Context, op, kind, key string, data []byte) error {
+	err := p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, kind, callMemoryMS, data, p.maxEvents).Err()
 	return p.wrap(op, err)
 }
 

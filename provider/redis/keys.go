@@ -28,7 +28,6 @@ func (k keys) traits(pid string) (hash, expiry string) {
 	return h, h + ":exp"
 }
 func (k keys) events(pid string) string  { return k.pipeline(pid) + ":events" }
-func (k keys) appends(pid string) string { return k.pipeline(pid) + ":appends" }
 func (k keys) runs(pid string) index {
 	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
 }

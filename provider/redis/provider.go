@@ -362,8 +362,7 @@ func decodeInto[T any](op, s string, v *T) error {
 	return nil
 }
 
-// callMemory is how long a write remembers its call's nonce (in the append set or
-// the call's marker key), so that a call that go-redis retried after a lost reply
+// callMemory is how long a write keeps its call's marker key, so that a call that go-redis retried after a lost reply
 // applies once and reports its first attempt's outcome (see "Retries" in the
 // package doc).
 const callMemory = 2 * time.Minute

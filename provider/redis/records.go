@@ -163,7 +163,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.appendOnce(ctx, "put late arrival", "l", la.PipelineID, p.k.late(la.PipelineID, la.Date, la.ScheduleID), data)
+	return p.appendOnce(ctx, "put late arrival", "l", p.k.late(la.PipelineID, la.Date, la.ScheduleID), data)
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one LRANGE, sorted

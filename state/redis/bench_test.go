@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/benchpair"
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
@@ -56,9 +57,13 @@ func benchPair(b *testing.B, mk func(b *testing.B, c goredis.UniversalClient, pr
 				b.Fatal(err)
 			}
 			lib, raw := mk(b, c, prefixFor(b))
+			var meters []benchpair.Meter
+			if sc, ok := c.(*goredis.Client); ok && be.name == "redis" {
+				meters = append(meters, testenv.RedisServerCPU(sc))
+			}
 			benchpair.Modes(b, []int{1, benchWorkers}, func(*testing.B, int) (func(w, i int) error, func(w, i int) error) {
 				return lib, raw
-			})
+			}, meters...)
 		})
 	}
 }
