@@ -27,7 +27,7 @@ func (k keys) traits(pid string) (hash, expiry string) {
 	h := k.pipeline(pid) + ":traits"
 	return h, h + ":exp"
 }
-func (k keys) events(pid string) string  { return k.pipeline(pid) + ":events" }
+func (k keys) events(pid string) string { return k.pipeline(pid) + ":events" }
 func (k keys) runs(pid string) index {
 	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
 }
