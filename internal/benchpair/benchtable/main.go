@@ -2,8 +2,9 @@
 // standard input and prints a Markdown table: one row per benchmark with the
 // library's and the raw code's time per call and their ratio, each the median over
 // the repeated runs (-count), the ratio with its spread (the medians of the runs'
-// 25th and 75th percentiles), and the allocations per call. Benchmarks that do not
-// report raw-ns/op are left out.
+// 25th and 75th percentiles), the allocations per call, and the server's CPU time
+// per call of each side where the benchmark reports it (server-cpu-us/op, "–"
+// where not). Benchmarks that do not report raw-ns/op are left out.
 //
 // With -readme FILE it also replaces the text between the lines
 // "<!-- bench:begin -->" and "<!-- bench:end -->" of FILE with the table.
@@ -97,8 +98,8 @@ func format(res results) string {
 	if res.cpu != "" {
 		fmt.Fprintf(&b, "CPU: %s.\n\n", res.cpu)
 	}
-	b.WriteString("| package | benchmark | runs | pipestate µs/call | raw µs/call | ratio | ratio p25–p75 | allocs/call pipestate / raw |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| package | benchmark | runs | pipestate µs/call | raw µs/call | ratio | ratio p25–p75 | allocs/call pipestate / raw | server CPU µs/call pipestate / raw |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range res.names {
 		runs := res.runs[name]
 		med := func(unit string) float64 {
@@ -112,13 +113,20 @@ func format(res results) string {
 			}
 			return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 		}
+		server := "–"
+		if _, ok := runs[0][serverCPU]; ok {
+			server = fmt.Sprintf("%.1f / %.1f", med(serverCPU), med("raw-"+serverCPU))
+		}
 		pkg, bench, _ := strings.Cut(name, " ")
-		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %.2f | %.2f–%.2f | %.0f / %.0f |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %.2f | %.2f–%.2f | %.0f / %.0f | %s |\n",
 			pkg, bench, len(runs), med("ns/op")/1e3, med("raw-ns/op")/1e3, med("ratio"),
-			med("ratio-p25"), med("ratio-p75"), med("allocs/op"), med("raw-allocs/op"))
+			med("ratio-p25"), med("ratio-p75"), med("allocs/op"), med("raw-allocs/op"), server)
 	}
 	return b.String()
 }
+
+// serverCPU is the unit of testenv.RedisServerCPU's meter.
+const serverCPU = "server-cpu-us/op"
 
 const (
 	beginMark = "<!-- bench:begin -->\n"
