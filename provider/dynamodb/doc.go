@@ -142,6 +142,14 @@
 //   - TTLs are judged by the provider clock on every read (items DynamoDB has not yet
 //     deleted are filtered out), and List* calls keep paging until they have limit
 //     live items. Events expire only with WithEventRetention.
+//   - Expired traits cost GetTraits a read until DynamoDB's TTL deletes them
+//     (AWS: typically within days): its one Query reads them and its filter drops
+//     them in DynamoDB, one more request per 1 MB of them. Skipping them would need
+//     an index ordered by expiry: a local secondary index (only at table creation,
+//     and it caps each pipeline's partition at 10 GB) or a global one (eventually
+//     consistent, so GetTraits could miss a trait just put). We keep the strongly
+//     consistent Query; a pipeline that puts many short-lived trait types should
+//     reuse types rather than mint new ones.
 //   - Locks and leases are one item per key, updated in place by conditional
 //     updates (acquire: holder absent or exp <= now; release and renew: holder is
 //     us and exp > now): AcquireLock, ReleaseLock and ReleaseLease as one-action

@@ -112,12 +112,12 @@ var (
 	namesKey  = map[string]string{"#pk": attrPK, "#sk": attrSK}
 	namesList = map[string]string{"#lpk": attrListPK, "#lsk": attrListSK}
 
-	// Key conditions: a partition's sort keys with a prefix, or between two.
-	keyPrefix = &form{"#pk = :pk AND begins_with(#sk, :pre)", namesKey}
-	keyRange  = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", namesKey}
-	keyGSI1   = &form{"#pk = :pk", map[string]string{"#pk": attrGSI1PK}}
-	// keyPrefixLive is keyPrefix for a query with the filter filterLive.
-	keyPrefixLive = &form{"#pk = :pk AND begins_with(#sk, :pre)", map[string]string{"#pk": attrPK, "#sk": attrSK, "#exp": attrExp}}
+	// Key conditions: a partition's sort keys between two (see partition for
+	// prefixes).
+	keyRange = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", namesKey}
+	keyGSI1  = &form{"#pk = :pk", map[string]string{"#pk": attrGSI1PK}}
+	// keyRangeLive is keyRange for a query with the filter filterLive.
+	keyRangeLive = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", map[string]string{"#pk": attrPK, "#sk": attrSK, "#exp": attrExp}}
 	filterLive    = "attribute_not_exists(#exp) OR #exp > :now"
 
 	// Conditions of truth items: new, pointing at a list copy, both, or a run's
@@ -239,17 +239,30 @@ func timedID(prefix string) func(it item) string {
 // re-put with another GSI1 sort key keeps.
 func baseKeyID(it item) string { return it.PK + "#" + it.SK }
 
-// partition is the key condition PK = pk AND begins_with(SK, skPrefix).
+// partition is the key condition of the items of partition pk whose sort key
+// starts with skPrefix: SK BETWEEN skPrefix AND prefixEnd(skPrefix). It selects
+// what begins_with(SK, skPrefix) selects, but DynamoDB Local answers a descending
+// begins_with by walking back over every item sorted after the prefix (ListEvents
+// read a pipeline's 10,000 expired traits to return 10 events), and a BETWEEN from
+// where its range starts.
 func partition(pk, skPrefix string) expr {
-	return expr{keyPrefix, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":pre": sv(skPrefix)}}
+	return expr{keyRange, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":lo": sv(skPrefix), ":hi": sv(prefixEnd(skPrefix))}}
 }
 
 // livePartition is the key condition of partition with the filter that drops the
 // items expired at now (see queryIn.filter): reading many expired items then costs
 // DynamoDB's read of them, not their transfer and decoding.
 func livePartition(pk, skPrefix string, now time.Time) (expr, *string) {
-	return expr{keyPrefixLive, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":pre": sv(skPrefix), ":now": nv(unixNano(now))}}, &filterLive
+	return expr{keyRangeLive, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":lo": sv(skPrefix), ":hi": sv(prefixEnd(skPrefix)),
+		":now": nv(unixNano(now))}}, &filterLive
 }
+
+// prefixEnd is a sort key prefix ending in '#' with that '#' raised to '$': every
+// sort key starting with the prefix sorts below it, every other one above the
+// prefix sorts above it, and no sort key equals it (every kind's prefix ends in
+// '#', TestPrefixEnd), so BETWEEN prefix AND prefixEnd(prefix) is exactly the
+// prefix's items.
+func prefixEnd(prefix string) string { return prefix[:len(prefix)-1] + "$" }
 
 // gsi1 is the key condition GSI1PK = pk.
 func gsi1(pk string) expr {

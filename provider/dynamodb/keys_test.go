@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,5 +28,34 @@ func TestUnixNanoSaturates(t *testing.T) {
 func TestEventSKOrder(t *testing.T) {
 	if !(eventSK(9) < eventSK(10) && eventSK(10) < eventSK(math.MaxInt64)) {
 		t.Fatal("event sort keys do not sort by number")
+	}
+}
+
+// TestPrefixEnd: BETWEEN prefix AND prefixEnd(prefix) holds exactly the sort keys
+// that begin with the prefix, for every prefix the queries use, among sort keys of
+// every kind (the fixed ones, the other kinds' prefixes with IDs that sort low and
+// high, and IDs holding '$').
+func TestPrefixEnd(t *testing.T) {
+	prefixes := []string{skTrait, skRun, skRunLog, skEvent, skRerun, skReplay, skLate + slotSK("2026-01-01", "s") + "#",
+		skMarkerByTime, skLogEntry}
+	sks := []string{skConfig, skState, skReadiness, skEventSeq, skLock, skLogSeq, "", "$", "\U0010FFFF"}
+	for _, p := range prefixes {
+		if !strings.HasSuffix(p, "#") {
+			t.Fatalf("prefix %q does not end in '#'", p)
+		}
+		for _, id := range []string{"", "0", "a", "$", "~", "a$b", "\u00e9", "\U0010FFFF\U0010FFFF"} {
+			sks = append(sks, p+id, p[:len(p)-1]+id, p+"#"+id, slotSK(p, id)+"#"+id)
+		}
+	}
+	for _, p := range prefixes {
+		hi := prefixEnd(p)
+		for _, sk := range sks {
+			if sk == hi {
+				continue // not a sort key of the schema: none ends in '$' after a kind's prefix
+			}
+			if in, want := p <= sk && sk <= hi, strings.HasPrefix(sk, p); in != want {
+				t.Errorf("sort key %q: between %q and %q is %v, begins with %q is %v", sk, p, hi, in, p, want)
+			}
+		}
 	}
 }
