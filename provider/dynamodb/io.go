@@ -118,7 +118,7 @@ var (
 	keyGSI1  = &form{"#pk = :pk", map[string]string{"#pk": attrGSI1PK}}
 	// keyRangeLive is keyRange for a query with the filter filterLive.
 	keyRangeLive = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", map[string]string{"#pk": attrPK, "#sk": attrSK, "#exp": attrExp}}
-	filterLive    = "attribute_not_exists(#exp) OR #exp > :now"
+	filterLive   = "attribute_not_exists(#exp) OR #exp > :now"
 
 	// Conditions of truth items: new, pointing at a list copy, both, or a run's
 	// version and list copy.
