@@ -334,8 +334,9 @@
 //	PutTrait                 1
 //	GetTrait                 1
 //	GetTraits                1 (a read-only pipeline); 2 when the index lists an
-//	                         expired trait or disagrees with the hash in size (the
-//	                         script then prunes or indexes again)
+//	                         expired trait, disagrees with the hash in size, or
+//	                         the hash has over 256 traits (the script then prunes,
+//	                         indexes again or reads the live ones through the index)
 //	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1

@@ -115,11 +115,15 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 }
 
 // GetTraits implements provider.TraitStore with one read-only pipeline (the expiry
-// index's first expired member, its size, and the hash's values) when the index
-// lists no expired trait and has one member per trait: the values read are the
-// live traits. Otherwise it runs the traits script, which prunes up to 100 expired
+// index's first expired member, its size, and one HSCAN of the hash of up to
+// traitScanCount fields) when that shows no expired trait, a hash read whole and
+// one index member per trait: the values read are the live traits. Otherwise it
+// runs the traits script, one more round trip, which prunes up to 100 expired
 // traits (reindexing first when the index disagrees with the hash) and reads the
-// live ones through the index, so expired traits cost nothing: one more round trip.
+// live ones through the index, so no call's work grows with expired traits. A
+// pipeline whose last GetTraits here ended in the script, with expired traits
+// left or more traits than one HSCAN reads, goes to the script directly next
+// time (one round trip), until the script finds it small and pruned.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -155,11 +159,27 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	traits, exp := p.k.traits(pipelineID)
 	var vals []string
 	var err error
-	if traitType == "" {
-		vals, err = p.indexedTraits(ctx, traits, exp, now)
-	}
-	if vals == nil && err == nil {
+	switch {
+	case traitType != "":
 		vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
+	default:
+		if _, script := p.traitsByScript.Load(pipelineID); !script {
+			vals, err = p.scanTraits(ctx, traits, exp, now)
+		}
+		if vals == nil && err == nil {
+			vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), "", "get", traitScanCount).StringSlice()
+			if err == nil && len(vals) == 0 {
+				err = errors.New("corrupt traits script reply")
+			}
+			if err == nil {
+				if vals[0] == "1" {
+					p.traitsByScript.Delete(pipelineID)
+				} else {
+					p.traitsByScript.Store(pipelineID, struct{}{})
+				}
+				vals = vals[1:]
+			}
+		}
 	}
 	if err != nil {
 		return nil, p.wrap("get traits", err)
@@ -183,26 +203,32 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	return out[:n], nil
 }
 
-// indexedTraits returns every value of the traits hash when one read-only
-// pipeline shows that the expiry index lists none expired at now (µs) and holds as
-// many members as the hash has fields; otherwise nil, for the script to prune
-// first. A value the index wrongly lists as live (a stale index of an older
-// writer) is still filtered by the caller.
-func (p *Provider) indexedTraits(ctx context.Context, traits, exp string, now time.Time) ([]string, error) {
+// traitScanCount bounds the fields GetTraits' read-only pipeline reads: a hash of
+// more fields is read by the script instead, which reads only the live ones.
+const traitScanCount = 256
+
+// scanTraits returns every value of the traits hash when one read-only pipeline
+// shows that the expiry index lists none expired at now (µs), that one HSCAN read
+// the whole hash, and that the index has one member per field read; otherwise
+// nil, for the script. A value the index wrongly lists as live (a stale index of
+// an older writer) is still filtered by the caller.
+func (p *Provider) scanTraits(ctx context.Context, traits, exp string, now time.Time) ([]string, error) {
 	pipe := p.c.Pipeline()
 	expired := pipe.ZRangeByScore(ctx, exp, &goredis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(now.UnixMicro(), 10), Count: 1})
 	indexed := pipe.ZCard(ctx, exp)
-	vals := pipe.HVals(ctx, traits)
+	scan := pipe.HScan(ctx, traits, 0, "", traitScanCount)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	if len(expired.Val()) > 0 || indexed.Val() != int64(len(vals.Val())) {
+	fields, cursor := scan.Val()
+	if cursor != 0 || len(expired.Val()) > 0 || indexed.Val() != int64(len(fields)/2) {
 		return nil, nil
 	}
-	if v := vals.Val(); v != nil {
-		return v, nil
+	vals := make([]string, 0, len(fields)/2)
+	for i := 1; i < len(fields); i += 2 {
+		vals = append(vals, fields[i])
 	}
-	return []string{}, nil
+	return vals, nil
 }
 
 // PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.

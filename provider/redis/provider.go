@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,9 @@ type Provider struct {
 	log          *slog.Logger
 	sig          *signal.Recorder
 	started      atomic.Bool
+	// traitsByScript holds the IDs of pipelines whose next GetTraits runs the
+	// traits script directly (see GetTraits): a hint, never the truth.
+	traitsByScript sync.Map
 }
 
 // Option configures a Provider; see New. An option given a bad value makes New

@@ -220,9 +220,10 @@ func TestTraitsStaleIndex(t *testing.T) {
 }
 
 // TestGetTraitsReadPath: GetTraits reads without the script, in one round trip,
-// while the index lists no expired trait and one member per trait; it runs the
-// script (a second round trip) to prune an expired trait or to index a hash
-// again; and a value the index wrongly lists as live is still not returned.
+// while the index lists no expired trait and one member per trait and one HSCAN
+// reads the whole hash; it runs the script (a second round trip) to prune an
+// expired trait, to index a hash again or to read a large hash through the index;
+// and a value the index wrongly lists as live is still not returned.
 func TestGetTraitsReadPath(t *testing.T) {
 	for name, target := range traitTargets(t) {
 		t.Run(name, func(t *testing.T) {
@@ -255,6 +256,9 @@ func TestGetTraitsReadPath(t *testing.T) {
 				}
 			}
 			read("all live", 1, "forever", "hour", "minute")
+			if _, script := p.traitsByScript.Load("p"); script {
+				t.Fatal("all live: the next GetTraits runs the script")
+			}
 			// At minute's ExpiresAt it is expired, and filtered in Go; the index
 			// works in whole µs and prunes only once its µs is past, so this read
 			// still takes one round trip.
@@ -262,6 +266,8 @@ func TestGetTraitsReadPath(t *testing.T) {
 			read("at the expiry", 1, "forever", "hour")
 			clock.add(time.Microsecond)
 			read("one expired", 2, "forever", "hour")
+			// The script pruned the one expired trait and read the hash whole:
+			// the next read scans again.
 			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 2 || z != 2 {
 				t.Errorf("after pruning: hash %d, index %d fields, want 2 each", h, z)
 			}
@@ -278,6 +284,30 @@ func TestGetTraitsReadPath(t *testing.T) {
 			must(t, err)
 			must(t, c.HSet(ctx, hash, "hour", strconv.FormatInt(past.UnixMicro(), 10)+"|"+string(data)).Err())
 			read("stale index", 1, "forever")
+			// A hash larger than one HSCAN reads is read by the script, through
+			// the index (miniredis's HSCAN reads any hash whole: one round trip).
+			wantTrips := int64(2)
+			if name == "miniredis" {
+				wantTrips = 1
+			}
+			for i := range traitScanCount * 2 {
+				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: fmt.Sprintf("many-%03d", i), Status: types.TraitPass}, 0))
+			}
+			counter.Reset()
+			ts, err := p.GetTraits(ctx, "p")
+			must(t, err)
+			if n := counter.Load(); len(ts) != 1+2*traitScanCount || n != wantTrips {
+				t.Errorf("%d traits in a hash of more than %d: read %d in %d round trips, want all in %d", 1+2*traitScanCount, traitScanCount, len(ts), n, wantTrips)
+			}
+			if name == "miniredis" {
+				return
+			}
+			// The script found the hash too large to scan: the next GetTraits
+			// runs it directly, in one round trip.
+			counter.Reset()
+			if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != 1+2*traitScanCount || counter.Load() != 1 {
+				t.Errorf("large hash again: %d traits, %v, in %d round trips; want %d in 1", len(ts), err, counter.Load(), 1+2*traitScanCount)
+			}
 		})
 	}
 }

@@ -104,8 +104,10 @@ func BenchmarkCoalescerFlush(b *testing.B) {
 	closeWith(b, client)
 	cpu := testenv.RedisServerCPU(client)
 	keys := make([]state.Key, coalescerKeys)
+	rawKeys := make([]string, coalescerKeys)
 	for i := range keys {
 		keys[i] = state.Key{Entity: fmt.Sprint("flush-", i)}
+		rawKeys[i] = prefixFor(b) + ":raw:" + keys[i].Entity
 	}
 	flushers := map[string]func(ctx context.Context) (flush func() error){
 		"raw": func(ctx context.Context) func() error {
@@ -114,8 +116,7 @@ func BenchmarkCoalescerFlush(b *testing.B) {
 				for lo := 0; lo < len(keys); lo += state.MergeBatchSize {
 					g.Go(func() error {
 						_, err := client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-							for _, k := range keys[lo:min(lo+state.MergeBatchSize, len(keys))] {
-								key := prefixFor(b) + ":raw:" + k.Entity
+							for _, key := range rawKeys[lo:min(lo+state.MergeBatchSize, len(keys))] {
 								p.IncrBy(ctx, key, 1)
 								p.PExpire(ctx, key, benchTTL)
 							}

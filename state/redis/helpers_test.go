@@ -71,13 +71,16 @@ var (
 	allBackends = []backend{miniBackend, realBackend, clusterBackend}
 )
 
-// prefixes holds one key prefix per test name: every store opened within one test
-// shares it; different tests (and runs) never do.
-var prefixes sync.Map // t.Name() -> string
+// prefixes holds one key prefix per running test: every store opened within one
+// test shares it; different tests, and runs of one test (-count), never do.
+var prefixes sync.Map // testing.TB -> string
 
 func prefixFor(t testing.TB) string {
 	t.Helper()
-	p, _ := prefixes.LoadOrStore(t.Name(), "pst:"+testenv.UniqueName(t))
+	p, loaded := prefixes.LoadOrStore(t, "pst:"+testenv.UniqueName(t))
+	if !loaded {
+		t.Cleanup(func() { prefixes.Delete(t) })
+	}
 	return p.(string)
 }
 

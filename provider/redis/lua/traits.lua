@@ -10,9 +10,14 @@
 --           and so is one whose index a version that kept none left stale (found
 --           when an expired entry disagrees with the hash, which is the truth)
 -- ARGV[1] = now µs, ARGV[2] = trait type ("" with "get": all)
--- ARGV[3] = "put" or "get"; for "put", ARGV[4] = expiry µs (0 = never), ARGV[5] = JSON
--- Returns 1 for "put"; for "get", the values "<expiry µs>|<JSON>" of the traits
--- that are live at µs granularity.
+-- ARGV[3] = "put" or "get"; for "put", ARGV[4] = expiry µs (0 = never), ARGV[5] = JSON;
+-- for "get" of all traits, ARGV[4] = the most traits the caller reads by HSCAN
+-- Returns 1 for "put"; for "get" of one trait, its value "<expiry µs>|<JSON>" if
+-- live at µs granularity; for "get" of all, a flag and values: when fewer than 100
+-- were pruned, every value of the hash (none is expired by the index then), after
+-- "1" if they are at most ARGV[4] (the caller may read by HSCAN next time), else
+-- "0"; otherwise "0" and the values of the traits live at µs granularity. The
+-- caller filters exactly.
 -- Expiries stay decimal strings: Redis turns a Lua number into an argument with
 -- 14 significant digits, too few for µs.
 local function expiry(v)
@@ -30,12 +35,12 @@ local function index()
   end
 end
 -- prune removes up to 100 traits the index lists as expired, if the hash agrees
--- on each; otherwise (the index is stale: a version that kept none renewed, added
--- or removed a trait while the sizes stayed equal) it removes nothing and returns
--- false.
+-- on each, and returns how many; otherwise (the index is stale: a version that
+-- kept none renewed, added or removed a trait while the sizes stayed equal) it
+-- removes nothing and returns false.
 local function prune()
   local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 100)
-  if #gone == 0 then return true end
+  if #gone == 0 then return 0 end
   local vals = redis.call('HMGET', KEYS[1], unpack(gone))
   for i = 1, #gone do
     local e = vals[i] and expiry(vals[i])
@@ -43,12 +48,13 @@ local function prune()
   end
   redis.call('HDEL', KEYS[1], unpack(gone))
   redis.call('ZREM', KEYS[2], unpack(gone))
-  return true
+  return #gone
 end
 if redis.call('ZCARD', KEYS[2]) ~= redis.call('HLEN', KEYS[1]) then index() end
-if not prune() then
+local pruned = prune()
+if not pruned then
   index()
-  prune()
+  pruned = prune() or 100
 end
 if ARGV[3] == 'put' then
   redis.call('HSET', KEYS[1], ARGV[2], ARGV[4] .. '|' .. ARGV[5])
@@ -66,8 +72,18 @@ if ARGV[2] ~= '' then
   end
   return {v}
 end
+-- Fewer than 100 pruned: the index lists no expired trait any more, so the
+-- hash's values are the live traits (and any a stale index missed, which the
+-- caller filters). Otherwise more may wait: read the live ones through the index.
+if pruned < 100 then
+  local vals = redis.call('HVALS', KEYS[1])
+  local flag = '0'
+  if #vals <= tonumber(ARGV[4]) then flag = '1' end
+  table.insert(vals, 1, flag)
+  return vals
+end
 local live = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf')
-local out = {}
+local out = {'0'}
 for i = 1, #live, 1000 do
   local vals = redis.call('HMGET', KEYS[1], unpack(live, i, math.min(i + 999, #live)))
   for j = 1, #vals do
