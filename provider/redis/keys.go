@@ -58,7 +58,8 @@ func (k keys) lock(key string) (lock, fence string) {
 	return l, l + ":fence"
 }
 
-// call returns the marker key of the call with nonce on the record or lock at key:
+// call returns the marker key of the call with nonce on the record, lock, stream
+// or list at key:
 // it shares key's slot, and keeps the call's outcome for callMemory so that a
 // retried call applies once (see "Retries" in the package doc). Nonces are hex, so
 // markers never equal another key of the schema.

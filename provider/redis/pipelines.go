@@ -123,7 +123,8 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 // live ones through the index, so no call's work grows with expired traits. A
 // pipeline whose last GetTraits here ended in the script, with expired traits
 // left or more traits than one HSCAN reads, goes to the script directly next
-// time (one round trip), until the script finds it small and pruned.
+// time (one round trip), until the script finds it small and pruned; the provider
+// keeps that hint for at most maxHints pipelines.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	case traitType != "":
 		vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
 	default:
-		if _, script := p.traitsByScript.Load(pipelineID); !script {
+		if !p.traitsByScript.has(pipelineID) {
 			vals, err = p.scanTraits(ctx, traits, exp, now)
 		}
 		if vals == nil && err == nil {
@@ -173,9 +174,9 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 			}
 			if err == nil {
 				if vals[0] == "1" {
-					p.traitsByScript.Delete(pipelineID)
+					p.traitsByScript.remove(pipelineID)
 				} else {
-					p.traitsByScript.Store(pipelineID, struct{}{})
+					p.traitsByScript.add(pipelineID)
 				}
 				vals = vals[1:]
 			}

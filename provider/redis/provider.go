@@ -73,7 +73,36 @@ type Provider struct {
 	started      atomic.Bool
 	// traitsByScript holds the IDs of pipelines whose next GetTraits runs the
 	// traits script directly (see GetTraits): a hint, never the truth.
-	traitsByScript sync.Map
+	traitsByScript hints
+}
+
+// maxHints bounds a hints set: past it, new IDs are not kept (their GetTraits
+// tries the read-only pipeline first, one round trip more), so a process that
+// meets many pipelines once keeps no more than this.
+const maxHints = 10_000
+
+// hints is a set of IDs, safe for concurrent use, that keeps no new ID once it
+// holds maxHints (concurrent adds may pass that by at most their number).
+type hints struct {
+	m sync.Map // ID -> struct{}
+	n atomic.Int64
+}
+
+func (h *hints) has(id string) bool { _, ok := h.m.Load(id); return ok }
+
+func (h *hints) add(id string) {
+	if h.n.Load() >= maxHints {
+		return
+	}
+	if _, loaded := h.m.LoadOrStore(id, struct{}{}); !loaded {
+		h.n.Add(1)
+	}
+}
+
+func (h *hints) remove(id string) {
+	if _, ok := h.m.LoadAndDelete(id); ok {
+		h.n.Add(-1)
+	}
 }
 
 // Option configures a Provider; see New. An option given a bad value makes New
@@ -366,9 +395,9 @@ func decodeInto[T any](op, s string, v *T) error {
 	return nil
 }
 
-// callMemory is how long a write keeps its call's marker key, so that a call that go-redis retried after a lost reply
-// applies once and reports its first attempt's outcome (see "Retries" in the
-// package doc).
+// callMemory is how long a write keeps its call's marker key, so that a call that
+// go-redis retried after a lost reply applies once and reports its first
+// attempt's outcome (see "Retries" in the package doc).
 const callMemory = 2 * time.Minute
 
 // callMemoryMS is callMemory in milliseconds, a constant so that passing it as a

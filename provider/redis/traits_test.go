@@ -256,7 +256,7 @@ func TestGetTraitsReadPath(t *testing.T) {
 				}
 			}
 			read("all live", 1, "forever", "hour", "minute")
-			if _, script := p.traitsByScript.Load("p"); script {
+			if p.traitsByScript.has("p") {
 				t.Fatal("all live: the next GetTraits runs the script")
 			}
 			// At minute's ExpiresAt it is expired, and filtered in Go; the index
@@ -309,5 +309,24 @@ func TestGetTraitsReadPath(t *testing.T) {
 				t.Errorf("large hash again: %d traits, %v, in %d round trips; want %d in 1", len(ts), err, counter.Load(), 1+2*traitScanCount)
 			}
 		})
+	}
+}
+
+// TestHintsBounded: the GetTraits hints keep at most maxHints IDs, and an ID
+// removed frees its place.
+func TestHintsBounded(t *testing.T) {
+	var h hints
+	for i := range maxHints + 10 {
+		h.add(strconv.Itoa(i))
+		h.add(strconv.Itoa(i)) // again: counted once
+	}
+	if n := h.n.Load(); n != maxHints || !h.has("0") || h.has(strconv.Itoa(maxHints)) {
+		t.Fatalf("after %d adds: %d kept, has 0 %v, has %d %v; want the first %d", maxHints+10, n, h.has("0"), maxHints, h.has(strconv.Itoa(maxHints)), maxHints)
+	}
+	h.remove("0")
+	h.remove("0")
+	h.add("new")
+	if n := h.n.Load(); n != maxHints || h.has("0") || !h.has("new") {
+		t.Fatalf("after a remove and an add: %d kept, has 0 %v, has new %v", n, h.has("0"), h.has("new"))
 	}
 }
