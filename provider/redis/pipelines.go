@@ -160,27 +160,10 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	traits, exp := p.k.traits(pipelineID)
 	var vals []string
 	var err error
-	switch {
-	case traitType != "":
+	if traitType == "" {
+		vals, err = p.allTraits(ctx, pipelineID, traits, exp, now)
+	} else {
 		vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
-	default:
-		if !p.traitsByScript.has(pipelineID) {
-			vals, err = p.scanTraits(ctx, traits, exp, now)
-		}
-		if vals == nil && err == nil {
-			vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), "", "get", traitScanCount).StringSlice()
-			if err == nil && len(vals) == 0 {
-				err = errors.New("corrupt traits script reply")
-			}
-			if err == nil {
-				if vals[0] == "1" {
-					p.traitsByScript.remove(pipelineID)
-				} else {
-					p.traitsByScript.add(pipelineID)
-				}
-				vals = vals[1:]
-			}
-		}
 	}
 	if err != nil {
 		return nil, p.wrap("get traits", err)
@@ -202,6 +185,30 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 		}
 	}
 	return out[:n], nil
+}
+
+// allTraits returns the values of the pipeline's traits: by scanTraits unless the
+// pipeline is hinted to the script, else (or when scanTraits cannot vouch for
+// what it read) by the traits script, whose flag updates the hint.
+func (p *Provider) allTraits(ctx context.Context, pipelineID, traits, exp string, now time.Time) ([]string, error) {
+	if !p.traitsByScript.has(pipelineID) {
+		if vals, err := p.scanTraits(ctx, traits, exp, now); vals != nil || err != nil {
+			return vals, err
+		}
+	}
+	vals, err := p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), "", "get", traitScanCount).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) == 0 {
+		return nil, errors.New("corrupt traits script reply")
+	}
+	if vals[0] == "1" {
+		p.traitsByScript.remove(pipelineID)
+	} else {
+		p.traitsByScript.add(pipelineID)
+	}
+	return vals[1:], nil
 }
 
 // traitScanCount bounds the fields GetTraits' read-only pipeline reads: a hash of
