@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,4 +151,15 @@ func RedisServerCPU(c *goredis.Client) benchpair.Meter {
 		}
 		return sum, nil
 	}}
+}
+
+// RedisWanted and RedisClusterWanted report whether a test should add its variant
+// on a real standalone server or cluster beside miniredis: the server is
+// configured, or servers are required, so that the variant's RedisAddr (or
+// RedisClusterAddrs) fails it instead of the variant quietly not running.
+func RedisWanted() bool { return strings.TrimSpace(os.Getenv(EnvRedisAddr)) != "" || requireServers() }
+
+// RedisClusterWanted: see RedisWanted.
+func RedisClusterWanted() bool {
+	return strings.TrimSpace(os.Getenv(EnvRedisClusterAddrs)) != "" || requireServers()
 }

@@ -240,3 +240,25 @@ func TestCountingHTTPClient(t *testing.T) {
 		t.Errorf("after Reset: %d, want 0", got)
 	}
 }
+
+// TestRedisWanted: a real-server variant is added when its server is configured or
+// servers are required, and only then.
+func TestRedisWanted(t *testing.T) {
+	for _, tc := range []struct {
+		addr, cluster, require string
+		want, wantCluster      bool
+	}{
+		{"", "", "", false, false},
+		{"127.0.0.1:6379", "", "", true, false},
+		{"", "127.0.0.1:7000", "", false, true},
+		{"", "", "1", true, true},
+		{" ", "", "0", false, false},
+	} {
+		t.Setenv(EnvRedisAddr, tc.addr)
+		t.Setenv(EnvRedisClusterAddrs, tc.cluster)
+		t.Setenv(EnvRequireServers, tc.require)
+		if got, gotCluster := RedisWanted(), RedisClusterWanted(); got != tc.want || gotCluster != tc.wantCluster {
+			t.Errorf("%+v: RedisWanted %v, RedisClusterWanted %v", tc, got, gotCluster)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func followTargets(t *testing.T) map[string]func(t *testing.T) (*goredis.Client,
 			return c, "f"
 		},
 	}
-	if envAddr() != "" {
+	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T) (*goredis.Client, string) {
 			c := realClient(t)
 			prefix := "pst:" + testenv.UniqueName(t)

@@ -198,7 +198,7 @@ func cleanPrefix(t *testing.T, c goredis.UniversalClient, prefix string) {
 	})
 }
 
-// envAddr and envCluster report whether the real servers are configured, for tests
-// that add variants rather than skip.
-func envAddr() string  { return os.Getenv("REDIS_ADDR") }
-func envCluster() bool { return os.Getenv("REDIS_CLUSTER_ADDRS") != "" }
+// envAddr is the real standalone server's address, "" when none is configured,
+// for benchmarks that add variants rather than skip (tests use
+// testenv.RedisWanted, which also adds them when servers are required).
+func envAddr() string { return os.Getenv("REDIS_ADDR") }

@@ -39,7 +39,7 @@ func servers() []server {
 			return goredis.NewClient(&goredis.Options{Addr: m.Addr(), Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
 		}, "il"
 	}}}
-	if testenvAddr() != "" {
+	if testenv.RedisWanted() {
 		out = append(out, server{"redis", func(t *testing.T) (func(dialer, int) goredis.UniversalClient, string) {
 			addr := testenv.RedisAddr(t)
 			return func(dial dialer, n int) goredis.UniversalClient {
@@ -47,7 +47,7 @@ func servers() []server {
 			}, "pst:" + testenv.UniqueName(t)
 		}})
 	}
-	if testenvCluster() {
+	if testenv.RedisClusterWanted() {
 		out = append(out, server{"cluster", func(t *testing.T) (func(dialer, int) goredis.UniversalClient, string) {
 			addrs := testenv.RedisClusterAddrs(t)
 			return func(dial dialer, n int) goredis.UniversalClient {

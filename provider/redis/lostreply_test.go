@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -389,13 +388,13 @@ func TestLostReplyTable(t *testing.T) {
 			return goredis.NewClient(&goredis.Options{Addr: m.Addr(), Dialer: n.Dial, MinRetryBackoff: time.Millisecond}), "lr"
 		},
 	}
-	if envAddr := testenvAddr(); envAddr != "" {
+	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T, n *faults.Net) (goredis.UniversalClient, string) {
 			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t), Dialer: n.Dial, MinRetryBackoff: time.Millisecond}),
 				"pst:" + testenv.UniqueName(t)
 		}
 	}
-	if testenvCluster() {
+	if testenv.RedisClusterWanted() {
 		targets["cluster"] = func(t *testing.T, n *faults.Net) (goredis.UniversalClient, string) {
 			return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: testenv.RedisClusterAddrs(t), Dialer: n.Dial,
 				MinRetryBackoff: time.Millisecond}), "pst:" + testenv.UniqueName(t)
@@ -434,9 +433,6 @@ func TestLostReplyTable(t *testing.T) {
 		})
 	}
 }
-
-func testenvAddr() string  { return os.Getenv("REDIS_ADDR") }
-func testenvCluster() bool { return os.Getenv("REDIS_CLUSTER_ADDRS") != "" }
 
 // deletePrefix deletes the keys under prefix, on every master of a cluster.
 func deletePrefix(c goredis.UniversalClient, prefix string) {

@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
@@ -177,10 +178,10 @@ func lockHarnesses(t *testing.T) map[string]lockHarness {
 	mh := newMiniHarness()
 	hs := map[string]lockHarness{"miniredis": {mh.open, mh.sleep}}
 	realSleep := func(_ *testing.T, d time.Duration) { time.Sleep(d) }
-	if addr := envAddr(); addr != "" {
+	if testenv.RedisWanted() {
 		hs["redis"] = lockHarness{newServerHarness(realClient(t)).open, realSleep}
 	}
-	if envCluster() {
+	if testenv.RedisClusterWanted() {
 		hs["cluster"] = lockHarness{newServerHarness(clusterClient(t)).open, realSleep}
 	}
 	return hs

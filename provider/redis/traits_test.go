@@ -24,7 +24,7 @@ func traitTargets(t *testing.T) map[string]func(t *testing.T) (*goredis.Client, 
 			return goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()}), "t"
 		},
 	}
-	if testenvAddr() != "" {
+	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T) (*goredis.Client, string) {
 			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)}), "pst:" + testenv.UniqueName(t)
 		}
