@@ -120,7 +120,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	}
 	s, rest, err := find(args)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "pipestate: %v\n", err)
+		fmt.Fprintf(c.stderr, "pipestate: %s\n", text(err.Error()))
 		return exitUsage
 	}
 	return c.exec(ctx, s, rest)
@@ -170,38 +170,38 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// report prints err as its kind asks and returns the exit status.
+// report prints err as its kind asks and returns the exit status. The error's
+// message, which may quote stored values, is shown as a text.
 func (c *cli) report(s *spec, in *inv, err error) int {
 	var (
 		usage    *usageError
 		notFound *notFoundError
 	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.As(err, &usage):
-		fmt.Fprintf(c.stderr, "pipestate %s: %v\nrun 'pipestate %s --help' for usage\n", s.name, err, s.name)
-		return exitUsage
-	case errors.Is(err, pipestate.ErrInvalidArgument):
-		fmt.Fprintf(c.stderr, "pipestate %s: %v\nrun 'pipestate %s --help' for usage\n", s.name, err, s.name)
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(c.stderr, format+"\n", texts(a)...) }
+	switch {
+	case errors.As(err, &usage), errors.Is(err, pipestate.ErrInvalidArgument):
+		say("pipestate %s: %s\nrun 'pipestate %s --help' for usage", s.name, err, s.name)
 		return exitUsage
 	case errors.As(err, &notFound):
-		fmt.Fprintf(c.stderr, "pipestate %s: %v\n", s.name, err)
+		say("pipestate %s: %s", s.name, err)
 		if in.backend != nil {
-			fmt.Fprintf(c.stderr, "(looked in %s; %s)\n", in.backend, in.target.hint())
+			say("(looked in %s; %s)", in.backend, in.target.hint())
 		}
 		return exitNotFound
 	}
-	fmt.Fprintf(c.stderr, "pipestate %s: %v\n", s.name, err)
+	say("pipestate %s: %s", s.name, err)
 	var missing *ddbtypes.ResourceNotFoundException
 	if errors.As(err, &missing) {
-		fmt.Fprintln(c.stderr, "the table does not exist: check --table (or "+envTable+"), or create it with 'pipestate admin create-tables'")
+		say("the table does not exist: check --table (or " + envTable + "), or create it with 'pipestate admin create-tables'")
 	}
 	switch {
 	case in.backend != nil:
-		fmt.Fprintf(c.stderr, "(backend %s; %s)\n", in.backend, in.target.hint())
+		say("(backend %s; %s)", in.backend, in.target.hint())
 	case in.target.kind != "":
-		fmt.Fprintf(c.stderr, "(backend %s; %s)\n", in.target, in.target.hint())
+		say("(backend %s; %s)", in.target, in.target.hint())
 	}
 	return exitError
 }

@@ -58,4 +58,39 @@
 // lock show reads the key through provider.LockInspector, which every built-in
 // backend implements: a lock's owner or a lease's token and fence, and its expiry.
 // A key nothing holds exits 3, like anything else not found.
+//
+// # Stored text
+//
+// Whoever may write a record (append an event, put a run log, take a lock) chooses
+// what the command prints, so nothing it did not write itself reaches the
+// terminal raw: values read from storage, error messages and arguments echoed
+// back all go through one rule. A plain value is shown as it is: valid UTF-8 of
+// printable characters (strconv.IsPrint: letters, marks, numbers, punctuation and
+// symbols of any script, and the ASCII space) that neither starts with a double
+// quote nor starts or ends with a space. Any other value is shown Go-quoted, as
+// strconv.Quote quotes it, with control characters, DEL, C1 controls, format
+// characters such as bidi overrides, line separators and other invisible runes
+// escaped (\n, \t, \x1b, \x7f, \u009b, \u202e) and each byte that is not UTF-8 as
+// \xff:
+//
+//	2h20m ago  RUN_STATE_CHANGED  r-0002  -  FAILED  "upstream timeout\nretrying in 5m"
+//
+// So a stored newline cannot split a table row or a followed event's line, and no
+// escape sequence (clearing the screen, retitling the window, a hyperlink)
+// reaches the terminal. A value built of several stored strings (a trait's
+// settings, an error message naming a run) is quoted whole; a followed event's
+// message is always quoted.
+//
+// A backslash is escaped, as \\, in a quoted value and only there: a plain value
+// such as a Windows path shows its backslashes as they are. The rendering stays
+// unambiguous all the same, because a quoted value starts with a double quote,
+// which a plain one never does, and within the quotes every backslash starts an
+// escape: the four characters \x1b stored are shown as \x1b, an ESC stored is
+// shown as "\x1b", and the six characters "\x1b" stored are shown as "\"\\x1b\"".
+//
+// --json output is encoding/json's, which escapes control characters, and writes
+// each byte of a string that is not UTF-8 as U+FFFD; the command escapes the rest
+// of what is not printable (DEL, C1 controls, format characters) as \u escapes
+// too, so each line decodes to the values encoding/json would give and holds
+// printable text only; what encoding/json escaped is not escaped again.
 package main

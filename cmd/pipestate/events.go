@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"iter"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
@@ -157,22 +155,24 @@ func followEvents(ctx context.Context, in *inv, p provider.Provider, id, cursor 
 }
 
 // printFollowed prints one followed event: a JSON line, or a log line ending in its
-// cursor.
+// cursor, its message always quoted.
 func printFollowed(in *inv, r types.EventRecord) error {
 	if in.json {
 		return in.emit(r)
 	}
 	e := r.Event
-	parts := []string{e.Timestamp.UTC().Format(time.RFC3339), e.Kind}
+	format, args := "%s %s", []any{e.Timestamp.UTC().Format(time.RFC3339), e.Kind}
 	for _, kv := range [][2]string{{"run", e.RunID}, {"trait", e.TraitType}, {"status", e.Status}} {
 		if kv[1] != "" {
-			parts = append(parts, kv[0]+"="+kv[1])
+			format += " " + kv[0] + "=%s"
+			args = append(args, kv[1])
 		}
 	}
 	if e.Message != "" {
-		parts = append(parts, strconv.Quote(e.Message))
+		format += " %q"
+		args = append(args, e.Message)
 	}
-	in.say("%s cursor=%s", strings.Join(parts, " "), r.StreamID)
+	in.say(format+" cursor=%s", append(args, r.StreamID)...)
 	return nil
 }
 

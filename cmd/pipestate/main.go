@@ -18,7 +18,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := exitUsage
 	if now, err := clock(os.Getenv(envNow)); err != nil {
-		fmt.Fprintf(os.Stderr, "pipestate: %s: %v\n", envNow, err)
+		fmt.Fprintf(os.Stderr, "pipestate: %s: %s\n", envNow, text(err.Error()))
 	} else {
 		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, now)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/pipestate/pipestate/provider"
@@ -73,25 +73,36 @@ func (in *inv) close() {
 	}
 }
 
+// Human-readable output is written by head, say, table rows and fields, and
+// errors by cli.report; each shows what the command did not write itself as a
+// text. JSON output is written by emit alone.
+
 // head prints the backend line once, before the first human-readable output.
 func (in *inv) head() {
 	if !in.headed && !in.json {
-		fmt.Fprintf(in.stdout, "backend: %s\n", in.backend)
+		fmt.Fprintf(in.stdout, "backend: %s\n", text(in.backend.String()))
 		in.headed = true
 	}
 }
 
-// say prints one line of human-readable output after the backend line.
+// say prints one line of human-readable output after the backend line: format,
+// the command's own words, with the arguments' strings shown as texts.
 func (in *inv) say(format string, a ...any) {
 	in.head()
-	fmt.Fprintf(in.stdout, format+"\n", a...)
+	fmt.Fprintf(in.stdout, format+"\n", texts(a)...)
 }
 
-// emit prints v as one line of JSON.
+// emit prints v as one line of JSON, with the runes that are not printable
+// escaped (jsonText).
 func (in *inv) emit(v any) error {
-	enc := json.NewEncoder(in.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := in.stdout.Write(jsonText(b.Bytes()))
+	return err
 }
 
 // emitAll prints each of vs as one line of JSON.
@@ -120,7 +131,7 @@ func (in *inv) table(header ...string) *table {
 // maxCell is the most runes a table cell shows.
 const maxCell = 60
 
-// row adds a row; each cell is shown on one line, cut at maxCell runes, "-" when
+// row adds a row; each cell is shown as a text, cut at maxCell runes, "-" when
 // empty.
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
@@ -135,33 +146,27 @@ func (t *table) row(cells ...string) {
 // flush writes the table out.
 func (t *table) flush() error { return t.tw.Flush() }
 
-// fields prints a key/value block of pairs; values are shown whole, on one line.
+// fields prints a key/value block of pairs; keys and values are shown as texts,
+// values whole, "-" when empty.
 func (in *inv) fields(pairs ...string) error {
 	t := in.table()
 	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(t.tw, "%s\t%s\n", pairs[i], oneLine(pairs[i+1]))
+		fmt.Fprintf(t.tw, "%s\t%s\n", text(pairs[i]), cell(pairs[i+1]))
 	}
 	return t.flush()
 }
 
-// oneLine replaces control characters (tabs and newlines included) with spaces;
-// an empty result is "-".
-func oneLine(s string) string {
-	s = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s))
+// cell is s shown as a text, "-" when empty.
+func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return text(s).String()
 }
 
-// cut is oneLine(s) cut to at most n runes, ending in "…" when cut.
+// cut is cell(s) cut to at most n runes, ending in "…" when cut.
 func cut(s string, n int) string {
-	s = oneLine(s)
+	s = cell(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -235,7 +240,8 @@ func dur(d time.Duration) string {
 	return s
 }
 
-// compact is v as compact JSON ("" for nil or empty maps).
+// compact is v as compact JSON ("" for nil or empty maps), its runes that are not
+// printable escaped as in --json (jsonText), so that a text shows it as it is.
 func compact[M ~map[string]any](v M) string {
 	if len(v) == 0 {
 		return ""
@@ -244,7 +250,7 @@ func compact[M ~map[string]any](v M) string {
 	if err != nil {
 		return fmt.Sprintf("(%v)", err)
 	}
-	return string(b)
+	return string(jsonText(b))
 }
 
 // checkLimit rejects a --limit below 1.
