@@ -2,12 +2,14 @@ package dynamodb_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
 	"github.com/pipestate/pipestate/state/internal/storetest"
@@ -81,7 +83,40 @@ func TestConformance(t *testing.T) {
 				}
 				return d
 			},
-			Sleep: advance, TTL: time.Hour,
+			Sleep: advance, TTL: time.Hour, FakeTime: true,
+		})
+	})
+	t.Run("hll bytes", func(t *testing.T) {
+		// Precision 10: the 1,500 events of the accuracy test make the sketch
+		// dense, where the estimate carries its full standard error (3.25%).
+		m, err := hll.New(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statetest.RunSketch(t, statetest.Harness[[]byte]{
+			Open: func(t *testing.T) state.Store[[]byte] {
+				t.Helper()
+				e := envFor(t)
+				s, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, m,
+					dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Monoid: m, Delta: func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) },
+			Equal: func(a, b []byte) bool {
+				ok, err := hll.Equal(a, b)
+				return err == nil && ok
+			},
+			Sketch: &statetest.Sketch[[]byte]{
+				Item: func(id string) []byte { return m.Delta(id) },
+				Estimate: func(b []byte) (float64, error) {
+					n, err := hll.Estimate(b)
+					return float64(n), err
+				},
+				StdErr: 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision())),
+			},
 		})
 	})
 }

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -79,12 +80,25 @@ func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
 			})
 			return root.NewHandle()
 		},
-		Sleep: func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
-		TTL:   ttl,
+		Sleep:    func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
+		TTL:      ttl,
+		FakeTime: true,
 	}
 }
 
 func eq[V comparable](a, b V) bool { return a == b }
+
+// hllSketch describes m's sketches for the sketch accuracy test.
+func hllSketch(m hll.Monoid) *statetest.Sketch[[]byte] {
+	return &statetest.Sketch[[]byte]{
+		Item: func(id string) []byte { return m.Delta(id) },
+		Estimate: func(b []byte) (float64, error) {
+			n, err := hll.Estimate(b)
+			return float64(n), err
+		},
+		StdErr: 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision())),
+	}
+}
 
 // signed returns deltas that go down as well as up (1, 2, -3, 4, 5, -6, ...).
 func signed[V int64 | float64](offset V) func(int) V {
@@ -119,6 +133,7 @@ func TestConformance(t *testing.T) {
 			return err == nil && ok
 		})
 		h.BadDeltas = [][]byte{[]byte("garbage"), other.Delta("x")}
+		h.Sketch = hllSketch(m)
 		statetest.RunStore(t, h)
 	})
 	t.Run("deduper", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(time.Minute)) })

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
@@ -28,8 +30,10 @@ func opener[V any, S state.Store[V]](b backend, newStore func(goredis.UniversalC
 }
 
 // ttlFor is the expiry-test ttl: an hour under miniredis's FastForward, a second on
-// real servers (the suite sleeps multiples of it; shorter ttls flake on a loaded
-// machine, where two merges meant to be 0.6 ttl apart can drift further).
+// real servers (the suite sleeps multiples of it and times its calls; on a loaded
+// machine, where two merges meant to be 0.6 ttl apart drift further, an
+// observation is inconclusive and the test tries again, which a second leaves
+// room for).
 func ttlFor(b backend) time.Duration {
 	if b.mini != nil {
 		return time.Hour
@@ -98,8 +102,46 @@ func TestConformance(t *testing.T) {
 					}
 					return d
 				},
-				Sleep: sleeper(b), TTL: ttl,
+				Sleep: sleeper(b), TTL: ttl, FakeTime: b.mini != nil,
+			})
+		})
+		t.Run("hll bytes", func(t *testing.T) {
+			t.Parallel() // each store has its own prefix
+			// Precision 10: the 1,500 events of the accuracy test make the sketch
+			// dense, where the estimate carries its full standard error (3.25%).
+			m, err := hll.New(10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			statetest.RunSketch(t, statetest.Harness[[]byte]{
+				Open: func(t *testing.T) state.Store[[]byte] {
+					t.Helper()
+					s, err := redis.NewBytesStore(b.client(t), prefixFor(t), m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				},
+				Monoid: m, Delta: func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) },
+				Equal: hllEqual, Sketch: hllSketch(m),
 			})
 		})
 	})
+}
+
+func hllEqual(a, b []byte) bool {
+	ok, err := hll.Equal(a, b)
+	return err == nil && ok
+}
+
+// hllSketch describes m's sketches for the sketch accuracy test.
+func hllSketch(m hll.Monoid) *statetest.Sketch[[]byte] {
+	return &statetest.Sketch[[]byte]{
+		Item: func(id string) []byte { return m.Delta(id) },
+		Estimate: func(b []byte) (float64, error) {
+			n, err := hll.Estimate(b)
+			return float64(n), err
+		},
+		StdErr: 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision())),
+	}
 }

@@ -22,6 +22,7 @@ func RunDeduper(t *testing.T, h DeduperHarness) {
 	t.Run("race", func(t *testing.T) { testDedupRace(t, &h) })
 	t.Run("release", func(t *testing.T) { testRelease(t, &h) })
 	t.Run("expiry", func(t *testing.T) { testDedupExpiry(t, &h) })
+	t.Run("repeated claim keeps its expiry", func(t *testing.T) { testDedupRepeatKeepsExpiry(t, &h) })
 	t.Run("bad input", func(t *testing.T) { testDedupBadInput(t, &h) })
 	t.Run("closed", func(t *testing.T) { testDedupClosed(t, &h) })
 	t.Run("cancelled context", func(t *testing.T) { testDedupCancelled(t, &h) })
@@ -107,22 +108,76 @@ func testRelease(t *testing.T, h *DeduperHarness) {
 
 func testDedupExpiry(t *testing.T, h *DeduperHarness) {
 	d := h.open(t)
-	mustMark(t, d, "expiring")
 	if h.TTL == 0 {
+		mustMark(t, d, "expiring")
 		h.sleep(t, 24*time.Hour)
 		if mustMark(t, d, "expiring") {
 			t.Error("a claim with no TTL expired")
 		}
 		return
 	}
-	h.sleep(t, h.TTL/2)
-	if mustMark(t, d, "expiring") {
-		t.Fatal("claim gone before its TTL")
+	h.observe(t, func(tl *timeline, attempt int) string {
+		id := fmt.Sprintf("expiring-%d", attempt)
+		claim := tl.do(func() { mustClaim(t, d, id) })
+		tl.sleepUntil(claim.from + h.TTL/2)
+		var again bool
+		half := tl.do(func() { again = mustMark(t, d, id) })
+		if why := endsBefore(half, claim.from+h.TTL, "the MarkSeen half-way"); why != "" {
+			return why
+		}
+		if again {
+			t.Fatal("claim gone before its TTL")
+		}
+		tl.sleepUntil(half.to + 2*h.TTL)
+		if !mustMark(t, d, id) {
+			t.Error("claim still held after its TTL")
+		}
+		return ""
+	})
+}
+
+// mustClaim fails the test unless MarkSeen(id) is first.
+func mustClaim(t *testing.T, d state.Deduper, id string) {
+	t.Helper()
+	if !mustMark(t, d, id) {
+		t.Fatalf("first MarkSeen(%q) = false", id)
 	}
-	h.sleep(t, h.TTL*2)
-	if !mustMark(t, d, "expiring") {
-		t.Error("claim still held after its TTL")
+}
+
+// testDedupRepeatKeepsExpiry: a repeated MarkSeen of a held claim (false) does not
+// extend it: the claim is held until just before the first MarkSeen's expiry and
+// free from it on (now >= expiry), also after a repeat half-way.
+func testDedupRepeatKeepsExpiry(t *testing.T, h *DeduperHarness) {
+	if h.TTL == 0 {
+		t.Skip("claims never expire (DeduperHarness.TTL is 0)")
 	}
+	d1, d2 := h.open(t), h.open(t)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		id := fmt.Sprintf("repeated-%d", attempt)
+		claim := tl.do(func() { mustClaim(t, d1, id) })
+		expiry := claim.from + h.TTL // the earliest it may be
+		var (
+			again [2]bool
+			calls [2]span
+		)
+		tl.sleepUntil(claim.from + h.TTL/2)
+		calls[0] = tl.do(func() { again[0] = mustMark(t, d2, id) })
+		tl.sleepUntil(tl.justBefore(expiry, h.TTL))
+		calls[1] = tl.do(func() { again[1] = mustMark(t, d1, id) })
+		for i, what := range []string{"the MarkSeen half-way", "the MarkSeen just before the expiry"} {
+			if why := endsBefore(calls[i], expiry, what); why != "" {
+				return why
+			}
+			if again[i] {
+				t.Fatalf("%s (%v after the claim) was first: the claim expired early", what, calls[i].to-claim.from)
+			}
+		}
+		tl.sleepUntil(claim.to + h.TTL)
+		if !mustMark(t, d2, id) {
+			t.Errorf("MarkSeen at the first claim's expiry (%v after it) = false: a repeated MarkSeen extended the claim", h.TTL)
+		}
+		return ""
+	})
 }
 
 func testDedupBadInput(t *testing.T, h *DeduperHarness) {

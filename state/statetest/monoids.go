@@ -59,16 +59,60 @@ func testUnchangedMergeRefreshes[V any](t *testing.T, h *Harness[V]) {
 	if !ok {
 		hi, lo = h.Delta(0), h.Monoid.Identity()
 	}
-	k := state.Key{Entity: "unchanged"}
-	mustMerge(t, s, k, hi, ttl)
-	h.sleep(t, ttl*6/10)
-	mustMerge(t, s, k, lo, ttl)
-	h.sleep(t, ttl*6/10)
-	// 1.2 ttl after the first merge, 0.6 ttl after the unchanging one: still there.
-	want := h.Monoid.Combine(h.Monoid.Combine(h.Monoid.Identity(), hi), lo)
+	observeReset(t, h, s, "unchanged",
+		func(k state.Key) { mustMerge(t, s, k, hi, ttl) },
+		func(k state.Key) { mustMerge(t, s, k, lo, ttl) },
+		h.Monoid.Combine(h.Monoid.Combine(h.Monoid.Identity(), hi), lo))
+}
+
+// idempotent returns a delta d of the harness, other than the Identity, that
+// merging again leaves as it is (Identity ⊕ d ⊕ d == Identity ⊕ d: a Max, a
+// sketch); ok is false when the first deltas have none (sums).
+func (h *Harness[V]) idempotent() (d V, ok bool) {
+	id := h.Monoid.Identity()
+	for i := range 16 {
+		d := h.Delta(i)
+		once := h.Monoid.Combine(id, d)
+		if !h.Equal(d, id) && h.Equal(h.Monoid.Combine(once, d), once) {
+			return d, true
+		}
+	}
+	return d, false
+}
+
+// testEqualMerge: merging a value equal to the stored one (a Max merged with the
+// same maximum, a sketch with the items it holds) leaves the value as it is and,
+// like every merge, sets the expiry: to now+ttl part-way through an earlier ttl,
+// cleared by ttl 0, and onto an expired equal value it starts from Identity (the
+// value is found again).
+func testEqualMerge[V any](t *testing.T, h *Harness[V]) {
+	d, ok := h.idempotent()
+	if !ok {
+		t.Skip("no Harness delta that merging twice leaves as merging once")
+	}
+	s := h.open(t)
+	ttl := h.ttl()
+	want := h.Monoid.Combine(h.Monoid.Identity(), d)
+	observeReset(t, h, s, "equal",
+		func(k state.Key) { mustMerge(t, s, k, d, ttl) },
+		func(k state.Key) { mustMerge(t, s, k, d, ttl) },
+		want)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "equal pinned", Bucket: int64(attempt)}
+		first := tl.do(func() { mustMerge(t, s, k, d, ttl) })
+		second := tl.do(func() { mustMerge(t, s, k, d, 0) })
+		if why := endsBefore(second, first.from+ttl, "the equal merge with ttl 0"); why != "" {
+			return why
+		}
+		tl.sleepUntil(first.to + 2*ttl)
+		wantValue(t, h, s, k, want)
+		return ""
+	})
+	k := state.Key{Entity: "equal after expiry"}
+	mustMerge(t, s, k, d, ttl)
+	h.sleep(t, ttl*12/10)
+	mustMerge(t, s, k, d, 0)
 	wantValue(t, h, s, k, want)
-	h.sleep(t, ttl)
-	wantMissing(t, s, k)
 }
 
 // testExpiredThenMergedLower: after expiry a merge starts from Identity, also when
@@ -100,6 +144,7 @@ func runMonoids[V any](t *testing.T, h *Harness[V]) {
 	}
 	if !h.SkipTTL {
 		t.Run("unchanged merge refreshes expiry", func(t *testing.T) { testUnchangedMergeRefreshes(t, h) })
+		t.Run("equal value merge sets expiry", func(t *testing.T) { testEqualMerge(t, h) })
 		t.Run("expired then merged lower", func(t *testing.T) { testExpiredThenMergedLower(t, h) })
 	}
 }
@@ -107,21 +152,33 @@ func runMonoids[V any](t *testing.T, h *Harness[V]) {
 // testClaimOutlivesValue: a claim lives for the dedup TTL, not the value's ttl: a
 // redelivery after the value expired is still a redelivery.
 func testClaimOutlivesValue[V any](t *testing.T, h *Harness[V]) {
-	ttl := h.ttl()
-	if h.dedupTTL() <= 2*ttl {
+	ttl, dedup := h.ttl(), h.dedupTTL()
+	if dedup <= 2*ttl {
 		t.Skip("Harness.DedupTTL is not longer than 2 TTL")
 	}
 	s := h.openOnce(t)
-	k := state.Key{Entity: "short-lived"}
-	if applied, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl); err != nil || !applied {
-		t.Fatalf("first delivery: applied = %v, %v", applied, err)
-	}
-	h.sleep(t, ttl*12/10)
-	wantMissing(t, s, k)
-	if applied, err := s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl); err != nil || applied {
-		t.Fatalf("redelivery after the value expired: applied = %v, %v; want false: the claim died with the value", applied, err)
-	}
-	wantMissing(t, s, k)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "short-lived", Bucket: int64(attempt)}
+		var (
+			applied bool
+			err     error
+		)
+		first := tl.do(func() { applied, err = s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl) })
+		if err != nil || !applied {
+			t.Fatalf("first delivery: applied = %v, %v", applied, err)
+		}
+		tl.sleepUntil(first.to + ttl*12/10)
+		wantMissing(t, s, k)
+		again := tl.do(func() { applied, err = s.MergeUpdateOnce(t.Context(), "evt", k, h.Delta(0), ttl) })
+		if why := endsBefore(again, first.from+dedup, "the redelivery after the value expired"); why != "" {
+			return why
+		}
+		if err != nil || applied {
+			t.Fatalf("redelivery after the value expired: applied = %v, %v; want false: the claim died with the value", applied, err)
+		}
+		wantMissing(t, s, k)
+		return ""
+	})
 }
 
 // testClaimExpires: with a fake clock, a claim is held for the dedup TTL and gone

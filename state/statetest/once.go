@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/state"
 )
@@ -26,6 +27,7 @@ func RunOnceStore[V any](t *testing.T, h Harness[V]) {
 		t.Run("merge resets expiry", func(t *testing.T) { testOnceResetsExpiry(t, &h) })
 		t.Run("claim outlives value ttl", func(t *testing.T) { testClaimOutlivesValue(t, &h) })
 		t.Run("claim expires after dedup ttl", func(t *testing.T) { testClaimExpires(t, &h) })
+		t.Run("redelivery keeps the claim's expiry", func(t *testing.T) { testRedeliveryKeepsClaimExpiry(t, &h) })
 	}
 }
 
@@ -211,14 +213,42 @@ func testSameEventAtOnce[V any](t *testing.T, h *Harness[V]) {
 func testOnceResetsExpiry[V any](t *testing.T, h *Harness[V]) {
 	s := h.openOnce(t)
 	ttl := h.ttl()
-	k := state.Key{Entity: "once-sliding"}
-	for i, id := range []string{"first", "second"} {
-		if applied, err := s.MergeUpdateOnce(t.Context(), id, k, h.Delta(i), ttl); err != nil || !applied {
-			t.Fatalf("MergeUpdateOnce(%q): applied = %v, %v", id, applied, err)
+	once := func(id string, i int) func(k state.Key) {
+		return func(k state.Key) {
+			if applied, err := s.MergeUpdateOnce(t.Context(), id, k, h.Delta(i), ttl); err != nil || !applied {
+				t.Fatalf("MergeUpdateOnce(%q, %v): applied = %v, %v", id, k, applied, err)
+			}
 		}
-		h.sleep(t, ttl*6/10)
+	}
+	observeReset(t, h, s, "once-sliding", once("first", 0), once("second", 1), h.fold(0, 2))
+}
+
+// testRedeliveryKeepsClaimExpiry: with a fake clock, a redelivery of a claimed
+// event (not applied) does not extend the claim: after a redelivery half-way
+// through the dedup TTL, the claim still holds just before the first delivery's
+// claim expires and is gone at that instant (now >= expiry).
+func testRedeliveryKeepsClaimExpiry[V any](t *testing.T, h *Harness[V]) {
+	if !h.FakeTime {
+		t.Skip("needs Harness.FakeTime")
+	}
+	s := h.openOnce(t)
+	dedup := h.dedupTTL()
+	k := state.Key{Entity: "claimed once"}
+	if !mustOnce(t, s, "evt", k, h.Delta(0)) {
+		t.Fatal("first delivery not applied")
+	}
+	tl := newTimeline(true, func(d time.Duration) { h.sleep(t, d) })
+	tl.sleepUntil(dedup / 2)
+	if mustOnce(t, s, "evt", k, h.Delta(0)) {
+		t.Fatal("redelivery half-way through the dedup TTL applied")
+	}
+	tl.sleepUntil(tl.justBefore(dedup, dedup))
+	if mustOnce(t, s, "evt", k, h.Delta(0)) {
+		t.Fatalf("redelivery %v after the first delivery applied: the claim expired early", tl.now())
+	}
+	tl.sleepUntil(dedup)
+	if !mustOnce(t, s, "evt", k, h.Delta(1)) {
+		t.Errorf("redelivery at the claim's expiry (%v after the first delivery) not applied: a redelivery extended the claim", dedup)
 	}
 	wantValue(t, h, s, k, h.fold(0, 2))
-	h.sleep(t, ttl)
-	wantMissing(t, s, k)
 }

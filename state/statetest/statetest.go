@@ -31,15 +31,21 @@
 //     two instances (no read cache keeps it); a merge resets the expiry part-way
 //     through a ttl (MergeUpdate and MergeUpdateOnce), also to an earlier time
 //     (a shorter ttl after a longer one) and also when it leaves the value as it
-//     was (a lower Max, the Identity); ttl 0 clears an expiry; an expired value
-//     is merged from Identity (also where that lowers a Max); the exact instant
-//     (now >= expiry) and sub-second ttls; with FakeTime, spans of hours, days
-//     and months.
+//     was (a lower Max, the Identity, an equal Max or sketch: still found after
+//     the first expiry, cleared by ttl 0); ttl 0 clears an expiry; an expired
+//     value is merged from Identity (also where that lowers a Max or equals
+//     it); the exact instant (now >= expiry) and sub-second ttls; with
+//     FakeTime, spans of hours, days and months.
 //   - Monoids: merging Identity creates a found value, a sum merged back to zero
 //     is found (the reference harnesses' deltas go down as well as up), the int64
 //     and float64 sum limits (unless SkipSumLimits), MaxTTL, bad input and
 //     BadDeltas refused without writing.
 //   - Concurrency: merges from many goroutines and two instances are all applied.
+//   - Sketches (with Harness.Sketch, or RunSketch alone): SketchEvents distinct
+//     events with fixed IDs, merged from SketchWriters goroutines by
+//     MergeUpdate, MergeUpdateOnce (some redelivered) and MergeMany batches as
+//     the store allows, estimate their count within 3 standard errors and leave
+//     the exact union of their deltas.
 //   - Close and context: after Close every method is ErrClosed; with a cancelled
 //     context every method is context.Canceled and nothing stored changes (an
 //     existing value keeps its value, a cancelled MergeUpdateOnce claims nothing).
@@ -50,18 +56,35 @@
 //     separators, a rejected or failed merge (bad input, BadDeltas, an int64
 //     overflow, a ttl over MaxTTL) claims nothing, proven by redelivering it; a
 //     claim outlives a shorter value ttl and, with FakeTime, expires after
-//     DedupTTL.
+//     DedupTTL, counted from the first delivery: a redelivery half-way does not
+//     extend it (held a second before, free at the instant).
 //   - BatchStore (when the store implements it): MergeMany leaves what the same
 //     MergeUpdates in sequence leave (adversarial keys, onto existing values);
 //     updates of one key combine in batch order; an empty batch; bad input
 //     anywhere (first, middle, last: keys, ttls, BadDeltas) refuses the whole
 //     batch, writing nothing, without a *state.MergeError; a batch past
 //     state.MergeBatchSize applies every update; closed and cancelled; each
-//     update's ttl; an int64 overflow fails alone in a *state.MergeError.
+//     update's ttl; updates of one key with different ttls, straddling a round
+//     trip, leave the last one's expiry (live just before it, gone at it); an
+//     int64 overflow fails alone in a *state.MergeError; sum overflows in the
+//     second and third round trip of a batch are reported at their index in
+//     the whole batch.
 //
 // RunDeduper checks first-seen-once across instances, distinct IDs, simultaneous
-// MarkSeen from a barrier in repeated rounds, Release, claim expiry, bad input,
-// Close and cancelled contexts (a cancelled Release keeps the claim).
+// MarkSeen from a barrier in repeated rounds, Release, claim expiry (a repeated
+// MarkSeen half-way does not extend the claim: held just before the first
+// claim's expiry, free at it), bad input, Close and cancelled contexts (a
+// cancelled Release keeps the claim).
+//
+// # Real time
+//
+// Where Sleep really sleeps (FakeTime false), the expiry tests time every call
+// and plan their instants from what they measured: a value is asserted live only
+// by a read that ended before its earliest possible expiry, and gone only by one
+// that started after its latest. When a loaded machine makes an observation
+// inconclusive, the test runs again with fresh keys (RealTimeAttempts in all)
+// and skips, saying why, if no attempt was conclusive: it never fails because the
+// machine was slow. Exact instants (a second before an expiry) need FakeTime.
 //
 // The suite has teeth: its own tests plant realistic bugs in toy stores (see
 // teeth_test.go) and require each to fail the subtest of the rule it breaks.
@@ -117,8 +140,28 @@ type Harness[V any] struct {
 	DedupTTL time.Duration
 	// FakeTime reports that Sleep only moves a fake clock, so sleeping hours or
 	// days costs nothing. It enables the long-span tests (values and claims
-	// observed across hours and days). Leave it false where Sleep really sleeps.
+	// observed across hours and days) and the observation of exact instants (a
+	// value live a second before its expiry and gone at it). Leave it false where
+	// Sleep really sleeps: the expiry tests then time every call and plan around
+	// what they measured (see RealTimeAttempts).
 	FakeTime bool
+	// Sketch describes a distinct-count sketch monoid (monoid/sketch/hll) for the
+	// sketch accuracy test. Optional; RunSketch needs it.
+	Sketch *Sketch[V]
+}
+
+// Sketch describes a distinct-count sketch, such as monoid/sketch/hll, for the
+// sketch accuracy test: SketchEvents distinct events merged through the store
+// must be estimated within 3 standard errors, and leave the exact union of their
+// deltas. The test is deterministic: its event IDs are fixed.
+type Sketch[V any] struct {
+	// Item returns the delta of one item (a sketch holding only id).
+	Item func(id string) V
+	// Estimate returns the number of distinct items a value estimates.
+	Estimate func(v V) (float64, error)
+	// StdErr is Estimate's relative standard error (for HyperLogLog with 2^p
+	// registers, 1.04/sqrt(2^p)).
+	StdErr float64
 }
 
 // DeduperHarness describes a Deduper backend under test.
@@ -133,6 +176,11 @@ type DeduperHarness struct {
 	// 0 means claims never expire and the expiry test checks that they do not
 	// after a while (Sleep of a day).
 	TTL time.Duration
+	// FakeTime reports that Sleep only moves a fake clock: the expiry tests then
+	// observe exact instants (a claim held a second before its expiry and free at
+	// it). Leave it false where Sleep really sleeps: the tests then time every call
+	// and plan around what they measured (see RealTimeAttempts).
+	FakeTime bool
 }
 
 func (h *Harness[V]) sleep(t *testing.T, d time.Duration) {

@@ -61,8 +61,9 @@ var badKeys = []struct {
 	{"nul", state.Key{Entity: "a\x00b"}},
 }
 
-// RunStore runs the Store conformance suite, and the OnceStore and BatchStore
-// suites too when the store implements state.OnceStore or state.BatchStore.
+// RunStore runs the Store conformance suite, the OnceStore and BatchStore suites
+// too when the store implements state.OnceStore or state.BatchStore, and the
+// sketch tests (RunSketch) when the harness describes a Sketch.
 func RunStore[V any](t *testing.T, h Harness[V]) {
 	h.check(t)
 	t.Run("get missing", func(t *testing.T) { testGetMissing(t, &h) })
@@ -84,6 +85,9 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	runLimits(t, &h)
 	runMonoids(t, &h)
 	runTiming(t, &h)
+	if h.Sketch != nil {
+		RunSketch(t, h)
+	}
 	probe := h.open(t)
 	if _, ok := probe.(state.OnceStore[V]); ok {
 		t.Run("once", func(t *testing.T) { RunOnceStore(t, h) })
@@ -254,48 +258,120 @@ func testGetManyLarge[V any](t *testing.T, h *Harness[V]) {
 func testTTLExpires[V any](t *testing.T, h *Harness[V]) {
 	s1, s2 := h.open(t), h.open(t)
 	ttl := h.ttl()
-	k, keep := state.Key{Entity: "session", Bucket: 1}, state.Key{Entity: "forever"}
-	mustMerge(t, s1, k, h.Delta(0), ttl)
+	keep := state.Key{Entity: "forever"}
 	mustMerge(t, s1, keep, h.Delta(1), 0)
-	for _, s := range []state.Store[V]{s1, s2} {
-		wantValue(t, h, s, k, h.fold(0, 1))
-		_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
-		if err != nil || !found[0] || !found[1] {
-			t.Fatalf("GetMany while live: found = %v, %v; want [true true]", found, err)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "session", Bucket: int64(attempt + 1)}
+		merged := tl.do(func() { mustMerge(t, s1, k, h.Delta(0), ttl) })
+		var (
+			got   [2]V
+			found [2]bool
+			many  [2][]bool
+		)
+		reads := tl.do(func() {
+			for i, s := range []state.Store[V]{s1, s2} {
+				got[i], found[i] = mustGet(t, s, k)
+				_, f, err := s.GetMany(t.Context(), []state.Key{keep, k})
+				if err != nil || len(f) != 2 {
+					t.Fatalf("GetMany while live: %v, %v", f, err)
+				}
+				many[i] = f
+			}
+		})
+		if why := endsBefore(reads, merged.from+ttl, "the reads while live"); why != "" {
+			return why
 		}
+		for i := range got {
+			wantGot(t, h, k, got[i], found[i], h.fold(0, 1))
+			if !many[i][0] || !many[i][1] {
+				t.Fatalf("GetMany while live: found = %v; want [true true]", many[i])
+			}
+		}
+		tl.sleepUntil(merged.to + 2*ttl)
+		for _, s := range []state.Store[V]{s1, s2} {
+			wantMissing(t, s, k)
+			_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
+			if err != nil || !found[0] || found[1] {
+				t.Errorf("GetMany after expiry: found = %v, %v; want [true false]", found, err)
+			}
+		}
+		return ""
+	})
+}
+
+// wantGot fails the test unless a read of k found want.
+func wantGot[V any](t *testing.T, h *Harness[V], k state.Key, got V, found bool, want V) {
+	t.Helper()
+	if !found {
+		t.Fatalf("Get(%v): not found, want %v", k, want)
 	}
-	h.sleep(t, 2*ttl)
-	for _, s := range []state.Store[V]{s1, s2} {
+	if !h.Equal(got, want) {
+		t.Fatalf("Get(%v) = %v, want %v", k, got, want)
+	}
+}
+
+// observeReset observes a write part-way through the ttl of an earlier one:
+// first and second write k with ttl, 0.6 ttl apart; between the first write's
+// expiry and the second's k must hold want (the second write set the expiry
+// anew), and from the second's expiry on it is gone.
+func observeReset[V any](t *testing.T, h *Harness[V], s state.Store[V], entity string, first, second func(k state.Key), want V) {
+	t.Helper()
+	ttl := h.ttl()
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: entity, Bucket: int64(attempt)}
+		a := tl.do(func() { first(k) })
+		tl.sleepUntil(a.from + ttl*6/10)
+		b := tl.do(func() { second(k) })
+		if why := endsBefore(b, a.from+ttl, "the second write"); why != "" {
+			return why // the first may have expired: the second started from Identity
+		}
+		// After the first write's expiry, before the second's (fake clock: 1.3 ttl
+		// after the first write, 0.7 ttl after the second).
+		tl.sleepUntil(between(a.to+ttl, b.from+ttl))
+		var (
+			got   V
+			found bool
+		)
+		r := tl.do(func() { got, found = mustGet(t, s, k) })
+		if why := startsFrom(r, a.to+ttl, "the read after the first expiry"); why != "" {
+			return why
+		}
+		if why := endsBefore(r, b.from+ttl, "the read before the second expiry"); why != "" {
+			return why
+		}
+		if !found || !h.Equal(got, want) {
+			t.Fatalf("Get(%v) %v after the first write, %v after the second (ttl %v) = %v (found %v), want %v: the second write did not set the expiry anew",
+				k, r.from-a.from, r.from-b.from, ttl, got, found, want)
+		}
+		tl.sleepUntil(b.to + ttl*11/10)
 		wantMissing(t, s, k)
-		_, found, err := s.GetMany(t.Context(), []state.Key{keep, k})
-		if err != nil || !found[0] || found[1] {
-			t.Errorf("GetMany after expiry: found = %v, %v; want [true false]", found, err)
-		}
-	}
+		return ""
+	})
 }
 
 func testMergeResetsExpiry[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
 	ttl := h.ttl()
-	k := state.Key{Entity: "sliding"}
-	mustMerge(t, s, k, h.Delta(0), ttl)
-	h.sleep(t, ttl*6/10)
-	mustMerge(t, s, k, h.Delta(1), ttl)
-	h.sleep(t, ttl*6/10)
-	// 1.2 ttl after the first merge, 0.6 ttl after the second: still there.
-	wantValue(t, h, s, k, h.fold(0, 2))
-	h.sleep(t, ttl)
-	wantMissing(t, s, k)
+	observeReset(t, h, s, "sliding",
+		func(k state.Key) { mustMerge(t, s, k, h.Delta(0), ttl) },
+		func(k state.Key) { mustMerge(t, s, k, h.Delta(1), ttl) },
+		h.fold(0, 2))
 }
 
 func testTTLZeroClears[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
 	ttl := h.ttl()
-	k := state.Key{Entity: "pinned"}
-	mustMerge(t, s, k, h.Delta(0), ttl)
-	mustMerge(t, s, k, h.Delta(1), 0)
-	h.sleep(t, 2*ttl)
-	wantValue(t, h, s, k, h.fold(0, 2))
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "pinned", Bucket: int64(attempt)}
+		first := tl.do(func() { mustMerge(t, s, k, h.Delta(0), ttl) })
+		second := tl.do(func() { mustMerge(t, s, k, h.Delta(1), 0) })
+		if why := endsBefore(second, first.from+ttl, "the merge with ttl 0"); why != "" {
+			return why
+		}
+		tl.sleepUntil(first.to + 2*ttl)
+		wantValue(t, h, s, k, h.fold(0, 2))
+		return ""
+	})
 }
 
 func testExpiredThenMerged[V any](t *testing.T, h *Harness[V]) {

@@ -56,6 +56,15 @@ type flaws struct {
 	batchPartial     bool // MergeMany checks each update only when it comes to it
 	batchFirstChunk  bool // MergeMany applies only its first state.MergeBatchSize updates
 	batchNoTTL       bool // MergeMany ignores the updates' ttls
+
+	dedupRefresh     bool // deduper: every MarkSeen sets the claim's expiry to now+TTL
+	onceRefreshClaim bool // a redelivery to MergeUpdateOnce claims the event anew
+	maxEqualNoop     bool // a Max merge of the value stored writes nothing (keeps the expiry)
+	batchChunkIndex  bool // MergeMany reports an outcome at its index within its round trip
+	batchFirstTTL    bool // MergeMany gives a key the ttl of its first update in the batch
+	batchLongestTTL  bool // MergeMany gives a key the longest ttl of its updates (0 longest)
+	sketchLost       bool // sketch: a non-atomic read-combine-write
+	sketchCapped     bool // sketch: a merged value over sketchCap bytes is dropped silently
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -63,7 +72,7 @@ type world struct {
 	mu     sync.Mutex
 	now    time.Time
 	values map[string]item
-	events map[string]bool      // Deduper claims
+	events map[string]time.Time // Deduper claims and their expiry (zero: none)
 	claims map[string]time.Time // MergeUpdateOnce claims and their expiry (zero: none)
 }
 
@@ -87,6 +96,7 @@ type toy struct {
 	f      flaws
 	max    bool
 	cache  map[string]int64 // with readCache
+	ttl    time.Duration    // the deduper's claim TTL (0: forever)
 	closed bool
 }
 
@@ -189,16 +199,43 @@ func (s *toy) MergeMany(ctx context.Context, ups []state.Update[int64]) error {
 	case s.f.batchFirstChunk && len(ups) > state.MergeBatchSize:
 		ups = ups[:state.MergeBatchSize]
 	}
+	keyTTL := s.batchTTLs(ups)
 	errs := make([]error, len(ups))
 	for i, u := range ups {
 		if s.f.batchNoTTL {
 			u.TTL = 0
 		}
-		if _, errs[i] = s.merge(ctx, "", u.Key, u.Delta, u.TTL); errs[i] != nil && s.f.batchPartial {
-			return errs[i]
+		if ttl, ok := keyTTL[u.Key]; ok {
+			u.TTL = ttl
+		}
+		_, err := s.merge(ctx, "", u.Key, u.Delta, u.TTL)
+		if err != nil && s.f.batchPartial {
+			return err
+		}
+		if err != nil && s.f.batchChunkIndex {
+			i %= state.MergeBatchSize // the index within the round trip
+		}
+		if err != nil {
+			errs[i] = err
 		}
 	}
 	return state.MergeErrors(errs)
+}
+
+// batchTTLs returns the ttl the batch ttl flaws give each key of ups (nil when
+// the toy has none): the first of the key's updates, or the longest (0 longest).
+func (s *toy) batchTTLs(ups []state.Update[int64]) map[state.Key]time.Duration {
+	if !s.f.batchFirstTTL && !s.f.batchLongestTTL {
+		return nil
+	}
+	ttls := map[state.Key]time.Duration{}
+	for _, u := range ups {
+		cur, seen := ttls[u.Key]
+		if !seen || s.f.batchLongestTTL && cur != 0 && (u.TTL == 0 || u.TTL > cur) {
+			ttls[u.Key] = u.TTL
+		}
+	}
+	return ttls
 }
 
 func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, ttl time.Duration) (bool, error) {
@@ -221,6 +258,9 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	}
 	if id != "" && !s.f.noDedupe {
 		if exp, ok := s.w.claims[claim]; ok && (exp.IsZero() || s.w.now.Before(exp)) {
+			if s.f.onceRefreshClaim {
+				s.w.claims[claim] = s.claimExpiry(ttl)
+			}
 			return false, nil
 		}
 		if s.f.racyOnce {
@@ -262,6 +302,12 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		v = it.v + delta
 	}
 	exp := s.expiry(ttl, it.exp)
+	if s.f.maxEqualNoop && s.max && live && delta == it.v {
+		if id != "" {
+			s.w.claims[claim] = s.claimExpiry(ttl)
+		}
+		return true, nil
+	}
 	switch {
 	case s.f.maxNoRefresh && live && v == it.v:
 		exp = it.exp
@@ -322,14 +368,21 @@ func (s *toy) MarkSeen(ctx context.Context, id string) (bool, error) {
 		}
 	}
 	s.w.mu.Lock()
-	seen := s.w.events[id]
+	defer s.w.mu.Unlock()
+	exp, seen := s.w.events[id]
+	seen = seen && (exp.IsZero() || s.w.now.Before(exp))
 	if s.f.racyDeduper {
 		s.w.mu.Unlock() // no I/O between the check and the set, only a preemption point
 		runtime.Gosched()
 		s.w.mu.Lock()
 	}
-	s.w.events[id] = true
-	s.w.mu.Unlock()
+	if !seen || s.f.dedupRefresh {
+		exp = time.Time{}
+		if s.ttl > 0 {
+			exp = s.w.now.Add(s.ttl)
+		}
+		s.w.events[id] = exp
+	}
 	return !seen || s.f.alwaysFirst, nil
 }
 
@@ -366,7 +419,7 @@ func (ws *worlds) get(t *testing.T) *world {
 	}
 	w, ok := ws.m[t.Name()]
 	if !ok {
-		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]bool{}, claims: map[string]time.Time{}}
+		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]time.Time{}, claims: map[string]time.Time{}}
 		ws.m[t.Name()] = w
 	}
 	return w
@@ -408,11 +461,20 @@ func toyMaxHarness(f flaws) statetest.Harness[int64] {
 	return h
 }
 
-func toyDeduperHarness(f flaws) statetest.DeduperHarness {
+// toyDeduperTTL is the claim TTL of the toy deduper (toyDeduperHarness(f, true)).
+const toyDeduperTTL = time.Hour
+
+func toyDeduperHarness(f flaws, withTTL bool) statetest.DeduperHarness {
 	ws := &worlds{}
+	var ttl time.Duration
+	if withTTL {
+		ttl = toyDeduperTTL
+	}
 	return statetest.DeduperHarness{
-		Open:  func(t *testing.T) state.Deduper { return &toy{w: ws.get(t), f: f} },
-		Sleep: ws.sleep,
+		Open:     func(t *testing.T) state.Deduper { return &toy{w: ws.get(t), f: f, ttl: ttl} },
+		Sleep:    ws.sleep,
+		TTL:      ttl,
+		FakeTime: true,
 	}
 }
 
@@ -421,7 +483,9 @@ func toyDeduperHarness(f flaws) statetest.DeduperHarness {
 func TestToyConforms(t *testing.T) {
 	t.Run("sum", func(t *testing.T) { statetest.RunStore(t, toyHarness(flaws{})) })
 	t.Run("max", func(t *testing.T) { statetest.RunStore(t, toyMaxHarness(flaws{})) })
-	t.Run("deduper", func(t *testing.T) { statetest.RunDeduper(t, toyDeduperHarness(flaws{})) })
+	t.Run("deduper", func(t *testing.T) { statetest.RunDeduper(t, toyDeduperHarness(flaws{}, true)) })
+	t.Run("deduper without ttl", func(t *testing.T) { statetest.RunDeduper(t, toyDeduperHarness(flaws{}, false)) })
+	t.Run("sketch", func(t *testing.T) { statetest.RunStore(t, sketchToyHarness(flaws{})) })
 }
 
 // Kinds of toy a flaw is planted in.
@@ -429,6 +493,7 @@ const (
 	sumToy     = "sum"
 	maxToy     = "max"
 	deduperToy = "deduper"
+	sketchKind = "sketch"
 )
 
 // broken lists each flaw, the toy it is planted in and a subtest that must fail
@@ -500,6 +565,20 @@ var broken = []struct {
 	{"batch of one round trip only", flaws{batchFirstChunk: true}, sumToy, "batch/past_the_round-trip_size"},
 	// Rule: each update of a batch sets its key's expiry.
 	{"batch ignores ttls", flaws{batchNoTTL: true}, sumToy, "batch/ttl"},
+	// Rule: a repeated MarkSeen does not extend the claim.
+	{"deduper refreshes on every mark", flaws{dedupRefresh: true}, deduperToy, "repeated_claim_keeps_its_expiry"},
+	// Rule: a redelivery does not extend the claim of MergeUpdateOnce.
+	{"once redelivery re-claims", flaws{onceRefreshClaim: true}, sumToy, "once/redelivery_keeps_the_claim's_expiry"},
+	// Rule: a merge of an equal value leaves it and sets the expiry like any merge.
+	{"max equal merge writes nothing", flaws{maxEqualNoop: true}, maxToy, "equal_value_merge_sets_expiry"},
+	// Rule: a MergeError tells each update's outcome at its index in the whole batch.
+	{"batch outcomes at round-trip indexes", flaws{batchChunkIndex: true}, sumToy, "batch/refusals_reported_at_their_batch_index"},
+	// Rule: a key's updates in a batch set its expiry in order: the last one's holds.
+	{"batch keeps a key's first ttl", flaws{batchFirstTTL: true}, sumToy, "batch/ttls_of_one_key_apply_in_order"},
+	{"batch keeps a key's longest ttl", flaws{batchLongestTTL: true}, sumToy, "batch/ttls_of_one_key_apply_in_order"},
+	// Rule: every merge of a sketch is applied, so the estimate holds.
+	{"sketch merges lost", flaws{sketchLost: true}, sketchKind, "sketch_accuracy"},
+	{"sketch capped silently", flaws{sketchCapped: true}, sketchKind, "sketch_accuracy"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
@@ -515,7 +594,9 @@ func TestBrokenSubprocess(t *testing.T) {
 		if b.name == name {
 			switch b.kind {
 			case deduperToy:
-				statetest.RunDeduper(t, toyDeduperHarness(b.flaws))
+				statetest.RunDeduper(t, toyDeduperHarness(b.flaws, true))
+			case sketchKind:
+				statetest.RunStore(t, sketchToyHarness(b.flaws))
 			case maxToy:
 				statetest.RunStore(t, toyMaxHarness(b.flaws))
 			default:

@@ -14,11 +14,22 @@ const SubSecondTTL = 500 * time.Millisecond
 
 func testSubSecondTTL[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
-	k := state.Key{Entity: "sub-second"}
-	mustMerge(t, s, k, h.Delta(0), SubSecondTTL)
-	wantValue(t, h, s, k, h.fold(0, 1))
-	h.sleep(t, 1500*time.Millisecond)
-	wantMissing(t, s, k)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "sub-second", Bucket: int64(attempt)}
+		merged := tl.do(func() { mustMerge(t, s, k, h.Delta(0), SubSecondTTL) })
+		var (
+			got   V
+			found bool
+		)
+		read := tl.do(func() { got, found = mustGet(t, s, k) })
+		if why := endsBefore(read, merged.from+SubSecondTTL, "the read after the merge"); why != "" {
+			return why
+		}
+		wantGot(t, h, k, got, found, h.fold(0, 1))
+		tl.sleepUntil(merged.to + 1500*time.Millisecond)
+		wantMissing(t, s, k)
+		return ""
+	})
 }
 
 // testShorterTTL: every merge sets the expiry to now+ttl, also when that is
@@ -26,12 +37,23 @@ func testSubSecondTTL[V any](t *testing.T, h *Harness[V]) {
 func testShorterTTL[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
 	ttl := h.ttl()
-	k := state.Key{Entity: "shortened"}
-	mustMerge(t, s, k, h.Delta(0), 10*ttl)
-	mustMerge(t, s, k, h.Delta(1), ttl)
-	wantValue(t, h, s, k, h.fold(0, 2))
-	h.sleep(t, ttl*12/10)
-	wantMissing(t, s, k)
+	h.observe(t, func(tl *timeline, attempt int) string {
+		k := state.Key{Entity: "shortened", Bucket: int64(attempt)}
+		mustMerge(t, s, k, h.Delta(0), 10*ttl)
+		second := tl.do(func() { mustMerge(t, s, k, h.Delta(1), ttl) })
+		var (
+			got   V
+			found bool
+		)
+		read := tl.do(func() { got, found = mustGet(t, s, k) })
+		if why := endsBefore(read, second.from+ttl, "the read after the shorter merge"); why != "" {
+			return why
+		}
+		wantGot(t, h, k, got, found, h.fold(0, 2))
+		tl.sleepUntil(second.to + ttl*12/10)
+		wantMissing(t, s, k)
+		return ""
+	})
 }
 
 // testLongSpans: with a fake clock, values without expiry live for months, and
