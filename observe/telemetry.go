@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/internal/nilcheck"
 )
 
 // ScopeName is the instrumentation scope of every tracer and meter of this package.
@@ -46,10 +47,10 @@ type config struct {
 }
 
 // WithTracerProvider sets the tracer provider (default: otel.GetTracerProvider()
-// when the decorator is built).
+// when the decorator is built). tp must not be nil (also not a typed nil).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) error {
-		if tp == nil {
+		if nilcheck.IsNil(tp) {
 			return invalidf("WithTracerProvider: nil provider")
 		}
 		c.tp = tp
@@ -58,10 +59,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithMeterProvider sets the meter provider (default: otel.GetMeterProvider() when
-// the decorator is built).
+// the decorator is built). mp must not be nil (also not a typed nil).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
-		if mp == nil {
+		if nilcheck.IsNil(mp) {
 			return invalidf("WithMeterProvider: nil provider")
 		}
 		c.mp = mp

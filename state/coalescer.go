@@ -11,11 +11,12 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
 )
 
-// ErrBufferFull is returned by Coalescer.Add when the buffer holds MaxKeys distinct
-// keys and a flush could not make room: the delta was not accepted.
+// ErrBufferFull is returned by Coalescer.Add when MaxKeys distinct keys are buffered
+// or in flight and a flush could not make room: the delta was not accepted.
 var ErrBufferFull = errors.New("state: coalescer buffer full")
 
 // Coalescer defaults.
@@ -51,8 +52,11 @@ func WithFlushInterval(d time.Duration) CoalescerOption {
 	}
 }
 
-// WithMaxKeys bounds the distinct keys buffered (default DefaultCoalescerMaxKeys):
-// an Add of a new key into a full buffer flushes first. n < 1 is an error.
+// WithMaxKeys bounds the distinct keys buffered (default DefaultCoalescerMaxKeys),
+// counting the keys of a flush in flight until they are written, so the buffer
+// stays bounded while the store refuses writes: an Add of a new key into a full
+// buffer flushes first, and is refused with ErrBufferFull while that leaves it full.
+// n < 1 is an error.
 func WithMaxKeys(n int) CoalescerOption {
 	return func(c *coalescerConfig) error {
 		if n < 1 {
@@ -88,11 +92,13 @@ func WithWriteTTL(ttl time.Duration) CoalescerOption {
 	}
 }
 
-// WithErrorHandler receives the errors of background (interval) flushes, which run
-// with context.Background() (the store's own timeouts apply). Without a handler, they
-// are kept (the first 16, then counted) and returned, joined, by the next Flush or
-// Close. f must not be
-// nil and must not call the Coalescer's Flush or Close.
+// WithErrorHandler receives the errors of the flushes no caller waits for: background
+// (interval) flushes, which run with context.Background() (the store's own timeouts
+// apply), and flushes started by an Add that made room (Add accepted its delta).
+// Without a handler, they are kept (the first 16, then counted) and returned,
+// joined, by the next Flush or Close. f is called from the flushing goroutine (the
+// background one, or Add's caller); it must not be nil and must not call the
+// Coalescer's Add, Flush or Close.
 func WithErrorHandler(f func(error)) CoalescerOption {
 	return func(c *coalescerConfig) error {
 		if f == nil {
@@ -120,8 +126,9 @@ type CoalescerStats struct {
 //
 // Nothing is dropped silently: a key whose write fails keeps its delta (combined
 // before any delta added since, so arrival order is preserved even for
-// non-commutative monoids) and is retried on the next flush, and the error is
-// returned by Flush / Close or passed to the error handler. The exceptions are
+// non-commutative monoids) and is retried on the next flush, and the error of every
+// flush, whichever call started it, is returned by Flush / Close (or by the Add it
+// refused) or passed to the error handler. The exceptions are
 // reported, never silent: a write rejected with ErrInvalidArgument is dropped (it
 // can never succeed) and named in the error; so are the deltas added to a key
 // during a flush that failed its write when they no longer combine with the kept
@@ -139,13 +146,17 @@ type Coalescer[V any] struct {
 	cfg   coalescerConfig
 	sig   *coalescerSignals
 
-	flushMu sync.Mutex // one flush at a time, so retried deltas keep their order
+	// flushing holds a token while a flush runs: one flush at a time, so retried
+	// deltas keep their order, and a caller waits for it no longer than its ctx.
+	flushing chan struct{}
 
-	mu     sync.Mutex
-	buf    map[Key]V
-	closed bool
-	bgErrs []error // background flush errors for the next Flush/Close (no handler)
-	bgMore int     // background errors beyond maxBackgroundErrors, counted only
+	mu       sync.Mutex
+	buf      map[Key]V // deltas added since the flush in flight took the buffer
+	inflight map[Key]V // the flush in flight's deltas not yet written (nil: none)
+	keys     int       // distinct keys in buf or inflight, bounded by maxKeys
+	closed   bool
+	bgErrs   []error // background flush errors for the next Flush/Close (no handler)
+	bgMore   int     // background errors beyond maxBackgroundErrors, counted only
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -155,12 +166,13 @@ type Coalescer[V any] struct {
 }
 
 // NewCoalescer returns a Coalescer writing to store with m (whose Combine must be
-// the store's monoid). A nil store or monoid, or a bad option, is an error wrapping
-// ErrInvalidArgument; so is an error of the meter provider creating the
+// the store's monoid). A nil store or monoid (also a typed nil, an interface holding
+// a nil pointer), or a bad option, is an error wrapping ErrInvalidArgument; so is an
+// error of the meter provider creating the
 // Coalescer's instruments. With a positive flush interval it starts a goroutine,
 // stopped by Close.
 func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOption) (*Coalescer[V], error) {
-	if store == nil || m == nil {
+	if nilcheck.IsNil(store) || nilcheck.IsNil(m) {
 		return nil, Invalidf("NewCoalescer: nil store or monoid")
 	}
 	cfg := coalescerConfig{interval: DefaultFlushInterval, maxKeys: DefaultCoalescerMaxKeys, concurrency: DefaultCoalescerConcurrent}
@@ -172,7 +184,8 @@ func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOp
 			return nil, err
 		}
 	}
-	c := &Coalescer[V]{store: store, m: m, cfg: cfg, buf: map[Key]V{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Coalescer[V]{store: store, m: m, cfg: cfg, buf: map[Key]V{}, flushing: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	sig, err := newCoalescerSignals(cfg, c.Pending)
 	if err != nil {
 		return nil, fmt.Errorf("%w: NewCoalescer: metrics: %w", ErrInvalidArgument, err)
@@ -196,11 +209,7 @@ func (c *Coalescer[V]) loop() {
 			return
 		case <-t.C:
 			if err := c.flush(context.Background()); err != nil {
-				if c.cfg.onError != nil {
-					c.cfg.onError(err)
-				} else {
-					c.keepBackgroundError(err)
-				}
+				c.report(err)
 			}
 		}
 	}
@@ -209,9 +218,14 @@ func (c *Coalescer[V]) loop() {
 // maxBackgroundErrors bounds the background errors kept for the next Flush.
 const maxBackgroundErrors = 16
 
-// keepBackgroundError records err for the next Flush or Close, keeping the first
-// maxBackgroundErrors and counting the rest.
-func (c *Coalescer[V]) keepBackgroundError(err error) {
+// report hands err, the error of a flush no caller waits for, to the error handler,
+// or keeps it for the next Flush or Close (the first maxBackgroundErrors, then
+// counted).
+func (c *Coalescer[V]) report(err error) {
+	if c.cfg.onError != nil {
+		c.cfg.onError(err)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.bgErrs) < maxBackgroundErrors {
@@ -223,9 +237,12 @@ func (c *Coalescer[V]) keepBackgroundError(err error) {
 
 // Add buffers delta for k, combined with what is buffered for k. A bad key or delta
 // is an error wrapping ErrInvalidArgument; after Close it is ErrClosed; a cancelled
-// ctx returns ctx.Err(). When k is new and the buffer is full, Add flushes first (in
+// ctx returns ctx.Err(). When k is new and MaxKeys keys are buffered or in flight,
+// Add waits for a flush in flight and then, if that did not make room, flushes (in
 // the caller's goroutine, with ctx); if the buffer is still full it returns an error
-// wrapping ErrBufferFull and the flush error, and the delta was not accepted.
+// wrapping ErrBufferFull and the flush's error (or ctx's, if it ended the wait), and
+// the delta was not accepted. When its flush made room but failed some keys, Add
+// accepts the delta and reports the flush's error like a background one.
 func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -236,41 +253,90 @@ func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 	if err := CheckDelta(c.m, delta); err != nil {
 		return err
 	}
-	for flushed := false; ; flushed = true {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return fmt.Errorf("coalescer: %w", ErrClosed)
-		}
-		cur, ok := c.buf[k]
-		if ok || len(c.buf) < c.cfg.maxKeys {
-			if !ok {
-				cur = c.m.Identity()
-			}
-			next, err := Combine(c.m, cur, delta)
-			if err != nil {
-				c.mu.Unlock()
-				return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-			}
-			c.buf[k] = next
-			c.mu.Unlock()
-			c.deltas.Add(1)
-			return nil
-		}
-		c.mu.Unlock()
-		if flushed {
-			return fmt.Errorf("%w: %d keys buffered", ErrBufferFull, c.cfg.maxKeys)
-		}
-		if err := c.flush(ctx); err != nil {
-			c.mu.Lock()
-			full := len(c.buf) >= c.cfg.maxKeys
-			c.mu.Unlock()
-			if full {
-				return fmt.Errorf("%w: %w", ErrBufferFull, err)
-			}
-		}
+	if ok, err := c.accept(k, delta); ok || err != nil {
+		return err
+	}
+	if err := c.lockFlush(ctx); err != nil {
+		return fmt.Errorf("%w: %d keys buffered: %w", ErrBufferFull, c.cfg.maxKeys, err)
+	}
+	var flushErr error
+	if !c.hasRoom(k) { // a flush in flight may have made room
+		flushErr = c.flushLocked(ctx)
+	}
+	c.unlockFlush()
+	ok, err := c.accept(k, delta)
+	switch {
+	case err != nil:
+		return errors.Join(err, flushErr)
+	case !ok && flushErr != nil:
+		return fmt.Errorf("%w: %d keys buffered: %w", ErrBufferFull, c.cfg.maxKeys, flushErr)
+	case !ok:
+		return fmt.Errorf("%w: %d keys buffered", ErrBufferFull, c.cfg.maxKeys)
+	case flushErr != nil:
+		c.report(flushErr)
+	}
+	return nil
+}
+
+// accept buffers delta for k if k is buffered or in flight, or there is room for
+// one more key; false means the buffer is full.
+func (c *Coalescer[V]) accept(k Key, delta V) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, fmt.Errorf("coalescer: %w", ErrClosed)
+	}
+	if !c.hasRoomLocked(k) {
+		return false, nil
+	}
+	cur, buffered := c.buf[k]
+	if !buffered {
+		cur = c.m.Identity()
+	}
+	next, err := Combine(c.m, cur, delta)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if _, flying := c.inflight[k]; !buffered && !flying {
+		c.keys++
+	}
+	c.buf[k] = next
+	c.deltas.Add(1)
+	return true, nil
+}
+
+// hasRoom reports whether a delta for k would be accepted now.
+func (c *Coalescer[V]) hasRoom(k Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hasRoomLocked(k)
+}
+
+func (c *Coalescer[V]) hasRoomLocked(k Key) bool {
+	if _, ok := c.buf[k]; ok {
+		return true
+	}
+	if _, ok := c.inflight[k]; ok {
+		return true
+	}
+	return c.keys < c.cfg.maxKeys
+}
+
+// lockFlush waits until no flush is in flight and takes the flush token, or
+// returns ctx's error.
+func (c *Coalescer[V]) lockFlush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case c.flushing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
+
+func (c *Coalescer[V]) unlockFlush() { <-c.flushing }
 
 // Flush writes every buffered key now (one MergeUpdate per key, or MergeMany
 // batches on a BatchStore) and returns the errors of the keys that failed (kept for
@@ -289,17 +355,25 @@ func (c *Coalescer[V]) Flush(ctx context.Context) error {
 	return errors.Join(append(bg, err)...)
 }
 
-// flush writes the buffer once.
+// flush writes the buffer once, after any flush in flight.
 func (c *Coalescer[V]) flush(ctx context.Context) error {
-	c.flushMu.Lock()
-	defer c.flushMu.Unlock()
+	if err := c.lockFlush(ctx); err != nil {
+		return err
+	}
+	defer c.unlockFlush()
+	return c.flushLocked(ctx)
+}
+
+// flushLocked writes the buffer once; the caller holds the flush token. The keys
+// stay in flight (counted by the bound) until written, dropped or put back.
+func (c *Coalescer[V]) flushLocked(ctx context.Context) error {
 	c.mu.Lock()
 	batch := c.buf
 	if len(batch) == 0 {
 		c.mu.Unlock()
 		return nil
 	}
-	c.buf = make(map[Key]V, len(batch))
+	c.buf, c.inflight = make(map[Key]V, len(batch)), batch
 	c.mu.Unlock()
 	c.flushes.Add(1)
 	start, keys, failed := time.Now(), len(batch), 0
@@ -343,7 +417,7 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 	var errs []error
 	for r := range results {
 		tried += len(r.ups)
-		var kept []Key
+		var kept, done []Key
 		var keptErr error
 		for i, u := range r.ups {
 			var err error
@@ -353,12 +427,12 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 			switch {
 			case err == nil:
 				c.writes.Add(1)
-				delete(batch, u.Key)
+				done = append(done, u.Key)
 			case errors.Is(err, ErrInvalidArgument):
 				c.failures.Add(1)
 				failed++
 				errs = append(errs, fmt.Errorf("coalescer: dropped key %q/%d: %w", u.Key.Entity, u.Key.Bucket, err))
-				delete(batch, u.Key)
+				done = append(done, u.Key)
 			default:
 				c.failures.Add(1)
 				failed++
@@ -367,6 +441,7 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 				}
 			}
 		}
+		c.landed(done)
 		switch {
 		case len(kept) == 1:
 			errs = append(errs, fmt.Errorf("coalescer: key %q/%d kept for retry: %w", kept[0].Entity, kept[0].Bucket, keptErr))
@@ -374,24 +449,39 @@ func (c *Coalescer[V]) flush(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("coalescer: %d keys kept for retry, the first %q/%d: %w", len(kept), kept[0].Entity, kept[0].Bucket, keptErr))
 		}
 	}
-	if len(batch) > 0 {
-		if unsent := len(ups) - tried; unsent > 0 {
-			errs = append(errs, fmt.Errorf("coalescer: flush stopped, %d keys kept: %w", unsent, ctx.Err()))
-		}
-		errs = append(errs, c.restore(batch)...)
+	if unsent := len(ups) - tried; unsent > 0 {
+		errs = append(errs, fmt.Errorf("coalescer: flush stopped, %d keys kept: %w", unsent, ctx.Err()))
 	}
-	err := errors.Join(errs...)
-	c.sig.flushed(ctx, keys, failed, len(batch), time.Since(start), err)
+	kept, restoreErrs := c.restore()
+	err := errors.Join(append(errs, restoreErrs...)...)
+	c.sig.flushed(ctx, keys, failed, kept, time.Since(start), err)
 	return err
 }
 
-// restore puts unwritten deltas back in front of what was added since. When the
-// two do not combine (an int64 sum past its range: each was accepted on its own),
-// it keeps the older delta and returns an error naming the key whose newer deltas
-// it dropped.
-func (c *Coalescer[V]) restore(batch map[Key]V) []error {
+// landed takes the keys of the flush in flight that were written or dropped out of
+// flight, freeing their room unless deltas were added to them since.
+func (c *Coalescer[V]) landed(ks []Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, k := range ks {
+		delete(c.inflight, k)
+		if _, ok := c.buf[k]; !ok {
+			c.keys--
+		}
+	}
+}
+
+// restore ends the flush in flight: it puts its unwritten deltas back in front of
+// what was added since, and returns how many keys it put back. When the two do not
+// combine (an int64 sum past its range: each was accepted on its own), it keeps the
+// older delta and returns an error naming the key whose newer deltas it dropped.
+// The key count does not change: a key in flight was counted once, buffered again
+// or not.
+func (c *Coalescer[V]) restore() (int, []error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	batch := c.inflight
+	c.inflight = nil
 	var errs []error
 	for k, d := range batch {
 		if cur, ok := c.buf[k]; ok {
@@ -404,7 +494,7 @@ func (c *Coalescer[V]) restore(batch map[Key]V) []error {
 		}
 		c.buf[k] = d
 	}
-	return errs
+	return len(batch), errs
 }
 
 // Close stops the background flush, refuses later Adds (ErrClosed), stops reporting
@@ -425,11 +515,12 @@ func (c *Coalescer[V]) Close(ctx context.Context) error {
 	return errors.Join(c.Flush(ctx), unregErr)
 }
 
-// Pending returns the number of keys buffered.
+// Pending returns the number of distinct keys buffered, counting those of a flush
+// in flight until they are written: the number WithMaxKeys bounds.
 func (c *Coalescer[V]) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.buf)
+	return c.keys
 }
 
 // Stats returns counters of what the Coalescer did.
