@@ -34,8 +34,11 @@ type data struct {
 	markers      map[slot]types.CascadeMarker
 	readiness    map[string]readiness
 	locks        map[string]lock
-	fences       map[string]int64      // survive expiry and release, forever
-	markerLog    []types.CascadeMarker // every marker write; a write's cursor is its index+1
+	fences       map[string]int64 // survive expiry and release, forever
+	// markerLog is the marker writes retention has not dropped yet: write i
+	// (from 1; its cursor is i) is markerLog[i-1-markerDropped].
+	markerLog     []markerWrite
+	markerDropped int64 // the writes dropped from the front of markerLog
 	// written is closed (and replaced) by every event append and marker write, to
 	// wake followers and watchers.
 	written chan struct{}
@@ -52,6 +55,12 @@ func (d *data) writes() <-chan struct{} {
 func (d *data) wake() {
 	close(d.written)
 	d.written = make(chan struct{})
+}
+
+// markerWrite is one write of the marker log.
+type markerWrite struct {
+	m       types.CascadeMarker
+	expires time.Time // zero: kept forever
 }
 
 // slot is a (pipeline, date, schedule) key.

@@ -15,8 +15,10 @@
 //     a networked backend returns them (numbers in map[string]any as float64) and are
 //     never aliased. A value JSON cannot encode is ErrInvalidArgument.
 //   - There is no size limit (ErrTooLarge is never returned). Events are kept
-//     forever unless WithEventRetention says otherwise; nothing is deleted, so the
-//     store grows until it is dropped.
+//     forever unless WithEventRetention says otherwise, and the marker log that
+//     WatchCascadeMarkers reads unless WithMarkerRetention does (a watch from a
+//     cursor older than the log fails with ErrCursorExpired); nothing else is
+//     deleted, so the store grows until it is dropped.
 //   - TTLs are judged by the provider's clock at read time; expired entries are
 //     invisible and removed lazily.
 //   - Event cursors are per-pipeline sequence numbers in decimal.

@@ -66,6 +66,23 @@ func WithEventRetention(d time.Duration) Option {
 	}
 }
 
+// WithMarkerRetention keeps each cascade marker write in the log that
+// WatchCascadeMarkers reads for d after it is written, by the clock of the
+// provider that writes it: from then on (now >= write time + d) no watch delivers
+// it, and a watch from a cursor after which a write was dropped fails with an
+// error wrapping provider.ErrCursorExpired. The markers themselves
+// (ListCascadeMarkers) are kept. The default, 0, keeps every write forever; d
+// must be at most provider.MaxTTL.
+func WithMarkerRetention(d time.Duration) Option {
+	return func(p *Provider) error {
+		if err := provider.CheckTTL(d); err != nil {
+			return fmt.Errorf("memory: WithMarkerRetention: %w", err)
+		}
+		p.markerRetention = d
+		return nil
+	}
+}
+
 // Provider is one client of its data. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
@@ -74,7 +91,9 @@ type Provider struct {
 	owner          string
 	readinessTTL   time.Duration
 	eventRetention time.Duration
-	closed         atomic.Bool
+	// markerRetention is how long a marker write stays in the marker log.
+	markerRetention time.Duration
+	closed          atomic.Bool
 }
 
 var (

@@ -28,6 +28,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"readiness_ttl_over_max", memory.WithReadinessTTL(provider.MaxTTL + 1)},
 		{"negative_retention", memory.WithEventRetention(-time.Second)},
 		{"retention_over_max", memory.WithEventRetention(provider.MaxTTL + 1)},
+		{"negative_marker_retention", memory.WithMarkerRetention(-time.Second)},
+		{"marker_retention_over_max", memory.WithMarkerRetention(provider.MaxTTL + 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p, err := memory.New(tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {
@@ -38,7 +40,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	p, err := memory.New(memory.WithOwner("me"), memory.WithReadinessTTL(provider.MaxTTL), memory.WithEventRetention(provider.MaxTTL))
+	p, err := memory.New(memory.WithOwner("me"), memory.WithReadinessTTL(provider.MaxTTL), memory.WithEventRetention(provider.MaxTTL),
+		memory.WithMarkerRetention(provider.MaxTTL))
 	if err != nil || p.Owner() != "me" {
 		t.Fatalf("New with valid options: %v, %v", p, err)
 	}

@@ -3,8 +3,10 @@ package memory
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -130,28 +132,47 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	return out, nil
 }
 
-// WriteCascadeMarker implements provider.CascadeStore.
+// WriteCascadeMarker implements provider.CascadeStore. It also drops the marker
+// log's expired writes from its front (WithMarkerRetention).
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now()))
+	now := p.now()
+	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now))
 	if err != nil {
 		return err
 	}
 	return p.write(ctx, func(s *data) {
 		s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m
-		s.markerLog = append(s.markerLog, m)
+		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: expiry(now, p.markerRetention)})
+		if n := s.expiredMarkers(now); n > 0 {
+			s.markerLog = slices.Delete(s.markerLog, 0, n)
+			s.markerDropped += int64(n)
+		}
 		s.wake()
 	})
 }
 
-// WatchCascadeMarkers implements provider.MarkerWatcher. Memory keeps every
-// marker write, so no cursor expires; cursors are decimal sequence numbers.
+// expiredMarkers returns how many writes at the front of the marker log have
+// expired at now; d must be locked.
+func (d *data) expiredMarkers(now time.Time) int {
+	n := 0
+	for n < len(d.markerLog) && !live(d.markerLog[n].expires, now) {
+		n++
+	}
+	return n
+}
+
+// WatchCascadeMarkers implements provider.MarkerWatcher. Cursors are decimal
+// sequence numbers of the marker log, "" its oldest write retained
+// (WithMarkerRetention). A watch whose next write is no longer retained yields the
+// writes before it, then an error wrapping provider.ErrCursorExpired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	since, err := provider.ParseSeqCursor(cursor)
 	if err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
+	const op = "memory: watch cascade markers"
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
-		since := since
+		since, fromOldest := since, cursor == ""
 		var written <-chan struct{}
 		return provider.Poller[types.CascadeMarkerRecord]{
 			Read: func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
@@ -160,10 +181,28 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 					return nil, err
 				}
 				defer p.s.mu.Unlock()
+				now := p.now()
+				dropped := p.s.markerDropped + int64(p.s.expiredMarkers(now))
+				if fromOldest {
+					since, fromOldest = max(since, dropped), false
+				}
+				if since < dropped {
+					return nil, fmt.Errorf("%s: %w: marker writes %d to %d after cursor %d are no longer retained",
+						op, provider.ErrCursorExpired, since+1, dropped, since)
+				}
 				var out []types.CascadeMarkerRecord
-				for since < int64(len(p.s.markerLog)) && len(out) < followPage {
+				last := p.s.markerDropped + int64(len(p.s.markerLog))
+				for since < last && len(out) < followPage {
+					w := p.s.markerLog[since-p.s.markerDropped]
+					if !live(w.expires, now) { // expired behind a live write (another handle's retention)
+						if len(out) > 0 {
+							break // deliver what precedes the gap; the next read fails
+						}
+						return nil, fmt.Errorf("%s: %w: marker write %d after cursor %d is no longer retained",
+							op, provider.ErrCursorExpired, since+1, since)
+					}
 					since++
-					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(p.s.markerLog[since-1])})
+					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(w.m)})
 				}
 				return out, nil
 			},
