@@ -32,7 +32,12 @@
 //     the writing instance and another) invisible to both once expired;
 //   - event retention (Harness.ExpireEvents): dropped events are invisible to
 //     every read, a cursor of a dropped event reads from the oldest retained one,
-//     and new events never reuse old positions;
+//     and new events never reuse old positions; marker log retention
+//     (Harness.ExpireMarkers, Harness.MaxMarkerWrites): a watch from a cursor
+//     whose successors were dropped fails with provider.ErrCursorExpired before
+//     it yields anything, never skipping the gap silently, also after a few
+//     hundred writes past a retention by count, and a watch from "" starts at the
+//     oldest write retained;
 //   - compare-and-swap: match, mismatch, missing run, ID mismatches, CreatedAt kept,
 //     Version = expected+1, exactly one winner among 16 goroutines on two
 //     instances, no lost update among 8 goroutines x 50 retried increments;
@@ -42,14 +47,18 @@
 //     log order, resuming after a cancel, two followers agreeing; watching
 //     (MarkerWatcher): writes from two instances to several pipelines, a rewrite
 //     delivered again, resuming from a cursor; KeepAlive over the Leaser: renewed
-//     past its ttl, and the work canceled before a rival can take over;
+//     past its ttl, and the work canceled before a rival can take over, with a
+//     ttl scaled to the round trips and timer lateness measured at the test's
+//     start (at least 900 ms), so that a loaded machine does not fail them;
 //   - races that do not depend on luck: the one-winner tests (CAS, locks, leases)
 //     start their callers from a spinning barrier and repeat for at least 3
 //     rounds and 500 ms, so a check-then-act backend loses in every run;
 //   - events paged with cursors while 8 writers on two instances append: each event
 //     is seen exactly once, and every reader sees the same order;
 //   - locks and leases from the same instance and from another: exclusivity,
-//     owner-safe release, expiry and takeover, strictly increasing fences, one
+//     owner-safe release, expiry and takeover, strictly increasing fences (also
+//     after a day without a lease, when a record kept with the lease is long
+//     gone), one
 //     shared key space (a lock and a lease of one key, and the calls of one on
 //     the other), a release seen by an instance that found the key held, owner
 //     IDs and lease tokens that are prefixes of each other (owners need
@@ -63,12 +72,17 @@
 //     existed throughout missing;
 //   - fidelity (the Fidelity group): times near the zero time, before 1970,
 //     beyond int64 nanoseconds, in several zones and with monotonic readings, a
-//     nanosecond apart, in every time-ordered list and in event Timestamps; IDs
-//     of every valid character and of the maximum length accepted in every ID
-//     position of every method; prefix-related IDs ("p", "p-2", "p2", "P"...)
-//     never seeing each other's data in any read;
+//     nanosecond apart, in every time-ordered list and in event Timestamps; the
+//     zero time itself in every time the backend does not fill (trait and
+//     readiness EvaluatedAt, run log StartedAt, UpdatedAt, CompletedAt and
+//     retry times, rerun CompletedAt), back as the zero time; IDs of every valid
+//     character and of the maximum length accepted in every ID position of every
+//     method; prefix-related IDs ("p", "p-2", "p2", "P", "p_", "p/x"...) never
+//     seeing each other's data in any read, lists and iterators included
+//     (FollowEvents, WatchCascadeMarkers, ListRunLogs...);
 //   - numeric limits: versions up to types.MaxRunVersion, ttls up to
-//     provider.MaxTTL, ErrInvalidArgument just beyond;
+//     provider.MaxTTL, ErrInvalidArgument just beyond; length limits in bytes,
+//     not runes (lock and lease keys, event kinds of 2-, 3- and 4-byte runes);
 //   - a bad-input table per method: each case fails with an error wrapping
 //     provider.ErrInvalidArgument, and a follow-up read proves nothing was written;
 //   - adversarial keys built from every key delimiter of the built-in backends
@@ -140,6 +154,17 @@
 //     so far to a pipeline (advance the clock past a time-based retention, or
 //     trim a log kept by count). It enables the EventStore/retention_* tests;
 //     nil skips them.
+//   - ExpireMarkers does the same for the marker log that WatchCascadeMarkers
+//     reads (all pipelines' writes so far); it enables
+//     MarkerWatcher/expired_cursor_fails. MaxMarkerWrites tells the suite the
+//     count a backend that keeps the log by count was opened with (small: a
+//     hundred or so); it enables MarkerWatcher/count_retention_expires_old_cursor.
+//
+// Before anything else, Run and each Run* group check the harness: two
+// providers opened with one t must share storage. When they do not, the group
+// (or Run) fails at once with "Harness.Open: two providers opened in one test
+// do not share storage: ...", instead of with a failure in every test that
+// opens two providers.
 //
 // The subtests call t.Parallel, so a backend on a real server with real sleeps
 // does not serialize; the groups themselves run one after another, so Run returns
@@ -158,12 +183,15 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 60 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 78 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write
-// that lands before the cancelled context is reported — and require each to fail
-// the subtest named for the rule it breaks, in a subprocess.
+// that lands before the cancelled context is reported, a fence counter kept with
+// the lease record, a watch that resumes silently past an expired cursor — and
+// require each to fail the subtest named for the rule it breaks, in a
+// subprocess; and a harness whose providers share nothing must fail in the
+// harness check alone.
 //
 // # Decisions where the contract is silent
 //
@@ -174,6 +202,12 @@
 //     must keep every one (PutLateArrival appends).
 //   - RenewLease returns the lease with the same Key, Token and Fence.
 //   - A lease held by an instance blocks AcquireLock by that same instance too.
+//   - A watch cursor is expired when a write after it was dropped. One whose own
+//     write was dropped, but no later one, may go on (the built-in backends do):
+//     the suite only resumes from cursors whose successors were dropped.
+//   - Length limits are in bytes. Valid IDs are ASCII (types.ValidateID), so the
+//     multi-byte tests are of the free-form strings with a limit: lock and lease
+//     keys and event kinds. Owner identities have no length limit.
 //   - Without Harness.Now, a group reads the clock through its own store (a
 //     run's filled CreatedAt in RunStore, a lease's ExpiresAt in Leaser...), so
 //     one broken store never fails another group.

@@ -21,11 +21,17 @@ import (
 //     nanoseconds (year 2500 and 9999), in several zones and with monotonic
 //     readings (time.Now), a nanosecond apart: each round-trips Equal and the list
 //     is ordered by instant;
+//   - zero times: every time a put does not fill from the clock (trait and
+//     readiness EvaluatedAt, run log StartedAt, UpdatedAt, CompletedAt and retry
+//     times, rerun CompletedAt), written as the zero time, reads back IsZero from
+//     every read (not as the Unix epoch, the clock's now or nil);
 //   - valid IDs: the shortest, every valid character alone and together, and the
 //     longest (types.MaxIDLen) must be accepted by every method that takes an ID,
 //     in every ID position, and round-trip;
-//   - prefix-related IDs ("p", "p-2", "p2", "p.", "p/x", "p-", "P") never see each
-//     other's data in any read.
+//   - prefix-related IDs (prefixFamily: "p", "p-2", "p2", "p.", "p/x", "p-", "P",
+//     "p_"...) never see each other's data in any read, FollowEvents included,
+//     and a watch (WatchCascadeMarkers) delivers each marker write as written,
+//     whatever position of the marker they are in.
 func RunFidelity(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Fidelity", h, func(t *testing.T, s *suite) {
@@ -60,6 +66,16 @@ func RunFidelity(t *testing.T, h Harness) {
 				same(t, kind.name+": times in list order (each Equal to what was put)", wantTimes, got.times)
 			})
 		}
+		for _, kind := range zeroKinds() {
+			test(t, "zero_times/"+kind.name, func(t *testing.T) {
+				p, k := s.open(t), newIDs(t)
+				for _, err := range kind.roundTrip(t.Context(), p, k) {
+					if err != nil {
+						t.Errorf("%s: %v", kind.name, err)
+					}
+				}
+			})
+		}
 		for _, kind := range idKinds() {
 			test(t, "valid_ids/"+kind.name, func(t *testing.T) {
 				p, k := s.open(t), newIDs(t)
@@ -83,7 +99,7 @@ func RunFidelity(t *testing.T, h Harness) {
 						t.Skip("the provider does not implement provider.CascadeReader")
 					}
 				}
-				family := []string{"p", "p-2", "p2", "p.", "p/x", "p-", "P"}
+				family := prefixFamily
 				for tag, id := range family {
 					noErr(t, kind.put(t.Context(), p, id, tag), fmt.Sprintf("%s: put %q", kind.name, id))
 				}
@@ -103,7 +119,107 @@ func RunFidelity(t *testing.T, h Harness) {
 				}
 			})
 		}
+		test(t, "prefix_ids/follow_events", func(t *testing.T) {
+			f, ok := s.open(t).(provider.EventFollower)
+			if !ok {
+				t.Skip("the provider does not implement provider.EventFollower")
+			}
+			// Followers started before anything is written see the writes live; the
+			// ones started after see them stored. Every ID's tagged event is written
+			// before any ID's last event, so a follower that yields another ID's
+			// events in commit order yields them before its own last one.
+			live := make([]<-chan item[types.EventRecord], len(prefixFamily))
+			for i, id := range prefixFamily {
+				live[i] = consume(f.FollowEvents(t.Context(), id, ""))
+			}
+			w := s.open(t)
+			for _, msg := range []func(tag int) string{strconv.Itoa, func(int) string { return "end" }} {
+				for tag, id := range prefixFamily {
+					ev := newEvent(id, tag)
+					ev.Message = msg(tag)
+					noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
+				}
+			}
+			for tag, id := range prefixFamily {
+				checkFollowed(t, live[tag], tag, "FollowEvents started before the writes")
+				checkFollowed(t, consume(f.FollowEvents(t.Context(), id, "")), tag, "FollowEvents started after the writes")
+			}
+		})
+		test(t, "prefix_ids/watch_markers", func(t *testing.T) {
+			p := s.open(t)
+			mw, ok := p.(provider.MarkerWatcher)
+			if !ok {
+				t.Skip("the provider does not implement provider.MarkerWatcher")
+			}
+			ch := consume(mw.WatchCascadeMarkers(t.Context(), ""))
+			// Each ID of the family in each position of a marker write; a watch
+			// delivers every write as written, never attributed to a neighbour.
+			want := map[string]bool{}
+			for tag, id := range prefixFamily {
+				for _, m := range []types.CascadeMarker{
+					{PipelineID: id, ScheduleID: "s", Date: "d", Source: fmt.Sprintf("a%d", tag)},
+					{PipelineID: "x", ScheduleID: id, Date: "d", Source: fmt.Sprintf("b%d", tag)},
+					{PipelineID: "x", ScheduleID: "s", Date: id, Source: fmt.Sprintf("c%d", tag)},
+					{PipelineID: "y", ScheduleID: "s", Date: "d", Source: id},
+				} {
+					noErr(t, p.WriteCascadeMarker(t.Context(), m.PipelineID, m.ScheduleID, m.Date, m.Source), "WriteCascadeMarker "+markerKey(m))
+					want[markerKey(m)] = true
+				}
+			}
+			seen := map[string]bool{}
+			timeout := time.After(deliveryWait)
+			for len(seen) < len(want) {
+				select {
+				case it, ok := <-ch:
+					if !ok || it.err != nil {
+						t.Fatalf("watch ended (%v) with %d of %d writes delivered", it.err, len(seen), len(want))
+					}
+					key := markerKey(it.r.Marker)
+					if !want[key] {
+						t.Fatalf("watch delivered %q (pipeline|schedule|date|source), a marker nobody wrote: "+
+							"prefix-related IDs must never be taken for one another", key)
+					}
+					seen[key] = true
+				case <-timeout:
+					t.Fatalf("%d of %d writes delivered after %v", len(seen), len(want), deliveryWait)
+				}
+			}
+		})
 	})
+}
+
+// prefixFamily are IDs that share prefixes, differ in case, or end in or contain a
+// character that ValidateID allows and a backend might use as a key delimiter, a
+// path separator or a pattern's wildcard ('_' in SQL LIKE).
+var prefixFamily = []string{"p", "p-2", "p2", "p.", "p/x", "p-", "P", "p_", "p+x", "p=x", "p@x"}
+
+// checkFollowed receives from a follower of prefixFamily[tag] until its own last
+// event ("end") and fails unless it yielded exactly its own two events.
+func checkFollowed(t *testing.T, ch <-chan item[types.EventRecord], tag int, what string) {
+	t.Helper()
+	id := prefixFamily[tag]
+	var got []string
+	timeout := time.After(deliveryWait)
+	for {
+		select {
+		case it, ok := <-ch:
+			if !ok || it.err != nil {
+				t.Fatalf("%s(%q): ended (%v) after %v", what, id, it.err, got)
+			}
+			ev := it.r.Event
+			got = append(got, fmt.Sprintf("%s:%s", ev.PipelineID, ev.Message))
+			if ev.PipelineID != id || ev.Message != "end" {
+				continue
+			}
+			if want := []string{id + ":" + strconv.Itoa(tag), id + ":end"}; !slices.Equal(got, want) {
+				t.Errorf("%s(%q) yielded %q (pipeline:message), want %q: prefix-related IDs must never see each other's data",
+					what, id, got, want)
+			}
+			return
+		case <-timeout:
+			t.Fatalf("%s(%q): no last event after %v (got %q)", what, id, deliveryWait, got)
+		}
+	}
 }
 
 // fidelityTimes returns distinct instants, oldest first, that a backend may
@@ -227,6 +343,111 @@ func timeKinds() []timeKind {
 				}
 				return out, err
 			}},
+	}
+}
+
+// zeroKind writes an entity whose times that the backend does not fill are all
+// the zero time and reads it back by every read; roundTrip returns what went
+// wrong.
+type zeroKind struct {
+	name      string
+	roundTrip func(ctx context.Context, p provider.Provider, k ids) []error
+}
+
+// zeroDiff is diff for a value written with zero times: each must come back as
+// the zero time (IsZero), not as the Unix epoch, the clock's now or nil.
+func zeroDiff[T any](what string, want, got T) error {
+	if err := diff(what, want, got); err != nil {
+		return fmt.Errorf("a zero time must round-trip as the zero time (time.Time{}): %w", err)
+	}
+	return nil
+}
+
+func zeroKinds() []zeroKind {
+	zero := func() *time.Time { return new(time.Time) }
+	return []zeroKind{
+		{name: "traits", roundTrip: func(ctx context.Context, p provider.Provider, k ids) []error {
+			tr := newTrait(k.trait)
+			tr.PipelineID, tr.EvaluatedAt = k.pipeline, time.Time{}
+			if err := p.PutTrait(ctx, k.pipeline, tr, longTTL); err != nil {
+				return []error{fmt.Errorf("PutTrait: %w", err)}
+			}
+			var errs []error
+			got, err := found(p.GetTrait(ctx, k.pipeline, k.trait))
+			if err != nil {
+				return []error{fmt.Errorf("GetTrait: %w", err)}
+			}
+			tr.ExpiresAt = got.ExpiresAt // filled by PutTrait
+			errs = append(errs, zeroDiff("GetTrait", tr, got))
+			listed, err := one(p.GetTraits(ctx, k.pipeline))
+			if err != nil {
+				return append(errs, fmt.Errorf("GetTraits: %w", err))
+			}
+			return append(errs, zeroDiff("GetTraits", tr, listed))
+		}},
+		{name: "readiness", roundTrip: func(ctx context.Context, p provider.Provider, k ids) []error {
+			r := newReadiness(k.pipeline)
+			r.EvaluatedAt = time.Time{}
+			r.Traits[0].EvaluatedAt, r.Traits[0].ExpiresAt = time.Time{}, zero()
+			r.Traits[1].EvaluatedAt = time.Time{}
+			if err := p.PutReadiness(ctx, r); err != nil {
+				return []error{fmt.Errorf("PutReadiness: %w", err)}
+			}
+			got, err := found(p.GetReadiness(ctx, k.pipeline))
+			if err != nil {
+				return []error{fmt.Errorf("GetReadiness: %w", err)}
+			}
+			return []error{zeroDiff("GetReadiness", r, got)}
+		}},
+		{name: "run_logs", roundTrip: func(ctx context.Context, p provider.Provider, k ids) []error {
+			e := newRunLog(k.pipeline, k.date, "")
+			e.ScheduleID = types.DefaultScheduleID
+			e.StartedAt, e.UpdatedAt, e.CompletedAt = time.Time{}, time.Time{}, zero()
+			e.RetryHistory = append(e.RetryHistory, types.RetryRecord{Attempt: 2, Status: types.RunFailed})
+			e.RetryHistory[0].At = time.Time{}
+			if err := p.PutRunLog(ctx, e); err != nil {
+				return []error{fmt.Errorf("PutRunLog: %w", err)}
+			}
+			var errs []error
+			got, err := found(p.GetRunLog(ctx, k.pipeline, k.date, ""))
+			if err != nil {
+				return []error{fmt.Errorf("GetRunLog: %w", err)}
+			}
+			errs = append(errs, zeroDiff("GetRunLog", e, got))
+			listed, err := one(p.ListRunLogs(ctx, k.pipeline, 10))
+			if err != nil {
+				return append(errs, fmt.Errorf("ListRunLogs: %w", err))
+			}
+			return append(errs, zeroDiff("ListRunLogs", e, listed))
+		}},
+		{name: "reruns", roundTrip: func(ctx context.Context, p provider.Provider, k ids) []error {
+			r := newRerun(k.rerun, k.pipeline, t0)
+			r.CompletedAt = zero()
+			if err := p.PutRerun(ctx, r); err != nil {
+				return []error{fmt.Errorf("PutRerun: %w", err)}
+			}
+			var errs []error
+			got, err := found(p.GetRerun(ctx, k.rerun))
+			if err != nil {
+				return []error{fmt.Errorf("GetRerun: %w", err)}
+			}
+			errs = append(errs, zeroDiff("GetRerun", r, got))
+			for _, l := range []struct {
+				name string
+				list func() ([]types.RerunRecord, error)
+			}{
+				{"ListReruns", func() ([]types.RerunRecord, error) { return p.ListReruns(ctx, k.pipeline, 10) }},
+				{"ListAllReruns", func() ([]types.RerunRecord, error) { return p.ListAllReruns(ctx, 10) }},
+			} {
+				listed, err := one(l.list())
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", l.name, err))
+					continue
+				}
+				errs = append(errs, zeroDiff(l.name, r, listed))
+			}
+			return errs
+		}},
 	}
 }
 
@@ -511,6 +732,22 @@ func prefixKinds() []prefixKind {
 			return e.FailureMessage, true, err
 		})
 	}
+	// runLogReads reads by the key, and lists the pipeline's run logs when the ID
+	// is the pipeline's.
+	runLogReads := func(key func(id string) [3]string) []prefixRead {
+		reads := []prefixRead{runLogRead(key)}
+		if key("p")[0] != "p" {
+			return reads
+		}
+		return append(reads, listTags("ListRunLogs", func(ctx context.Context, p provider.Provider, id string) ([]string, error) {
+			l, err := p.ListRunLogs(ctx, id, listAll)
+			var out []string
+			for _, e := range l {
+				out = append(out, e.FailureMessage)
+			}
+			return out, err
+		}))
+	}
 	replayRead := func(key func(id string) [3]string) prefixRead {
 		return getTag("GetReplay", func(ctx context.Context, p provider.Provider, id string) (string, bool, error) {
 			k := key(id)
@@ -539,7 +776,7 @@ func prefixKinds() []prefixKind {
 				e := newRunLog(k[0], k[1], k[2])
 				e.FailureMessage = strconv.Itoa(tag)
 				return p.PutRunLog(ctx, e)
-			}, reads: []prefixRead{runLogRead(key)}},
+			}, reads: runLogReads(key)},
 			{name: "replays_by_" + name, put: func(ctx context.Context, p provider.Provider, id string, tag int) error {
 				k := key(id)
 				r := newReplay(k[0], k[1], k[2], at(tag))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -200,7 +201,9 @@ func RunEventFollower(t *testing.T, h Harness) {
 
 // RunMarkerWatcher tests provider.MarkerWatcher: writes from two instances to
 // several pipelines are all delivered (at least once), a rewrite is delivered again,
-// a watch resumed from a cursor delivers every later write, and bad input. It skips
+// a watch resumed from a cursor delivers every later write, a cursor whose
+// successors retention dropped fails with ErrCursorExpired (Harness.ExpireMarkers,
+// and Harness.MaxMarkerWrites for a log kept by count), and bad input. It skips
 // when the provider is not a MarkerWatcher.
 func RunMarkerWatcher(t *testing.T, h Harness) {
 	t.Helper()
@@ -285,6 +288,64 @@ func RunMarkerWatcher(t *testing.T, h Harness) {
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-03", k.other), "WriteCascadeMarker")
 			until(t, watch(t.Context(), s.open(t), cursor), map[string]int{key("2026-03-02"): 1, key("2026-03-03"): 1}, "resumed watch")
 		})
+		test(t, "expired_cursor_fails", func(t *testing.T) {
+			if s.h.ExpireMarkers == nil {
+				t.Skip("Harness.ExpireMarkers is nil")
+			}
+			p, k := s.open(t), newIDs(t)
+			key := func(date string) string {
+				return markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: date, Source: k.other})
+			}
+			dropped := []string{"2026-03-01", "2026-03-02", "2026-03-03"}
+			want := map[string]int{}
+			for _, date := range dropped {
+				noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", date, k.other), "WriteCascadeMarker")
+				want[key(date)] = 1
+			}
+			recs := until(t, watch(t.Context(), p, ""), want, "watch before the retention")
+			first := recs[slices.IndexFunc(recs, func(r types.CascadeMarkerRecord) bool { return r.Marker.Date == dropped[0] })].Cursor
+			s.h.ExpireMarkers(t)
+			const kept = "2026-03-04"
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", kept, k.other), "WriteCascadeMarker after the retention")
+			// The writes after the first one's cursor are gone: resuming from it
+			// fails, and never yields the write after the gap as if nothing were
+			// missing.
+			wantExpired(t, watch(t.Context(), s.open(t), first), "watch from the cursor of a write whose successors retention dropped")
+			// "" is the oldest write retained: the one after the retention.
+			for _, r := range until(t, watch(t.Context(), p, ""), map[string]int{key(kept): 1}, "watch from the start after the retention") {
+				if slices.Contains(dropped, r.Marker.Date) {
+					t.Errorf("watch from the start delivered %+v, a write that retention dropped", r)
+				}
+			}
+		})
+		test(t, "count_retention_expires_old_cursor", func(t *testing.T) {
+			n := s.h.MaxMarkerWrites
+			if n <= 0 {
+				t.Skip("Harness.MaxMarkerWrites is zero: the provider does not retain marker writes by count")
+			}
+			p, k := s.open(t), newIDs(t)
+			date := func(i int) string { return fmt.Sprintf("d%05d", i) }
+			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", date(0), k.other), "WriteCascadeMarker")
+			recs := until(t, watch(t.Context(), p, ""), map[string]int{markerKey(types.CascadeMarker{PipelineID: k.pipeline,
+				ScheduleID: types.DefaultScheduleID, Date: date(0), Source: k.other}): 1}, "watch the first write")
+			first := recs[len(recs)-1].Cursor
+			total := max(3*n+100, 301)
+			for i := 1; i <= total; i++ {
+				noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", date(i), k.other), "WriteCascadeMarker")
+			}
+			wantExpired(t, watch(t.Context(), s.open(t), first),
+				fmt.Sprintf("watch from the first of %d writes, with a retention of %d writes", total+1, n))
+			// From the start: the writes retained, consecutive up to the last.
+			last := markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: date(total), Source: k.other})
+			var dates []string
+			for _, r := range until(t, watch(t.Context(), p, ""), map[string]int{last: 1}, "watch from the start") {
+				dates = append(dates, r.Marker.Date)
+			}
+			if first := dates[0]; first == date(0) || !slices.Equal(dates, datesFrom(first, date, total)) {
+				t.Errorf("watch from the start delivered %d writes from %s, want the retained writes (not the first), consecutive up to %s",
+					len(dates), first, date(total))
+			}
+		})
 		test(t, "ends_on_cancel", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			ch := watch(ctx, s.open(t), "")
@@ -295,6 +356,36 @@ func RunMarkerWatcher(t *testing.T, h Harness) {
 			endsWith(t, watch(t.Context(), s.open(t), "not a cursor"), provider.ErrInvalidArgument, "watch from a malformed cursor")
 		})
 	})
+}
+
+// wantExpired receives from a watch that must fail with ErrCursorExpired before
+// it yields any write: its cursor's successors are no longer retained.
+func wantExpired(t *testing.T, ch <-chan item[types.CascadeMarkerRecord], what string) {
+	t.Helper()
+	select {
+	case it, ok := <-ch:
+		switch {
+		case !ok:
+			t.Errorf("%s: ended without an error, want one wrapping ErrCursorExpired", what)
+		case it.err == nil:
+			t.Errorf("%s: yielded %+v, want an error wrapping ErrCursorExpired first: a watch never skips writes silently", what, it.r)
+		case !errors.Is(it.err, provider.ErrCursorExpired):
+			t.Errorf("%s: %v, want an error wrapping ErrCursorExpired", what, it.err)
+		}
+	case <-time.After(deliveryWait):
+		t.Errorf("%s: nothing after %v, want an error wrapping ErrCursorExpired", what, deliveryWait)
+	}
+}
+
+// datesFrom returns date(i) for i from the one that is from to last.
+func datesFrom(from string, date func(int) string, last int) []string {
+	var out []string
+	for i := 0; i <= last; i++ {
+		if d := date(i); d >= from {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // markerKey names a marker write by what identifies the marker and its source.

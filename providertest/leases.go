@@ -13,7 +13,8 @@ import (
 
 // RunLeaser tests the optional provider.Leaser: acquire while held, release and
 // renew only of the current lease, renew extending past the old expiry, fences
-// strictly increasing across holders, expiries and releases, one winner among 16
+// strictly increasing across holders, expiries and releases (also after a day
+// idle, on a fake clock), one winner among 16
 // goroutines, locks and leases sharing a key, bad input and cancellation. It skips
 // when the provider does not implement provider.Leaser.
 func RunLeaser(t *testing.T, h Harness) {
@@ -205,6 +206,24 @@ func RunLeaser(t *testing.T, h Harness) {
 			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock between leases")
 			noErr(t, p.ReleaseLock(t.Context(), k.lock), "ReleaseLock")
 			take(a, longTTL)
+		})
+		test(t, "fence_increases_after_idle_day", func(t *testing.T) {
+			// A fence counter kept with the lease record restarts when the record
+			// of an expired or released lease is deleted (a TTL sweeper, an
+			// eviction), which may happen long after the expiry: fences increase
+			// forever, also after a day without a lease.
+			a, b, k := leaser(t), leaser(t), newIDs(t)
+			expired := mustLease(t, a, k.lock, shortTTL)
+			released := mustLease(t, a, k.other, longTTL)
+			noErr(t, a.ReleaseLease(t.Context(), released), "ReleaseLease")
+			s.sleep(t, s.idleGap())
+			for _, prev := range []types.Lease{expired, released} {
+				next := mustLease(t, b, prev.Key, longTTL)
+				if next.Fence <= prev.Fence {
+					t.Errorf("fence %d of key %q after %v idle, want > %d, the fence of its last lease: fences must increase forever",
+						next.Fence, prev.Key, s.idleGap(), prev.Fence)
+				}
+			}
 		})
 		test(t, "fences_per_key", func(t *testing.T) {
 			a, k := leaser(t), newIDs(t)

@@ -1,9 +1,12 @@
 package providertest
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -13,8 +16,12 @@ import (
 // run versions up to types.MaxRunVersion (a compare-and-swap may start from at most
 // MaxRunVersion-1 and stores MaxRunVersion exactly), ttls up to provider.MaxTTL on
 // every call that takes one (accepted and honoured at the limit; beyond it, and at
-// math.MaxInt64, ErrInvalidArgument with nothing written), and a lease renewed at
-// the limit staying held.
+// math.MaxInt64, ErrInvalidArgument with nothing written), a lease renewed at
+// the limit staying held, and the length limits, which are in bytes: lock and
+// lease keys (types.MaxLockKeyLen) and event kinds (types.MaxEventKindLen) of
+// 2-, 3- and 4-byte runes exactly at the limit are accepted, one rune more (over
+// it in bytes, under it in runes) is ErrInvalidArgument and writes nothing. IDs
+// (types.ValidateID) are ASCII, so their bytes are their runes.
 func RunLimits(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Limits", h, func(t *testing.T, s *suite) {
@@ -101,5 +108,75 @@ func RunLimits(t *testing.T, h Harness) {
 			fresh := mustLease(t, other, k.other, provider.MaxTTL)
 			noErr(t, other.ReleaseLease(t.Context(), fresh), "ReleaseLease of a MaxTTL lease")
 		})
+		test(t, "lock_key_length_in_bytes", func(t *testing.T) {
+			p, q, k := s.open(t), s.open(t), newIDs(t)
+			for _, c := range byteLimited(k.lock, types.MaxLockKeyLen) {
+				// The key over the limit first: a backend that stored it truncated
+				// to the limit would hold the key at the limit.
+				_, err := p.AcquireLock(t.Context(), c.over, longTTL)
+				wantErr(t, err, provider.ErrInvalidArgument, "AcquireLock of "+c.describe(c.over))
+				wantErr(t, p.ReleaseLock(t.Context(), c.over), provider.ErrInvalidArgument, "ReleaseLock of "+c.describe(c.over))
+				wantAcquire(t, q, c.at, longTTL, true, "AcquireLock of "+c.describe(c.at)+" after the rejected calls")
+				wantAcquire(t, p, c.at, longTTL, false, "AcquireLock by another instance of "+c.describe(c.at))
+				noErr(t, q.ReleaseLock(t.Context(), c.at), "ReleaseLock of "+c.describe(c.at))
+			}
+		})
+		test(t, "lease_key_length_in_bytes", func(t *testing.T) {
+			p, q := s.open(t), s.open(t)
+			l, ok := p.(provider.Leaser)
+			if !ok {
+				t.Skip("the provider does not implement provider.Leaser")
+			}
+			k := newIDs(t)
+			for _, c := range byteLimited(k.lock, types.MaxLockKeyLen) {
+				_, err := l.AcquireLease(t.Context(), c.over, longTTL)
+				wantErr(t, err, provider.ErrInvalidArgument, "AcquireLease of "+c.describe(c.over))
+				lease := mustLease(t, q.(provider.Leaser), c.at, longTTL)
+				_, err = l.AcquireLease(t.Context(), c.at, longTTL)
+				wantErr(t, err, provider.ErrLockHeld, "AcquireLease by another instance of "+c.describe(c.at))
+				noErr(t, q.(provider.Leaser).ReleaseLease(t.Context(), lease), "ReleaseLease of "+c.describe(c.at))
+			}
+		})
+		test(t, "event_kind_length_in_bytes", func(t *testing.T) {
+			p, k := s.open(t), newIDs(t)
+			var want []types.Event
+			for i, c := range byteLimited("", types.MaxEventKindLen) {
+				ev := newEvent(k.pipeline, i)
+				ev.Kind = c.over
+				wantErr(t, p.AppendEvent(t.Context(), ev), provider.ErrInvalidArgument, "AppendEvent with a kind of "+c.describe(c.over))
+				ev.Kind = c.at
+				noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent with a kind of "+c.describe(c.at))
+				want = append(want, jsonRoundTrip(t, ev))
+			}
+			list, err := p.ListEvents(t.Context(), k.pipeline, listAll)
+			noErr(t, err, "ListEvents")
+			same(t, "events (the kinds at the limit, nothing of the rejected ones)", want, list)
+		})
 	})
+}
+
+// byteLimit is a pair of strings made of one multi-byte rune: at is exactly the
+// limit in bytes, over is one rune more, over the limit in bytes but under it in
+// runes.
+type byteLimit struct {
+	name     string // the rune's width
+	at, over string
+}
+
+func (b byteLimit) describe(s string) string {
+	return fmt.Sprintf("%d bytes in %d runes (%s)", len(s), utf8.RuneCountInString(s), b.name)
+}
+
+// byteLimited returns, for runes of 2, 3 and 4 bytes, a byteLimit of limit
+// bytes: prefix, ASCII padding, then the rune repeated. Limits are in bytes;
+// a backend that counts runes accepts every over.
+func byteLimited(prefix string, limit int) []byteLimit {
+	var out []byteLimit
+	for _, r := range []rune{'é', '€', '🔒'} {
+		w := utf8.RuneLen(r)
+		n := (limit - len(prefix)) / w
+		at := prefix + strings.Repeat("z", limit-len(prefix)-n*w) + strings.Repeat(string(r), n)
+		out = append(out, byteLimit{name: fmt.Sprintf("%d-byte runes", w), at: at, over: at + string(r)})
+	}
+	return out
 }

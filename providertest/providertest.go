@@ -75,6 +75,24 @@ type Harness struct {
 	// XTRIM MAXLEN 0 of the pipeline's stream). Nil skips the
 	// EventStore/retention_* tests with a reason.
 	ExpireEvents func(t *testing.T, pipelineID string)
+
+	// ExpireMarkers applies the retention of the marker log (what
+	// provider.MarkerWatcher reads) in the storage of t: every marker write made
+	// before the call is dropped, as retention drops old writes, at the latest
+	// when the next write after the call is made, while writes made after it are
+	// kept. A backend with time-based retention advances the test's clock past it;
+	// one that trims the log by count trims it (e.g. an exact XTRIM MAXLEN 0 of the
+	// marker stream). It enables MarkerWatcher/expired_cursor_fails; nil skips it
+	// with a reason.
+	ExpireMarkers func(t *testing.T)
+
+	// MaxMarkerWrites is the number of marker writes that the marker log of the
+	// providers Open returns keeps, for a backend that retains the log by count
+	// (Redis's WithMaxMarkerWrites; approximately is enough: the test writes
+	// 3*MaxMarkerWrites+100 and more than 300 writes). It enables
+	// MarkerWatcher/count_retention_expires_old_cursor, which needs a small count
+	// (a few hundred at most) to stay fast; zero skips it.
+	MaxMarkerWrites int
 }
 
 // Durations the TTL tests use. They are chosen to be robust on a real server with
@@ -96,6 +114,12 @@ const (
 // the provider lacks them.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
+	if h.Open == nil {
+		t.Fatal("providertest: Harness.Open is nil")
+	}
+	// A harness whose providers do not share storage fails almost every test,
+	// each for a reason of its own: say what is wrong once, and stop.
+	(&suite{h: h}).checkHarness(t)
 	RunPipelineStore(t, h)
 	RunTraitStore(t, h)
 	RunRunStore(t, h)
@@ -137,8 +161,50 @@ func group(t *testing.T, name string, h Harness, body func(t *testing.T, s *suit
 		t.Fatal("providertest: Harness.Open is nil")
 	}
 	s := &suite{h: h}
-	t.Run(name, func(t *testing.T) { body(t, s) })
+	t.Run(name, func(t *testing.T) {
+		s.checkHarness(t)
+		body(t, s)
+	})
 }
+
+// harnessCheckID is the pipeline the harness check registers.
+const harnessCheckID = "providertest-harness-check"
+
+// checkHarness opens two providers with t, registers a pipeline with one and
+// reads it with the other, and fails t now, naming the mistake, when the second
+// does not see it: the harness's providers do not share storage, and every test
+// that opens two of them would fail for a reason of its own. When the first
+// provider does not read back its own write either, the backend is at fault, not
+// the harness: the group's tests say how, so the check passes.
+func (s *suite) checkHarness(t *testing.T) {
+	t.Helper()
+	a, b := s.open(t), s.open(t)
+	cfg := types.PipelineConfig{ID: harnessCheckID, Archetype: t.Name()}
+	if err := a.RegisterPipeline(t.Context(), cfg); err != nil {
+		t.Logf("providertest: the harness check could not register a pipeline (%v); the tests say why", err)
+		return
+	}
+	if got, err := a.GetPipeline(t.Context(), cfg.ID); err != nil || got == nil || got.Archetype != cfg.Archetype {
+		return
+	}
+	got, err := b.GetPipeline(t.Context(), cfg.ID)
+	switch {
+	case err != nil:
+		t.Logf("providertest: the harness check could not read a pipeline (%v); the tests say why", err)
+	case got == nil:
+		t.Fatalf("%sthe first registered pipeline %q and the second does not find it (GetPipeline = nil, nil); "+
+			"the providers Open returns for one t must share storage, keyed by t.Name(), and only different tests get storage of their own",
+			harnessMistake, cfg.ID)
+	case got.Archetype != cfg.Archetype:
+		t.Fatalf("%sthe first registered pipeline %q and the second finds another one (%+v); "+
+			"the providers Open returns for one t must share storage, keyed by t.Name(), and only different tests get storage of their own",
+			harnessMistake, cfg.ID, *got)
+	}
+}
+
+// harnessMistake starts the failure of a harness whose providers do not share
+// storage.
+const harnessMistake = "Harness.Open: two providers opened in one test do not share storage: "
 
 // test runs body as a parallel subtest.
 func test(t *testing.T, name string, body func(t *testing.T)) {
@@ -184,6 +250,18 @@ func (s *suite) sleepToExpiry(t *testing.T, d time.Duration) {
 		d += realExpirySlack
 	}
 	s.sleep(t, d)
+}
+
+// idleDay is the idle gap of the tests of what must outlast any expiry (fences).
+const idleDay = 24 * time.Hour
+
+// idleGap is idleDay with Harness.Sleep; on real time it is expireWait, the
+// longest the suite sleeps.
+func (s *suite) idleGap() time.Duration {
+	if s.h.Sleep == nil {
+		return expireWait
+	}
+	return idleDay
 }
 
 func (s *suite) readinessTTL() time.Duration {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
@@ -60,20 +61,26 @@ type shared struct {
 	expiries  map[string]time.Time
 	leases    map[string]types.Lease
 	events    map[string][]types.Event
+	leaseRecs map[string]*leaseRecord
+	appended  []types.EventRecord // every event appended, in commit order
+	seqs      map[string]int64    // events appended per pipeline
+	markerLog []markerLogEntry
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
 
 func sharedOf(t *testing.T) *shared {
 	v, _ := sharedByTest.LoadOrStore(t.Name(), &shared{
-		appends:  map[string]int{},
-		held:     map[full]map[string]bool{},
-		stored:   map[string]*types.PipelineConfig{},
-		hidden:   map[string]bool{},
-		tokens:   map[string]string{},
-		expiries: map[string]time.Time{},
-		leases:   map[string]types.Lease{},
-		events:   map[string][]types.Event{},
+		appends:   map[string]int{},
+		held:      map[full]map[string]bool{},
+		stored:    map[string]*types.PipelineConfig{},
+		hidden:    map[string]bool{},
+		tokens:    map[string]string{},
+		expiries:  map[string]time.Time{},
+		leases:    map[string]types.Lease{},
+		events:    map[string][]types.Event{},
+		leaseRecs: map[string]*leaseRecord{},
+		seqs:      map[string]int64{},
 	})
 	return v.(*shared)
 }
@@ -1074,6 +1081,361 @@ type brokenBackend struct {
 	wrap func(p full, s *shared) provider.Provider
 }
 
+// brokenHarness changes the harness a broken variant, named by the key, runs
+// under.
+var brokenHarness = map[string]func(h *providertest.Harness){
+	"marker_log_by_count": func(h *providertest.Harness) { h.MaxMarkerWrites = teethMarkerWrites },
+}
+
+// fenceWithLeaseRecord keeps a key's fence counter in its lease record, which a
+// sweeper deletes an hour after the lease expired or was released (DynamoDB's
+// TTL deletion, an eviction): the counter starts again after a long idle gap.
+type fenceWithLeaseRecord struct {
+	full
+	s *shared
+}
+
+// leaseRecord is fenceWithLeaseRecord's record of a key.
+type leaseRecord struct {
+	base int64     // the true fence when the counter started again, minus one
+	ends time.Time // when the lease expired or was released
+}
+
+// leaseSweepDelay is how long after its end fenceWithLeaseRecord's sweeper
+// deletes a lease record.
+const leaseSweepDelay = time.Hour
+
+func (b fenceWithLeaseRecord) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	l, err := b.full.AcquireLease(ctx, key, ttl)
+	if l == nil {
+		return l, err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	rec, ok := b.s.leaseRecs[key]
+	switch {
+	case !ok:
+		rec = &leaseRecord{}
+		b.s.leaseRecs[key] = rec
+	case !b.s.now().Before(rec.ends.Add(leaseSweepDelay)): // swept: a new record
+		rec.base = l.Fence - 1
+	}
+	l.Fence -= rec.base
+	rec.ends = l.ExpiresAt
+	return l, nil
+}
+
+func (b fenceWithLeaseRecord) RenewLease(ctx context.Context, l types.Lease, ttl time.Duration) (*types.Lease, error) {
+	next, err := b.full.RenewLease(ctx, l, ttl)
+	if next != nil {
+		b.s.mu.Lock()
+		if rec, ok := b.s.leaseRecs[l.Key]; ok {
+			rec.ends = next.ExpiresAt
+		}
+		b.s.mu.Unlock()
+	}
+	return next, err
+}
+
+func (b fenceWithLeaseRecord) ReleaseLease(ctx context.Context, l types.Lease) error {
+	err := b.full.ReleaseLease(ctx, l)
+	if err == nil {
+		b.s.mu.Lock()
+		if rec, ok := b.s.leaseRecs[l.Key]; ok {
+			rec.ends = b.s.now()
+		}
+		b.s.mu.Unlock()
+	}
+	return err
+}
+
+func (b fenceWithLeaseRecord) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
+	info, err := b.full.GetLockInfo(ctx, key)
+	if info != nil && info.IsLease() {
+		b.s.mu.Lock()
+		if rec, ok := b.s.leaseRecs[key]; ok {
+			info.Fence -= rec.base
+		}
+		b.s.mu.Unlock()
+	}
+	return info, err
+}
+
+// zeroTimesAsEpoch stores the zero times of a run log as the Unix epoch (a
+// column of epoch seconds that has no zero).
+type zeroTimesAsEpoch struct{ full }
+
+func (b zeroTimesAsEpoch) PutRunLog(ctx context.Context, e types.RunLogEntry) error {
+	epoch := time.Unix(0, 0).UTC()
+	fix := func(at *time.Time) {
+		if at.IsZero() {
+			*at = epoch
+		}
+	}
+	fix(&e.StartedAt)
+	fix(&e.UpdatedAt)
+	if e.CompletedAt != nil {
+		done := *e.CompletedAt
+		fix(&done)
+		e.CompletedAt = &done
+	}
+	e.RetryHistory = slices.Clone(e.RetryHistory)
+	for i := range e.RetryHistory {
+		fix(&e.RetryHistory[i].At)
+	}
+	return b.full.PutRunLog(ctx, e)
+}
+
+// runeLimited maps a key that is over limit in bytes but not in runes to a key
+// the memory backend accepts: a backend that counts the limit in runes (a
+// VARCHAR(n) of characters) and stores such a key.
+func runeLimited(key string, limit int) string {
+	if len(key) <= limit || !utf8.ValidString(key) || utf8.RuneCountInString(key) > limit {
+		return key
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return fmt.Sprintf("runes-%x", h.Sum64())
+}
+
+// lockKeyRunes limits lock keys to MaxLockKeyLen runes, not bytes.
+type lockKeyRunes struct{ full }
+
+func (b lockKeyRunes) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	return b.full.AcquireLock(ctx, runeLimited(key, types.MaxLockKeyLen), ttl)
+}
+
+func (b lockKeyRunes) ReleaseLock(ctx context.Context, key string) error {
+	return b.full.ReleaseLock(ctx, runeLimited(key, types.MaxLockKeyLen))
+}
+
+// leaseKeyRunes limits lease keys to MaxLockKeyLen runes, not bytes.
+type leaseKeyRunes struct{ full }
+
+func (b leaseKeyRunes) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	return b.full.AcquireLease(ctx, runeLimited(key, types.MaxLockKeyLen), ttl)
+}
+
+// eventKindRunes limits event kinds to MaxEventKindLen runes, not bytes, and
+// stores a longer kind cut at the limit.
+type eventKindRunes struct{ full }
+
+func (b eventKindRunes) AppendEvent(ctx context.Context, ev types.Event) error {
+	if len(ev.Kind) > types.MaxEventKindLen && utf8.RuneCountInString(ev.Kind) <= types.MaxEventKindLen {
+		cut := types.MaxEventKindLen
+		for !utf8.RuneStart(ev.Kind[cut]) {
+			cut--
+		}
+		ev.Kind = ev.Kind[:cut]
+	}
+	return b.full.AppendEvent(ctx, ev)
+}
+
+// followPipelinePrefix follows, from the start, every pipeline whose ID starts
+// with the one followed (a subscription to a key pattern, a change stream
+// filtered by prefix), in commit order.
+type followPipelinePrefix struct {
+	full
+	s *shared
+}
+
+func (b followPipelinePrefix) AppendEvent(ctx context.Context, ev types.Event) error {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if err := b.full.AppendEvent(ctx, ev); err != nil {
+		return err
+	}
+	seq := b.s.seqs[ev.PipelineID]
+	b.s.seqs[ev.PipelineID] = seq + 1
+	recs, err := b.full.ReadEventsSince(ctx, ev.PipelineID, provider.FormatSeqCursor(seq), 1)
+	if err != nil || len(recs) != 1 {
+		return fmt.Errorf("reading back the event appended: %v, %v", recs, err)
+	}
+	b.s.appended = append(b.s.appended, recs[0])
+	return nil
+}
+
+func (b followPipelinePrefix) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	if cursor != "" || types.ValidateID("pipeline ID", pipelineID) != nil {
+		return b.full.FollowEvents(ctx, pipelineID, cursor)
+	}
+	return func(yield func(types.EventRecord, error) bool) {
+		for next := 0; ; {
+			b.s.mu.Lock()
+			recs := slices.Clone(b.s.appended[next:])
+			b.s.mu.Unlock()
+			next += len(recs)
+			for _, r := range recs {
+				if strings.HasPrefix(r.Event.PipelineID, pipelineID) && !yield(r, nil) {
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				yield(types.EventRecord{}, ctx.Err())
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// watchSplitsOnSlash keeps a marker write's key as pipeline/schedule/date and
+// splits it on '/' when it delivers the write, although IDs may contain '/'.
+type watchSplitsOnSlash struct{ full }
+
+func (b watchSplitsOnSlash) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		for r, err := range b.full.WatchCascadeMarkers(ctx, cursor) {
+			if err == nil {
+				m := &r.Marker
+				parts := strings.SplitN(m.PipelineID+"/"+m.ScheduleID+"/"+m.Date, "/", 3)
+				m.PipelineID, m.ScheduleID, m.Date = parts[0], parts[1], parts[2]
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// runLogsPipelinePrefix lists run logs with a key range that lacks the
+// delimiter after the pipeline ID (begins_with(SK, "RUNLOG#"+pipeline)).
+type runLogsPipelinePrefix struct {
+	full
+	s *shared
+}
+
+func (b runLogsPipelinePrefix) PutRunLog(ctx context.Context, e types.RunLogEntry) error {
+	b.s.seenBefore("runlog\n" + e.PipelineID)
+	return b.full.PutRunLog(ctx, e)
+}
+
+func (b runLogsPipelinePrefix) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
+	out, err := b.full.ListRunLogs(ctx, pipelineID, limit)
+	if err != nil {
+		return out, err
+	}
+	b.s.mu.Lock()
+	var pids []string
+	for k := range b.s.hidden {
+		if pid, ok := strings.CutPrefix(k, "runlog\n"); ok && pid != pipelineID && strings.HasPrefix(pid, pipelineID) {
+			pids = append(pids, pid)
+		}
+	}
+	b.s.mu.Unlock()
+	for _, pid := range pids {
+		more, _ := b.full.ListRunLogs(ctx, pid, limit)
+		out = append(out, more...)
+	}
+	return out[:min(limit, len(out))], nil
+}
+
+// watchResumesFromOldest resumes a watch whose cursor expired from the oldest
+// write retained, without a word.
+type watchResumesFromOldest struct{ full }
+
+func (b watchResumesFromOldest) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		for r, err := range b.full.WatchCascadeMarkers(ctx, cursor) {
+			if errors.Is(err, provider.ErrCursorExpired) {
+				for r, err := range b.full.WatchCascadeMarkers(ctx, "") {
+					if !yield(r, err) {
+						return
+					}
+				}
+				return
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// markerLogByCount keeps a marker log of its own, the last teethMarkerWrites
+// writes (a capped list) for memorytest.MarkerRetention at most, whose cursors
+// are write numbers. A watch whose cursor is older than a write retention
+// dropped fails with ErrCursorExpired, unless the write fell off the end of the
+// list: then it resumes from the oldest write kept, without a word.
+type markerLogByCount struct {
+	full
+	s *shared
+}
+
+// markerLogEntry is one write of markerLogByCount's log; capped is set on the
+// entry before the oldest write that the list kept.
+type markerLogEntry struct {
+	seq    int64
+	m      types.CascadeMarker
+	capped bool
+}
+
+// teethMarkerWrites is markerLogByCount's log length.
+const teethMarkerWrites = 50
+
+func (b markerLogByCount) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if err := b.full.WriteCascadeMarker(ctx, pipelineID, scheduleID, date, source); err != nil {
+		return err
+	}
+	seq := int64(1)
+	if n := len(b.s.markerLog); n > 0 {
+		seq = b.s.markerLog[n-1].seq + 1
+	}
+	m := types.CascadeMarker{PipelineID: pipelineID, ScheduleID: types.ScheduleOrDefault(scheduleID), Date: date, Source: source, WrittenAt: b.s.now()}
+	b.s.markerLog = append(b.s.markerLog, markerLogEntry{seq: seq, m: m})
+	if n := len(b.s.markerLog) - teethMarkerWrites - 1; n >= 0 {
+		// Keep the last write dropped, marked, to tell the cap from retention.
+		b.s.markerLog = b.s.markerLog[n:]
+		b.s.markerLog[0].capped = true
+	}
+	return nil
+}
+
+func (b markerLogByCount) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	since, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
+		return provider.Fail[types.CascadeMarkerRecord](err)
+	}
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		for {
+			b.s.mu.Lock()
+			var recs []types.CascadeMarkerRecord
+			expired, now := int64(0), b.s.now()
+			for _, e := range b.s.markerLog {
+				switch {
+				case e.capped:
+					since = max(since, e.seq) // the bug: past the cap, silently
+				case !now.Before(e.m.WrittenAt.Add(memorytest.MarkerRetention)):
+					expired = e.seq
+				case e.seq > since:
+					recs = append(recs, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(e.seq), Marker: e.m})
+				}
+			}
+			b.s.mu.Unlock()
+			if cursor != "" && since < expired {
+				yield(types.CascadeMarkerRecord{}, fmt.Errorf("%w: marker writes up to %d were dropped", provider.ErrCursorExpired, expired))
+				return
+			}
+			cursor = "-"
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+				since, _ = provider.ParseSeqCursor(r.Cursor)
+			}
+			select {
+			case <-ctx.Done():
+				yield(types.CascadeMarkerRecord{}, ctx.Err())
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+}
+
 // createOverwrites stores the run whether or not it exists.
 type createOverwrites struct{ full }
 
@@ -1385,6 +1747,36 @@ var brokenBackends = []brokenBackend{
 	// Retention: a cursor older than the retained log reads from the oldest retained event.
 	{"old_cursor_rejected", "EventStore/retention_old_cursor_reads_from_oldest_retained",
 		func(p full, _ *shared) provider.Provider { return oldCursorRejected{p} }},
+	// Leases: fences increase forever, also after the lease record is gone.
+	{"fence_with_lease_record", "Leaser/fence_increases_after_idle_day",
+		func(p full, s *shared) provider.Provider { return fenceWithLeaseRecord{p, s} }},
+	// Fidelity: a zero time the backend does not fill comes back as the zero time.
+	{"zero_times_as_epoch", "Fidelity/zero_times/run_logs",
+		func(p full, _ *shared) provider.Provider { return zeroTimesAsEpoch{p} }},
+	// Limits: lock key lengths are bytes, not runes.
+	{"lock_key_runes", "Limits/lock_key_length_in_bytes",
+		func(p full, _ *shared) provider.Provider { return lockKeyRunes{p} }},
+	// Limits: lease key lengths are bytes, not runes.
+	{"lease_key_runes", "Limits/lease_key_length_in_bytes",
+		func(p full, _ *shared) provider.Provider { return leaseKeyRunes{p} }},
+	// Limits: event kind lengths are bytes, not runes.
+	{"event_kind_runes", "Limits/event_kind_length_in_bytes",
+		func(p full, _ *shared) provider.Provider { return eventKindRunes{p} }},
+	// Fidelity: a follower yields only its own pipeline's events.
+	{"follow_pipeline_prefix", "Fidelity/prefix_ids/follow_events",
+		func(p full, s *shared) provider.Provider { return followPipelinePrefix{p, s} }},
+	// Fidelity: a watch delivers each marker write as written, whatever its IDs hold.
+	{"watch_splits_on_slash", "Fidelity/prefix_ids/watch_markers",
+		func(p full, _ *shared) provider.Provider { return watchSplitsOnSlash{p} }},
+	// Fidelity: prefix-related pipelines never see each other's run logs in a list.
+	{"run_logs_pipeline_prefix", "Fidelity/prefix_ids/run_logs_by_pipeline",
+		func(p full, s *shared) provider.Provider { return runLogsPipelinePrefix{p, s} }},
+	// Retention: a watch from a cursor retention passed fails with ErrCursorExpired.
+	{"watch_resumes_from_oldest", "MarkerWatcher/expired_cursor_fails",
+		func(p full, _ *shared) provider.Provider { return watchResumesFromOldest{p} }},
+	// Retention: so does one whose cursor a log kept by count left behind.
+	{"marker_log_by_count", "MarkerWatcher/count_retention_expires_old_cursor",
+		func(p full, s *shared) provider.Provider { return markerLogByCount{p, s} }},
 }
 
 // TestBrokenBackend runs the suite on the broken backend named by brokenEnv; it
@@ -1400,14 +1792,18 @@ func TestBrokenBackend(t *testing.T) {
 	}
 	wrap := brokenBackends[i].wrap
 	b := memorytest.New()
-	providertest.Run(t, b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+	h := b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
 		s := sharedOf(t)
 		s.mu.Lock()
 		s.now = func() time.Time { return b.Now(t) }
 		s.instances = append(s.instances, p)
 		s.mu.Unlock()
 		return wrap(p, s)
-	}))
+	})
+	if change := brokenHarness[name]; change != nil {
+		change(&h)
+	}
+	providertest.Run(t, h)
 }
 
 func TestTeeth(t *testing.T) {
@@ -1435,6 +1831,84 @@ func TestTeeth(t *testing.T) {
 			}
 			if want := "--- FAIL: TestBrokenBackend/" + b.want + " "; !strings.Contains(string(out), want) {
 				t.Errorf("the suite on %s failed, but its output does not have %q:\n%s", b.name, want, tail(string(out), 60))
+			}
+		})
+	}
+}
+
+// harnessEnv names the harness mistake TestBrokenHarness makes: "run" runs the
+// whole suite under it, "group" one group.
+const harnessEnv = "PROVIDERTEST_HARNESS_MISTAKE"
+
+// harnessMistake is the message the suite fails with when the providers of one
+// test do not share storage.
+const harnessMistake = "Harness.Open: two providers opened in one test do not share storage: "
+
+// TestBrokenHarness runs the suite on a harness whose Open returns a fresh
+// memory provider every call, so the providers of a test share nothing; it is
+// meant to fail, and runs only as TestHarnessMistakes's subprocess.
+func TestBrokenHarness(t *testing.T) {
+	fresh := providertest.Harness{Open: func(t *testing.T) provider.Provider {
+		p, err := memory.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}}
+	switch mode := os.Getenv(harnessEnv); mode {
+	case "":
+		t.Skip(harnessEnv + " is not set: this test runs as a subprocess of TestHarnessMistakes")
+	case "run":
+		providertest.Run(t, fresh)
+	case "group":
+		providertest.RunRunStore(t, fresh)
+	default:
+		t.Fatalf("%s=%q names no mode", harnessEnv, mode)
+	}
+}
+
+// TestHarnessMistakes requires the suite to name a harness whose providers do
+// not share storage, in one failure before any test runs: from Run, and from a
+// group run alone.
+func TestHarnessMistakes(t *testing.T) {
+	if os.Getenv(harnessEnv) != "" || os.Getenv(brokenEnv) != "" {
+		t.Skip("running as a subprocess")
+	}
+	if testing.Short() {
+		t.Skip("runs the suite in a subprocess")
+	}
+	for _, c := range []struct {
+		mode   string
+		failed []string // every test that fails, the innermost last
+	}{
+		{"run", []string{"TestBrokenHarness"}},
+		{"group", []string{"TestBrokenHarness", "TestBrokenHarness/RunStore"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenHarness$", "-test.count=1", "-test.v", "-test.timeout=5m")
+			cmd.Env = append(os.Environ(), harnessEnv+"="+c.mode)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("the suite on a harness without shared storage: got %v, want a non-zero exit; output:\n%s", err, out)
+			}
+			var failed, ran []string
+			for _, line := range strings.Split(string(out), "\n") {
+				line = strings.TrimSpace(line)
+				if name, ok := strings.CutPrefix(line, "--- FAIL: "); ok {
+					failed = append(failed, strings.Fields(name)[0])
+				}
+				if name, ok := strings.CutPrefix(line, "=== RUN   "); ok {
+					ran = append(ran, name)
+				}
+			}
+			slices.Sort(failed)
+			if !slices.Equal(failed, c.failed) || !slices.Equal(ran, c.failed) {
+				t.Errorf("tests run %q and failed %q, want %q, each failing in the harness check:\n%s", ran, failed, c.failed, tail(string(out), 60))
+			}
+			if n := strings.Count(string(out), harnessMistake); n != 1 {
+				t.Errorf("the output has %q %d times, want once:\n%s", harnessMistake, n, tail(string(out), 60))
 			}
 		})
 	}

@@ -48,6 +48,8 @@ func TestConformance(t *testing.T) {
 		Sleep:        func(t *testing.T, d time.Duration) { testEnv(t).clock.Advance(d) },
 		Now:          func(t *testing.T) time.Time { return testEnv(t).clock.Now() },
 		ExpireEvents: func(t *testing.T, _ string) { testEnv(t).clock.Advance(conformanceRetention) },
-		ListPage:     conformancePage,
+		// The marker log keeps entries for DefaultMarkerRetention.
+		ExpireMarkers: func(t *testing.T) { testEnv(t).clock.Advance(dynamodb.DefaultMarkerRetention) },
+		ListPage:      conformancePage,
 	})
 }

@@ -87,13 +87,32 @@ func (h *miniHarness) sleep(t *testing.T, d time.Duration) {
 
 func (h *miniHarness) harness() providertest.Harness {
 	return providertest.Harness{
-		Open:      func(t *testing.T) provider.Provider { return h.open(t) },
-		OpenOwner: func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
-		Sleep:     h.sleep,
-		Now:       func(t *testing.T) time.Time { return h.env(t).clock.now() },
+		Open: func(t *testing.T) provider.Provider { return h.open(t, conformanceMarkerWrites) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider {
+			return h.open(t, conformanceMarkerWrites, redis.WithOwner(owner))
+		},
+		Sleep: h.sleep,
+		Now:   func(t *testing.T) time.Time { return h.env(t).clock.now() },
 		ExpireEvents: func(t *testing.T, pipelineID string) {
 			trimEvents(t, h.env(t).c, redis.DefaultKeyPrefix, pipelineID)
 		},
+		ExpireMarkers:   func(t *testing.T) { trimMarkers(t, h.env(t).c, redis.DefaultKeyPrefix) },
+		MaxMarkerWrites: maxMarkerWrites,
+	}
+}
+
+// maxMarkerWrites is the marker log length of the conformance providers
+// (conformanceMarkerWrites), short enough for the suite to write past it.
+const maxMarkerWrites = 100
+
+var conformanceMarkerWrites = redis.WithMaxMarkerWrites(maxMarkerWrites)
+
+// trimMarkers drops every write of the marker log, as retention
+// (WithMaxMarkerWrites) drops old ones, with an exact XTRIM of its stream.
+func trimMarkers(t *testing.T, c goredis.UniversalClient, prefix string) {
+	t.Helper()
+	if err := c.XTrimMaxLen(context.Background(), prefix+":{:markers}", 0).Err(); err != nil {
+		t.Fatalf("trim markers: %v", err)
 	}
 }
 
@@ -152,11 +171,15 @@ func (h *serverHarness) open(t *testing.T, opts ...redis.Option) *redis.Provider
 
 func (h *serverHarness) harness() providertest.Harness {
 	return providertest.Harness{
-		Open:         func(t *testing.T) provider.Provider { return h.open(t) },
-		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return h.open(t, redis.WithOwner(owner)) },
-		ReadinessTTL: 3 * time.Second,
-		Now:          func(*testing.T) time.Time { return time.Now() },
-		ExpireEvents: func(t *testing.T, pipelineID string) { trimEvents(t, h.c, h.prefix(t), pipelineID) },
+		Open: func(t *testing.T) provider.Provider { return h.open(t, conformanceMarkerWrites) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider {
+			return h.open(t, conformanceMarkerWrites, redis.WithOwner(owner))
+		},
+		ReadinessTTL:    3 * time.Second,
+		Now:             func(*testing.T) time.Time { return time.Now() },
+		ExpireEvents:    func(t *testing.T, pipelineID string) { trimEvents(t, h.c, h.prefix(t), pipelineID) },
+		ExpireMarkers:   func(t *testing.T) { trimMarkers(t, h.c, h.prefix(t)) },
+		MaxMarkerWrites: maxMarkerWrites,
 	}
 }
 

@@ -38,14 +38,21 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { _ = p.Stop(context.Background()) })
 		return p
 	}
+	// The marker log keeps writes for markerRetention; the next write deletes
+	// older ones.
+	const markerRetention = 24 * time.Hour
+	keepMarkers := sqlite.WithMarkerLogRetention(markerRetention)
 	providertest.Run(t, providertest.Harness{
-		Open:      func(t *testing.T) provider.Provider { return open(t) },
-		OpenOwner: func(t *testing.T, owner string) provider.Provider { return open(t, sqlite.WithOwner(owner)) },
-		Sleep:     func(t *testing.T, d time.Duration) { env(t).sleep(d) },
-		Now:       func(t *testing.T) time.Time { return env(t).now() },
+		Open: func(t *testing.T) provider.Provider { return open(t, keepMarkers) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider {
+			return open(t, keepMarkers, sqlite.WithOwner(owner))
+		},
+		Sleep: func(t *testing.T, d time.Duration) { env(t).sleep(d) },
+		Now:   func(t *testing.T) time.Time { return env(t).now() },
 		// Retention is by time: moving the test's clock past it drops every
 		// event appended so far.
-		ExpireEvents: func(t *testing.T, _ string) { env(t).sleep(retention) },
+		ExpireEvents:  func(t *testing.T, _ string) { env(t).sleep(retention) },
+		ExpireMarkers: func(t *testing.T) { env(t).sleep(markerRetention) },
 	})
 }
 

@@ -27,6 +27,10 @@ import (
 // harness's ExpireEvents moves the test's clock past it.
 const EventRetention = 30 * 24 * time.Hour
 
+// MarkerRetention is the marker log retention of the providers Open returns; the
+// harness's ExpireMarkers moves the test's clock past it.
+const MarkerRetention = 24 * time.Hour
+
 // Start is the fake clock's time when a test begins.
 var Start = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
 
@@ -56,12 +60,14 @@ func (b *Backend) env(t *testing.T) *env {
 	return v.(*env)
 }
 
-// Open returns a provider on t's data and clock (with EventRetention), stopped when
-// t ends; opts come after those two and may override them.
+// Open returns a provider on t's data and clock (with EventRetention and
+// MarkerRetention), stopped when t ends; opts come after those and may override
+// them.
 func (b *Backend) Open(t *testing.T, opts ...memory.Option) *memory.Provider {
 	t.Helper()
 	e := b.env(t)
-	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithEventRetention(EventRetention)}
+	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithEventRetention(EventRetention),
+		memory.WithMarkerRetention(MarkerRetention)}
 	p, err := e.data.NewHandle(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +89,11 @@ func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.P
 		wrap = func(_ *testing.T, p *memory.Provider) provider.Provider { return p }
 	}
 	return providertest.Harness{
-		Open:         func(t *testing.T) provider.Provider { return wrap(t, b.Open(t)) },
-		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return wrap(t, b.Open(t, memory.WithOwner(owner))) },
-		Sleep:        b.Advance,
-		Now:          b.Now,
-		ExpireEvents: func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
+		Open:          func(t *testing.T) provider.Provider { return wrap(t, b.Open(t)) },
+		OpenOwner:     func(t *testing.T, owner string) provider.Provider { return wrap(t, b.Open(t, memory.WithOwner(owner))) },
+		Sleep:         b.Advance,
+		Now:           b.Now,
+		ExpireEvents:  func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
+		ExpireMarkers: func(t *testing.T) { b.Advance(t, MarkerRetention) },
 	}
 }
