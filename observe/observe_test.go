@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	goredis "github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -118,7 +117,7 @@ func backends() []backend {
 	redisOn := func(client func(t *testing.T) goredis.UniversalClient) func(t *testing.T) func(string) provider.Provider {
 		return func(t *testing.T) func(string) provider.Provider {
 			c := client(t)
-			prefix := "obs:" + testenv.UniqueName(t)
+			prefix := "obs:" + testenv.RedisPrefix(t)
 			return func(owner string) provider.Provider {
 				p, err := redis.New(c, redis.WithKeyPrefix(prefix), redis.WithOwner(owner))
 				if err != nil {
@@ -156,10 +155,7 @@ func backends() []backend {
 		{"dynamodb-local", "aws.dynamodb", func(t *testing.T) func(string) provider.Provider {
 			c := testenv.DynamoDBClient(t)
 			table := testenv.UniqueName(t)
-			if err := dynamodb.CreateTable(t.Context(), c, table); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &table}) })
+			testenv.DynamoDBTable(t, c, table, func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, c, name) })
 			return func(owner string) provider.Provider {
 				p, err := dynamodb.New(c, table, dynamodb.WithOwner(owner))
 				if err != nil {
@@ -288,7 +284,7 @@ func TestRedeliveriesCounted(t *testing.T) {
 		dedup state.Deduper
 	}
 	redisStores := func(t *testing.T, c goredis.UniversalClient) stores {
-		prefix := "obs:" + testenv.UniqueName(t)
+		prefix := "obs:" + testenv.RedisPrefix(t)
 		s, err := stateredis.NewInt64SumStore(c, prefix)
 		if err != nil {
 			t.Fatal(err)

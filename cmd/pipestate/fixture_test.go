@@ -195,7 +195,7 @@ func (b *memBackend) close() {}
 // redisHarness is a Redis server (kind redis) or cluster (kind redis-cluster) at
 // addr: the provider under a unique prefix, the stores under another.
 func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
-	prefix := testenv.UniqueName(t)
+	prefix := testenv.RedisPrefix(t)
 	var client goredis.UniversalClient = goredis.NewClient(&goredis.Options{Addr: addr})
 	env := []string{envRedis + "=" + addr, envPrefix + "=" + prefix}
 	if seeds != nil {
@@ -239,16 +239,8 @@ func dynamoHarness(t *testing.T) *harness {
 	endpoint := testenv.DynamoDBEndpoint(t)
 	table := testenv.UniqueName(t)
 	storeTable := table + "-state"
-	ctx := context.Background()
-	for _, create := range []func() error{
-		func() error { return ddbprovider.CreateTable(ctx, client, table) },
-		func() error { return ddbstate.CreateStoreTable(ctx, client, storeTable) },
-	} {
-		if err := create(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { deleteTables(client, table, storeTable) })
+	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, client, name) })
+	testenv.DynamoDBTable(t, client, storeTable, func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, client, name) })
 	clk := &fixtureClock{}
 	h := &harness{
 		name:       "dynamodb",

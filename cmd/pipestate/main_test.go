@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipestate/pipestate/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the memory backend's output")
@@ -37,7 +39,7 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
 		binary.err = fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	code := m.Run()
+	code := testenv.RunChecked(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 )
 
@@ -171,15 +169,7 @@ type backend struct {
 var backends = []backend{
 	{"miniredis", func(t *testing.T) (string, string) { return miniredis.RunT(t).Addr(), "counters" }},
 	{"redis", func(t *testing.T) (string, string) {
-		addr := os.Getenv("REDIS_ADDR")
-		if addr == "" {
-			msg := "REDIS_ADDR is unset: run `make test`, or set it to a Redis server's address"
-			if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		return addr, fmt.Sprintf("counters-%016x", rand.Uint64()) // a prefix no other run uses
+		return testenv.RedisAddr(t), testenv.RedisPrefix(t)
 	}},
 }
 
@@ -233,3 +223,6 @@ func TestRerunDoesNotDouble(t *testing.T) {
 		})
 	}
 }
+
+// TestMain fails the package when its tests leave tables or keys behind.
+func TestMain(m *testing.M) { testenv.Main(m) }

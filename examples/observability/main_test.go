@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/pipestate/pipestate/internal/testenv"
 )
 
 // TestObservability runs the example, scrapes its /metrics over HTTP and checks
@@ -29,7 +29,7 @@ func TestObservability(t *testing.T) {
 		{"memory", "memory", func(t *testing.T) config { return config{} }},
 		{"memory-trace", "memory", func(t *testing.T) config { return config{trace: true} }},
 		{"redis", "redis", func(t *testing.T) config {
-			return config{redisAddr: server(t, "REDIS_ADDR"), prefix: fmt.Sprintf("observability-%016x", rand.Uint64())}
+			return config{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,18 +176,5 @@ func with(labels map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// server returns the address of a real server from the environment variable env
-// (`make test` sets REDIS_ADDR). When it is unset the test is skipped, or fails
-// under PIPESTATE_REQUIRE_SERVERS=1.
-func server(t *testing.T, env string) string {
-	t.Helper()
-	addr := os.Getenv(env)
-	if addr == "" {
-		msg := env + " is unset: run `make test`, or set it to a server's address"
-		if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return addr
-}
+// TestMain fails the package when its tests leave tables or keys behind.
+func TestMain(m *testing.M) { testenv.Main(m) }

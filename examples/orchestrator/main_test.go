@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -34,10 +32,10 @@ var testBackends = []struct {
 		return backendConfig{redisAddr: runMiniredis(t), prefix: "orchestrator"}
 	}},
 	{"redis", time.Second, 5, func(t *testing.T) backendConfig {
-		return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
+		return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
 	}},
 	{"dynamodb", 5 * time.Second, 1, func(t *testing.T) backendConfig {
-		return backendConfig{dynamoEndpoint: server(t, "DYNAMODB_ENDPOINT"), prefix: uniqueName()}
+		return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t)}
 	}},
 }
 
@@ -435,25 +433,6 @@ func runMiniredis(t *testing.T) string {
 	return m.Addr()
 }
 
-// server returns the address of a real server from the environment variable env
-// (`make test` sets REDIS_ADDR and DYNAMODB_ENDPOINT). When it is unset the test
-// is skipped, or fails under PIPESTATE_REQUIRE_SERVERS=1.
-func server(t *testing.T, env string) string {
-	t.Helper()
-	addr := os.Getenv(env)
-	if addr == "" {
-		msg := env + " is unset: run `make test`, or set it to a server's address"
-		if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return addr
-}
-
-// uniqueName is a key prefix and table name that no other test or run uses.
-func uniqueName() string { return fmt.Sprintf("orchestrator-%016x", rand.Uint64()) }
-
 const wantTranscript = `== 2026-11-22
 [05:00 orch-1] orders-raw: excluded by its calendar
 == 2026-11-23
@@ -504,3 +483,6 @@ orders-raw 2026-11-22: no run, 0 job(s) triggered
 orders-raw 2026-11-23: COMPLETED at attempt 2, 2 job(s) triggered; runs: orders-raw-2026-11-23-daily-1 FAILED, orders-raw-2026-11-23-daily-2 COMPLETED
 orders-raw events: READINESS=2 RUN_STATE_CHANGED=6 TRAIT_EVALUATED=4
 `
+
+// TestMain fails the package when its tests leave tables or keys behind.
+func TestMain(m *testing.M) { testenv.Main(m) }

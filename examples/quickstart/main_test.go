@@ -3,10 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
+
+	"github.com/pipestate/pipestate/internal/testenv"
 )
 
 const transcript = `registered pipeline orders
@@ -32,10 +31,10 @@ func TestQuickstart(t *testing.T) {
 	}{
 		{"miniredis", func(t *testing.T) backendConfig { return backendConfig{prefix: "quickstart"} }},
 		{"redis", func(t *testing.T) backendConfig {
-			return backendConfig{redisAddr: server(t, "REDIS_ADDR"), prefix: uniqueName()}
+			return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
 		}},
 		{"dynamodb", func(t *testing.T) backendConfig {
-			return backendConfig{dynamoEndpoint: server(t, "DYNAMODB_ENDPOINT"), prefix: uniqueName()}
+			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,21 +54,5 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
-// server returns the address of a real server from the environment variable env
-// (`make test` sets REDIS_ADDR and DYNAMODB_ENDPOINT). When it is unset the test
-// is skipped, or fails under PIPESTATE_REQUIRE_SERVERS=1.
-func server(t *testing.T, env string) string {
-	t.Helper()
-	addr := os.Getenv(env)
-	if addr == "" {
-		msg := env + " is unset: run `make test`, or set it to a server's address"
-		if os.Getenv("PIPESTATE_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return addr
-}
-
-// uniqueName is a key prefix and table name that no other test or run uses.
-func uniqueName() string { return fmt.Sprintf("quickstart-%016x", rand.Uint64()) }
+// TestMain fails the package when its tests leave tables or keys behind.
+func TestMain(m *testing.M) { testenv.Main(m) }

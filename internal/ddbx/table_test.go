@@ -34,11 +34,9 @@ func newTable(t *testing.T) (*ddb.Client, string) {
 	t.Helper()
 	c := testenv.DynamoDBClient(t)
 	name := testenv.UniqueName(t)
-	ctx := context.Background()
-	if err := EnsureTable(ctx, c, tableInput(name, "SK"), "ttl", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &name}) })
+	testenv.DynamoDBTable(t, c, name, func(ctx context.Context, name string) error {
+		return EnsureTable(ctx, c, tableInput(name, "SK"), "ttl", time.Minute)
+	})
 	return c, name
 }
 

@@ -41,14 +41,7 @@ func dynamodbTarget(t *testing.T) target {
 	}
 	table := func(t *testing.T, suffix string, create func(ctx context.Context, name string) error) string {
 		name := testenv.UniqueName(t) + suffix
-		if err := create(t.Context(), name); err != nil {
-			t.Fatalf("create table %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			if _, err := admin.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &name}); err != nil {
-				t.Logf("delete table %s: %v", name, err)
-			}
-		})
+		testenv.DynamoDBTable(t, admin, name, create)
 		return name
 	}
 	return target{

@@ -27,7 +27,7 @@ type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 func redisTarget(client func(dial dialer) goredis.UniversalClient) func(t *testing.T) target {
 	return func(t *testing.T) target {
 		n := faults.NewNet()
-		prefix := "pst:" + testenv.UniqueName(t)
+		prefix := "pst:" + testenv.RedisPrefix(t)
 		open := func(t *testing.T) goredis.UniversalClient {
 			c := client(n.Dial)
 			t.Cleanup(func() { _ = c.Close() })

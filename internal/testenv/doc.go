@@ -20,7 +20,13 @@
 //
 // Servers are shared between tests and between packages: every test must isolate its
 // data under its own key prefix or table, for which UniqueName gives a short name that
-// is unique across tests, processes and runs.
+// is unique across tests, processes and runs, and delete it when it ends, also when it
+// fails: RedisPrefix (keys), DynamoDBTable (a table the test creates) and
+// DynamoDBPrefix (tables a program under test creates) do both. Every package that
+// uses the servers calls Main from its TestMain: after the tests it looks for the
+// tables and keys that carry this process's tag, deletes them, and fails the run,
+// so a cleanup that misses something is a failing test, not a server that fills up
+// (DynamoDB Local slows with every table left; an AWS account has a table quota).
 //
 // CountRedis and CountingHTTPClient count network round trips so that tests can hold
 // the round-trip budgets documented by each backend.
@@ -32,7 +38,7 @@
 //		c := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)})
 //		t.Cleanup(func() { _ = c.Close() })
 //		n := testenv.CountRedis(c)
-//		key := testenv.UniqueName(t) + ":k" // this test's own key space
+//		key := testenv.RedisPrefix(t) + ":k" // this test's own key space, deleted at its end
 //		if err := c.Set(ctx, key, "v", time.Minute).Err(); err != nil {
 //			t.Fatal(err)
 //		}

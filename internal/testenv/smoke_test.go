@@ -23,8 +23,7 @@ func TestSmokeRedis(t *testing.T) {
 		t.Fatalf("PING = %q, %v; want PONG", got, err)
 	}
 	n := CountRedis(c)
-	key := UniqueName(t) + ":k"
-	t.Cleanup(func() { c.Del(context.Background(), key) })
+	key := RedisPrefix(t) + ":k"
 	if _, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Set(ctx, key, "v", time.Minute)
 		p.Get(ctx, key)
@@ -43,7 +42,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = c.Close() })
 	n := CountRedis(c)
-	prefix := UniqueName(t)
+	prefix := RedisPrefix(t)
 
 	// Keys in many slots: with 3 masters, 30 keys land on every master with
 	// overwhelming probability; the test checks it rather than assuming it.
@@ -51,11 +50,6 @@ func TestSmokeRedisCluster(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s:%d", prefix, i)
 	}
-	t.Cleanup(func() {
-		for _, k := range keys {
-			c.Del(context.Background(), k)
-		}
-	})
 	for i, k := range keys {
 		if err := c.Set(ctx, k, i, time.Minute).Err(); err != nil {
 			t.Fatalf("SET %s: %v", k, err)
@@ -106,16 +100,9 @@ func TestSmokeDynamoDB(t *testing.T) {
 	hc, n := CountingHTTPClient()
 	c := DynamoDBClient(t, func(o *dynamodb.Options) { o.HTTPClient = hc })
 	table := UniqueName(t)
-	if _, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
-		BillingMode:          ddbtypes.BillingModePayPerRequest,
-	}); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	DynamoDBTable(t, c, table, func(ctx context.Context, name string) error {
+		_, err := c.CreateTable(ctx, smokeTable(name))
+		return err
 	})
 
 	n.Reset()
@@ -152,4 +139,14 @@ func goredisKeySlot(ctx context.Context, t *testing.T, c *goredis.ClusterClient,
 		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
 	}
 	return slot
+}
+
+// smokeTable is the input of CreateTable for a table with a string key pk.
+func smokeTable(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestNameFragment(t *testing.T) {
 		{"empty", "", "t"},
 		{"only symbols", "#/_", "t"},
 		{"unicode", "TestÄrger/µ", "test-rger"},
-		{"long keeps tail", "TestAVeryLongName/with/many/subtests/deep_inside", "th-many-subtests-deep-inside"},
+		{"long keeps tail", "TestAVeryLongName/with/many/subtests/deep_inside", "y-subtests-deep-inside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,5 +261,46 @@ func TestRedisWanted(t *testing.T) {
 		if got, gotCluster := RedisWanted(), RedisClusterWanted(); got != tc.want || gotCluster != tc.wantCluster {
 			t.Errorf("%+v: RedisWanted %v, RedisClusterWanted %v", tc, got, gotCluster)
 		}
+	}
+}
+
+// TestLeaksFound: what a test leaves behind on the environment's servers is found
+// by the check Main runs, reported, and deleted; what RedisPrefix and DynamoDBTable
+// clean up is not.
+func TestLeaksFound(t *testing.T) {
+	if os.Getenv(EnvRedisAddr) == "" || os.Getenv(EnvDynamoDBEndpoint) == "" {
+		t.Skip("needs REDIS_ADDR and DYNAMODB_ENDPOINT (make test)")
+	}
+	ctx := context.Background()
+	mark := "-" + UniqueName(t) // in no other test's names
+	rc := goredis.NewClient(&goredis.Options{Addr: RedisAddr(t)})
+	t.Cleanup(func() { _ = rc.Close() })
+	dc := DynamoDBClient(t)
+	var cleaned string
+	t.Run("cleaned", func(t *testing.T) {
+		cleaned = RedisPrefix(t)
+		if err := rc.Set(ctx, "x:"+cleaned+mark+":k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		DynamoDBTable(t, dc, "t"+mark+"-cleaned", func(ctx context.Context, name string) error {
+			_, err := dc.CreateTable(ctx, smokeTable(name))
+			return err
+		})
+	})
+	if err := removeLeaks(mark); err != nil {
+		t.Fatalf("after cleanups: %v", err)
+	}
+	if err := rc.Set(ctx, "x:leaked"+mark+":k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.CreateTable(ctx, smokeTable("t"+mark+"-leaked")); err != nil {
+		t.Fatal(err)
+	}
+	err := removeLeaks(mark)
+	if err == nil || !strings.Contains(err.Error(), "1 Redis keys") || !strings.Contains(err.Error(), "1 DynamoDB tables") {
+		t.Fatalf("removeLeaks = %v, want the leaked key and table reported", err)
+	}
+	if err := removeLeaks(mark); err != nil {
+		t.Errorf("removeLeaks did not delete what it reported: %v", err)
 	}
 }

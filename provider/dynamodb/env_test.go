@@ -47,10 +47,7 @@ func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 	}
 	client := testenv.DynamoDBClient(t, optFns...)
 	e = &env{client: client, table: testenv.UniqueName(t), clock: newFakeClock()}
-	ctx := context.Background()
-	if err := dynamodb.CreateTable(ctx, client, e.table); err != nil {
-		t.Fatalf("create table %s: %v", e.table, err)
-	}
+	testenv.DynamoDBTable(t, client, e.table, func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, client, name) })
 	envMu.Lock()
 	envs[t.Name()] = e
 	envMu.Unlock()
@@ -58,9 +55,6 @@ func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 		envMu.Lock()
 		delete(envs, t.Name())
 		envMu.Unlock()
-		if _, err := client.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: &e.table}); err != nil {
-			t.Logf("delete table %s: %v", e.table, err)
-		}
 	})
 	return e
 }

@@ -183,8 +183,7 @@ func TestRoundTripBudgets(t *testing.T) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		c := realClient(t)
-		prefix := "pst:" + testenv.UniqueName(t)
-		cleanPrefix(t, c, prefix)
+		prefix := "pst:" + testenv.RedisPrefix(t)
 		checkBudgets(t, c, testenv.CountRedis(c), false, redis.WithKeyPrefix(prefix))
 	})
 	t.Run("cluster", func(t *testing.T) {
@@ -195,6 +194,6 @@ func TestRoundTripBudgets(t *testing.T) {
 		if err := c.Ping(t.Context()).Err(); err != nil { // warm up the slot map
 			t.Fatal(err)
 		}
-		checkBudgets(t, c, counter, true, redis.WithKeyPrefix("pst:"+testenv.UniqueName(t)))
+		checkBudgets(t, c, counter, true, redis.WithKeyPrefix("pst:"+testenv.RedisPrefix(t)))
 	})
 }

@@ -335,7 +335,7 @@ func waitUp(t *testing.T, p *Provider) {
 
 func TestFaultRedis(t *testing.T) {
 	addr := testenv.RedisAddr(t)
-	name := "pst-fault-" + testenv.UniqueName(t)
+	name := "pst-fault-" + testenv.RedisPrefix(t)
 	c := goredis.NewClient(&goredis.Options{Addr: addr, ClientName: name, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
 	defer c.Close()
 	admin := goredis.NewClient(&goredis.Options{Addr: addr})
@@ -345,7 +345,7 @@ func TestFaultRedis(t *testing.T) {
 
 func TestFaultRedisCluster(t *testing.T) {
 	addrs := testenv.RedisClusterAddrs(t)
-	name := "pst-fault-" + testenv.UniqueName(t)
+	name := "pst-fault-" + testenv.RedisPrefix(t)
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, ClientName: name,
 		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
 	defer c.Close()
@@ -372,7 +372,7 @@ func TestFaultRedisCluster(t *testing.T) {
 // admin's server, then checks the state.
 func faultOnServer(t *testing.T, c goredis.UniversalClient, admins []*goredis.Client, name string) {
 	t.Helper()
-	prefix := "pst:" + testenv.UniqueName(t)
+	prefix := "pst:" + testenv.RedisPrefix(t)
 	t.Cleanup(func() {
 		for _, a := range admins {
 			keys, _ := a.Keys(context.Background(), prefix+":*").Result()

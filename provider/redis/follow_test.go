@@ -30,8 +30,7 @@ func followTargets(t *testing.T) map[string]func(t *testing.T) (*goredis.Client,
 	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T) (*goredis.Client, string) {
 			c := realClient(t)
-			prefix := "pst:" + testenv.UniqueName(t)
-			cleanPrefix(t, c, prefix)
+			prefix := "pst:" + testenv.RedisPrefix(t)
 			return c, prefix
 		}
 	}

@@ -157,9 +157,8 @@ func (h *serverHarness) prefix(t *testing.T) string {
 	defer h.mu.Unlock()
 	p, ok := h.prefixes[t.Name()]
 	if !ok {
-		p = "pst:" + testenv.UniqueName(t)
+		p = "pst:" + testenv.RedisPrefix(t)
 		h.prefixes[t.Name()] = p
-		cleanPrefix(t, h.c, p)
 	}
 	return p
 }
@@ -197,28 +196,6 @@ func clusterClient(t testing.TB) *goredis.ClusterClient {
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: testenv.RedisClusterAddrs(t)})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// cleanPrefix deletes the keys under prefix when t ends, on every master of a
-// cluster.
-func cleanPrefix(t *testing.T, c goredis.UniversalClient, prefix string) {
-	t.Helper()
-	t.Cleanup(func() {
-		ctx := context.Background()
-		clean := func(ctx context.Context, c *goredis.Client) error {
-			iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-			for iter.Next(ctx) {
-				_ = c.Del(ctx, iter.Val()).Err()
-			}
-			return iter.Err()
-		}
-		switch cc := c.(type) {
-		case *goredis.ClusterClient:
-			_ = cc.ForEachMaster(ctx, clean)
-		case *goredis.Client:
-			_ = clean(ctx, cc)
-		}
-	})
 }
 
 // envAddr is the real standalone server's address, "" when none is configured,

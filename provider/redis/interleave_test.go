@@ -44,7 +44,7 @@ func servers() []server {
 			addr := testenv.RedisAddr(t)
 			return func(dial dialer, n int) goredis.UniversalClient {
 				return goredis.NewClient(&goredis.Options{Addr: addr, Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
-			}, "pst:" + testenv.UniqueName(t)
+			}, "pst:" + testenv.RedisPrefix(t)
 		}})
 	}
 	if testenv.RedisClusterWanted() {
@@ -52,7 +52,7 @@ func servers() []server {
 			addrs := testenv.RedisClusterAddrs(t)
 			return func(dial dialer, n int) goredis.UniversalClient {
 				return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Dialer: dial, PoolSize: n, MinRetryBackoff: time.Millisecond})
-			}, "pst:" + testenv.UniqueName(t)
+			}, "pst:" + testenv.RedisPrefix(t)
 		}})
 	}
 	return out

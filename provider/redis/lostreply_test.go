@@ -391,13 +391,13 @@ func TestLostReplyTable(t *testing.T) {
 	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T, n *faults.Net) (goredis.UniversalClient, string) {
 			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t), Dialer: n.Dial, MinRetryBackoff: time.Millisecond}),
-				"pst:" + testenv.UniqueName(t)
+				"pst:" + testenv.RedisPrefix(t)
 		}
 	}
 	if testenv.RedisClusterWanted() {
 		targets["cluster"] = func(t *testing.T, n *faults.Net) (goredis.UniversalClient, string) {
 			return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: testenv.RedisClusterAddrs(t), Dialer: n.Dial,
-				MinRetryBackoff: time.Millisecond}), "pst:" + testenv.UniqueName(t)
+				MinRetryBackoff: time.Millisecond}), "pst:" + testenv.RedisPrefix(t)
 		}
 	}
 	for name, target := range targets {

@@ -26,7 +26,7 @@ func traitTargets(t *testing.T) map[string]func(t *testing.T) (*goredis.Client, 
 	}
 	if testenv.RedisWanted() {
 		targets["redis"] = func(t *testing.T) (*goredis.Client, string) {
-			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)}), "pst:" + testenv.UniqueName(t)
+			return goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)}), "pst:" + testenv.RedisPrefix(t)
 		}
 	}
 	return targets

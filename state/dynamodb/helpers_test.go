@@ -1,11 +1,10 @@
 package dynamodb_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
-
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/internal/testenv"
@@ -31,22 +30,10 @@ func envFor(t testing.TB) *env {
 	c := testenv.DynamoDBClient(t)
 	name := testenv.UniqueName(t)
 	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", clock: fakeclock.New(time.Now().Truncate(time.Second))}
-	for _, create := range []struct {
-		table string
-		f     func() error
-	}{
-		{e.values, func() error { return dynamodb.CreateStoreTable(t.Context(), c, e.values) }},
-		{e.bytes, func() error { return dynamodb.CreateStoreTable(t.Context(), c, e.bytes) }},
-		{e.dedup, func() error { return dynamodb.CreateDedupTable(t.Context(), c, e.dedup) }},
-	} {
-		if err := create.f(); err != nil {
-			t.Fatalf("create %s: %v", create.table, err)
-		}
-		table := create.table
-		t.Cleanup(func() {
-			_, _ = c.DeleteTable(t.Context(), &ddb.DeleteTableInput{TableName: &table})
-		})
-	}
+	storeTable := func(ctx context.Context, name string) error { return dynamodb.CreateStoreTable(ctx, c, name) }
+	testenv.DynamoDBTable(t, c, e.values, storeTable)
+	testenv.DynamoDBTable(t, c, e.bytes, storeTable)
+	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return dynamodb.CreateDedupTable(ctx, c, name) })
 	envs.Store(t.Name(), e)
 	t.Cleanup(func() { envs.Delete(t.Name()) })
 	return e

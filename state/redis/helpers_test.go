@@ -77,11 +77,13 @@ var prefixes sync.Map // testing.TB -> string
 
 func prefixFor(t testing.TB) string {
 	t.Helper()
-	p, loaded := prefixes.LoadOrStore(t, "pst:"+testenv.UniqueName(t))
-	if !loaded {
-		t.Cleanup(func() { prefixes.Delete(t) })
+	if p, ok := prefixes.Load(t); ok {
+		return p.(string)
 	}
-	return p.(string)
+	p := "pst:" + testenv.RedisPrefix(t)
+	prefixes.Store(t, p)
+	t.Cleanup(func() { prefixes.Delete(t) })
+	return p
 }
 
 // forEachBackend runs f as a subtest per backend; real servers skip when not
