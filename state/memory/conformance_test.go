@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"fmt"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/memory"
 	"github.com/pipestate/pipestate/state/statetest"
 )
@@ -88,18 +88,6 @@ func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
 
 func eq[V comparable](a, b V) bool { return a == b }
 
-// hllSketch describes m's sketches for the sketch accuracy test.
-func hllSketch(m hll.Monoid) *statetest.Sketch[[]byte] {
-	return &statetest.Sketch[[]byte]{
-		Item: func(id string) []byte { return m.Delta(id) },
-		Estimate: func(b []byte) (float64, error) {
-			n, err := hll.Estimate(b)
-			return float64(n), err
-		},
-		StdErr: 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision())),
-	}
-}
-
 // signed returns deltas that go down as well as up (1, 2, -3, 4, 5, -6, ...).
 func signed[V int64 | float64](offset V) func(int) V {
 	return func(i int) V {
@@ -128,12 +116,9 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		other, _ := hll.New(10)
-		h := storeHarness[[]byte](m, func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) }, func(a, b []byte) bool {
-			ok, err := hll.Equal(a, b)
-			return err == nil && ok
-		})
+		h := storeHarness[[]byte](m, func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) }, storetest.HLLEqual)
 		h.BadDeltas = [][]byte{[]byte("garbage"), other.Delta("x")}
-		h.Sketch = hllSketch(m)
+		h.Sketch = storetest.HLLSketch(m)
 		statetest.RunStore(t, h)
 	})
 	t.Run("deduper", func(t *testing.T) { statetest.RunDeduper(t, deduperHarness(time.Minute)) })

@@ -123,25 +123,8 @@ func TestConformance(t *testing.T) {
 					return s
 				},
 				Monoid: m, Delta: func(i int) []byte { return m.Delta(fmt.Sprint("visitor-", i)) },
-				Equal: hllEqual, Sketch: hllSketch(m),
+				Equal: storetest.HLLEqual, Sketch: storetest.HLLSketch(m),
 			})
 		})
 	})
-}
-
-func hllEqual(a, b []byte) bool {
-	ok, err := hll.Equal(a, b)
-	return err == nil && ok
-}
-
-// hllSketch describes m's sketches for the sketch accuracy test.
-func hllSketch(m hll.Monoid) *statetest.Sketch[[]byte] {
-	return &statetest.Sketch[[]byte]{
-		Item: func(id string) []byte { return m.Delta(id) },
-		Estimate: func(b []byte) (float64, error) {
-			n, err := hll.Estimate(b)
-			return float64(n), err
-		},
-		StdErr: 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision())),
-	}
 }

@@ -58,7 +58,7 @@ func ExampleEstimate() {
 		log.Fatal(err)
 	}
 	const exact = workers * perWorker
-	stdErr := 1.04 / math.Sqrt(float64(uint64(1)<<m.Precision()))
+	stdErr := m.StandardError()
 	fmt.Printf("within 3 standard errors of %d: %v\n", exact, math.Abs(float64(n)-exact) <= 3*stdErr*exact)
 	fmt.Println("at most 16 KiB:", len(acc) <= 16<<10+64)
 	// Output:

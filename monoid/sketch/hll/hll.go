@@ -37,6 +37,7 @@ package hll
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/axiomhq/hyperloglog"
 
@@ -83,6 +84,11 @@ func New(precision uint8) (Monoid, error) {
 
 // Precision returns the monoid's precision.
 func (m Monoid) Precision() uint8 { return m.p }
+
+// StandardError returns the relative standard error of an estimate from a dense
+// sketch, 1.04/sqrt(2^precision): about 68% of estimates fall within one
+// standard error of the true count, 99.7% within three.
+func (m Monoid) StandardError() float64 { return 1.04 / math.Sqrt(float64(uint64(1)<<m.p)) }
 
 // Identity returns nil, the empty sketch.
 func (Monoid) Identity() []byte { return nil }
