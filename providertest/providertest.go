@@ -597,11 +597,12 @@ func runConcurrently(n int, fn func(i int)) {
 }
 
 // The one-winner tests repeat their race, each round on a fresh key, at least
-// raceRounds times and until raceTime has passed (at most maxRaceRounds), so
-// that a check-then-act backend, even one with no I/O between check and act,
-// loses in every run: on a fast backend hundreds of rounds fit in raceTime, and
-// some of them find the CPUs free to run callers truly at once; on a slow one
-// (a network round trip between check and act) a few rounds are enough.
+// raceRounds times and until raceTime has passed (at most maxRaceRounds). A
+// check-then-act backend with a round trip between check and act (any networked
+// one) loses in the first rounds. One with no I/O between the two (an in-process
+// store) loses only in a round where the CPUs run two callers truly at once:
+// hundreds of rounds make that likely on an idle machine, not certain on a
+// loaded one (a teeth run with load 12 on 2 cores missed it in 2 of 3 runs).
 const (
 	raceRounds    = 3
 	raceTime      = 500 * time.Millisecond

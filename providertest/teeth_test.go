@@ -457,8 +457,14 @@ func (b tokenPrefixReleases) ReleaseLease(ctx context.Context, l types.Lease) er
 	return b.full.ReleaseLease(ctx, l)
 }
 
-// checkThenActCAS compares the version it read and writes in a second step, with
-// no I/O between: two callers can both pass the check.
+// checkThenActPause stands, in the check-then-act backends, for the round trip a
+// real one makes between reading and writing: callers started together all pass
+// the check before any writes, so the race is certain, not a matter of how the
+// scheduler of a loaded machine interleaves them.
+const checkThenActPause = 20 * time.Millisecond
+
+// checkThenActCAS compares the version it read and writes in a second step: two
+// callers can both pass the check.
 type checkThenActCAS struct{ full }
 
 func (b checkThenActCAS) CompareAndSwapRunState(ctx context.Context, runID string, v int, s types.RunState) (bool, error) {
@@ -467,13 +473,14 @@ func (b checkThenActCAS) CompareAndSwapRunState(ctx context.Context, runID strin
 		return false, err
 	}
 	s.Version, s.CreatedAt, s.UpdatedAt = v+1, cur.CreatedAt, time.Time{}
+	time.Sleep(checkThenActPause)
 	return true, b.full.PutRunState(ctx, s)
 }
 
 // checkThenActLock keeps each lock as a record of a store without conditional
 // writes (a trait: Reason is the owner, the ttl its ttl): AcquireLock reads the
-// record, then writes it in a second step, with no I/O between, so two acquirers
-// can both find the key free.
+// record, then writes it in a second step, so two acquirers can both find the key
+// free.
 type checkThenActLock struct{ full }
 
 // lockRecord returns the pipeline and trait type of key's record.
@@ -493,6 +500,7 @@ func (b checkThenActLock) AcquireLock(ctx context.Context, key string, ttl time.
 		return false, err
 	}
 	rec := types.TraitEvaluation{TraitType: tt, Status: types.TraitPass, Reason: b.Owner()}
+	time.Sleep(checkThenActPause)
 	return err == nil, b.full.PutTrait(ctx, pid, rec, ttl)
 }
 
@@ -1444,7 +1452,7 @@ func (b createOverwrites) CreateRunState(ctx context.Context, run types.RunState
 }
 
 // createChecksThenPuts reads, then writes: two creators that both read "missing"
-// both create. The pause between the two steps makes the race certain.
+// both create.
 type createChecksThenPuts struct{ full }
 
 func (b createChecksThenPuts) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
@@ -1452,7 +1460,7 @@ func (b createChecksThenPuts) CreateRunState(ctx context.Context, run types.RunS
 	if err != nil || cur != nil {
 		return false, err
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(checkThenActPause)
 	return true, b.full.PutRunState(ctx, run)
 }
 
