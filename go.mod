@@ -19,6 +19,8 @@ require (
 	golang.org/x/sync v0.24.0
 )
 
+require github.com/maypok86/otter/v2 v2.4.0 // indirect
+
 require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect

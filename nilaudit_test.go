@@ -21,6 +21,7 @@ import (
 	pmemory "github.com/pipestate/pipestate/provider/memory"
 	predis "github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/cache"
 	sdynamodb "github.com/pipestate/pipestate/state/dynamodb"
 	smemory "github.com/pipestate/pipestate/state/memory"
 	sredis "github.com/pipestate/pipestate/state/redis"
@@ -84,6 +85,9 @@ func TestConstructorsRefuseNils(t *testing.T) {
 		"state.NewCoalescer monoid":                func() error { return err2(state.NewCoalescer[int64](goodStore, sumMonoid)) },
 		"state.WithMeterProvider":                  func() error { return err2(state.NewCoalescer[int64](goodStore, sum, state.WithMeterProvider(mp))) },
 		"state.WithLogger":                         func() error { return err2(state.NewCoalescer[int64](goodStore, sum, state.WithLogger(log))) },
+		"state/cache.New":                          func() error { return err2(cache.New[int64](memStore)) },
+		"state/cache.WithMeterProvider":            func() error { return err2(cache.New[int64](goodStore, cache.WithMeterProvider(mp))) },
+		"state/cache.WithClock":                    func() error { return err2(cache.New[int64](goodStore, cache.WithClock(clock))) },
 		"state.NewSharded store":                   func() error { return err2(state.NewSharded[int64](memStore, sum, 4)) },
 		"state.NewSharded monoid":                  func() error { return err2(state.NewSharded[int64](goodStore, sumMonoid, 4)) },
 		"state/memory.New monoid":                  func() error { return err2(smemory.New[int64](sumMonoid)) },
