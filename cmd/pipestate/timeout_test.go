@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"io"
-	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,45 +13,6 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testenv"
 )
-
-// blackHole listens on a loopback port and accepts every connection without ever
-// reading from it or writing to it: a server that takes connections and never
-// answers. It returns the listener's address; t's cleanup closes the listener
-// and every connection.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // blackHoleTimeout is the --timeout of the black-hole tests, and blackHoleSlack
 // what a command may take beyond it (starting the process, a loaded machine):
@@ -69,7 +28,7 @@ const (
 // --follow's first read too.
 func TestTimeoutBlackHole(t *testing.T) {
 	t.Parallel()
-	addr := blackHole(t)
+	addr := testenv.BlackHole(t)
 	url := "http://" + addr
 	awsEnv := []string{"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=y", "AWS_ENDPOINT_URL_DYNAMODB=" + url}
 	for _, tc := range []struct {
@@ -120,7 +79,7 @@ func TestTimeoutBlackHole(t *testing.T) {
 // instance metadata service that never answers, are bounded too.
 func TestTimeoutCredentials(t *testing.T) {
 	t.Parallel()
-	addr := blackHole(t)
+	addr := testenv.BlackHole(t)
 	env := []string{"AWS_REGION=us-east-1", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://" + addr, "AWS_ENDPOINT_URL_DYNAMODB=http://" + addr}
 	start := time.Now()
 	r := runBinary(t, env, "runs", "orders", "--table", "t", "--timeout", blackHoleTimeout.String())
