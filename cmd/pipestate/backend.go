@@ -91,7 +91,10 @@ func (discard) Printf(context.Context, string, ...any) {}
 // bounded by t's timeout.
 func dynamoClient(ctx context.Context, t target) (*ddb.Client, error) {
 	d := timeoutOf(t)
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(dynamoHTTPClient(d))}
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(dynamoHTTPClient(d)),
+		config.WithLogger(logging.Nop{}), // the SDK's warnings (an IMDS fallback) too: the command reports errors itself
+	}
 	if t.kind == kindDynamoDB {
 		u, err := url.Parse(t.addr)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
