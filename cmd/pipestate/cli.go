@@ -93,31 +93,31 @@ func find(args []string) (s *spec, rest []string, maybe string, err error) {
 	if s := byName(args[0]); s != nil {
 		return s, args[1:], "", nil
 	}
-	var subs, words []string
+	var subs, subWords []string
 	for _, s := range cmds {
 		w, sub, ok := strings.Cut(s.name, " ")
 		if ok && w == args[0] {
 			subs = append(subs, "pipestate "+s.name)
-			words = append(words, sub)
+			subWords = append(subWords, sub)
 		}
 	}
 	if len(subs) == 0 {
 		return nil, nil, "", usagef("unknown command %q%s; 'pipestate help' lists the commands", args[0], didYouMean(suggest(args[0], commandWords()), quoteCommand))
 	}
-	var close []string
+	var near []string
 	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
-		close = suggest(args[1], words)
-		for i, w := range close {
-			close[i] = args[0] + " " + w
+		near = suggest(args[1], subWords)
+		for i, w := range near {
+			near[i] = args[0] + " " + w
 		}
 	}
 	if d, ok := groupDefault[args[0]]; ok && (byName(d).args != "" || len(args) == 1 || strings.HasPrefix(args[1], "-")) {
-		return byName(d), args[1:], orList(close, quoteCommand), nil
+		return byName(d), args[1:], orList(near, quoteCommand), nil
 	}
 	if len(args) == 1 {
 		return nil, nil, "", usagef("%s needs a subcommand: %s", args[0], strings.Join(subs, ", "))
 	}
-	return nil, nil, "", usagef("unknown command %q%s; %s has %s", args[0]+" "+args[1], didYouMean(close, quoteCommand), args[0], strings.Join(subs, ", "))
+	return nil, nil, "", usagef("unknown command %q%s; %s has %s", args[0]+" "+args[1], didYouMean(near, quoteCommand), args[0], strings.Join(subs, ", "))
 }
 
 // commandWords is the first word of every command, and help, once each.
