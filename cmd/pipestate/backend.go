@@ -39,7 +39,8 @@ type backend interface {
 	close()
 }
 
-// dial connects to t. The clock now fills the timestamps of writes and judges the
+// dial connects to t, every call bounded by t's timeout (see timeout.go). The
+// clock now fills the timestamps of writes and judges the
 // TTLs the backend judges by its client's clock.
 func dial(ctx context.Context, t target, now func() time.Time) (backend, error) {
 	quietRedis.Do(func() { goredis.SetLogger(discard{}) })
@@ -52,7 +53,10 @@ func dial(ctx context.Context, t target, now func() time.Time) (backend, error) 
 				return nil, usagef("%s: %v", t.from[0], err)
 			}
 		}
-		return &redisBackend{t: t, c: goredis.NewClient(opts), now: now}, nil
+		boundRedis(opts, timeoutOf(t))
+		c := goredis.NewClient(opts)
+		c.AddHook(redisDeadlines{timeoutOf(t)})
+		return &redisBackend{t: t, c: c, now: now}, nil
 	case kindRedisCluster:
 		var seeds []string
 		for a := range strings.SplitSeq(t.addr, ",") {
@@ -60,7 +64,10 @@ func dial(ctx context.Context, t target, now func() time.Time) (backend, error) 
 				seeds = append(seeds, a)
 			}
 		}
-		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: seeds})
+		opts := &goredis.ClusterOptions{Addrs: seeds}
+		boundRedisCluster(opts, timeoutOf(t))
+		c := goredis.NewClusterClient(opts)
+		c.AddHook(redisDeadlines{timeoutOf(t)})
 		return &redisBackend{t: t, c: c, now: now}, nil
 	}
 	c, err := dynamoClient(ctx, t)
@@ -80,9 +87,14 @@ func (discard) Printf(context.Context, string, ...any) {}
 
 // dynamoClient is a DynamoDB client from the AWS default config, on t's endpoint if
 // it has one (region us-east-1 unless configured; a loopback endpoint, DynamoDB
-// Local, gets dummy credentials unless AWS_ACCESS_KEY_ID is set).
+// Local, gets dummy credentials unless AWS_ACCESS_KEY_ID is set), each operation
+// bounded by t's timeout.
 func dynamoClient(ctx context.Context, t target) (*ddb.Client, error) {
-	var opts []func(*config.LoadOptions) error
+	d := timeoutOf(t)
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(dynamoHTTPClient(d)),
+		config.WithLogger(logging.Nop{}), // the SDK's warnings (an IMDS fallback) too: the command reports errors itself
+	}
 	if t.kind == kindDynamoDB {
 		u, err := url.Parse(t.addr)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -93,6 +105,8 @@ func dynamoClient(ctx context.Context, t target) (*ddb.Client, error) {
 			opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("AWS default config: %w", err)
@@ -102,6 +116,7 @@ func dynamoClient(ctx context.Context, t target) (*ddb.Client, error) {
 	}
 	return ddb.NewFromConfig(cfg, func(o *ddb.Options) {
 		o.Logger = logging.Nop{} // the command reports errors itself
+		o.APIOptions = append(o.APIOptions, dynamoDeadline(d))
 		if t.kind == kindDynamoDB {
 			o.BaseEndpoint = aws.String(t.addr)
 		}

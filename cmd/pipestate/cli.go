@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,6 +47,7 @@ type cli struct {
 	now            func() time.Time
 	getenv         func(string) string
 	dial           func(ctx context.Context, t target, now func() time.Time) (backend, error)
+	buildInfo      func() (*debug.BuildInfo, bool) // debug.ReadBuildInfo; tests fix it
 }
 
 // spec is one command.
@@ -69,8 +72,11 @@ type action = func(ctx context.Context, args []string) error
 // subcommand follows ("pipestate run RUN").
 var groupDefault = map[string]string{"pipelines": "pipelines list", "run": "run show", "lock": "lock show"}
 
-// find returns the command that args name and the arguments after the name.
-func find(args []string) (*spec, []string, error) {
+// find returns the command that args name and the arguments after the name. When
+// a group's default command takes the place of a word close to one of the
+// group's subcommands ("pipestate run fial r-1"), maybe names that subcommand
+// ('pipestate run fail'), for an error of the default command.
+func find(args []string) (s *spec, rest []string, maybe string, err error) {
 	cmds := commands()
 	byName := func(name string) *spec {
 		i := slices.IndexFunc(cmds, func(s *spec) bool { return s.name == name })
@@ -81,29 +87,52 @@ func find(args []string) (*spec, []string, error) {
 	}
 	if len(args) > 1 {
 		if s := byName(args[0] + " " + args[1]); s != nil {
-			return s, args[2:], nil
+			return s, args[2:], "", nil
 		}
 	}
 	if s := byName(args[0]); s != nil {
-		return s, args[1:], nil
+		return s, args[1:], "", nil
 	}
-	var subs []string
+	var subs, subWords []string
 	for _, s := range cmds {
-		if w, _, ok := strings.Cut(s.name, " "); ok && w == args[0] {
+		w, sub, ok := strings.Cut(s.name, " ")
+		if ok && w == args[0] {
 			subs = append(subs, "pipestate "+s.name)
+			subWords = append(subWords, sub)
 		}
 	}
 	if len(subs) == 0 {
-		return nil, nil, usagef("unknown command %q; 'pipestate help' lists the commands", args[0])
+		return nil, nil, "", usagef("unknown command %q%s; 'pipestate help' lists the commands", args[0], didYouMean(suggest(args[0], commandWords()), quoteCommand))
+	}
+	var near []string
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		near = suggest(args[1], subWords)
+		for i, w := range near {
+			near[i] = args[0] + " " + w
+		}
 	}
 	if d, ok := groupDefault[args[0]]; ok && (byName(d).args != "" || len(args) == 1 || strings.HasPrefix(args[1], "-")) {
-		return byName(d), args[1:], nil
+		return byName(d), args[1:], orList(near, quoteCommand), nil
 	}
 	if len(args) == 1 {
-		return nil, nil, usagef("%s needs a subcommand: %s", args[0], strings.Join(subs, ", "))
+		return nil, nil, "", usagef("%s needs a subcommand: %s", args[0], strings.Join(subs, ", "))
 	}
-	return nil, nil, usagef("unknown command %q; %s has %s", args[0]+" "+args[1], args[0], strings.Join(subs, ", "))
+	return nil, nil, "", usagef("unknown command %q%s; %s has %s", args[0]+" "+args[1], didYouMean(near, quoteCommand), args[0], strings.Join(subs, ", "))
 }
+
+// commandWords is the first word of every command, and help, once each.
+func commandWords() []string {
+	var ws []string
+	for _, s := range commands() {
+		if w, _, _ := strings.Cut(s.name, " "); !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return append(ws, "help")
+}
+
+// quoteCommand shows a command name as the text to type: 'pipestate runs'.
+func quoteCommand(name string) string { return "'pipestate " + name + "'" }
 
 // main runs the command line args and returns the exit status.
 func (c *cli) main(ctx context.Context, args []string) int {
@@ -111,28 +140,32 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		c.overview(c.stderr)
 		return exitUsage
 	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
 		if len(args) == 1 {
 			c.overview(c.stdout)
 			return exitOK
 		}
 		args = slices.Concat(args[1:], []string{"--help"})
+	case "-version", "--version":
+		args = slices.Concat([]string{"version"}, args[1:])
 	}
-	s, rest, err := find(args)
+	s, rest, maybe, err := find(args)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "pipestate: %s\n", text(err.Error()))
+		c.fail(wantsJSON(args), errorReport{Error: err.Error(), Code: exitUsage})
 		return exitUsage
 	}
-	return c.exec(ctx, s, rest)
+	return c.exec(ctx, s, rest, maybe)
 }
 
-// exec parses the command's flags and runs it.
-func (c *cli) exec(ctx context.Context, s *spec, args []string) int {
+// exec parses the command's flags and runs it; maybe is a suggestion for its
+// errors (see find).
+func (c *cli) exec(ctx context.Context, s *spec, args []string, maybe string) int {
 	fs := flag.NewFlagSet("pipestate "+s.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	in := &inv{cli: c}
 	in.conn.register(fs, s.conn)
-	fs.BoolVar(&in.json, "json", false, "print one JSON object per line instead of tables")
+	fs.BoolVar(&in.json, "json", false, "print one JSON object per line instead of tables (errors too, on stderr)")
 	if s.write {
 		fs.BoolVar(&in.yes, "yes", false, "really write (without it the command only says what it would do)")
 	}
@@ -143,12 +176,29 @@ func (c *cli) exec(ctx context.Context, s *spec, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		err = usagef("%v", err)
+		in.json = wantsJSON(args)
+		err = flagError(fs, err)
 	} else {
 		err = act(ctx, pos)
 	}
 	in.close()
-	return c.report(s, in, err)
+	return c.report(s, in, err, maybe)
+}
+
+// wantsJSON reports whether args ask for --json (before a "--"), for the errors
+// of a command line that did not parse.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "json" {
+			on, err := strconv.ParseBool(value)
+			return !hasValue || (err == nil && on)
+		}
+	}
+	return false
 }
 
 // parseArgs parses flags and positional arguments in any order ("--" ends the
@@ -170,40 +220,90 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// errorReport is an error as --json prints it, one object on stderr:
+//
+//	{"error": "...", "code": 2, "command": "runs", "backend": "...", "chosenBy": [...], "hint": "..."}
+//
+// error is the message and code the exit status; command (the command that
+// failed), backend (what it connected to), chosenBy (the flags and variables
+// that chose the backend) and hint (what to do next) are left out when unknown
+// or empty.
+type errorReport struct {
+	Error    string   `json:"error"`
+	Code     int      `json:"code"`
+	Command  string   `json:"command,omitempty"`
+	Backend  string   `json:"backend,omitempty"`
+	ChosenBy []string `json:"chosenBy,omitempty"`
+	Hint     string   `json:"hint,omitempty"`
+}
+
+// fail prints f on stderr: a JSON object (asJSON), or lines of text.
+func (c *cli) fail(asJSON bool, f errorReport) {
+	if asJSON {
+		_ = emitTo(c.stderr, f)
+		return
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(c.stderr, format+"\n", texts(a)...) }
+	if f.Command == "" {
+		say("pipestate: %s", f.Error)
+	} else {
+		say("pipestate %s: %s", f.Command, f.Error)
+	}
+	if f.Hint != "" {
+		say("%s", f.Hint)
+	}
+	if f.Backend != "" {
+		looked := "backend"
+		if f.Code == exitNotFound {
+			looked = "looked in"
+		}
+		chosen := "no connection flag or variable was set"
+		if len(f.ChosenBy) > 0 {
+			chosen = "chosen by " + strings.Join(f.ChosenBy, ", ")
+		}
+		say("(%s %s; %s)", looked, f.Backend, chosen)
+	}
+}
+
 // report prints err as its kind asks and returns the exit status. The error's
-// message, which may quote stored values, is shown as a text.
-func (c *cli) report(s *spec, in *inv, err error) int {
+// message, which may quote stored values, is shown as a text. maybe is a
+// suggestion (see find) for a usage or not-found error.
+func (c *cli) report(s *spec, in *inv, err error, maybe string) int {
 	var (
 		usage    *usageError
 		notFound *notFoundError
+		missing  *ddbtypes.ResourceNotFoundException
 	)
 	if err == nil {
 		return exitOK
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(c.stderr, format+"\n", texts(a)...) }
-	switch {
-	case errors.As(err, &usage), errors.Is(err, pipestate.ErrInvalidArgument):
-		say("pipestate %s: %s\nrun 'pipestate %s --help' for usage", s.name, err, s.name)
-		return exitUsage
-	case errors.As(err, &notFound):
-		say("pipestate %s: %s", s.name, err)
-		if in.backend != nil {
-			say("(looked in %s; %s)", in.backend, in.target.hint())
-		}
-		return exitNotFound
-	}
-	say("pipestate %s: %s", s.name, err)
-	var missing *ddbtypes.ResourceNotFoundException
-	if errors.As(err, &missing) {
-		say("the table does not exist: check --table (or " + envTable + "), or create it with 'pipestate admin create-tables'")
-	}
+	f := errorReport{Error: err.Error(), Code: exitError, Command: s.name}
 	switch {
 	case in.backend != nil:
-		say("(backend %s; %s)", in.backend, in.target.hint())
+		f.Backend, f.ChosenBy = in.backend.String(), in.target.from
 	case in.target.kind != "":
-		say("(backend %s; %s)", in.target, in.target.hint())
+		f.Backend, f.ChosenBy = in.target.String(), in.target.from
 	}
-	return exitError
+	switch {
+	case errors.As(err, &usage), errors.Is(err, pipestate.ErrInvalidArgument):
+		f.Code, f.Backend, f.ChosenBy = exitUsage, "", nil
+		f.Hint = "run 'pipestate " + s.name + " --help' for usage"
+	case errors.As(err, &notFound):
+		f.Code = exitNotFound
+		if in.backend == nil {
+			f.Backend, f.ChosenBy = "", nil
+		}
+	case errors.As(err, &missing):
+		f.Hint = "the table does not exist: check --table (or " + envTable + "), or create it with 'pipestate admin create-tables'"
+	case in.target.kind != "" && isTimeout(err):
+		f.Error = fmt.Sprintf("%s did not answer within %s (%s)", in.target.endpoint(), dur(timeoutOf(in.target)), in.target.timeoutFrom)
+		f.Hint = "a backend that answers slowly needs a longer --timeout"
+	}
+	if maybe != "" && f.Code != exitError {
+		f.Hint = strings.TrimSpace("did you mean " + maybe + "? " + f.Hint)
+	}
+	c.fail(in.json, f)
+	return f.Code
 }
 
 // overview prints the command list.
@@ -216,38 +316,41 @@ usage: pipestate COMMAND [ARGUMENTS] [FLAGS]
 
 `)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, write := range []bool{false, true} {
-		if write {
-			fmt.Fprintln(tw, "\nwrites (they need --yes and print what they changed):")
-		} else {
-			fmt.Fprintln(tw, "reads:")
-		}
+	for _, group := range []struct {
+		title string
+		in    func(s *spec) bool
+	}{
+		{"reads:", func(s *spec) bool { return !s.write && s.conn != connNone }},
+		{"\nwrites (they need --yes and print what they changed):", func(s *spec) bool { return s.write }},
+		{"\nother:", func(s *spec) bool { return s.conn == connNone }},
+	} {
+		fmt.Fprintln(tw, group.title)
 		for _, s := range commands() {
-			if s.write == write {
+			if group.in(s) {
 				fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(s.name+" "+s.args), s.summary)
 			}
 		}
 	}
 	tw.Flush()
 	fmt.Fprint(w, `
-connection (every command; a flag wins over its environment variable):
+connection (every command but version; a flag wins over its environment variable):
   --redis ADDR             a Redis server, host:port or a redis:// URL    PIPESTATE_REDIS
   --redis-cluster A,B,C    Redis Cluster seed addresses                   PIPESTATE_REDIS_CLUSTER
   --prefix P               the provider's Redis key prefix (pipestate)    PIPESTATE_PREFIX
   --dynamodb URL --table T a DynamoDB endpoint (DynamoDB Local) and table PIPESTATE_DYNAMODB, PIPESTATE_TABLE
   --table T                alone: DynamoDB with the AWS default config    PIPESTATE_TABLE
+  --timeout D              each backend call's bound (default 10s)        PIPESTATE_TIMEOUT
 
---json prints one JSON object per line. Exit status: 0 found, 1 error, 2 usage,
-3 not found. 'pipestate COMMAND --help' shows a command's flags and an example.
+--json prints one JSON object per line, and an error as one JSON object on stderr.
+Exit status: 0 found, 1 error, 2 usage, 3 not found. 'pipestate COMMAND --help'
+shows a command's flags and an example; 'pipestate version' the build.
 `)
 }
 
 // help prints the help of one command.
 func (c *cli) help(w io.Writer, s *spec, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: pipestate %s [flags]\n\n%s\n\nflags:\n", strings.TrimSpace(s.name+" "+s.args), s.about)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
 	fmt.Fprintf(w, "\nexample:\n")
 	for line := range strings.SplitSeq(s.example, "\n") {
 		fmt.Fprintf(w, "  %s\n", line)
@@ -259,7 +362,7 @@ func commands() []*spec {
 	return []*spec{
 		pipelinesListCmd, pipelinesShowCmd, runsCmd, runShowCmd, eventsCmd, runlogsCmd,
 		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, lockShowCmd, stateGetCmd,
-		runFailCmd, lockReleaseCmd, createTablesCmd,
+		runFailCmd, lockReleaseCmd, createTablesCmd, versionCmd,
 	}
 }
 

@@ -145,7 +145,7 @@ func TestHelp(t *testing.T) {
 			if r.code != exitOK || r.stderr != "" {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
-			for _, want := range []string{"usage: pipestate " + s.name, "\nflags:\n", "\n  -json\n", "\nexample:\n  pipestate " + s.name} {
+			for _, want := range []string{"usage: pipestate " + s.name, "\nflags:\n", "\n  --json\n", "\nexample:\n  pipestate " + s.name} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("--help lacks %q:\n%s", want, r.stdout)
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	redisprovider "github.com/pipestate/pipestate/provider/redis"
 )
@@ -25,6 +26,7 @@ const (
 	connProvider connUse = iota // the provider: --prefix and --table name the provider
 	connStore                   // a state store: --prefix and --table name the store
 	connTables                  // DynamoDB table administration
+	connNone                    // no backend (version)
 )
 
 // Backend kinds of a target.
@@ -40,11 +42,17 @@ type connFlags struct {
 	fs                                      *flag.FlagSet
 	use                                     connUse
 	redis, cluster, endpoint, table, prefix string
+	timeout                                 timeoutFlag
 }
 
 // register adds the connection flags of use to fs.
 func (f *connFlags) register(fs *flag.FlagSet, use connUse) {
 	f.fs, f.use = fs, use
+	if use == connNone {
+		return
+	}
+	f.timeout = timeoutFlag(defaultTimeout)
+	fs.Var(&f.timeout, "timeout", "a call to the backend, connecting included, that gets no answer within this `duration` fails (env "+envTimeout+"); --follow bounds each read, not the follow")
 	fs.StringVar(&f.endpoint, "dynamodb", "", "DynamoDB endpoint URL, e.g. http://localhost:8000 for DynamoDB Local (env "+envDynamoDB+"); without it DynamoDB is reached through the AWS default config")
 	switch use {
 	case connTables:
@@ -63,20 +71,43 @@ func (f *connFlags) register(fs *flag.FlagSet, use connUse) {
 
 // target is a resolved backend: where to connect and what it is called there.
 type target struct {
-	kind   string
-	addr   string // the Redis address or URL, the cluster seeds, or the DynamoDB endpoint
-	table  string
-	prefix string
-	from   []string // the flags and variables that chose it, for hints
+	kind        string
+	addr        string // the Redis address or URL, the cluster seeds, or the DynamoDB endpoint
+	table       string
+	prefix      string
+	from        []string      // the flags and variables that chose it, for hints
+	timeout     time.Duration // the bound of each backend call
+	timeoutFrom string        // what set it: --timeout or PIPESTATE_TIMEOUT
 }
 
 // setting is one resolved connection value and where it came from.
 type setting struct{ value, from string }
 
-// resolve picks the backend from the flags and, for what no flag sets, the
+// resolve picks the backend and the timeout from the flags and, for what no flag
+// sets, the environment (getenv).
+func (f *connFlags) resolve(getenv func(string) string) (target, error) {
+	timeout, from := time.Duration(f.timeout), "--timeout"
+	if !isSet(f.fs, "timeout") {
+		if v := getenv(envTimeout); v != "" {
+			d, err := parseTimeout(v)
+			if err != nil {
+				return target{}, usagef("%s=%q: %v", envTimeout, v, err)
+			}
+			timeout, from = d, envTimeout
+		}
+	}
+	t, err := f.resolveBackend(getenv)
+	if err != nil {
+		return target{}, err
+	}
+	t.timeout, t.timeoutFrom = timeout, from
+	return t, nil
+}
+
+// resolveBackend picks the backend from the flags and, for what no flag sets, the
 // environment (getenv). A backend flag on the command line wins over every
 // backend variable of another backend.
-func (f *connFlags) resolve(getenv func(string) string) (target, error) {
+func (f *connFlags) resolveBackend(getenv func(string) string) (target, error) {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	pick := func(name string, value *string, env string) setting {
@@ -192,6 +223,16 @@ func (t target) String() string {
 		s += ", table " + t.table
 	}
 	return s
+}
+
+// endpoint names where the target connects, for an error about it: "redis
+// 127.0.0.1:6379", "dynamodb http://localhost:8000".
+func (t target) endpoint() string {
+	switch t.kind {
+	case kindRedis, kindRedisCluster, kindDynamoDB:
+		return t.kind + " " + redact(t.addr)
+	}
+	return "dynamodb (AWS default config)"
 }
 
 // hint says which flags or variables chose the target.

@@ -30,8 +30,15 @@
 //	pipestate lock release KEY --owner O --yes     (as owner O's ReleaseLock would)
 //	pipestate admin create-tables --table T [--store-tables A,B] [--dedup-tables D] --yes
 //
+// And pipestate version (or --version): the module version the command was built
+// as ("(devel)" for a build from a source tree without one), the VCS commit and
+// its time when the build recorded them, and the Go version.
+//
 // 'pipestate help' lists the commands and 'pipestate COMMAND --help' shows a
 // command's flags and an example. Flags and arguments may come in any order.
+// Flags are spelled --name in the help and in every message (the parser also
+// takes -name). A mistyped command, subcommand or flag is answered with the
+// closest names ("unknown flag --limt (did you mean --limit?)").
 //
 // # Connecting
 //
@@ -46,6 +53,20 @@
 // configured. For state get, --prefix and --table name the store, and the two
 // variables are not read (they name the provider's).
 //
+// --timeout D (PIPESTATE_TIMEOUT; default 10s) bounds each call to the backend,
+// connecting included: a backend that does not answer within D fails the command
+// with exit 1 and a message naming it,
+//
+//	pipestate runs: redis 127.0.0.1:6379 did not answer within 10s (--timeout)
+//
+// whatever the client library's retries. On Redis the client's dial, read and
+// write timeouts are D, and each command's context ends after D (a blocking
+// XREAD after its block time plus D); on DynamoDB the HTTP client's dial, TLS
+// handshake and response timeouts are D, and each operation's context, which
+// covers the SDK's retries, their backoffs and the retrieval of credentials,
+// ends after D. --follow is bounded per read, not as a whole: it follows until
+// interrupted, and fails when one read gets no answer.
+//
 // # Output
 //
 // Aligned tables with times relative to now ("3m ago", "in 30m"), preceded by a
@@ -55,9 +76,25 @@
 // to fix them), 3 not found. PIPESTATE_NOW, an RFC 3339 time, fixes the clock of
 // relative times and of the provider, for reproducible output.
 //
+// An error goes to stderr: a line "pipestate COMMAND: MESSAGE", then what to do
+// or where the command looked. With --json (also on a command line that did not
+// parse) it is one JSON object on stderr instead, stdout staying empty:
+//
+//	{"error":"no run \"r-9\"","code":3,"command":"run show","backend":"redis localhost:6379, prefix pipestate","chosenBy":["--redis"]}
+//
+// error is the message and code the exit status; command (the command that
+// failed; absent for an unknown command), backend and chosenBy (what it connected
+// to, and the flags and variables that chose it; absent before connecting or on
+// a usage error), and hint (what to do next: the --help to read, a command you
+// may have meant, a table to create) are left out when empty.
+//
 // lock show reads the key through provider.LockInspector, which every built-in
 // backend implements: a lock's owner or a lease's token and fence, and its expiry.
-// A key nothing holds exits 3, like anything else not found.
+// A key nothing holds exits 3, like anything else not found. --json adds "kind":
+// "lock" or "lease" to the types.LockInfo.
+//
+// run fail on a run already FAILED changes nothing and says so, with exit 0,
+// whatever version --version named.
 //
 // # Stored text
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -98,11 +99,29 @@ var (
 		{"usage-lock-yes", words("lock release eval:orders:daily --owner worker-7")},
 		{"usage-lock-key", []string{"lock", "show", ""}},
 		{"help-runs", words("runs --help")},
+		{"help-version", words("version --help")},
+		{"help-overview", words("help")},
+		{"usage-did-you-mean", words("runz orders")},
+		{"usage-did-you-mean-sub", words("pipelines shwo orders")},
+		{"usage-did-you-mean-default", words("run fial r-0003 --version 4 --yes")},
+		{"usage-did-you-mean-flag", words("runs orders --limt 3")},
+		{"usage-single-dash", words("runs orders -bogus")},
+		{"usage-flag-value", words("runs orders --limit many")},
+		{"usage-flag-no-value", words("runs orders --limit")},
+		{"usage-timeout", words("runs orders --timeout 0")},
+		{"json-error-unknown", words("bogus --json")},
+		{"json-error-flag", words("runs orders --json --limt 3")},
+		{"json-error-usage", words("runs orders --limit 0 --json")},
+		{"json-error-not-found", words("run r-nosuch --json")},
+		{"json-error-default", words("lock relase eval:orders:daily --json")},
+		{"lock-show-json", words("lock show eval:orders:daily --json")},
 	}
 	writeCases = []goldenCase{
 		{"run-fail-stale", words("run fail r-0003 --version 3 --yes")},
 		{"run-fail", words("run fail r-0003 --version 4 --yes")},
 		{"run-fail-again", words("run fail r-0003 --version 5 --yes")},
+		{"run-fail-failed", words("run fail r-0003 --version 4 --yes")},
+		{"run-fail-failed-json", words("run fail r-0002 --version 1 --yes --json")},
 		{"run-fail-missing", words("run fail r-nosuch --version 1 --yes")},
 		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --yes")},
 		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --yes")},
@@ -213,6 +232,10 @@ func normalize(t *testing.T, s, backend string, cursors []string) string {
 		if i := strings.Index(line, "; chosen by "); i >= 0 {
 			line = line[:i] + ")\n"
 		}
+		if strings.HasPrefix(line, "{") { // a JSON error: its backend and what chose it
+			line = strings.ReplaceAll(line, `"backend":"`+backend+`"`, `"backend":"BACKEND"`)
+			line = chosenBy.ReplaceAllString(line, "")
+		}
 		fields := strings.Fields(line)
 		if len(fields) > 0 {
 			last := fields[len(fields)-1]
@@ -228,6 +251,9 @@ func normalize(t *testing.T, s, backend string, cursors []string) string {
 	}
 	return strings.Join(lines, "")
 }
+
+// chosenBy is the chosenBy field of a JSON error.
+var chosenBy = regexp.MustCompile(`,"chosenBy":\[[^\]]*\]`)
 
 // compareGolden compares got with testdata/name.golden; with -update, the memory
 // backend rewrites the file.

@@ -300,8 +300,8 @@ var hostileCases = []hostileCase{
 	{args: words("markers p"), lines: 4, json: anys(hostileMarkers...)},
 	{args: words("traits p"), lines: 5, json: anys(hostileTraits...)},
 	{args: words("readiness p"), lines: 9, json: anys(hostileReady)},
-	{args: words("lock show lock"), lines: 5, json: anys(hostileLock)},
-	{args: words("lock show lease"), lines: 6, json: anys(hostileLease)},
+	{args: words("lock show lock"), lines: 5, json: anys(lockJSON{hostileLock, "lock"})},
+	{args: words("lock show lease"), lines: 6, json: anys(lockJSON{hostileLease, "lease"})},
 	{args: words("state get topk --entity pages --prefix s"), lines: 8, check: func(t *testing.T, stdout string) {
 		r := decodeLines[stateResult](t, stdout)[0]
 		var got []string

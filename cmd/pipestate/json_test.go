@@ -111,10 +111,12 @@ var jsonCases = []jsonCase{
 		want(t, "blocking", strings.Join(r.Blocking, ","), "schema,volume")
 	}},
 	{"lock show eval:orders:daily", func(t *testing.T, out string) {
-		want(t, "lock", decodeLines[types.LockInfo](t, out)[0], types.LockInfo{Key: "eval:orders:daily", Owner: "worker-7"})
+		want(t, "lock", decodeLines[lockJSON](t, out)[0], lockJSON{types.LockInfo{Key: "eval:orders:daily", Owner: "worker-7"}, "lock"})
 	}},
 	{"lock sched:orders", func(t *testing.T, out string) {
-		l := decodeLines[types.LockInfo](t, out)[0]
+		lj := decodeLines[lockJSON](t, out)[0]
+		want(t, "kind", lj.Kind, "lease")
+		l := lj.LockInfo
 		want(t, "key", l.Key, "sched:orders")
 		want(t, "fence", l.Fence, 2)
 		want(t, "a lease, without owner", l.IsLease() && l.Owner == "", true)

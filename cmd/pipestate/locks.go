@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
 )
 
 var lockShowCmd = &spec{
@@ -17,7 +18,7 @@ var lockShowCmd = &spec{
 		"gave WithOwner) or a lease's token and fence, and when the holding expires, relative to\n" +
 		"now (never, for a lock taken with ttl 0). A key nothing holds (never taken, released or\n" +
 		"expired) exits 3. 'pipestate lock KEY' is the same command. --json prints one\n" +
-		"types.LockInfo, with the absolute expiry.",
+		"types.LockInfo, with the absolute expiry, and its kind: \"lock\" or \"lease\".",
 	example: "pipestate lock show eval:orders:daily --redis localhost:6379\npipestate lock sched:orders --json --table pipestate",
 	define: func(in *inv, fs *flag.FlagSet) action {
 		return func(ctx context.Context, pos []string) error {
@@ -40,13 +41,13 @@ var lockShowCmd = &spec{
 			case info == nil:
 				return notFoundf("nothing holds lock %q: it was never taken, or was released, or expired", a[0])
 			case in.json:
-				return in.emit(info)
+				return in.emit(lockJSON{LockInfo: *info, Kind: lockKind(*info)})
 			}
 			expires := "never"
 			if info.ExpiresAt != nil {
 				expires = in.ago(*info.ExpiresAt)
 			}
-			if info.IsLease() {
+			if lockKind(*info) == "lease" {
 				return in.fields("key", info.Key, "kind", "lease", "token", info.Token,
 					"fence", strconv.FormatInt(info.Fence, 10), "expires", expires)
 			}
@@ -59,3 +60,17 @@ var lockShowCmd = &spec{
 // key.
 var errNoInspector = errors.New("this backend's provider cannot tell who holds a lock: it does not implement " +
 	"provider.LockInspector (the built-in backends do)")
+
+// lockJSON is what lock show --json prints: a types.LockInfo and its kind.
+type lockJSON struct {
+	types.LockInfo
+	Kind string `json:"kind"` // "lock" or "lease"
+}
+
+// lockKind says what holds a key: "lock" or "lease".
+func lockKind(info types.LockInfo) string {
+	if info.IsLease() {
+		return "lease"
+	}
+	return "lock"
+}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -18,7 +18,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := exitUsage
 	if now, err := clock(os.Getenv(envNow)); err != nil {
-		fmt.Fprintf(os.Stderr, "pipestate: %s: %s\n", envNow, text(err.Error()))
+		c := &cli{stderr: os.Stderr}
+		c.fail(wantsJSON(os.Args[1:]), errorReport{Error: envNow + ": " + err.Error(), Code: code})
 	} else {
 		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, now)
 	}
@@ -42,6 +43,6 @@ func clock(fixed string) (func() time.Time, error) {
 // and stderr, with now as the clock of relative times and of the provider, and
 // returns the exit status: exitOK, exitError, exitUsage or exitNotFound.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func() time.Time) int {
-	c := &cli{stdout: stdout, stderr: stderr, now: now, getenv: os.Getenv, dial: dial}
+	c := &cli{stdout: stdout, stderr: stderr, now: now, getenv: os.Getenv, dial: dial, buildInfo: debug.ReadBuildInfo}
 	return c.main(ctx, args)
 }

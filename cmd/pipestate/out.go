@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,7 +80,7 @@ func (in *inv) close() {
 
 // head prints the backend line once, before the first human-readable output.
 func (in *inv) head() {
-	if !in.headed && !in.json {
+	if !in.headed && !in.json && in.backend != nil {
 		fmt.Fprintf(in.stdout, "backend: %s\n", text(in.backend.String()))
 		in.headed = true
 	}
@@ -94,14 +95,17 @@ func (in *inv) say(format string, a ...any) {
 
 // emit prints v as one line of JSON, with the runes that are not printable
 // escaped (jsonText).
-func (in *inv) emit(v any) error {
+func (in *inv) emit(v any) error { return emitTo(in.stdout, v) }
+
+// emitTo writes v to w as one line of JSON, as emit does.
+func emitTo(w io.Writer, v any) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := in.stdout.Write(jsonText(b.Bytes()))
+	_, err := w.Write(jsonText(b.Bytes()))
 	return err
 }
 

@@ -137,8 +137,9 @@ var runFailCmd = &spec{
 	about: "Marks a stuck run FAILED with a compare-and-swap on its current version, which you pass\n" +
 		"explicitly (see 'pipestate run RUN'): if anything changed the run since you looked, nothing\n" +
 		"is written and the command fails. Only the status changes (the version goes up by one and\n" +
-		"the update time is now). A run already FAILED is left alone. --json prints the new\n" +
-		"types.RunState.",
+		"the update time is now). A run already FAILED is left alone, whatever its version, and\n" +
+		"the command says so and exits 0. --json prints the new types.RunState (or the run as it\n" +
+		"is, when already FAILED).",
 	example: "pipestate run fail r-0042 --version 4 --yes --redis localhost:6379   # 4: the version 'pipestate run r-0042' shows",
 	write:   true,
 	define: func(in *inv, fs *flag.FlagSet) action {
@@ -162,14 +163,17 @@ var runFailCmd = &spec{
 			switch {
 			case err != nil:
 				return err
+			case r.Status == types.RunFailed && in.json:
+				return in.emit(r)
+			case r.Status == types.RunFailed && r.Version == *version:
+				in.say("run %s is already FAILED at version %d: nothing changed", r.RunID, r.Version)
+				return nil
+			case r.Status == types.RunFailed:
+				in.say("run %s is already FAILED, at version %d (not %d: it changed since you looked): nothing changed", r.RunID, r.Version, *version)
+				return nil
 			case r.Version != *version:
 				return fmt.Errorf("run %s is at version %d, not %d: it changed since you looked; nothing was written (check 'pipestate run %s', then pass --version %d if it should still fail)",
 					r.RunID, r.Version, *version, r.RunID, r.Version)
-			case r.Status == types.RunFailed && in.json:
-				return in.emit(r)
-			case r.Status == types.RunFailed:
-				in.say("run %s is already FAILED at version %d: nothing changed", r.RunID, r.Version)
-				return nil
 			}
 			next := *r
 			next.Status = types.RunFailed

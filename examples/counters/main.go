@@ -52,15 +52,21 @@ var (
 func main() {
 	addr := flag.String("redis", "", "Redis host:port (default: an embedded miniredis)")
 	prefix := flag.String("prefix", "counters", "key prefix")
+	timeout := flag.Duration("timeout", defaultTimeout, "how long a call waits for a server that does not answer")
 	flag.Parse()
-	if err := connectAndRun(os.Stdout, *addr, *prefix); err != nil {
+	if err := connectAndRun(os.Stdout, *addr, *prefix, *timeout); err != nil {
 		log.Fatal(err)
 	}
 }
 
+// defaultTimeout bounds each call to Redis unless -timeout says otherwise: a
+// dead server fails the example instead of hanging it.
+const defaultTimeout = 5 * time.Second
+
 // connectAndRun counts on the Redis server at addr, or on an embedded miniredis
-// when addr is empty.
-func connectAndRun(w io.Writer, addr, prefix string) error {
+// when addr is empty, each wait for the server (dialing, each read and write)
+// bounded by timeout.
+func connectAndRun(w io.Writer, addr, prefix string, timeout time.Duration) error {
 	if addr == "" {
 		mr := miniredis.NewMiniRedis()
 		if err := mr.Start(); err != nil {
@@ -69,7 +75,7 @@ func connectAndRun(w io.Writer, addr, prefix string) error {
 		defer mr.Close()
 		addr = mr.Addr()
 	}
-	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	client := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -185,7 +185,7 @@ func TestCountsAreExact(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			addr, prefix := b.addr(t)
 			var out bytes.Buffer
-			if err := connectAndRun(&out, addr, prefix); err != nil {
+			if err := connectAndRun(&out, addr, prefix, defaultTimeout); err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
 			p := parse(t, out.String())
@@ -208,7 +208,7 @@ func TestRerunDoesNotDouble(t *testing.T) {
 			var runs [2]printed
 			for i := range runs {
 				var out bytes.Buffer
-				if err := connectAndRun(&out, addr, prefix); err != nil {
+				if err := connectAndRun(&out, addr, prefix, defaultTimeout); err != nil {
 					t.Fatalf("run %d: %v\n%s", i+1, err, out.String())
 				}
 				runs[i] = parse(t, out.String())
@@ -226,3 +226,15 @@ func TestRerunDoesNotDouble(t *testing.T) {
 
 // TestMain fails the package when its tests leave tables or keys behind.
 func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestDeadServer: on a Redis that accepts connections and never answers, the
+// example fails within its timeout instead of hanging (4s of slack for a loaded
+// machine; without a timeout it took 5s, go-redis's default dial timeout).
+func TestDeadServer(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	err := connectAndRun(&bytes.Buffer{}, testenv.BlackHole(t), "counters", timeout)
+	if took := time.Since(start); err == nil || took > timeout+4*time.Second {
+		t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
+	}
+}

@@ -45,11 +45,16 @@ import (
 
 // config is what the flags set.
 type config struct {
-	listen    string // address of the /metrics server
-	redisAddr string // "": the in-memory backend
-	prefix    string // Redis key prefix
-	trace     bool   // print the spans to the output
+	listen    string        // address of the /metrics server
+	redisAddr string        // "": the in-memory backend
+	prefix    string        // Redis key prefix
+	trace     bool          // print the spans to the output
+	timeout   time.Duration // each Redis call's bound on a server that does not answer; 0: defaultTimeout
 }
+
+// defaultTimeout bounds each call to Redis unless -timeout says otherwise: a
+// dead server fails the example instead of hanging it.
+const defaultTimeout = 5 * time.Second
 
 func main() {
 	var cfg config
@@ -57,6 +62,7 @@ func main() {
 	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: the in-memory backend)")
 	flag.StringVar(&cfg.prefix, "prefix", "observability", "Redis key prefix")
 	flag.BoolVar(&cfg.trace, "trace", false, "print every span (stdout trace exporter)")
+	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a Redis call waits for a server that does not answer")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -42,7 +43,8 @@ func open(ex *example, cfg config) ([]provider.Provider, error) {
 		b, err := a.NewHandle()
 		return []provider.Provider{a, b}, err
 	}
-	client := goredis.NewClient(&goredis.Options{Addr: cfg.redisAddr})
+	timeout := cmp.Or(cfg.timeout, defaultTimeout) // dialing, each read and write
+	client := goredis.NewClient(&goredis.Options{Addr: cfg.redisAddr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
 	ex.onClose(func(context.Context) error { return client.Close() })
 	a, errA := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
 	b, errB := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))

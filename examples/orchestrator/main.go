@@ -64,6 +64,7 @@ func main() {
 	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: in memory)")
 	flag.StringVar(&cfg.dynamoEndpoint, "dynamodb", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 (default: in memory)")
 	flag.StringVar(&cfg.prefix, "prefix", "orchestrator", "Redis key prefix or DynamoDB table name")
+	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a call waits for a server that does not answer")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -486,3 +486,29 @@ orders-raw events: READINESS=2 RUN_STATE_CHANGED=6 TRAIT_EVALUATED=4
 
 // TestMain fails the package when its tests leave tables or keys behind.
 func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestDeadServer: on a Redis or DynamoDB endpoint that accepts connections and
+// never answers, the orchestrator fails within its timeout instead of hanging
+// (4s of slack for a loaded machine; without a timeout it hung on DynamoDB and
+// took 5s, go-redis's default dial timeout, on Redis).
+func TestDeadServer(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	addr := testenv.BlackHole(t)
+	for name, cfg := range map[string]backendConfig{
+		"redis":    {redisAddr: addr, prefix: "orchestrator", timeout: timeout},
+		"dynamodb": {dynamoEndpoint: "http://" + addr, prefix: "orchestrator", timeout: timeout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			b, err := openBackend(testContext(t), cfg)
+			if err == nil {
+				defer b.close()
+				err = run(testContext(t), &bytes.Buffer{}, 1, b)
+			}
+			if took := time.Since(start); err == nil || took > timeout+4*time.Second {
+				t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
+			}
+		})
+	}
+}

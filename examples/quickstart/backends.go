@@ -1,14 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
@@ -25,7 +29,12 @@ type backendConfig struct {
 	redisAddr      string // "" and no dynamoEndpoint: an embedded miniredis
 	dynamoEndpoint string
 	prefix         string
+	timeout        time.Duration // each call's bound on a server that does not answer; 0: defaultTimeout
 }
+
+// defaultTimeout bounds each call to Redis or DynamoDB unless -timeout says
+// otherwise: a dead server fails the quickstart instead of hanging it.
+const defaultTimeout = 5 * time.Second
 
 // backend is a Provider and two exactly-once stores on one backend.
 type backend struct {
@@ -61,6 +70,9 @@ func open(ctx context.Context, cfg backendConfig) (*backend, error) {
 	return openRedis(cfg, sk)
 }
 
+// openRedis connects with every wait bounded: dialing, and each read and write
+// (go-redis retries a command that timed out, MaxRetries times, each attempt
+// bounded alike).
 func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
 	addr, stopServer := cfg.redisAddr, func() {}
 	if addr == "" {
@@ -70,7 +82,8 @@ func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
 		}
 		addr, stopServer = mr.Addr(), mr.Close
 	}
-	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	timeout := cmp.Or(cfg.timeout, defaultTimeout)
+	client := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
 	b := &backend{hll: sk, close: func() { client.Close(); stopServer() }}
 	var errs [3]error
 	b.provider, errs[0] = redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
@@ -84,10 +97,13 @@ func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
 }
 
 func openDynamoDB(ctx context.Context, cfg backendConfig, sk hll.Monoid) (*backend, error) {
+	timeout := cmp.Or(cfg.timeout, defaultTimeout)
 	client := ddb.New(ddb.Options{
 		BaseEndpoint: aws.String(cfg.dynamoEndpoint),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		HTTPClient:   awshttp.NewBuildableClient().WithTimeout(timeout),
+		APIOptions:   []func(*middleware.Stack) error{operationTimeout(timeout)},
 	})
 	main, counts, sketches, dedup := cfg.prefix, cfg.prefix+"-counts", cfg.prefix+"-sketches", cfg.prefix+"-dedup"
 	for _, create := range []func() error{
@@ -106,6 +122,20 @@ func openDynamoDB(ctx context.Context, cfg backendConfig, sk hll.Monoid) (*backe
 	b.clicks, errs[1] = ddbstate.NewInt64SumStore(client, counts, ddbstate.WithDedupTable(dedup))
 	b.users, errs[2] = ddbstate.NewBytesStore(client, sketches, sk, ddbstate.WithDedupTable(dedup))
 	return b, errors.Join(errs[:]...)
+}
+
+// operationTimeout ends each DynamoDB operation's context after d. The HTTP
+// client's timeout bounds one attempt, and the SDK retries an attempt that timed
+// out; this bounds the operation, its retries and their backoffs included.
+func operationTimeout(d time.Duration) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("OperationTimeout",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				ctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
 }
 
 // acquired turns AcquireLock's (false, nil) for a held lock into an error.

@@ -1,7 +1,8 @@
 // Command quickstart walks through pipestate on an embedded Redis (miniredis), or a
 // real Redis or DynamoDB with -redis / -dynamodb: a pipeline, traits, readiness, a
 // lock, a run moved by compare-and-swap, the run log, the event log paged by cursor,
-// and clicks and unique users counted exactly once though delivered twice.
+// and clicks and unique users counted exactly once though delivered twice. Each
+// call waits at most -timeout (default 5s) for a server that does not answer.
 package main
 
 import (
@@ -22,6 +23,7 @@ func main() {
 	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: an embedded miniredis)")
 	flag.StringVar(&cfg.dynamoEndpoint, "dynamodb", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000")
 	flag.StringVar(&cfg.prefix, "prefix", "quickstart", "Redis key prefix or DynamoDB table name prefix")
+	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a call waits for a server that does not answer")
 	flag.Parse()
 	ctx := context.Background()
 	b, err := open(ctx, cfg)

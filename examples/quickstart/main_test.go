@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/internal/testenv"
 )
@@ -56,3 +58,31 @@ func TestQuickstart(t *testing.T) {
 
 // TestMain fails the package when its tests leave tables or keys behind.
 func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestDeadServer: on a Redis or DynamoDB endpoint that accepts connections and
+// never answers, the quickstart fails within its timeout instead of hanging (4s
+// of slack for a loaded machine; without a timeout it hung on DynamoDB and took
+// 5s, go-redis's default dial timeout, on Redis).
+func TestDeadServer(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	addr := testenv.BlackHole(t)
+	for name, cfg := range map[string]backendConfig{
+		"redis":    {redisAddr: addr, prefix: "quickstart", timeout: timeout},
+		"dynamodb": {dynamoEndpoint: "http://" + addr, prefix: "quickstart", timeout: timeout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			b, err := open(context.Background(), cfg)
+			if err == nil {
+				defer b.close()
+				err = run(context.Background(), io.Discard, b)
+			}
+			took := time.Since(start)
+			if err == nil || took > timeout+4*time.Second {
+				t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
+			}
+			t.Logf("failed after %v: %v", took, err)
+		})
+	}
+}

@@ -2,13 +2,16 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
@@ -302,5 +305,23 @@ func TestLeaksFound(t *testing.T) {
 	}
 	if err := removeLeaks(mark); err != nil {
 		t.Errorf("removeLeaks did not delete what it reported: %v", err)
+	}
+}
+
+// TestBlackHole: a black hole accepts a connection and answers nothing.
+func TestBlackHole(t *testing.T) {
+	conn, err := net.Dial("tcp", BlackHole(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read %d bytes, %v; want a timeout", n, err)
 	}
 }
