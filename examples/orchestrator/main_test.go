@@ -35,7 +35,10 @@ var testBackends = []struct {
 		return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
 	}},
 	{"dynamodb", 5 * time.Second, 1, func(t *testing.T) backendConfig {
-		return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t)}
+		return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t),
+			// DynamoDB Local on a loaded test machine can take seconds a call (creating
+			// tables); TestDeadServer tests the timeout itself.
+			timeout: time.Minute}
 	}},
 }
 

@@ -36,7 +36,10 @@ func TestQuickstart(t *testing.T) {
 			return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
 		}},
 		{"dynamodb", func(t *testing.T) backendConfig {
-			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t)}
+			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t),
+			// DynamoDB Local on a loaded test machine can take seconds a call (creating
+			// tables); TestDeadServer tests the timeout itself.
+			timeout: time.Minute}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
