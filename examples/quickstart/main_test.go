@@ -37,9 +37,9 @@ func TestQuickstart(t *testing.T) {
 		}},
 		{"dynamodb", func(t *testing.T) backendConfig {
 			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t),
-			// DynamoDB Local on a loaded test machine can take seconds a call (creating
-			// tables); TestDeadServer tests the timeout itself.
-			timeout: time.Minute}
+				// DynamoDB Local on a loaded test machine can take seconds a call (creating
+				// tables); TestDeadServer tests the timeout itself.
+				timeout: time.Minute}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
