@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,8 +98,9 @@ func WithWriteTTL(ttl time.Duration) CoalescerOption {
 // apply), and flushes started by an Add that made room (Add accepted its delta).
 // Without a handler, they are kept (the first 16, then counted) and returned,
 // joined, by the next Flush or Close. f is called from the flushing goroutine (the
-// background one, or Add's caller); it must not be nil and must not call the
-// Coalescer's Add, Flush or Close.
+// background one, or an Add's caller), so it may run concurrently with itself and
+// must be safe for that; it must not be nil and must not call the Coalescer's Add,
+// Flush or Close.
 func WithErrorHandler(f func(error)) CoalescerOption {
 	return func(c *coalescerConfig) error {
 		if f == nil {
@@ -154,10 +156,16 @@ type Coalescer[V any] struct {
 	buf      map[Key]V // deltas added since the flush in flight took the buffer
 	inflight map[Key]V // the flush in flight's deltas not yet written (nil: none)
 	keys     int       // distinct keys in buf or inflight, bounded by maxKeys
-	closed   bool
-	bgErrs   []error // background flush errors for the next Flush/Close (no handler)
-	bgMore   int     // background errors beyond maxBackgroundErrors, counted only
+	stalled  struct {  // the last flush, if it failed and left the buffer full
+		at  time.Time
+		err error
+	}
+	closed bool
+	bgErrs []error // background flush errors for the next Flush/Close (no handler)
+	bgMore int     // background errors beyond maxBackgroundErrors, counted only
 
+	bg       context.Context // of background flushes; cancelled by a Close whose ctx ends first
+	cancelBg context.CancelFunc
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
@@ -186,6 +194,7 @@ func NewCoalescer[V any](store Store[V], m monoid.Monoid[V], opts ...CoalescerOp
 	}
 	c := &Coalescer[V]{store: store, m: m, cfg: cfg, buf: map[Key]V{}, flushing: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	c.bg, c.cancelBg = context.WithCancel(context.Background())
 	sig, err := newCoalescerSignals(cfg, c.Pending)
 	if err != nil {
 		return nil, fmt.Errorf("%w: NewCoalescer: metrics: %w", ErrInvalidArgument, err)
@@ -208,7 +217,7 @@ func (c *Coalescer[V]) loop() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			if err := c.flush(context.Background()); err != nil {
+			if err := c.flush(c.bg); err != nil {
 				c.report(err)
 			}
 		}
@@ -241,7 +250,10 @@ func (c *Coalescer[V]) report(err error) {
 // Add waits for a flush in flight and then, if that did not make room, flushes (in
 // the caller's goroutine, with ctx); if the buffer is still full it returns an error
 // wrapping ErrBufferFull and the flush's error (or ctx's, if it ended the wait), and
-// the delta was not accepted. When its flush made room but failed some keys, Add
+// the delta was not accepted. During an outage, after a flush that failed and left
+// the buffer full, Adds of new keys are refused at once, without a flush, for the
+// flush interval (DefaultFlushInterval without one): a refused Add never sends the
+// whole buffer again to a store that is refusing it. When its flush made room but failed some keys, Add
 // accepts the delta and reports the flush's error like a background one.
 func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 	if err := ctx.Err(); err != nil {
@@ -259,11 +271,15 @@ func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 	if err := c.lockFlush(ctx); err != nil {
 		return fmt.Errorf("%w: %d keys buffered: %w", ErrBufferFull, c.cfg.maxKeys, err)
 	}
+	// Accepting and reporting under the flush token orders them before a Close.
+	defer c.unlockFlush()
 	var flushErr error
 	if !c.hasRoom(k) { // a flush in flight may have made room
+		if err := c.stalledErr(); err != nil {
+			return fmt.Errorf("%w: %d keys buffered and the last flush freed none: %w", ErrBufferFull, c.cfg.maxKeys, err)
+		}
 		flushErr = c.flushLocked(ctx)
 	}
-	c.unlockFlush()
 	ok, err := c.accept(k, delta)
 	switch {
 	case err != nil:
@@ -276,6 +292,24 @@ func (c *Coalescer[V]) Add(ctx context.Context, k Key, delta V) error {
 		c.report(flushErr)
 	}
 	return nil
+}
+
+// stalledErr returns the error of the last flush if it left the buffer full less
+// than stallBackoff ago: an Add then refuses its key at once rather than send the
+// whole buffer again to a store that is refusing it.
+func (c *Coalescer[V]) stalledErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stalled.err != nil && time.Since(c.stalled.at) < c.stallBackoff() {
+		return c.stalled.err
+	}
+	return nil
+}
+
+// stallBackoff is how long after a flush that left the buffer full an Add flushes
+// again: the flush interval, or DefaultFlushInterval without one.
+func (c *Coalescer[V]) stallBackoff() time.Duration {
+	return cmp.Or(c.cfg.interval, DefaultFlushInterval)
 }
 
 // accept buffers delta for k if k is buffered or in flight, or there is room for
@@ -454,6 +488,13 @@ func (c *Coalescer[V]) flushLocked(ctx context.Context) error {
 	}
 	kept, restoreErrs := c.restore()
 	err := errors.Join(append(errs, restoreErrs...)...)
+	c.mu.Lock()
+	if err != nil && c.keys >= c.cfg.maxKeys {
+		c.stalled.at, c.stalled.err = time.Now(), err
+	} else {
+		c.stalled.err = nil
+	}
+	c.mu.Unlock()
 	c.sig.flushed(ctx, keys, failed, kept, time.Since(start), err)
 	return err
 }
@@ -499,9 +540,11 @@ func (c *Coalescer[V]) restore() (int, []error) {
 
 // Close stops the background flush, refuses later Adds (ErrClosed), stops reporting
 // pending keys to the meter provider, and flushes what is buffered, returning
-// Flush's error (joined with the meter provider's, if unregistering failed). Keys it
-// could not write stay buffered: Pending reports them and a later Flush retries
-// them. Close is idempotent.
+// Flush's error (joined with the meter provider's, if unregistering failed). It
+// waits for a background flush in flight no longer than ctx allows: when ctx ends
+// first, that flush is cancelled and Close returns ctx's error. Keys it could not
+// write stay buffered: Pending reports them and a later Flush retries them. Close
+// is idempotent.
 func (c *Coalescer[V]) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
@@ -511,7 +554,11 @@ func (c *Coalescer[V]) Close(ctx context.Context) error {
 		close(c.stop)
 		unregErr = c.sig.close()
 	})
-	<-c.done
+	select {
+	case <-c.done:
+	case <-ctx.Done(): // a background flush is still writing: stop it (its keys stay buffered)
+		c.cancelBg()
+	}
 	return errors.Join(c.Flush(ctx), unregErr)
 }
 

@@ -138,7 +138,10 @@ func TestCoalescerOutageMemoryFlat(t *testing.T) {
 	if flushes < 10 {
 		t.Fatalf("only %d flushes ran during the outage: the test did not exercise failed flushes", flushes)
 	}
-	if after > before+1<<19 {
+	// Buffered keys are about 600 bytes here: the old unbounded buffer grew by
+	// 6.7 MB over 846 failed flushes; a bounded one stays within the runtime's own
+	// noise (up to about 1.2 MB, not growing with the number of flushes).
+	if after > before+4<<20 {
 		t.Errorf("heap grew from %d to %d bytes over %d failed flushes", before, after, flushes)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -76,7 +77,7 @@ func RedisPrefix(t testing.TB) string {
 	name := UniqueName(t)
 	t.Cleanup(func() {
 		for _, c := range envRedis() {
-			if _, err := deleteKeys(c, "*"+name+"*"); err != nil {
+			if _, err := deleteKeys(c, "*"+name+"*", nil); err != nil {
 				t.Errorf("testenv: delete the keys of %s: %v", name, err)
 			}
 		}
@@ -97,9 +98,9 @@ var envRedis = sync.OnceValue(func() []goredis.UniversalClient {
 	return clients
 })
 
-// deleteKeys deletes the keys matching pattern on every master behind c and
-// returns how many it found.
-func deleteKeys(c goredis.UniversalClient, pattern string) (int, error) {
+// deleteKeys deletes the keys matching the SCAN pattern (and keep, if not nil) on
+// every master behind c and returns how many it found.
+func deleteKeys(c goredis.UniversalClient, pattern string, keep *regexp.Regexp) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	var found int
@@ -107,7 +108,9 @@ func deleteKeys(c goredis.UniversalClient, pattern string) (int, error) {
 		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
 		var keys []string
 		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
+			if keep == nil || keep.MatchString(iter.Val()) {
+				keys = append(keys, iter.Val())
+			}
 		}
 		if err := iter.Err(); err != nil {
 			return err
@@ -147,7 +150,7 @@ func Main(m *testing.M) { os.Exit(RunChecked(m)) }
 // AWS account left-behind tables pile up until the quota is reached.
 func RunChecked(m *testing.M) int {
 	code := m.Run()
-	if err := removeLeaks("-" + processTag); err != nil {
+	if err := removeLeaks(processTag); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -156,13 +159,22 @@ func RunChecked(m *testing.M) int {
 	return code
 }
 
-// removeLeaks deletes the tables and keys whose name contains mark from the
-// servers of the environment and returns an error describing them.
-func removeLeaks(mark string) error {
+// leakPattern matches a UniqueName of the process tagged tag inside a table name
+// or key: '-', the tag and exactly 10 hex digits (so that no UUID, whose last
+// group has 12, and no other process's name matches).
+func leakPattern(tag string) *regexp.Regexp {
+	return regexp.MustCompile(`-` + regexp.QuoteMeta(tag) + `[0-9a-f]{10}([^0-9a-f]|$)`)
+}
+
+// removeLeaks deletes the tables and keys named by UniqueNames of the process
+// tagged tag from the servers of the environment and returns an error describing
+// them.
+func removeLeaks(tag string) error {
 	var errs []error
-	errs = append(errs, removeTables(mark))
+	leak := leakPattern(tag)
+	errs = append(errs, removeTables(leak))
 	for _, c := range envRedis() {
-		n, err := deleteKeys(c, "*"+mark+"*")
+		n, err := deleteKeys(c, "*-"+tag+"*", leak)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("looking for keys left behind: %w", err))
@@ -173,10 +185,10 @@ func removeLeaks(mark string) error {
 	return errors.Join(errs...)
 }
 
-// removeTables deletes the tables whose name contains mark and returns an error
+// removeTables deletes the tables whose name leak matches and returns an error
 // naming them.
-func removeTables(mark string) error {
-	left, err := tablesWhere(func(name string) bool { return strings.Contains(name, mark) })
+func removeTables(leak *regexp.Regexp) error {
+	left, err := tablesWhere(leak.MatchString)
 	if err != nil || len(left) == 0 {
 		return err
 	}
@@ -230,12 +242,11 @@ func tablesWhere(match func(string) bool) ([]string, error) {
 	return names, nil
 }
 
-// deleteTablesNamed deletes the named tables of envDynamoDB.
+// deleteTablesNamed deletes the named tables of envDynamoDB, every one it can.
 func deleteTablesNamed(names []string) error {
+	var errs []error
 	for _, name := range names {
-		if err := deleteTable(envDynamoDB(), name); err != nil {
-			return err
-		}
+		errs = append(errs, deleteTable(envDynamoDB(), name))
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // maxFragment bounds the test-name part of a UniqueName so the whole name fits in 40.
-const maxFragment = 22
+const maxFragment = 20
 
-// processTag is 6 random hex digits that every UniqueName of this process carries
+// processTag is 8 random hex digits that every UniqueName of this process carries
 // right after its fragment's '-', so that Main can find what this process's tests
 // left behind on a shared server (tables, keys) without touching other processes'.
 var processTag = func() string {
-	var b [3]byte
+	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
@@ -22,8 +22,8 @@ var processTag = func() string {
 }()
 
 // UniqueName returns a short name for t's private data: a sanitized fragment of
-// t.Name(), '-', this process's tag (6 hex digits) and 10 random hex digits, e.g.
-// "testcas-a-b-1a2b3c3f9c01d2e7". It is at most 40 bytes of [a-z0-9-], at least 3
+// t.Name(), '-', this process's tag (8 hex digits) and 10 random hex digits, e.g.
+// "testcas-a-b-1a2b3c4d3f9c01d2e7". It is at most 40 bytes of [a-z0-9-], at least 3
 // bytes, never starts or ends with '-', and is unique across tests, processes and
 // runs (40 random bits per call), so it is usable as a Redis key prefix or a
 // DynamoDB table name. Each call returns a new name. Data named by it must be

@@ -126,7 +126,7 @@ func TestNameFragment(t *testing.T) {
 		{"empty", "", "t"},
 		{"only symbols", "#/_", "t"},
 		{"unicode", "TestÄrger/µ", "test-rger"},
-		{"long keeps tail", "TestAVeryLongName/with/many/subtests/deep_inside", "y-subtests-deep-inside"},
+		{"long keeps tail", "TestAVeryLongName/with/many/subtests/deep_inside", "subtests-deep-inside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,42 +269,49 @@ func TestRedisWanted(t *testing.T) {
 
 // TestLeaksFound: what a test leaves behind on the environment's servers is found
 // by the check Main runs, reported, and deleted; what RedisPrefix and DynamoDBTable
-// clean up is not.
+// clean up is not; nor is a key that only looks alike (a UUID whose last group
+// starts with the tag).
 func TestLeaksFound(t *testing.T) {
 	if os.Getenv(EnvRedisAddr) == "" || os.Getenv(EnvDynamoDBEndpoint) == "" {
 		t.Skip("needs REDIS_ADDR and DYNAMODB_ENDPOINT (make test)")
 	}
 	ctx := context.Background()
-	mark := "-" + UniqueName(t) // in no other test's names
+	tag := UniqueName(t)[len(UniqueName(t))-8:] // a tag no process uses
+	name := func(what string) string { return what + "-" + tag + "0123456789" }
 	rc := goredis.NewClient(&goredis.Options{Addr: RedisAddr(t)})
 	t.Cleanup(func() { _ = rc.Close() })
 	dc := DynamoDBClient(t)
-	var cleaned string
 	t.Run("cleaned", func(t *testing.T) {
-		cleaned = RedisPrefix(t)
-		if err := rc.Set(ctx, "x:"+cleaned+mark+":k", "v", 0).Err(); err != nil {
+		if err := rc.Set(ctx, "x:"+RedisPrefix(t)+name("k"), "v", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		DynamoDBTable(t, dc, "t"+mark+"-cleaned", func(ctx context.Context, name string) error {
+		DynamoDBTable(t, dc, name("t"), func(ctx context.Context, name string) error {
 			_, err := dc.CreateTable(ctx, smokeTable(name))
 			return err
 		})
 	})
-	if err := removeLeaks(mark); err != nil {
+	if err := removeLeaks(tag); err != nil {
 		t.Fatalf("after cleanups: %v", err)
 	}
-	if err := rc.Set(ctx, "x:leaked"+mark+":k", "v", 0).Err(); err != nil {
+	uuid := "x:00000000-0000-0000-0000-" + tag + "abcd"
+	for _, k := range []string{name("x:leaked") + ":k", uuid} {
+		if err := rc.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { rc.Del(context.Background(), uuid) })
+	if _, err := dc.CreateTable(ctx, smokeTable(name("t-leaked"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dc.CreateTable(ctx, smokeTable("t"+mark+"-leaked")); err != nil {
-		t.Fatal(err)
-	}
-	err := removeLeaks(mark)
+	err := removeLeaks(tag)
 	if err == nil || !strings.Contains(err.Error(), "1 Redis keys") || !strings.Contains(err.Error(), "1 DynamoDB tables") {
 		t.Fatalf("removeLeaks = %v, want the leaked key and table reported", err)
 	}
-	if err := removeLeaks(mark); err != nil {
+	if err := removeLeaks(tag); err != nil {
 		t.Errorf("removeLeaks did not delete what it reported: %v", err)
+	}
+	if n, err := rc.Exists(ctx, uuid).Result(); err != nil || n != 1 {
+		t.Errorf("the UUID key is gone (%d, %v): the check deleted what was not its own", n, err)
 	}
 }
 

@@ -63,13 +63,14 @@ func (r *roots) open(t *testing.T) state.Store[int64] {
 func TestConformance(t *testing.T) {
 	var r roots
 	statetest.RunStore(t, statetest.Harness[int64]{
-		Open:     r.open,
-		Sleep:    func(t *testing.T, d time.Duration) { _, c := r.get(t); c.Advance(d) },
-		Monoid:   monoid.Sum[int64]{},
-		Delta:    func(i int) int64 { return int64(i + 1) },
-		Equal:    func(a, b int64) bool { return a == b },
-		DedupTTL: time.Hour,
-		FakeTime: true,
+		Open:      r.open,
+		Sleep:     func(t *testing.T, d time.Duration) { _, c := r.get(t); c.Advance(d) },
+		Monoid:    monoid.Sum[int64]{},
+		Delta:     func(i int) int64 { return int64(i + 1) },
+		Equal:     func(a, b int64) bool { return a == b },
+		DedupTTL:  time.Hour,
+		FakeTime:  true,
+		Staleness: cache.DefaultStaleness, // each Open is another process's cache
 	})
 }
 

@@ -23,7 +23,9 @@
 //
 // # What RunStore checks
 //
-//   - Reads: missing keys, values shared between instances, keys that naive
+//   - Reads: missing keys, values shared between instances, read-your-writes
+//     and another instance's writes seen within Harness.Staleness (at once
+//     without a read cache) after a read, keys that naive
 //     encodings collide (delimiters, hash tags, buckets, the longest entity),
 //     GetMany in request order with duplicates and missing keys, empty, and past
 //     100 keys (LargeGetMany distinct keys plus duplicates).
@@ -148,6 +150,12 @@ type Harness[V any] struct {
 	// Sketch describes a distinct-count sketch monoid (monoid/sketch/hll) for the
 	// sketch accuracy test. Optional; RunSketch needs it.
 	Sketch *Sketch[V]
+	// Staleness is the staleness bound of a store that caches reads (state/cache):
+	// a write through one instance is seen by another instance's reads once
+	// Staleness has passed since that instance read the key. 0, for a store
+	// without a read cache, means at once. Reads through the instance that wrote
+	// see the write at once either way.
+	Staleness time.Duration
 }
 
 // Sketch describes a distinct-count sketch, such as monoid/sketch/hll, for the

@@ -68,6 +68,8 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	h.check(t)
 	t.Run("get missing", func(t *testing.T) { testGetMissing(t, &h) })
 	t.Run("merge and get", func(t *testing.T) { testMergeAndGet(t, &h) })
+	t.Run("read your writes", func(t *testing.T) { testReadYourWrites(t, &h) })
+	t.Run("others' writes within staleness", func(t *testing.T) { testOthersWrites(t, &h) })
 	t.Run("keys are distinct", func(t *testing.T) { testDistinctKeys(t, &h) })
 	t.Run("get many", func(t *testing.T) { testGetMany(t, &h) })
 	t.Run("get many empty", func(t *testing.T) { testGetManyEmpty(t, &h) })
@@ -150,6 +152,54 @@ func testMergeAndGet[V any](t *testing.T, h *Harness[V]) {
 	mustMerge(t, s1, k, h.Delta(2), 0)
 	wantValue(t, h, s1, k, h.fold(0, 3))
 	wantValue(t, h, s2, k, h.fold(0, 3))
+}
+
+// testReadYourWrites: a write is seen by the next read through the same instance,
+// also when that instance read the key just before (no read cache keeps the old
+// value), by Get and by GetMany.
+func testReadYourWrites[V any](t *testing.T, h *Harness[V]) {
+	s := h.open(t)
+	k := state.Key{Entity: "read-your-writes"}
+	wantMissing(t, s, k)
+	mustMerge(t, s, k, h.Delta(0), 0)
+	wantValue(t, h, s, k, h.fold(0, 1))
+	mustMerge(t, s, k, h.Delta(1), 0)
+	wantValue(t, h, s, k, h.fold(0, 2))
+	mustMerge(t, s, k, h.Delta(2), 0)
+	wantMany(t, h, s, []state.Key{k}, h.fold(0, 3))
+}
+
+// testOthersWrites: after an instance has read a key, another instance's write of
+// it is seen by the first once Harness.Staleness has passed (at once without a
+// read cache), by Get and by GetMany.
+func testOthersWrites[V any](t *testing.T, h *Harness[V]) {
+	reader, writer := h.open(t), h.open(t)
+	k := state.Key{Entity: "written-elsewhere"}
+	wantMissing(t, reader, k)
+	mustMerge(t, writer, k, h.Delta(0), 0)
+	if h.Staleness > 0 {
+		h.sleep(t, h.Staleness)
+	}
+	wantValue(t, h, reader, k, h.fold(0, 1))
+	mustMerge(t, writer, k, h.Delta(1), 0)
+	if h.Staleness > 0 {
+		h.sleep(t, h.Staleness)
+	}
+	wantMany(t, h, reader, []state.Key{k}, h.fold(0, 2))
+}
+
+// wantMany fails the test unless GetMany(ks) finds want for every key.
+func wantMany[V any](t *testing.T, h *Harness[V], s state.Store[V], ks []state.Key, want V) {
+	t.Helper()
+	vs, found, err := s.GetMany(t.Context(), ks)
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	for i, k := range ks {
+		if !found[i] || !h.Equal(vs[i], want) {
+			t.Fatalf("GetMany: %v = %v (found %v), want %v", k, vs[i], found[i], want)
+		}
+	}
 }
 
 func testDistinctKeys[V any](t *testing.T, h *Harness[V]) {
