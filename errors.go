@@ -32,7 +32,8 @@ var (
 	ErrLockHeld = errors.New("pipestate: lock held")
 	// ErrLockNotHeld: the caller does not hold the lock or lease.
 	ErrLockNotHeld = errors.New("pipestate: lock not held")
-	// ErrCursorExpired: a cursor points before the oldest record the backend
-	// retains, so records after it may be lost; start again from a fresh cursor.
+	// ErrCursorExpired: a record after the cursor was dropped by the backend's
+	// retention, so records after it may be lost; start again from a fresh
+	// cursor ("" reads from the oldest record retained).
 	ErrCursorExpired = errors.New("pipestate: cursor expired")
 )

@@ -123,9 +123,11 @@ func CheckSlot(pipelineID, date, scheduleID string) (string, error) {
 }
 
 // ParseSeqCursor parses the event cursor of a backend whose cursors are per-pipeline
-// sequence numbers (memory, SQL): "" is the start of the log, anything else a
-// canonical decimal — digits only, no sign, no leading zeros — so each position has
-// one spelling. FormatSeqCursor is its inverse.
+// sequence numbers (memory, SQL): "" reads as 0 (the caller tells it from "0" by
+// the string: "" is the oldest event retained, never expired, while "0" is the
+// position before the first event), anything else a canonical decimal — digits
+// only, no sign, no leading zeros — so each position has one spelling.
+// FormatSeqCursor is its inverse.
 func ParseSeqCursor(cursor string) (int64, error) {
 	if cursor == "" {
 		return 0, nil

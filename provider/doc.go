@@ -63,12 +63,26 @@
 //	events         AppendEvent fills a zero Timestamp from the clock. ListEvents(limit)
 //	               returns the most recent limit events, oldest first. ReadEventsSince
 //	               returns events strictly after the cursor, oldest first, at most
-//	               count; "" reads from the start. Cursors are opaque, per pipeline, and
-//	               only meaningful to the backend that made them. A reader paging with
-//	               cursors while writers append sees every event exactly once, in the
-//	               one order all readers agree on (commit order, not Timestamp order).
-//	               A well-formed cursor older than the retained log reads from the
-//	               oldest retained event.
+//	               count; "" reads from the oldest event retained. Cursors are
+//	               opaque, per pipeline, and only meaningful to the backend that made
+//	               them. A reader paging with cursors while writers append sees every
+//	               event exactly once, in the one order all readers agree on (commit
+//	               order, not Timestamp order).
+//	no gaps        a cursor is expired when an event after it that the log held was
+//	               dropped (by retention or trimming): ReadEventsSince from it returns
+//	               no events and an error wrapping ErrCursorExpired, FollowEvents
+//	               yields that error and ends, as WatchCascadeMarkers does for the
+//	               marker log. A read never skips a dropped event silently: when
+//	               events drop out of commit order (writers with different
+//	               retentions), a read returns the events before the first dropped
+//	               one, and the read after them fails. A cursor with nothing dropped
+//	               after it is not expired: the cursor of the newest event (the read
+//	               is empty), and the cursor of a dropped event after which nothing
+//	               else was dropped (the read goes on with the events appended
+//	               since). "" is never expired: it reads from the oldest event
+//	               retained, which is how a reader that accepts the loss goes on
+//	               (ReadEventsSince(ctx, id, "", 1) returns that event and its
+//	               cursor).
 //	run logs       keyed by (pipeline, date, schedule); an empty schedule is
 //	               types.DefaultScheduleID on put and get, and is stored as such;
 //	               ListRunLogs is newest Date first (string order), entries of one

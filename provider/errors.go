@@ -23,8 +23,9 @@ var (
 	ErrLockHeld = pipestate.ErrLockHeld
 	// ErrLockNotHeld: the caller does not hold the lock or lease.
 	ErrLockNotHeld = pipestate.ErrLockNotHeld
-	// ErrCursorExpired: a cursor points before the oldest record the backend
-	// retains.
+	// ErrCursorExpired: a record after the cursor was dropped by retention, so
+	// records after it may be lost (ReadEventsSince, FollowEvents,
+	// WatchCascadeMarkers); start again from "" (the oldest record retained).
 	ErrCursorExpired = pipestate.ErrCursorExpired
 )
 

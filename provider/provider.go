@@ -80,7 +80,12 @@ type EventStore interface {
 	// ListEvents returns the most recent limit events, oldest first.
 	ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error)
 	// ReadEventsSince returns at most count events strictly after the cursor sinceID
-	// ("" = from the start), oldest first.
+	// (an EventRecord.StreamID; "" = from the oldest event retained), oldest first.
+	// A cursor after which an event was dropped by retention is expired: the call
+	// returns no events and an error wrapping ErrCursorExpired, never the events
+	// after the gap as if nothing were missing. A reader that accepts the loss goes
+	// on from "". The cursor of the newest event, or of a dropped event after which
+	// nothing else was dropped, is not expired.
 	ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error)
 }
 
@@ -178,13 +183,17 @@ type RunCreator interface {
 // it is written.
 type EventFollower interface {
 	// FollowEvents yields every event of the pipeline strictly after cursor (an
-	// EventRecord.StreamID; "" is the start of the log) in commit order, then
+	// EventRecord.StreamID; "" is the oldest event retained) in commit order, then
 	// blocks and yields each new event as it is committed. Resuming from the last
-	// StreamID yielded loses and repeats nothing (events dropped by retention
-	// excepted, as for ReadEventsSince). The sequence ends after yielding one error:
-	// ctx's error when ctx ends, an error wrapping ErrInvalidArgument for a bad
-	// pipeline ID or cursor, or a backend error; the caller resumes from its last
-	// cursor. Breaking out of the loop releases what the follower holds.
+	// StreamID yielded loses and repeats nothing. A cursor after which retention
+	// dropped an event, given or reached while following (a follower that fell
+	// behind a log trimmed by count), yields an error wrapping ErrCursorExpired,
+	// as ReadEventsSince returns it, never a silent gap. The sequence ends after
+	// yielding one error: ctx's error when ctx ends, an error wrapping
+	// ErrInvalidArgument for a bad pipeline ID or cursor, ErrCursorExpired, or a
+	// backend error; the caller resumes from its last cursor (from "" after
+	// ErrCursorExpired, if it accepts the loss). Breaking out of the loop releases
+	// what the follower holds.
 	FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error]
 }
 

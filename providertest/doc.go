@@ -30,9 +30,15 @@
 //     expiry); in the Expiry group, sub-second ttls, a shorter ttl after a longer
 //     one, a re-put part-way through a ttl, and an entity read while live (from
 //     the writing instance and another) invisible to both once expired;
-//   - event retention (Harness.ExpireEvents): dropped events are invisible to
-//     every read, a cursor of a dropped event reads from the oldest retained one,
-//     and new events never reuse old positions; marker log retention
+//   - event retention (Harness.ExpireEvents, Harness.OpenMaxEvents): dropped
+//     events are invisible to every read; a cursor whose successors were dropped
+//     is expired — ReadEventsSince returns no events and an error wrapping
+//     provider.ErrCursorExpired, FollowEvents yields that error before anything
+//     else, also while the log is empty and after a few hundred appends past a
+//     retention by count — never a silent jump to the oldest event retained; the
+//     cursor of the newest event, dropped or not, is not expired, and new events
+//     never reuse old positions; "" reads from the oldest event retained; marker
+//     log retention
 //     (Harness.ExpireMarkers, Harness.MaxMarkerWrites): a watch from a cursor
 //     whose successors were dropped fails with provider.ErrCursorExpired before
 //     it yields anything, never skipping the gap silently, also after a few
@@ -152,8 +158,13 @@
 //     short one and say so here.
 //   - ExpireEvents drops, by the backend's own retention, every event appended
 //     so far to a pipeline (advance the clock past a time-based retention, or
-//     trim a log kept by count). It enables the EventStore/retention_* tests;
-//     nil skips them.
+//     trim a log kept by count). It enables EventStore/retention_drops_old_events,
+//     EventStore/retention_old_cursor_expired and
+//     EventFollower/expired_cursor_fails; nil skips them. OpenMaxEvents opens an
+//     instance whose log keeps about n events per pipeline, for a backend that
+//     retains events by count (the suite asks for 100 and appends 400); it
+//     enables EventStore/retention_by_count_expires_old_cursor and
+//     EventFollower/count_retention_expires_old_cursor.
 //   - ExpireMarkers does the same for the marker log that WatchCascadeMarkers
 //     reads (all pipelines' writes so far); it enables
 //     MarkerWatcher/expired_cursor_fails. MaxMarkerWrites tells the suite the
@@ -183,12 +194,13 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 78 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 80 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write
 // that lands before the cancelled context is reported, a fence counter kept with
-// the lease record, a watch that resumes silently past an expired cursor — and
+// the lease record, a watch, a read or a follow that resumes silently past an
+// expired cursor, an event log kept by count that does the same — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.
@@ -204,7 +216,10 @@
 //   - A lease held by an instance blocks AcquireLock by that same instance too.
 //   - A watch cursor is expired when a write after it was dropped. One whose own
 //     write was dropped, but no later one, may go on (the built-in backends do):
-//     the suite only resumes from cursors whose successors were dropped.
+//     the suite only resumes from cursors whose successors were dropped. An
+//     event cursor is the same, except that the suite requires the cursor of the
+//     newest event, dropped but with nothing dropped after it, to go on (the
+//     contract says so: nothing after it was lost).
 //   - Length limits are in bytes. Valid IDs are ASCII (types.ValidateID), so the
 //     multi-byte tests are of the free-form strings with a limit: lock and lease
 //     keys and event kinds. Owner identities have no length limit.

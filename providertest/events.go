@@ -2,7 +2,9 @@ package providertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +18,11 @@ import (
 
 // RunEventStore tests provider.EventStore: round trip, filled Timestamp, ListEvents
 // (most recent, oldest first, commit order), ReadEventsSince (from the start,
-// strictly after a cursor, count, paging), exactly-once paging while 8 writers on
-// two instances append, aliasing, sizes, adversarial pipeline IDs, bad input and
-// cancellation.
+// strictly after a cursor, count, paging), retention (Harness.ExpireEvents and
+// Harness.OpenMaxEvents: dropped events invisible, a cursor whose successors were
+// dropped expired with ErrCursorExpired, "" from the oldest event retained),
+// exactly-once paging while 8 writers on two instances append, aliasing, sizes,
+// adversarial pipeline IDs, bad input and cancellation.
 func RunEventStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "EventStore", h, func(t *testing.T, s *suite) {
@@ -162,17 +166,12 @@ func RunEventStore(t *testing.T, h Harness) {
 			}
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			appendEvents(t, p, k.pipeline, 0, 5)
-			old := readAll(t, p, k.pipeline, "", 10)
 			s.h.ExpireEvents(t, k.pipeline)
 			for _, inst := range []provider.Provider{p, q} {
 				list, err := inst.ListEvents(t.Context(), k.pipeline, 10)
 				wantLen(t, list, err, 0, "ListEvents after retention dropped every event")
 				recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, "", 10)
 				wantLen(t, recs, err, 0, `ReadEventsSince("") after retention dropped every event`)
-				for i, r := range old {
-					recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, r.StreamID, 10)
-					wantLen(t, recs, err, 0, fmt.Sprintf("ReadEventsSince(cursor of dropped event %d)", i))
-				}
 			}
 			appendEvents(t, q, k.pipeline, 5, 8)
 			for _, inst := range []provider.Provider{p, q} {
@@ -185,20 +184,74 @@ func RunEventStore(t *testing.T, h Harness) {
 				same(t, `ReadEventsSince("") after retention`, names(5, 8), recordNames(readAll(t, inst, k.pipeline, "", 2)))
 			}
 		})
-		test(t, "retention_old_cursor_reads_from_oldest_retained", func(t *testing.T) {
+		test(t, "retention_old_cursor_expired", func(t *testing.T) {
 			if s.h.ExpireEvents == nil {
 				t.Skip("Harness.ExpireEvents is nil")
 			}
 			p, q, k := s.open(t), s.open(t), newIDs(t)
 			appendEvents(t, p, k.pipeline, 0, 4)
 			old := readAll(t, p, k.pipeline, "", 10)
+			newest := old[len(old)-1].StreamID
 			s.h.ExpireEvents(t, k.pipeline)
-			appendEvents(t, p, k.pipeline, 4, 7)
-			for i, r := range old { // the last cursor too: new events must not reuse old positions
+			check := func(when string, kept []string) {
+				t.Helper()
 				for _, inst := range []provider.Provider{p, q} {
-					same(t, fmt.Sprintf("paging from the cursor of dropped event %d", i), names(4, 7),
-						recordNames(readAll(t, inst, k.pipeline, r.StreamID, 2)))
+					// Events after these cursors were dropped: reading on from one
+					// fails, and never returns the events after the gap as if
+					// nothing were missing, also when the log is empty.
+					for i, r := range old[:len(old)-1] {
+						recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, r.StreamID, 2)
+						wantExpiredRead(t, recs, err, fmt.Sprintf("%s: ReadEventsSince(cursor of dropped event %d, whose successors were dropped)", when, i))
+					}
+					// Nothing after the newest event was dropped, though it was
+					// itself: its cursor is not expired, and the events appended
+					// since follow it (new events never reuse old positions).
+					same(t, when+": paging from the cursor of the newest dropped event", kept,
+						recordNames(readAll(t, inst, k.pipeline, newest, 2)))
+					// "" is never expired: the oldest event retained on.
+					same(t, when+`: paging from ""`, kept, recordNames(readAll(t, inst, k.pipeline, "", 2)))
 				}
+			}
+			check("after retention dropped every event", nil)
+			appendEvents(t, q, k.pipeline, 4, 7)
+			check("after retention and new appends", names(4, 7))
+			kept := readAll(t, p, k.pipeline, "", 10)
+			for _, inst := range []provider.Provider{p, q} {
+				recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, kept[len(kept)-1].StreamID, 10)
+				wantLen(t, recs, err, 0, "ReadEventsSince(the cursor of the newest event)")
+				// The documented way to the oldest event retained and its cursor.
+				first, err := inst.ReadEventsSince(t.Context(), k.pipeline, "", 1)
+				noErr(t, err, `ReadEventsSince("", 1)`)
+				same(t, `ReadEventsSince("", 1) after retention`, names(4, 5), recordNames(first))
+				same(t, "paging from the oldest retained event's cursor", names(5, 7),
+					recordNames(readAll(t, inst, k.pipeline, first[0].StreamID, 1)))
+			}
+		})
+		test(t, "retention_by_count_expires_old_cursor", func(t *testing.T) {
+			if s.h.OpenMaxEvents == nil {
+				t.Skip("Harness.OpenMaxEvents is nil: the provider does not retain events by count")
+			}
+			const n = maxEventsKept
+			p, k := s.h.OpenMaxEvents(t, n), newIDs(t)
+			appendEvents(t, p, k.pipeline, 0, 1)
+			first := readAll(t, p, k.pipeline, "", 1)[0].StreamID
+			total := 3*n + 100
+			appendEvents(t, p, k.pipeline, 1, total+1)
+			q := s.h.OpenMaxEvents(t, n)
+			for _, inst := range []provider.Provider{p, q} {
+				recs, err := inst.ReadEventsSince(t.Context(), k.pipeline, first, 10)
+				wantExpiredRead(t, recs, err, fmt.Sprintf("ReadEventsSince(the first of %d events, with a retention of %d)", total+1, n))
+				// From "": the events retained, consecutive up to the last.
+				kept := recordNames(readAll(t, inst, k.pipeline, "", 64))
+				if len(kept) == 0 || len(kept) > total || !slices.Equal(kept, names(total+1-len(kept), total+1)) {
+					t.Fatalf(`paging from "" returned %d events from %v: want the retained events (not the first), consecutive up to %s`,
+						len(kept), kept[:min(1, len(kept))], eventName(total))
+				}
+				recs, err = inst.ReadEventsSince(t.Context(), k.pipeline, "", 1)
+				noErr(t, err, `ReadEventsSince("", 1)`)
+				more, err := inst.ReadEventsSince(t.Context(), k.pipeline, recs[0].StreamID, 2)
+				noErr(t, err, "ReadEventsSince(the cursor of the oldest event retained)")
+				same(t, "ReadEventsSince(the cursor of the oldest event retained)", kept[1:min(3, len(kept))], recordNames(more))
 			}
 		})
 		test(t, "concurrent_append_paging", func(t *testing.T) {
@@ -415,6 +468,22 @@ func appendEvents(t *testing.T, p provider.Provider, pipelineID string, from, to
 	t.Helper()
 	for i := from; i < to; i++ {
 		noErr(t, p.AppendEvent(t.Context(), newEvent(pipelineID, i)), "AppendEvent")
+	}
+}
+
+// maxEventsKept is the count of events the suite asks Harness.OpenMaxEvents to
+// keep: small, so that the tests write a few hundred events past it.
+const maxEventsKept = 100
+
+// wantExpiredRead checks that a read from an expired cursor failed with
+// ErrCursorExpired and returned no events.
+func wantExpiredRead(t *testing.T, recs []types.EventRecord, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, provider.ErrCursorExpired) {
+		t.Errorf("%s = %d events (%v), %v; want an error wrapping ErrCursorExpired: a read never skips dropped events silently",
+			what, len(recs), recordNames(recs), err)
+	} else if len(recs) > 0 {
+		t.Errorf("%s: ErrCursorExpired with %d events; want none", what, len(recs))
 	}
 }
 

@@ -91,8 +91,10 @@ func endsWith[R any](t *testing.T, ch <-chan item[R], target error, what string)
 
 // RunEventFollower tests provider.EventFollower: following from the start and from
 // a cursor, events appended while following (by 8 concurrent writers: each once, in
-// the log's order), resuming after a cancel, two followers agreeing, the end on
-// cancel, and bad input. It skips when the provider is not an EventFollower.
+// the log's order), resuming after a cancel, two followers agreeing, a cursor
+// whose successors retention dropped failing with ErrCursorExpired
+// (Harness.ExpireEvents, and Harness.OpenMaxEvents for a log kept by count), the
+// end on cancel, and bad input. It skips when the provider is not an EventFollower.
 func RunEventFollower(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "EventFollower", h, func(t *testing.T, s *suite) {
@@ -181,6 +183,41 @@ func RunEventFollower(t *testing.T, h Harness) {
 			b := follow(t, t.Context(), s.open(t), k.pipeline, "")
 			appendN(t, s.open(t), k.pipeline, 0, 6)
 			same(t, "the second follower's events", take(t, a, 6, "follower a"), take(t, b, 6, "follower b"))
+		})
+		test(t, "expired_cursor_fails", func(t *testing.T) {
+			if s.h.ExpireEvents == nil {
+				t.Skip("Harness.ExpireEvents is nil")
+			}
+			p, k := s.open(t), newIDs(t)
+			appendN(t, p, k.pipeline, 0, 3)
+			old := log(t, p, k.pipeline)
+			s.h.ExpireEvents(t, k.pipeline)
+			// Events after the first two cursors were dropped: a follow from one
+			// fails before it yields anything, also while the log is empty, and
+			// never yields the events after the gap as if nothing were missing.
+			wantExpired(t, follow(t, t.Context(), s.open(t), k.pipeline, old[0].StreamID),
+				"follow from the cursor of a dropped event whose successors were dropped, the log empty")
+			appendN(t, p, k.pipeline, 3, 2)
+			wantExpired(t, follow(t, t.Context(), s.open(t), k.pipeline, old[1].StreamID),
+				"follow from the cursor of a dropped event whose successors were dropped, after new appends")
+			// Nothing after the newest dropped event was dropped: its follow goes on
+			// with the new events, as does a follow from "" (the oldest retained).
+			kept := log(t, p, k.pipeline)
+			same(t, "follow from the cursor of the newest dropped event", kept,
+				take(t, follow(t, t.Context(), s.open(t), k.pipeline, old[2].StreamID), 2, "follow from the newest dropped event"))
+			same(t, `follow from "" after retention`, kept, take(t, follow(t, t.Context(), p, k.pipeline, ""), 2, `follow from ""`))
+		})
+		test(t, "count_retention_expires_old_cursor", func(t *testing.T) {
+			if s.h.OpenMaxEvents == nil {
+				t.Skip("Harness.OpenMaxEvents is nil: the provider does not retain events by count")
+			}
+			p, k := s.h.OpenMaxEvents(t, maxEventsKept), newIDs(t)
+			appendN(t, p, k.pipeline, 0, 1)
+			first := log(t, p, k.pipeline)[0].StreamID
+			total := 3*maxEventsKept + 100
+			appendN(t, p, k.pipeline, 1, total)
+			wantExpired(t, follow(t, t.Context(), s.h.OpenMaxEvents(t, maxEventsKept), k.pipeline, first),
+				fmt.Sprintf("follow from the first of %d events, with a retention of %d", total+1, maxEventsKept))
 		})
 		test(t, "ends_on_cancel", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
@@ -358,9 +395,10 @@ func RunMarkerWatcher(t *testing.T, h Harness) {
 	})
 }
 
-// wantExpired receives from a watch that must fail with ErrCursorExpired before
-// it yields any write: its cursor's successors are no longer retained.
-func wantExpired(t *testing.T, ch <-chan item[types.CascadeMarkerRecord], what string) {
+// wantExpired receives from a watch or follow that must fail with
+// ErrCursorExpired before it yields any record: its cursor's successors are no
+// longer retained.
+func wantExpired[R any](t *testing.T, ch <-chan item[R], what string) {
 	t.Helper()
 	select {
 	case it, ok := <-ch:
@@ -368,7 +406,7 @@ func wantExpired(t *testing.T, ch <-chan item[types.CascadeMarkerRecord], what s
 		case !ok:
 			t.Errorf("%s: ended without an error, want one wrapping ErrCursorExpired", what)
 		case it.err == nil:
-			t.Errorf("%s: yielded %+v, want an error wrapping ErrCursorExpired first: a watch never skips writes silently", what, it.r)
+			t.Errorf("%s: yielded %+v, want an error wrapping ErrCursorExpired first: it never skips records silently", what, it.r)
 		case !errors.Is(it.err, provider.ErrCursorExpired):
 			t.Errorf("%s: %v, want an error wrapping ErrCursorExpired", what, it.err)
 		}

@@ -72,9 +72,18 @@ type Harness struct {
 	// the call is dropped, as retention drops old events, while events appended
 	// after it are kept. A backend with time-based retention advances the test's
 	// clock past it; one that trims the log by count trims it (e.g. an exact
-	// XTRIM MAXLEN 0 of the pipeline's stream). Nil skips the
-	// EventStore/retention_* tests with a reason.
+	// XTRIM MAXLEN 0 of the pipeline's stream). It enables
+	// EventStore/retention_drops_old_events, EventStore/retention_old_cursor_expired
+	// and EventFollower/expired_cursor_fails; nil skips them with a reason.
 	ExpireEvents func(t *testing.T, pipelineID string)
+
+	// OpenMaxEvents is Open for an instance, sharing storage with the other
+	// providers of t, whose event log keeps about the n most recent events of each
+	// pipeline (a backend that retains events by count: Redis's WithMaxEvents;
+	// approximately is enough, and n is about a hundred). The suite appends a few
+	// hundred events past n. It enables EventStore/retention_by_count_expires_old_cursor
+	// and EventFollower/count_retention_expires_old_cursor; nil skips them.
+	OpenMaxEvents func(t *testing.T, n int) provider.Provider
 
 	// ExpireMarkers applies the retention of the marker log (what
 	// provider.MarkerWatcher reads) in the storage of t: every marker write made

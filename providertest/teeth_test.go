@@ -65,6 +65,8 @@ type shared struct {
 	appended  []types.EventRecord // every event appended, in commit order
 	seqs      map[string]int64    // events appended per pipeline
 	markerLog []markerLogEntry
+	// countedLogs is eventsByCount's event log per pipeline.
+	countedLogs map[string][]countedEvent
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -81,6 +83,8 @@ func sharedOf(t *testing.T) *shared {
 		events:    map[string][]types.Event{},
 		leaseRecs: map[string]*leaseRecord{},
 		seqs:      map[string]int64{},
+
+		countedLogs: map[string][]countedEvent{},
 	})
 	return v.(*shared)
 }
@@ -1066,20 +1070,97 @@ func (b listEventsIgnoresRetention) ListEvents(ctx context.Context, pipelineID s
 	return slices.Clone(log[max(0, len(log)-limit):]), nil
 }
 
-// oldCursorRejected rejects a cursor older than the retained log as unknown.
-type oldCursorRejected struct{ full }
+// readResumesFromOldest reads on from the oldest event retained when the cursor
+// expired, as the rule was before ErrCursorExpired: a silent gap.
+type readResumesFromOldest struct{ full }
 
-func (b oldCursorRejected) ReadEventsSince(ctx context.Context, pipelineID, since string, count int64) ([]types.EventRecord, error) {
-	if since != "" {
-		first, err := b.full.ReadEventsSince(ctx, pipelineID, "", 1)
-		n, perr := strconv.ParseInt(since, 10, 64)
-		if err == nil && perr == nil && len(first) == 1 {
-			if oldest, _ := strconv.ParseInt(first[0].StreamID, 10, 64); n+1 < oldest {
-				return nil, fmt.Errorf("%w: cursor %s is older than the log", provider.ErrInvalidArgument, since)
+func (b readResumesFromOldest) ReadEventsSince(ctx context.Context, pipelineID, since string, count int64) ([]types.EventRecord, error) {
+	recs, err := b.full.ReadEventsSince(ctx, pipelineID, since, count)
+	if errors.Is(err, provider.ErrCursorExpired) {
+		return b.full.ReadEventsSince(ctx, pipelineID, "", count)
+	}
+	return recs, err
+}
+
+// followResumesFromOldest follows on from the oldest event retained when the
+// cursor expired, without a word.
+type followResumesFromOldest struct{ full }
+
+func (b followResumesFromOldest) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		for r, err := range b.full.FollowEvents(ctx, pipelineID, cursor) {
+			if errors.Is(err, provider.ErrCursorExpired) {
+				for r, err := range b.full.FollowEvents(ctx, pipelineID, "") {
+					if !yield(r, err) {
+						return
+					}
+				}
+				return
+			}
+			if !yield(r, err) {
+				return
 			}
 		}
 	}
-	return b.full.ReadEventsSince(ctx, pipelineID, since, count)
+}
+
+// eventsByCount keeps an event log of its own per pipeline, the last
+// teethMaxEvents events (a capped list, as Redis's MAXLEN), whose cursors are
+// event numbers. A read from a cursor that fell off the list resumes from the
+// oldest event kept, without a word.
+type eventsByCount struct {
+	full
+	s *shared
+}
+
+// countedEvent is one event of eventsByCount's log; capped is set on the entry
+// before the oldest event that the list kept.
+type countedEvent struct {
+	seq    int64
+	ev     types.Event
+	capped bool
+}
+
+// teethMaxEvents is eventsByCount's log length.
+const teethMaxEvents = 50
+
+func (b eventsByCount) AppendEvent(ctx context.Context, ev types.Event) error {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if err := b.full.AppendEvent(ctx, ev); err != nil {
+		return err
+	}
+	b.s.seqs[ev.PipelineID]++
+	log := append(b.s.countedLogs[ev.PipelineID], countedEvent{seq: b.s.seqs[ev.PipelineID], ev: ev})
+	if n := len(log) - teethMaxEvents - 1; n >= 0 {
+		// Keep the last event dropped, marked, to tell where the list starts.
+		log = log[n:]
+		log[0].capped = true
+	}
+	b.s.countedLogs[ev.PipelineID] = log
+	return nil
+}
+
+func (b eventsByCount) ReadEventsSince(ctx context.Context, pipelineID, since string, count int64) ([]types.EventRecord, error) {
+	if _, err := b.full.ReadEventsSince(ctx, pipelineID, "", count); err != nil {
+		return nil, err // bad input, cancellation
+	}
+	n, err := provider.ParseSeqCursor(since)
+	if err != nil {
+		return nil, err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	out := []types.EventRecord{}
+	for _, e := range b.s.countedLogs[pipelineID] {
+		switch {
+		case e.capped:
+			n = max(n, e.seq) // the bug: past the cap, silently
+		case e.seq > n && int64(len(out)) < count:
+			out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(e.seq), Event: e.ev})
+		}
+	}
+	return out, nil
 }
 
 // brokenBackend is one broken variant and the subtest that must catch it.
@@ -1093,6 +1174,10 @@ type brokenBackend struct {
 // under.
 var brokenHarness = map[string]func(h *providertest.Harness){
 	"marker_log_by_count": func(h *providertest.Harness) { h.MaxMarkerWrites = teethMarkerWrites },
+	"events_by_count": func(h *providertest.Harness) {
+		open := h.Open
+		h.OpenMaxEvents = func(t *testing.T, _ int) provider.Provider { return open(t) }
+	},
 }
 
 // fenceWithLeaseRecord keeps a key's fence counter in its lease record, which a
@@ -1752,9 +1837,16 @@ var brokenBackends = []brokenBackend{
 	// Retention: dropped events are invisible to every read.
 	{"list_events_ignores_retention", "EventStore/retention_drops_old_events",
 		func(p full, s *shared) provider.Provider { return listEventsIgnoresRetention{p, s} }},
-	// Retention: a cursor older than the retained log reads from the oldest retained event.
-	{"old_cursor_rejected", "EventStore/retention_old_cursor_reads_from_oldest_retained",
-		func(p full, _ *shared) provider.Provider { return oldCursorRejected{p} }},
+	// Retention: a read from a cursor whose successors were dropped fails with
+	// ErrCursorExpired, never resuming from the oldest event retained.
+	{"read_resumes_from_oldest", "EventStore/retention_old_cursor_expired",
+		func(p full, _ *shared) provider.Provider { return readResumesFromOldest{p} }},
+	// Retention: so does a follow.
+	{"follow_resumes_from_oldest", "EventFollower/expired_cursor_fails",
+		func(p full, _ *shared) provider.Provider { return followResumesFromOldest{p} }},
+	// Retention: so does a read whose cursor a log kept by count left behind.
+	{"events_by_count", "EventStore/retention_by_count_expires_old_cursor",
+		func(p full, s *shared) provider.Provider { return eventsByCount{p, s} }},
 	// Leases: fences increase forever, also after the lease record is gone.
 	{"fence_with_lease_record", "Leaser/fence_increases_after_idle_day",
 		func(p full, s *shared) provider.Provider { return fenceWithLeaseRecord{p, s} }},

@@ -21,7 +21,13 @@
 //     deleted, so the store grows until it is dropped.
 //   - TTLs are judged by the provider's clock at read time; expired entries are
 //     invisible and removed lazily.
-//   - Event cursors are per-pipeline sequence numbers in decimal.
+//   - Event cursors are per-pipeline sequence numbers in decimal, without gaps.
+//     The cursor n is expired exactly when event n+1 was appended and has been
+//     dropped by retention: ReadEventsSince and FollowEvents from it fail with
+//     ErrCursorExpired. The cursor of the newest event is never expired, nor is
+//     "", which reads from the oldest event retained. Retention is per handle,
+//     so events can expire out of order; a read stops before the first dropped
+//     one, and the read after it fails.
 //
 // Round trips: none; every method takes the store lock once.
 package memory

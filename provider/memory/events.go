@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"time"
 
@@ -42,7 +43,8 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 }
 
 // FollowEvents implements provider.EventFollower: it reads what ReadEventsSince
-// reads, then waits for the next write (a wake-up, not a poll).
+// reads, then waits for the next write (a wake-up, not a poll). A read that fails
+// with provider.ErrCursorExpired ends the follow with that error.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return provider.Fail[types.EventRecord](err)
@@ -80,16 +82,16 @@ func wait(ctx context.Context, written <-chan struct{}) error {
 	}
 }
 
-// retained returns the records of pipelineID's log, from index from on, that
-// retention has not dropped; the store must be locked.
-func (p *Provider) retained(pipelineID string, from int64) []record {
+// retained returns the records of pipelineID's log that retention has not
+// dropped; the store must be locked.
+func (p *Provider) retained(pipelineID string) []record {
 	log := p.s.events[pipelineID]
 	if log == nil {
 		return nil
 	}
 	now := p.now()
 	var out []record
-	for _, r := range log.records[min(from, int64(len(log.records))):] {
+	for _, r := range log.records {
 		if live(r.expires, now) {
 			out = append(out, r)
 		}
@@ -109,7 +111,7 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
-	recs := p.retained(pipelineID, 0)
+	recs := p.retained(pipelineID)
 	recs = recs[max(0, len(recs)-limit):]
 	out := make([]types.Event, len(recs))
 	for i, r := range recs {
@@ -118,7 +120,13 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	return out, nil
 }
 
-// ReadEventsSince implements provider.EventStore. Cursors are decimal sequence numbers.
+// ReadEventsSince implements provider.EventStore. Cursors are decimal sequence
+// numbers, without gaps: the cursor n is expired when event n+1 was appended and
+// retention dropped it (WithEventRetention); the read then fails with
+// provider.ErrCursorExpired. Each handle's retention applies to what it
+// appends, so events may expire out of order: a read stops before the first
+// dropped event after the cursor, and the read from there fails. "" reads from
+// the oldest event retained.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -134,11 +142,24 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
-	var out []types.EventRecord
-	// Sequence numbers start at 1 and have no gaps, so record i has seq i+1.
-	for _, r := range p.retained(pipelineID, since) {
-		if int64(len(out)) == count {
-			break
+	log := p.s.events[pipelineID]
+	if log == nil || since >= log.seq {
+		return []types.EventRecord{}, nil // nothing was appended after the cursor
+	}
+	// Sequence numbers start at 1 and have no gaps, so event n is records[n-1].
+	now, recs := p.now(), log.records[since:]
+	if sinceID == "" {
+		for len(recs) > 0 && !live(recs[0].expires, now) {
+			recs = recs[1:] // "": from the oldest event retained
+		}
+	} else if !live(recs[0].expires, now) {
+		return nil, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
+			provider.ErrCursorExpired, since+1, since)
+	}
+	out := []types.EventRecord{}
+	for _, r := range recs {
+		if int64(len(out)) == count || !live(r.expires, now) {
+			break // a dropped event: the read from the one before it fails
 		}
 		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(r.seq), Event: mustClone(r.ev)})
 	}

@@ -53,9 +53,10 @@ func WithReadinessTTL(ttl time.Duration) Option {
 
 // WithEventRetention keeps each event for d after it is appended, by the clock of
 // the provider that appends it: from then on (now >= append time + d) it is
-// invisible to ListEvents and ReadEventsSince, and a cursor of a dropped event reads
-// from the oldest retained one. The default, 0, keeps events forever; d must be at
-// most provider.MaxTTL.
+// invisible to ListEvents and ReadEventsSince, and a cursor whose next event was
+// dropped is expired: ReadEventsSince and FollowEvents from it fail with
+// provider.ErrCursorExpired ("" reads from the oldest event retained). The
+// default, 0, keeps events forever; d must be at most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
