@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,9 +69,22 @@ func budgets() []budget {
 			}
 			return err
 		}},
+		{"ReadEventsSince_cursor", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			recs, err := p.ReadEventsSince(ctx, "p", cursor, 10) // after the newest event: the expiry check finds nothing trimmed
+			if err == nil && len(recs) != 0 {
+				return fmt.Errorf("%d events after the newest", len(recs))
+			}
+			return err
+		}},
 		{"FollowEvents", 1, true, func(ctx context.Context, p *redis.Provider) error {
 			for _, err := range p.FollowEvents(ctx, "p", "") {
 				return err // the first batch holds the appended event
+			}
+			return nil
+		}},
+		{"FollowEvents_cursor", 1, true, func(ctx context.Context, p *redis.Provider) error {
+			for _, err := range p.FollowEvents(ctx, "p", "0-1") {
+				return err // the first batch, read as ReadEventsSince reads, holds the appended event
 			}
 			return nil
 		}},

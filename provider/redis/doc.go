@@ -56,7 +56,8 @@
 //	                                                 (+inf: never); the live ones
 //	                                                 are read through it
 //	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
-//	P:{pid}:events                           stream  field e = event JSON; ID = cursor
+//	P:{pid}:events                           stream  e event JSON, p ID before it;
+//	                                                 ID = cursor
 //	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j
 //	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
 //	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
@@ -214,14 +215,41 @@
 // trimming to WithMaxEvents, default 100000). The stream ID ("<ms>-<seq>") is
 // the cursor: ReadEventsSince reads XRANGE from the exclusive start "(<cursor>", so
 // every reader sees every retained event once, in the server's commit order; a
-// cursor that is not a canonical stream ID is ErrInvalidArgument, and one older than
-// the retained log reads from the oldest retained event.
+// cursor that is not a canonical stream ID is ErrInvalidArgument.
+//
+// No silent gaps: each entry holds, in field p (about 20 bytes), the ID of the entry
+// appended before it (the stream's last entry when the append's script ran, or its
+// last generated ID, from XINFO STREAM, when it had been trimmed to nothing; "0-0"
+// for the first), so a read knows exactly whether retention trimmed an event after
+// its cursor, on every server (miniredis included: the check needs no field of Redis
+// 7's XINFO). ReadEventsSince from a cursor is one script (lua/events_read.lua) that
+// reads the entries after it and, when none follows it and the stream is empty, the
+// stream's last generated ID. The cursor is expired — the call fails with
+// provider.ErrCursorExpired and returns no events — exactly when the first entry
+// after it has a p above the cursor, or no entry follows it and the stream, trimmed
+// to nothing, generated an ID above it. So the cursor of the newest event is never
+// expired, nor that of a trimmed event after which nothing was trimmed; "" reads
+// from the oldest entry retained and is never expired. Trimming removes the oldest
+// entries only. An entry deleted by hand (XDEL) from the middle ends a read before
+// it, and the read from the entry before it fails; one deleted from the end, before
+// the next append, goes unnoticed. The rule is exact for entries that hold p. An
+// entry appended by a version before p (a stream written before the upgrade) tells
+// nothing: a read whose first entry is such an entry and the oldest retained is
+// expired when the stream may have been trimmed (Redis 7's XINFO entries-added
+// exceeds its length; always on an older server or miniredis, which do not count),
+// since an event after the cursor may be gone. Once retention has trimmed those
+// entries away the rule is exact again.
 //
 // # Following
 //
 // FollowEvents reads the pipeline's stream with XREAD COUNT 256 BLOCK 5000 from its
 // cursor: one key, so one node of a cluster, and one round trip per batch of up to
-// 256 events; an idle follower sends one read per 5 seconds, never polls. Each
+// 256 events; an idle follower sends one read per 5 seconds, never polls. A follow
+// from a cursor reads its first batch as ReadEventsSince does, without blocking,
+// so an expired cursor fails at once, also when the stream was trimmed to
+// nothing (one round trip more when nothing follows the cursor); after that each
+// entry's p is checked against the entry before it, so a follower that falls
+// more than WithMaxEvents behind ends with provider.ErrCursorExpired. Each
 // blocked read holds one connection of the client's pool (size the pool for the
 // followers plus the other calls: go-redis's PoolSize). go-redis does not
 // interrupt a blocked read when its context ends, so the read runs on a goroutine
@@ -340,8 +368,10 @@
 //	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
-//	ReadEventsSince          1
-//	FollowEvents             1 per batch of up to 256 events, or per 5 s idle
+//	ReadEventsSince          1 (a script from a cursor, XRANGE from "")
+//	FollowEvents             1 per batch of up to 256 events, or per 5 s idle;
+//	                         +1 from a cursor that nothing follows yet (the
+//	                         first read does not block)
 //	WriteCascadeMarker       2 (the marker log, then the marker)
 //	WatchCascadeMarkers      1 per batch of up to 256 writes, or per 5 s idle
 //	ListCascadeMarkers       1

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"math"
 	"slices"
@@ -17,8 +18,11 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// eventField is the stream entry field holding an event's JSON.
-const eventField = "e"
+// The fields of an event's stream entry (see lua/append_once.lua).
+const (
+	eventField = "e" // the event's JSON
+	eventPrev  = "p" // the ID of the entry before it
+)
 
 // AppendEvent implements provider.EventStore with one script that runs XADD ...
 // MAXLEN ~ maxEvents, exactly once per call even when go-redis retried it after a
@@ -72,53 +76,152 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	return out, nil
 }
 
-// ReadEventsSince implements provider.EventStore with one XRANGE from the exclusive
-// start "(sinceID". A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
-// else is ErrInvalidArgument.
+// ReadEventsSince implements provider.EventStore with one script that reads the
+// entries after the cursor (XRANGE from the exclusive start "(sinceID") and tells
+// whether retention trimmed events after it; "" is one XRANGE from the oldest
+// entry retained. A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
+// else is ErrInvalidArgument. A cursor after which an event was trimmed fails with
+// provider.ErrCursorExpired: see "Events" in the package doc for the exact rule.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	const op = "read events"
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
 	if err := provider.CheckCount(count); err != nil {
 		return nil, err
 	}
-	start := "-"
 	if sinceID != "" {
-		ms, seq, ok := parseStreamID(sinceID)
-		if !ok {
+		if _, _, ok := parseStreamID(sinceID); !ok {
 			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
 		}
-		if ms == math.MaxUint64 && seq == math.MaxUint64 {
-			if err := p.begin(ctx); err != nil {
-				return nil, err
-			}
-			return []types.EventRecord{}, nil // nothing can follow the largest ID
-		}
-		start = "(" + sinceID
 	}
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	msgs, err := p.c.XRangeN(ctx, p.k.events(pipelineID), start, "+", count).Result()
+	msgs, err := p.readEvents(ctx, op, p.k.events(pipelineID), sinceID, count)
 	if err != nil {
-		return nil, p.wrap("read events", err)
+		return nil, err
 	}
 	out := make([]types.EventRecord, len(msgs))
 	for i, m := range msgs {
 		out[i].StreamID = m.ID
-		if err := decodeEvent("read events", m, &out[i].Event); err != nil {
+		if err := decodeEvent(op, m, &out[i].Event); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// readEvents reads up to count entries of the event stream at key after cursor
+// ("": from the oldest entry retained), in one round trip: an error wrapping
+// provider.ErrCursorExpired when events after the cursor were trimmed, and the
+// entries before the first gap otherwise (see gapFree).
+func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count int64) ([]goredis.XMessage, error) {
+	if cursor == "" {
+		msgs, err := p.c.XRangeN(ctx, key, "-", "+", count).Result()
+		if err != nil {
+			return nil, p.wrap(op, err)
+		}
+		return gapFree(msgs), nil
+	}
+	if ms, seq, _ := parseStreamID(cursor); ms == math.MaxUint64 && seq == math.MaxUint64 {
+		return nil, nil // nothing can follow the largest ID (and XRANGE refuses "(" of it)
+	}
+	res, err := p.run(ctx, scriptEventsRead, []string{key}, cursor, count).Slice()
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	if len(res) == 0 {
+		return nil, p.wrap(op, errors.New("events_read: empty reply"))
+	}
+	msgs, err := xMessages(res[0])
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	if len(res) == 3 {
+		kind, _ := res[1].(string)
+		id, _ := res[2].(string)
+		switch {
+		case kind == "last" && idLess(cursor, id):
+			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+				op, provider.ErrCursorExpired, cursor, id)
+		case kind == "head":
+			return nil, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, was appended by an older version, which did not record the ID before it, and events before it were trimmed: some may have followed cursor %s",
+				op, provider.ErrCursorExpired, id, cursor)
+		}
+	}
+	if len(msgs) > 0 {
+		if prev, ok := entryPrev(msgs[0]); ok && idLess(cursor, prev) {
+			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+				op, provider.ErrCursorExpired, cursor, prev)
+		}
+	}
+	return gapFree(msgs), nil
+}
+
+// gapFree returns the entries of msgs, consecutive entries of one stream, up to
+// the first whose p says that an entry before it, after the one before it in
+// msgs, is gone (only an XDEL can do that: retention trims the oldest entries);
+// the read from the entry before it then fails with ErrCursorExpired.
+func gapFree(msgs []goredis.XMessage) []goredis.XMessage {
+	for i := 1; i < len(msgs); i++ {
+		if prev, ok := entryPrev(msgs[i]); ok && idLess(msgs[i-1].ID, prev) {
+			return msgs[:i]
+		}
+	}
+	return msgs
+}
+
+// entryPrev returns the ID an event entry records of the entry before it (field
+// p); ok is false for an entry appended by a version that did not record it.
+func entryPrev(m goredis.XMessage) (string, bool) {
+	prev, _ := m.Values[eventPrev].(string)
+	_, _, ok := parseStreamID(prev)
+	return prev, ok
+}
+
+// idLess reports whether stream ID a orders before b; both are canonical (see
+// parseStreamID), and a malformed one orders first.
+func idLess(a, b string) bool {
+	ams, aseq, _ := parseStreamID(a)
+	bms, bseq, _ := parseStreamID(b)
+	return ams < bms || (ams == bms && aseq < bseq)
+}
+
+// xMessages converts a script's XRANGE reply into messages.
+func xMessages(v any) ([]goredis.XMessage, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("events_read: entries are %T, not a list", v)
+	}
+	out := make([]goredis.XMessage, 0, len(list))
+	for _, e := range list {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("events_read: an entry is %v", e)
+		}
+		id, _ := pair[0].(string)
+		fields, _ := pair[1].([]any)
+		m := goredis.XMessage{ID: id, Values: make(map[string]any, len(fields)/2)}
+		for i := 0; i+1 < len(fields); i += 2 {
+			k, _ := fields[i].(string)
+			m.Values[k] = fields[i+1]
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // FollowEvents implements provider.EventFollower: XREAD BLOCK on the pipeline's
-// stream after the cursor (a stream ID; "" is the start of the log), one round trip
-// per batch of up to followPage events, blocking at most followBlock when none is
-// there. Each blocked read holds one connection of the client's pool. A cursor
-// older than the retained log reads from the oldest retained event, as
-// ReadEventsSince does. See "Following" in the package doc.
+// stream after the cursor (a stream ID; "" is the oldest event retained), one
+// round trip per batch of up to followPage events, blocking at most followBlock
+// when none is there. A follow from a cursor reads its first batch as
+// ReadEventsSince does (without blocking), so a cursor after which events were
+// trimmed fails at once with provider.ErrCursorExpired, also when the stream was
+// trimmed to nothing; while it follows, an entry whose p says that events before
+// it were trimmed (a follower that fell more than WithMaxEvents behind) ends it
+// with that error too. Each blocked read holds one connection of the client's
+// pool. See "Following" in the package doc.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return provider.Fail[types.EventRecord](err)
@@ -127,9 +230,20 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 		return provider.Fail[types.EventRecord](provider.Invalidf("malformed event cursor %q", cursor))
 	}
 	const op = "follow events"
+	key := p.k.events(pipelineID)
+	var first func(ctx context.Context, after string) ([]goredis.XMessage, error)
+	if cursor != "" {
+		first = func(ctx context.Context, after string) ([]goredis.XMessage, error) {
+			return p.readEvents(ctx, op, key, after, followPage)
+		}
+	}
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
-		return streamPoller(p, op, p.k.events(pipelineID), cursor, func(m goredis.XMessage, _ string) (types.EventRecord, error) {
+		return streamPoller(p, op, key, cursor, first, func(m goredis.XMessage, prev string) (types.EventRecord, error) {
 			r := types.EventRecord{StreamID: m.ID}
+			if before, ok := entryPrev(m); ok && prev != "" && idLess(prev, before) {
+				return r, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+					op, provider.ErrCursorExpired, prev, before)
+			}
 			return r, decodeEvent(op, m, &r.Event)
 		})
 	})
@@ -146,15 +260,24 @@ const (
 )
 
 // streamPoller is the provider.Poller of a follow of the stream at key after
-// cursor ("" is its start): Read is one XREAD BLOCK (see xreadBlock) and returns
-// decode of each entry in stream order, so Wait returns at once. decode gets the
-// entry and the cursor before it ("" for the first entry of a follow from the
-// start); when it fails, Read returns the entries before the failing one, and the
-// next Read, which starts at it, returns the error.
-func streamPoller[R any](p *Provider, op, key, cursor string, decode func(m goredis.XMessage, prev string) (R, error)) provider.Poller[R] {
+// cursor ("" is its start): Read is one XREAD BLOCK (see xreadBlock), or first
+// for the first Read when it is not nil, and returns decode of each entry in
+// stream order, so Wait returns at once. decode gets the entry and the cursor
+// before it ("" for the first entry of a follow from the start); when it fails,
+// Read returns the entries before the failing one, and the next Read, which
+// starts at it, returns the error.
+func streamPoller[R any](p *Provider, op, key, cursor string, first func(ctx context.Context, after string) ([]goredis.XMessage, error),
+	decode func(m goredis.XMessage, prev string) (R, error)) provider.Poller[R] {
 	return provider.Poller[R]{
 		Read: func(ctx context.Context) ([]R, error) {
-			msgs, err := p.xreadBlock(ctx, op, key, cmp.Or(cursor, "0-0"))
+			var msgs []goredis.XMessage
+			var err error
+			if first != nil {
+				msgs, err = first(ctx, cursor)
+				first = nil
+			} else {
+				msgs, err = p.xreadBlock(ctx, op, key, cmp.Or(cursor, "0-0"))
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -3,7 +3,10 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -239,4 +242,152 @@ func TestMarkerRetention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEventCursorExpired trims a pipeline's stream exactly: a cursor whose own
+// event was trimmed but none after it reads on; one with trimmed events after it
+// fails with ErrCursorExpired in ReadEventsSince and FollowEvents, also after the
+// stream was trimmed to nothing; and an event deleted from the middle (XDEL) ends
+// a read before it, whose next read fails.
+func TestEventCursorExpired(t *testing.T) {
+	for name, target := range followTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			c, prefix := target(t)
+			p := openProvider(t, c, redis.WithKeyPrefix(prefix))
+			ctx := t.Context()
+			stream := prefix + ":{pipe}:events"
+			appendN := func(from, to int) {
+				t.Helper()
+				for i := from; i < to; i++ {
+					if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "pipe", Message: strconv.Itoa(i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			trim := func(n int64) {
+				t.Helper()
+				if err := c.XTrimMaxLen(ctx, stream, n).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read := func(cursor string) ([]string, error) {
+				t.Helper()
+				recs, err := p.ReadEventsSince(ctx, "pipe", cursor, 10)
+				var out []string
+				for _, r := range recs {
+					out = append(out, r.Event.Message)
+				}
+				return out, err
+			}
+			expired := func(cursor, what string) {
+				t.Helper()
+				if got, err := read(cursor); !errors.Is(err, provider.ErrCursorExpired) || len(got) > 0 {
+					t.Errorf("ReadEventsSince(%s) = %v, %v; want ErrCursorExpired", what, got, err)
+				}
+				if err := followErr(t, p, cursor); !errors.Is(err, provider.ErrCursorExpired) {
+					t.Errorf("FollowEvents(%s): %v, want ErrCursorExpired", what, err)
+				}
+			}
+			reads := func(cursor, what string, want ...string) {
+				t.Helper()
+				if got, err := read(cursor); err != nil || !slices.Equal(got, want) {
+					t.Errorf("ReadEventsSince(%s) = %v, %v; want %v", what, got, err, want)
+				}
+			}
+			appendN(0, 4)
+			recs, err := p.ReadEventsSince(ctx, "pipe", "", 10)
+			if err != nil || len(recs) != 4 {
+				t.Fatalf("ReadEventsSince = %+v, %v", recs, err)
+			}
+			cursor := func(i int) string { return recs[i].StreamID }
+			trim(3) // event 0
+			reads(cursor(0), "the trimmed first event's cursor", "1", "2", "3")
+			expired("0-1", "0-1, before the trimmed first event")
+			trim(2) // event 1
+			expired(cursor(0), "a cursor with a trimmed event after it")
+			reads(cursor(1), "the trimmed second event's cursor", "2", "3")
+			reads(cursor(3), "the newest event's cursor")
+			trim(0)
+			expired(cursor(1), "a cursor with trimmed events after it, the stream empty")
+			reads(cursor(3), "the newest event's cursor, the stream empty")
+			reads("", `"", the stream empty`)
+			appendN(4, 6)
+			reads(cursor(3), "the newest trimmed event's cursor after new appends", "4", "5")
+			expired(cursor(2), "a cursor with a trimmed event after it, after new appends")
+			reads("", `""`, "4", "5")
+			// An entry deleted from the middle: a read stops before the gap.
+			appendN(6, 9)
+			all, err := p.ReadEventsSince(ctx, "pipe", "", 10)
+			if err != nil || len(all) != 5 {
+				t.Fatalf("ReadEventsSince = %+v, %v", all, err)
+			}
+			if err := c.XDel(ctx, stream, all[2].StreamID).Err(); err != nil { // event 6
+				t.Fatal(err)
+			}
+			reads("", `"" with event 6 deleted`, "4", "5")
+			expired(all[1].StreamID, "the cursor before a deleted event")
+			reads(all[2].StreamID, "the deleted event's cursor", "7", "8")
+		})
+	}
+}
+
+// TestEventCursorLegacyEntries reads a stream whose entries an older version
+// appended, without the ID of the entry before each: a cursor in or after the
+// retained entries reads on, and one before the oldest entry retained is expired
+// once the stream was trimmed (whether an event after it was trimmed is unknown),
+// also where new entries follow the old ones.
+func TestEventCursorLegacyEntries(t *testing.T) {
+	for name, target := range followTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			c, prefix := target(t)
+			p := openProvider(t, c, redis.WithKeyPrefix(prefix))
+			ctx := t.Context()
+			stream := prefix + ":{pipe}:events"
+			var ids []string
+			for i := range 4 {
+				ev := fmt.Sprintf(`{"kind":"K","pipelineId":"pipe","message":"%d","timestamp":"2026-01-01T00:00:00Z"}`, i)
+				id, err := c.XAdd(ctx, &goredis.XAddArgs{Stream: stream, Values: []any{"e", ev}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "pipe", Message: "4"}); err != nil {
+				t.Fatal(err)
+			}
+			count := func(cursor string) (int, error) {
+				recs, err := p.ReadEventsSince(ctx, "pipe", cursor, 10)
+				return len(recs), err
+			}
+			if n, err := count(ids[0]); err != nil || n != 4 {
+				t.Errorf("ReadEventsSince(a legacy cursor) = %d events, %v; want 4", n, err)
+			}
+			if err := c.XTrimMaxLen(ctx, stream, 3).Err(); err != nil { // events 0 and 1
+				t.Fatal(err)
+			}
+			for _, i := range []int{0, 1} {
+				if n, err := count(ids[i]); !errors.Is(err, provider.ErrCursorExpired) {
+					t.Errorf("ReadEventsSince(trimmed legacy cursor %d) = %d events, %v; want ErrCursorExpired", i, n, err)
+				}
+			}
+			if n, err := count(ids[2]); err != nil || n != 2 {
+				t.Errorf("ReadEventsSince(a retained legacy cursor) = %d events, %v; want 2", n, err)
+			}
+		})
+	}
+}
+
+// followErr returns the error a follow of pipe from cursor ends with, failing if
+// it yields an event first.
+func followErr(t *testing.T, p *redis.Provider, cursor string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for r, err := range p.FollowEvents(ctx, "pipe", cursor) {
+		if err == nil {
+			t.Fatalf("follow from %q yielded %+v, want an error", cursor, r)
+		}
+		return err
+	}
+	return nil
 }

@@ -98,6 +98,9 @@ func (h *miniHarness) harness() providertest.Harness {
 		},
 		ExpireMarkers:   func(t *testing.T) { trimMarkers(t, h.env(t).c, redis.DefaultKeyPrefix) },
 		MaxMarkerWrites: maxMarkerWrites,
+		OpenMaxEvents: func(t *testing.T, n int) provider.Provider {
+			return h.open(t, conformanceMarkerWrites, redis.WithMaxEvents(int64(n)))
+		},
 	}
 }
 
@@ -179,6 +182,9 @@ func (h *serverHarness) harness() providertest.Harness {
 		ExpireEvents:    func(t *testing.T, pipelineID string) { trimEvents(t, h.c, h.prefix(t), pipelineID) },
 		ExpireMarkers:   func(t *testing.T) { trimMarkers(t, h.c, h.prefix(t)) },
 		MaxMarkerWrites: maxMarkerWrites,
+		OpenMaxEvents: func(t *testing.T, n int) provider.Provider {
+			return h.open(t, conformanceMarkerWrites, redis.WithMaxEvents(int64(n)))
+		},
 	}
 }
 

@@ -152,8 +152,10 @@ func WithReadinessTTL(ttl time.Duration) Option {
 // WithMaxEvents sets the approximate number of most recent events kept per
 // pipeline (default DefaultMaxEvents): AppendEvent trims the stream with
 // XADD MAXLEN ~ n, so Redis may keep somewhat more. 0 keeps every event; negative
-// values are invalid. A reader that falls more than n events behind loses
-// the trimmed events and continues from the oldest retained one.
+// values are invalid. A reader that falls more than n events behind gets an
+// error wrapping provider.ErrCursorExpired from ReadEventsSince and FollowEvents,
+// never a silent gap; it goes on from "" (the oldest event retained) if it
+// accepts the loss.
 func WithMaxEvents(n int64) Option {
 	return func(p *Provider) error {
 		if n < 0 {

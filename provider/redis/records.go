@@ -119,7 +119,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 	}
 	const op = "watch cascade markers"
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
-		return streamPoller(p, op, p.k.markerLog(), cursor, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
+		return streamPoller(p, op, p.k.markerLog(), cursor, nil, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
 			if before, _ := m.Values[markerLogPrev].(string); prev != "" && before != prev {
 				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)

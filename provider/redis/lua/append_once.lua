@@ -2,16 +2,33 @@
 -- its list (RPUSH) exactly once per call. The call's marker is set first, with
 -- NX, and kept for the call memory, so a call the client retried after a lost
 -- reply finds it and appends nothing more.
+-- An event entry holds, in field p, the ID of the entry before it: the stream's
+-- last entry, or its last generated ID (XINFO STREAM) when it was trimmed to
+-- nothing, "0-0" for the first. A reader whose cursor is older than the p of the
+-- first entry after it knows that retention trimmed events after its cursor (see
+-- events_read.lua).
 -- KEYS[1] = stream or list, KEYS[2] = the call's marker (same slot)
--- ARGV[1] = "x" (XADD field e) or "l" (RPUSH), ARGV[2] = marker TTL in ms,
+-- ARGV[1] = "x" (XADD field e, and p) or "l" (RPUSH), ARGV[2] = marker TTL in ms,
 -- ARGV[3] = value, ARGV[4] = approximate MAXLEN of the stream (0 = none)
 -- Returns 1 appended, 0 already appended by this call.
 if not redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[2]) then return 0 end
 if ARGV[1] == 'l' then
   redis.call('RPUSH', KEYS[1], ARGV[3])
-elseif ARGV[4] == '0' then
-  redis.call('XADD', KEYS[1], '*', 'e', ARGV[3])
+  return 1
+end
+local prev = '0-0'
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if last[1] then
+  prev = last[1][1]
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then prev = info[i + 1] end
+  end
+end
+if ARGV[4] == '0' then
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[3], 'p', prev)
 else
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3], 'p', prev)
 end
 return 1
