@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,13 +95,54 @@ func TestEventRetention(t *testing.T) {
 	if err != nil || len(list) != 3 || list[0].Message != "g" {
 		t.Fatalf("ListEvents = %+v, %v; want the 3 live events", list, err)
 	}
+	// Events 1 to 6 expired: a cursor before 6 is expired, 6 and later are not.
+	for cursor, want := range map[string]error{"0": provider.ErrCursorExpired, "5": provider.ErrCursorExpired, "6": nil, "9": nil, "99": nil} {
+		if _, err := p.ReadEventsSince(ctx, "p", cursor, 2); !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("ReadEventsSince(%s) with events 1-6 expired: %v, want %v", cursor, err, want)
+		}
+	}
 	e.clock.Advance(time.Minute)
-	if recs, err := p.ReadEventsSince(ctx, "p", "3", 10); err != nil || len(recs) != 0 {
-		t.Fatalf("after every event expired: %+v, %v", recs, err)
+	if recs, err := p.ReadEventsSince(ctx, "p", "3", 10); !errors.Is(err, provider.ErrCursorExpired) || len(recs) != 0 {
+		t.Fatalf("after every event expired, from cursor 3: %+v, %v; want ErrCursorExpired", recs, err)
+	}
+	if recs, err := p.ReadEventsSince(ctx, "p", "9", 10); err != nil || len(recs) != 0 {
+		t.Fatalf("after every event expired, from the newest cursor: %+v, %v; want nothing", recs, err)
 	}
 	appendN(9, 1) // numbering goes on after expiry
 	if recs, err := p.ReadEventsSince(ctx, "p", "", 10); err != nil || len(recs) != 1 || recs[0].StreamID != "10" {
 		t.Fatalf("new event after expiry: %+v, %v; want number 10", recs, err)
+	}
+	if recs, err := p.ReadEventsSince(ctx, "p", "9", 10); err != nil || len(recs) != 1 || recs[0].StreamID != "10" {
+		t.Fatalf("from the newest expired event's cursor: %+v, %v; want number 10", recs, err)
+	}
+}
+
+// TestEventsExpireOutOfOrder appends through two providers with different
+// retentions: a read stops before the first expired event, and the read from
+// there fails with ErrCursorExpired, never skipping it.
+func TestEventsExpireOutOfOrder(t *testing.T) {
+	e := testEnv(t)
+	short, long := open(t, dynamodb.WithEventRetention(time.Minute)), open(t, dynamodb.WithEventRetention(time.Hour))
+	ctx := context.Background()
+	for i, p := range []*dynamodb.Provider{long, long, short, long} {
+		if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(2 * time.Minute) // event 3 expired
+	for _, c := range []struct {
+		cursor  string
+		want    []string
+		expired bool
+	}{{"", []string{"1", "2"}, false}, {"0", []string{"1", "2"}, false}, {"1", []string{"2"}, false}, {"2", nil, true}, {"3", []string{"4"}, false}} {
+		recs, err := long.ReadEventsSince(ctx, "p", c.cursor, 10)
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.StreamID)
+		}
+		if errors.Is(err, provider.ErrCursorExpired) != c.expired || (!c.expired && err != nil) || !slices.Equal(got, c.want) {
+			t.Errorf("ReadEventsSince(%q) = %v, %v; want %v (expired: %v)", c.cursor, got, err, c.want, c.expired)
+		}
 	}
 }
 

@@ -81,7 +81,18 @@
 //     condition that it still holds n. Numbers are therefore gapless and in commit
 //     order, and a reader that has passed cursor n can never later see a new event
 //     below n, whatever the writers' clocks say. The cursor (EventRecord.StreamID) is
-//     the decimal number; anything else is ErrInvalidArgument. Concurrent appends to
+//     the decimal number; anything else is ErrInvalidArgument. Numbers being
+//     gapless, a cursor is expired exactly when the event after it was appended
+//     and is no longer retained (WithEventRetention; expired by the provider
+//     clock, or deleted by DynamoDB's TTL): ReadEventsSince and FollowEvents
+//     from it fail with provider.ErrCursorExpired. The Query after a cursor runs
+//     on to the pipeline's counter item (EVENTSEQ sorts after every event), so
+//     the same request tells a cursor into a log that expired entirely (expired)
+//     from the newest event's cursor (not): no extra request, and no paging
+//     past an expired backlog either. "" reads from the oldest event retained.
+//     Events of writers with different retentions can expire out of order: a
+//     read stops before the first missing number, and the read from there
+//     fails. Concurrent appends to
 //     one pipeline through one Provider are group-committed (up to 99 events per
 //     transaction), so goroutines of one process never race each other for the
 //     counter; only instances do.
@@ -211,7 +222,8 @@
 //	GetReadiness, PutReadiness, PutTrait   1
 //	PutRunLog, PutReplay, PutLateArrival   1
 //	ListPipelines, GetTraits, ListRuns     1 (+1 per page)
-//	ListEvents, ReadEventsSince            1 (+1 per page)
+//	ListEvents, ReadEventsSince            1 (+1 per page; from a cursor, +1 per 1 MB of events
+//	                                       only: the expiry check is in the same Query)
 //	ListRunLogs, ListReruns, ListAllReruns 1 (+1 per page)
 //	ListReplays, ListLateArrivals          1 (+1 per page)
 //	ListCascadeMarkers                     1 (+1 per page)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
@@ -288,8 +289,15 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 
 // ReadEventsSince implements provider.EventStore with one strongly consistent Query
 // of the sequence numbers after the cursor. Cursors are decimal sequence numbers;
-// anything else is ErrInvalidArgument.
+// anything else is ErrInvalidArgument. Numbers have no gaps, so the cursor n is
+// expired — an error wrapping provider.ErrCursorExpired — exactly when event n+1
+// was appended and is no longer retained (expired, or deleted by DynamoDB's TTL);
+// see readAfter. "" reads from the oldest event retained, paging past expired
+// ones. A read stops before the first event missing after those it returns
+// (events of writers with different retentions expire out of order), and the
+// read from there fails.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	const op = "ReadEventsSince"
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
@@ -307,7 +315,19 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if since == math.MaxInt64 {
 		return out, nil
 	}
-	items, err := p.query(ctx, "ReadEventsSince", queryIn{key: afterSeq(pipelinePrefix+pipelineID, skEvent, since), limit: int(min(count, math.MaxInt32))})
+	pk := pipelinePrefix + pipelineID
+	var items []item
+	if sinceID == "" {
+		items, err = p.query(ctx, op, queryIn{key: afterSeq(pk, skEvent, 0), limit: int(min(count, math.MaxInt32))})
+		for i := 1; i < len(items); i++ {
+			if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired event: stop before it
+				items = items[:i]
+				break
+			}
+		}
+	} else {
+		items, err = p.readAfter(ctx, op, pk, since, count)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -321,8 +341,70 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	return out, nil
 }
 
+// eventsThroughCounter is the key condition of the events of partition pk
+// numbered after since and, after them, the partition's event counter
+// (EVENTSEQ sorts after every EVENT#N(seq)).
+func eventsThroughCounter(pk string, since int64) expr {
+	return expr{keyRange, map[string]ddbtypes.AttributeValue{
+		":pk": sv(pk), ":lo": sv(eventSK(since + 1)), ":hi": sv(skEventSeq)}}
+}
+
+// readAfter returns up to count live events of partition pk numbered since+1,
+// since+2, ..., in one strongly consistent Query (one more per 1 MB of events).
+// It stops at the first number missing or expired, and fails with
+// provider.ErrCursorExpired when that is since+1 itself. The Query's range runs
+// on to the pipeline's event counter, so a read that meets no event after the
+// cursor learns in the same request whether events after it were appended (the
+// counter is above since) and dropped since: a cursor into a log that expired
+// entirely is expired too, while the cursor of the newest event, or one beyond
+// the counter, reads nothing. Unlike query it never pages past expired events.
+func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count int64) ([]item, error) {
+	key := eventsThroughCounter(pk, since)
+	consistent := true
+	in := &ddb.QueryInput{
+		TableName:                 &p.table,
+		KeyConditionExpression:    &key.text,
+		ExpressionAttributeNames:  key.names,
+		ExpressionAttributeValues: key.values,
+		ConsistentRead:            &consistent,
+	}
+	var out []item
+	// limit asks for the events still wanted and the counter after them.
+	limit := func() int32 { return int32(min(count-int64(len(out))+1, math.MaxInt32)) }
+	first := limit()
+	in.Limit = &first
+	now := p.now()
+	missing, counter := int64(0), int64(-1)
+	err := ddbx.Query(ctx, p.api, in, limit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
+		it, err := unmarshal(av)
+		if err != nil {
+			return false, err
+		}
+		next := since + 1 + int64(len(out))
+		switch {
+		case it.SK == skEventSeq:
+			counter = it.Seq
+			return false, nil
+		case it.Seq != next || !it.live(now):
+			missing = next
+			return false, nil
+		}
+		out = append(out, it)
+		return int64(len(out)) < count, nil
+	}, p.sdk(op))
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	if len(out) == 0 && (missing > 0 || counter > since) {
+		return nil, fmt.Errorf("dynamodb: %s: %w: event %d after cursor %d is no longer retained (WithEventRetention)",
+			op, provider.ErrCursorExpired, since+1, since)
+	}
+	return out, nil
+}
+
 // FollowEvents implements provider.EventFollower by polling: it reads what
-// ReadEventsSince reads (one strongly consistent Query per page of followPage),
+// ReadEventsSince reads (one strongly consistent Query per page of followPage,
+// ending with ReadEventsSince's ErrCursorExpired when its cursor expires),
 // again at once while reads return events, and once caught up waits
 // WithPollInterval's first bound, doubling with each empty read up to its second
 // (defaults 20 ms to 1 s). So an event appended after an idle spell is delivered

@@ -93,8 +93,10 @@ func WithReadinessTTL(ttl time.Duration) Option {
 
 // WithEventRetention keeps each event for d after it is appended (by the provider
 // clock): older events are invisible to ListEvents and ReadEventsSince and carry a
-// `ttl` attribute so DynamoDB deletes them. The default, 0, keeps events forever; d
-// must be at most provider.MaxTTL.
+// `ttl` attribute so DynamoDB deletes them; a cursor whose next event is gone is
+// expired (ReadEventsSince and FollowEvents fail with provider.ErrCursorExpired;
+// "" reads from the oldest event retained). The default, 0, keeps events forever;
+// d must be at most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {

@@ -107,6 +107,22 @@ func TestReadPastExpiredEventsIsCheap(t *testing.T) {
 			t.Errorf("ReadEventsSince(count %d) past %d expired events took %d requests, want at most 12", count, expired, got)
 		}
 	}
+	// From a cursor, the first event after it decides: one request whatever the
+	// backlog, expired or not.
+	n.Reset()
+	if recs, err := p.ReadEventsSince(ctx, "p", "1", 5); !errors.Is(err, provider.ErrCursorExpired) || len(recs) != 0 {
+		t.Fatalf("ReadEventsSince(1) with events 2-%d expired = %+v, %v; want ErrCursorExpired", expired, recs, err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("ReadEventsSince(1) before %d expired events took %d requests, want 1", expired, got)
+	}
+	n.Reset()
+	if recs, err := p.ReadEventsSince(ctx, "p", strconv.Itoa(expired), 5); err != nil || len(recs) != 1 || recs[0].Event.Message != "live" {
+		t.Fatalf("ReadEventsSince(%d) = %+v, %v; want the live event", expired, recs, err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("ReadEventsSince(the newest expired cursor) took %d requests, want 1", got)
+	}
 	n.Reset()
 	if list, err := p.ListEvents(ctx, "p", 2); err != nil || len(list) != 1 {
 		t.Fatalf("ListEvents = %+v, %v; want the live event", list, err)
