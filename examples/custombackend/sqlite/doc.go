@@ -35,5 +35,8 @@
 // other processes wait for a poll. Cursors are sequence numbers in commit order (the
 // events' seq, marker_log's seq), so no follower skips a write. Every marker write is
 // kept in marker_log, forever unless WithMarkerLogRetention; a watch cursor older
-// than a deleted write is expired (provider.ErrCursorExpired).
+// than a deleted write is expired (provider.ErrCursorExpired). An event cursor is
+// expired when the pipeline's next event after it is past its retention (the row
+// stays, hidden) or an event row after it was deleted (events_trimmed): one
+// statement reads both with the events, so ReadEventsSince costs no more.
 package sqlite

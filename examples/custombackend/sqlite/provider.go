@@ -78,10 +78,12 @@ func WithReadinessTTL(ttl time.Duration) Option {
 
 // WithEventRetention keeps each event for d after it is appended, by the
 // provider's clock: from then on it is invisible to ListEvents and
-// ReadEventsSince, and a cursor of a dropped event reads from the oldest retained
-// one. The default, 0, keeps events forever; d must be at most provider.MaxTTL.
-// Dropped rows stay in the file until something deletes them (see ../README.md,
-// step 6).
+// ReadEventsSince, and a cursor whose next event was dropped is expired
+// (ReadEventsSince and FollowEvents fail with provider.ErrCursorExpired; ""
+// reads from the oldest event retained). The default, 0, keeps events forever; d
+// must be at most provider.MaxTTL. Dropped rows stay in the file until something
+// deletes them (see ../README.md, step 6); a trigger records the highest seq
+// deleted per pipeline (events_trimmed), so that cursors before it are expired.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {

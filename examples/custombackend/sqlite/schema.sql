@@ -38,8 +38,9 @@ CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline_id, created_at DES
 
 -- events.seq is the cursor. SQLite has one writer at a time, so seq order is commit
 -- order: a reader never sees seq N+1 before seq N. expires_at is the end of the
--- event's retention (WithEventRetention); AUTOINCREMENT never reuses a seq, so a
--- cursor of a dropped event still reads from the oldest retained one.
+-- event's retention (WithEventRetention): the row stays, hidden, so a reader tells
+-- whether the event after its cursor is gone (the cursor expired) from the row
+-- itself; AUTOINCREMENT never reuses a seq.
 CREATE TABLE IF NOT EXISTS events (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	pipeline_id TEXT NOT NULL,
@@ -47,6 +48,19 @@ CREATE TABLE IF NOT EXISTS events (
 	body        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_pipeline ON events (pipeline_id, seq);
+
+-- events_trimmed holds, per pipeline, the highest seq ever deleted from events,
+-- kept by a trigger on whatever deletes there (a periodic DELETE of expired rows,
+-- by hand): an event cursor below it has lost an event and is expired. Rows
+-- deleted before this table existed are not counted.
+CREATE TABLE IF NOT EXISTS events_trimmed (
+	pipeline_id TEXT PRIMARY KEY,
+	seq         INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS events_deleted AFTER DELETE ON events BEGIN
+	INSERT INTO events_trimmed (pipeline_id, seq) VALUES (old.pipeline_id, old.seq)
+	ON CONFLICT (pipeline_id) DO UPDATE SET seq = MAX(seq, excluded.seq);
+END;
 
 CREATE TABLE IF NOT EXISTS run_logs (
 	pipeline_id TEXT NOT NULL,
