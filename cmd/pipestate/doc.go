@@ -88,6 +88,15 @@
 // a usage error), and hint (what to do next: the --help to read, a command you
 // may have meant, a table to create) are left out when empty.
 //
+// events --since CURSOR and --follow --since CURSOR with a cursor older than what
+// the backend keeps (retention dropped events after it: provider.ErrCursorExpired)
+// exit 3, as the events after it are not found, and say so and how to go on:
+//
+//	pipestate events: cursor 1764293220000-0 is older than the events this backend keeps (retention): events after it may have been lost; start again with --since '' to read from the oldest kept event
+//
+// A follow that falls behind a log kept by count ends the same way, naming the
+// cursor of the last event it printed.
+//
 // lock show reads the key through provider.LockInspector, which every built-in
 // backend implements: a lock's owner or a lease's token and fence, and its expiry.
 // A key nothing holds exits 3, like anything else not found. --json adds "kind":

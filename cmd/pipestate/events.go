@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"iter"
 	"time"
@@ -17,6 +18,9 @@ const (
 	pollFirst    = 100 * time.Millisecond
 	pollMost     = 2 * time.Second
 	followedPage = 100
+	// tailAttempts bounds the reads of the retained log from the start that
+	// finding the newest events may take while retention drops the oldest.
+	tailAttempts = 3
 )
 
 var eventsCmd = &spec{
@@ -25,7 +29,9 @@ var eventsCmd = &spec{
 	summary: "a pipeline's events (--since CURSOR, --limit, --follow)",
 	about: "Without --since: the newest --limit events, oldest first, without cursors.\n" +
 		"With --since CURSOR: at most --limit events strictly after CURSOR, with their cursors, and\n" +
-		"the --since of the next page; --since '' starts at the oldest retained event.\n" +
+		"the --since of the next page; --since '' starts at the oldest retained event. A CURSOR\n" +
+		"older than the events the backend keeps (retention dropped events after it) is an error\n" +
+		"(exit 3): events after it may have been lost, and --since '' goes on from the oldest kept.\n" +
 		"--follow prints events as they are committed until interrupted (Ctrl-C): those after\n" +
 		"CURSOR with --since, otherwise the newest --limit first (found by reading the retained\n" +
 		"log once). It uses the backend's follower (provider.EventFollower) when it has one and\n" +
@@ -84,9 +90,19 @@ var eventsCmd = &spec{
 	},
 }
 
+// expired is the error of a read or follow from cursor that the backend
+// reported expired (provider.ErrCursorExpired): what happened and how to go on,
+// as a not-found error (exit 3), since the events after the cursor are gone.
+func expired(cursor, goOn string) error {
+	return notFoundf("cursor %s is older than the events this backend keeps (retention): events after it may have been lost; %s", cursor, goOn)
+}
+
 // eventsSince prints one page of events after cursor.
 func eventsSince(ctx context.Context, in *inv, p provider.Provider, id, cursor string, limit int) error {
 	recs, err := p.ReadEventsSince(ctx, id, cursor, int64(limit))
+	if errors.Is(err, provider.ErrCursorExpired) {
+		return expired(cursor, "start again with --since '' to read from the oldest kept event")
+	}
 	if err != nil {
 		return err
 	}
@@ -142,14 +158,20 @@ func followEvents(ctx context.Context, in *inv, p provider.Provider, id, cursor 
 	in.head()
 	for r, err := range follow(ctx, p, id, cursor) {
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil // interrupted: the normal end of a follow
+			case errors.Is(err, provider.ErrCursorExpired):
+				// From the given cursor, or after the last event printed when
+				// the follower fell behind a log kept by count.
+				return expired(cursor, "follow again with --since '' to start from the oldest kept event")
 			}
 			return err
 		}
 		if err := printFollowed(in, r); err != nil {
 			return err
 		}
+		cursor = r.StreamID
 	}
 	return nil
 }
@@ -177,12 +199,19 @@ func printFollowed(in *inv, r types.EventRecord) error {
 }
 
 // tail returns the newest n events of a pipeline and the cursor after the
-// newest, reading the retained log from the start.
+// newest, reading the retained log from the start. When retention drops events
+// under it (its cursor expires), it reads the retained log again from the start,
+// up to tailAttempts times: only the newest events matter.
 func tail(ctx context.Context, p provider.Provider, id string, n int) ([]types.EventRecord, string, error) {
 	var last []types.EventRecord
 	cursor := ""
-	for {
+	for attempt := 1; ; {
 		page, err := p.ReadEventsSince(ctx, id, cursor, eventPage)
+		if errors.Is(err, provider.ErrCursorExpired) && attempt < tailAttempts {
+			last, cursor = nil, ""
+			attempt++
+			continue
+		}
 		if err != nil {
 			return nil, "", err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,14 @@ type harness struct {
 	dial func(ctx context.Context, t target, now func() time.Time) (backend, error)
 	// token is the fixture lease's token, random, shown as TOKEN in golden files.
 	token string
+	// expiring opens a provider on the fixtures whose events retention drops an
+	// hour after they are appended (memory, DynamoDB); nil where retention is by
+	// count, and trimEvents drops every event of a pipeline instead (Redis).
+	expiring   func(t *testing.T) provider.Provider
+	trimEvents func(t *testing.T, pipelineID string)
+	// audit holds the cursors of the audit pipeline's events, oldest first: the
+	// first three dropped by retention, the last two kept.
+	audit []string
 }
 
 // fixtureClock is the clock of the fixture writers: each write happens when the
@@ -135,6 +144,9 @@ func memoryHarness(t *testing.T) *harness {
 			}
 			return must(data.NewHandle(opts...))
 		},
+		expiring: func(t *testing.T) provider.Provider {
+			return must(data.NewHandle(memory.WithClock(clk.Now), memory.WithEventRetention(time.Hour)))
+		},
 	}
 	h.dial = mb.dial
 	h.run = func(t *testing.T, args ...string) result {
@@ -219,6 +231,11 @@ func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
 			}
 			return must(redisprovider.New(client, opts...))
 		},
+		trimEvents: func(t *testing.T, pipelineID string) {
+			if err := client.XTrimMaxLen(context.Background(), prefix+":{"+pipelineID+"}:events", 0).Err(); err != nil {
+				t.Fatalf("trim events: %v", err)
+			}
+		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
 	seed(t, h, clk, stores{
@@ -254,6 +271,9 @@ func dynamoHarness(t *testing.T) *harness {
 				opts = append(opts, ddbprovider.WithOwner(owner))
 			}
 			return must(ddbprovider.New(client, table, opts...))
+		},
+		expiring: func(t *testing.T) provider.Provider {
+			return must(ddbprovider.New(client, table, ddbprovider.WithClock(clk.Now), ddbprovider.WithEventRetention(time.Hour)))
 		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
@@ -395,6 +415,7 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 	if !held {
 		t.Fatal("seed: the lock is held already")
 	}
+	seedAudit(t, h, clk)
 	clk.Set(now)
 	// The second lease of its key (fence 2), expiring in 12h30m: on Redis the server
 	// counts its ttl in real time, so the tests see it expire a little earlier than
@@ -407,6 +428,47 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 	check(err)
 	h.token = lease.Token
 	seedStores(t, ss)
+}
+
+// seedAudit appends the events of the audit pipeline (not registered): three that
+// retention drops before now, then two it keeps, and records their cursors in
+// h.audit.
+func seedAudit(t *testing.T, h *harness, clk *fixtureClock) {
+	t.Helper()
+	ctx := context.Background()
+	p := h.open(t, "")
+	w := p
+	if h.expiring != nil {
+		w = h.expiring(t)
+	}
+	add := func(w provider.Provider, i int, at time.Time) {
+		t.Helper()
+		clk.Set(at)
+		ev := types.Event{PipelineID: "audit", Kind: "AUDIT", Message: fmt.Sprintf("audit %d", i), Timestamp: at}
+		if err := w.AppendEvent(ctx, ev); err != nil {
+			t.Fatalf("seed %s: %v", h.name, err)
+		}
+	}
+	for i := range 3 {
+		add(w, i, at(21, 1, i))
+	}
+	recs, err := p.ReadEventsSince(ctx, "audit", "", 10)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("seed %s: the audit events: %+v, %v", h.name, recs, err)
+	}
+	if h.trimEvents != nil {
+		h.trimEvents(t, "audit")
+	}
+	for i := 3; i < 5; i++ {
+		add(p, i, at(21, 5, i))
+	}
+	kept, err := p.ReadEventsSince(ctx, "audit", recs[2].StreamID, 10)
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("seed %s: the audit events kept: %+v, %v", h.name, kept, err)
+	}
+	for _, r := range append(recs, kept...) {
+		h.audit = append(h.audit, r.StreamID)
+	}
 }
 
 // seedStores merges the fixture values into ss.

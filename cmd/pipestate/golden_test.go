@@ -12,8 +12,9 @@ import (
 )
 
 // goldenCase is a command line whose output must equal testdata/NAME.golden on
-// every backend. In args, "{STORE}" stands for the backend's store flags and
-// "{Cn}" for the cursor of the fixtures' n-th event.
+// every backend. In args, "{STORE}" stands for the backend's store flags, "{Cn}"
+// for the cursor of the fixtures' n-th event of orders and "{An}" for that of
+// the audit pipeline (whose first three events retention dropped).
 type goldenCase struct {
 	name string
 	args []string
@@ -43,6 +44,11 @@ var (
 		{"events-since-start", []string{"events", "orders", "--since", "", "--limit", "10"}},
 		{"events-since-end", words("events orders --since {C6}")},
 		{"events-missing", words("events nosuch")},
+		{"events-since-expired", words("events audit --since {A1}")},
+		{"events-since-expired-json", words("events audit --since {A2} --json")},
+		{"events-follow-expired", words("events audit --follow --since {A1}")},
+		{"events-since-newest-dropped", words("events audit --since {A3}")},
+		{"events-since-oldest-kept", []string{"events", "audit", "--since", ""}},
 		{"runlogs", words("runlogs orders")},
 		{"runlogs-date", words("runlogs orders --date 2026-11-21")},
 		{"runlogs-hourly", words("runlogs orders --date 2026-11-21T04 --schedule hourly")},
@@ -176,6 +182,9 @@ func expand(args []string, h *harness, cursors []string) []string {
 		for i, c := range cursors {
 			a = strings.ReplaceAll(a, fmt.Sprintf("{C%d}", i+1), c)
 		}
+		for i, c := range h.audit {
+			a = strings.ReplaceAll(a, fmt.Sprintf("{A%d}", i+1), c)
+		}
 		out = append(out, a)
 	}
 	return out
@@ -189,17 +198,21 @@ func transcript(t *testing.T, c goldenCase, r result, h *harness, cursors []stri
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "$ pipestate %s\nexit %d\n", strings.Join(quoteArgs(c.args), " "), r.code)
-	if !strings.HasPrefix(c.name, "events") {
-		cursors = nil // only event lines end in cursors
+	name := "C"
+	switch {
+	case !strings.HasPrefix(c.name, "events"):
+		cursors = nil // only event lines hold cursors
+	case slices.Contains(c.args, "audit"):
+		cursors, name = h.audit, "A"
 	}
 	line := h.line
 	if slices.Contains(c.args, "{STORE}") {
 		line = h.storeLine
 	}
-	b.WriteString(normalize(t, r.stdout, line, cursors))
+	b.WriteString(normalize(t, r.stdout, line, cursors, name))
 	if r.stderr != "" {
 		b.WriteString("--- stderr\n")
-		b.WriteString(normalize(t, r.stderr, line, cursors))
+		b.WriteString(normalize(t, r.stderr, line, cursors, name))
 	}
 	return strings.ReplaceAll(b.String(), h.token, "TOKEN")
 }
@@ -216,8 +229,9 @@ func quoteArgs(args []string) []string {
 }
 
 // normalize replaces, in each line of s, the backend description (which must be
-// backend) and a trailing event cursor.
-func normalize(t *testing.T, s, backend string, cursors []string) string {
+// backend), a trailing event cursor and one after the word "cursor" (as name and
+// the cursor's number).
+func normalize(t *testing.T, s, backend string, cursors []string, name string) string {
 	t.Helper()
 	lines := strings.SplitAfter(s, "\n")
 	for i, line := range lines {
@@ -242,10 +256,13 @@ func normalize(t *testing.T, s, backend string, cursors []string) string {
 			for n, c := range cursors {
 				if last == c || last == "cursor="+c {
 					cut := strings.LastIndex(line, c)
-					line = line[:cut] + fmt.Sprintf("C%d", n+1) + line[cut+len(c):]
+					line = line[:cut] + fmt.Sprintf("%s%d", name, n+1) + line[cut+len(c):]
 					break
 				}
 			}
+		}
+		for n, c := range cursors {
+			line = strings.ReplaceAll(line, "cursor "+c+" ", fmt.Sprintf("cursor %s%d ", name, n+1))
 		}
 		lines[i] = line
 	}
