@@ -222,9 +222,9 @@
 // last generated ID, from XINFO STREAM, when it had been trimmed to nothing; "0-0"
 // for the first), so a read knows exactly whether retention trimmed an event after
 // its cursor, on every server (miniredis included: the check needs no field of Redis
-// 7's XINFO). ReadEventsSince from a cursor is one script (lua/events_read.lua) that
-// reads the entries after it and, when none follows it and the stream is empty, the
-// stream's last generated ID. The cursor is expired — the call fails with
+// 7's XINFO). ReadEventsSince from a cursor is one pipeline of the XRANGE and a
+// small script (lua/events_check.lua) that returns the stream's last generated ID
+// when the stream exists and is empty. The cursor is expired — the call fails with
 // provider.ErrCursorExpired and returns no events — exactly when the first entry
 // after it has a p above the cursor, or no entry follows it and the stream, trimmed
 // to nothing, generated an ID above it. So the cursor of the newest event is never
@@ -234,11 +234,12 @@
 // it, and the read from the entry before it fails; one deleted from the end, before
 // the next append, goes unnoticed. The rule is exact for entries that hold p. An
 // entry appended by a version before p (a stream written before the upgrade) tells
-// nothing: a read whose first entry is such an entry and the oldest retained is
-// expired when the stream may have been trimmed (Redis 7's XINFO entries-added
-// exceeds its length; always on an older server or miniredis, which do not count),
-// since an event after the cursor may be gone. Once retention has trimmed those
-// entries away the rule is exact again.
+// nothing, and a read whose first entry is one costs a round trip more (the script
+// again, asking whether it is the oldest entry retained and the stream may have been
+// trimmed: Redis 7's XINFO entries-added exceeds its length; always on an older
+// server or miniredis, which do not count); if so the cursor is expired, since an
+// event after it may be gone. Once retention has trimmed those entries away the rule
+// is exact again, and the round trip is gone.
 //
 // # Following
 //
@@ -368,7 +369,9 @@
 //	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
-//	ReadEventsSince          1 (a script from a cursor, XRANGE from "")
+//	ReadEventsSince          1 (from a cursor: XRANGE and events_check
+//	                         pipelined; +1 while the entry after the cursor was
+//	                         appended by a version before field p)
 //	FollowEvents             1 per batch of up to 256 events, or per 5 s idle;
 //	                         +1 from a cursor that nothing follows yet (the
 //	                         first read does not block)

@@ -76,10 +76,10 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	return out, nil
 }
 
-// ReadEventsSince implements provider.EventStore with one script that reads the
-// entries after the cursor (XRANGE from the exclusive start "(sinceID") and tells
-// whether retention trimmed events after it; "" is one XRANGE from the oldest
-// entry retained. A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
+// ReadEventsSince implements provider.EventStore with one XRANGE from the
+// exclusive start "(sinceID", pipelined with a script that tells whether
+// retention trimmed events after the cursor when no entry follows it (one round
+// trip); "" is one XRANGE from the oldest entry retained. A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
 // else is ErrInvalidArgument. A cursor after which an event was trimmed fails with
 // provider.ErrCursorExpired: see "Events" in the package doc for the exact rule.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
@@ -113,9 +113,12 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 }
 
 // readEvents reads up to count entries of the event stream at key after cursor
-// ("": from the oldest entry retained), in one round trip: an error wrapping
+// ("": from the oldest entry retained): an error wrapping
 // provider.ErrCursorExpired when events after the cursor were trimmed, and the
-// entries before the first gap otherwise (see gapFree).
+// entries before the first gap otherwise (see gapFree). From a cursor it is one
+// pipeline of XRANGE and events_check's "last" (one round trip); one more
+// while the entry after the cursor was appended by a version that did not record
+// p.
 func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count int64) ([]goredis.XMessage, error) {
 	if cursor == "" {
 		msgs, err := p.c.XRangeN(ctx, key, "-", "+", count).Result()
@@ -127,34 +130,48 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 	if ms, seq, _ := parseStreamID(cursor); ms == math.MaxUint64 && seq == math.MaxUint64 {
 		return nil, nil // nothing can follow the largest ID (and XRANGE refuses "(" of it)
 	}
-	res, err := p.run(ctx, scriptEventsRead, []string{key}, cursor, count).Slice()
+	// XRANGE first: when it finds nothing and events_check then finds a new
+	// entry, the read returns nothing and the next read sees the new entry's p.
+	rng := goredis.NewXMessageSliceCmd(ctx, "xrange", key, "("+cursor, "+", "count", count)
+	last := scriptEventsCheck.cmd(ctx, false, []string{key}, []any{"last"})
+	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		_ = pipe.Process(ctx, rng)
+		_ = pipe.Process(ctx, last)
+		return nil
+	})
+	if isNoScript(last.Err()) {
+		last = p.reload(ctx, scriptEventsCheck, []string{key}, "last")
+	}
+	msgs, err := rng.Result()
 	if err != nil {
 		return nil, p.wrap(op, err)
 	}
-	if len(res) == 0 {
-		return nil, p.wrap(op, errors.New("events_read: empty reply"))
-	}
-	msgs, err := xMessages(res[0])
-	if err != nil {
-		return nil, p.wrap(op, err)
-	}
-	if len(res) == 3 {
-		kind, _ := res[1].(string)
-		id, _ := res[2].(string)
+	if len(msgs) == 0 {
+		id, err := last.Text()
 		switch {
-		case kind == "last" && idLess(cursor, id):
+		case errors.Is(err, goredis.Nil):
+			return nil, nil
+		case err != nil:
+			return nil, p.wrap(op, err)
+		case idLess(cursor, id):
 			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
 				op, provider.ErrCursorExpired, cursor, id)
-		case kind == "head":
-			return nil, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, was appended by an older version, which did not record the ID before it, and events before it were trimmed: some may have followed cursor %s",
-				op, provider.ErrCursorExpired, id, cursor)
 		}
+		return nil, nil
 	}
-	if len(msgs) > 0 {
-		if prev, ok := entryPrev(msgs[0]); ok && idLess(cursor, prev) {
-			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
-				op, provider.ErrCursorExpired, cursor, prev)
+	prev, ok := entryPrev(msgs[0])
+	if !ok { // appended by an older version: ask whether it is the oldest and events before it were trimmed
+		trimmed, err := p.run(ctx, scriptEventsCheck, []string{key}, "head", msgs[0].ID).Int()
+		if err != nil {
+			return nil, p.wrap(op, err)
 		}
+		if trimmed == 1 {
+			return nil, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, was appended by an older version, which did not record the ID before it, and events before it were trimmed: some may have followed cursor %s",
+				op, provider.ErrCursorExpired, msgs[0].ID, cursor)
+		}
+	} else if idLess(cursor, prev) {
+		return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+			op, provider.ErrCursorExpired, cursor, prev)
 	}
 	return gapFree(msgs), nil
 }
@@ -186,30 +203,6 @@ func idLess(a, b string) bool {
 	ams, aseq, _ := parseStreamID(a)
 	bms, bseq, _ := parseStreamID(b)
 	return ams < bms || (ams == bms && aseq < bseq)
-}
-
-// xMessages converts a script's XRANGE reply into messages.
-func xMessages(v any) ([]goredis.XMessage, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("events_read: entries are %T, not a list", v)
-	}
-	out := make([]goredis.XMessage, 0, len(list))
-	for _, e := range list {
-		pair, ok := e.([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("events_read: an entry is %v", e)
-		}
-		id, _ := pair[0].(string)
-		fields, _ := pair[1].([]any)
-		m := goredis.XMessage{ID: id, Values: make(map[string]any, len(fields)/2)}
-		for i := 0; i+1 < len(fields); i += 2 {
-			k, _ := fields[i].(string)
-			m.Values[k] = fields[i+1]
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // FollowEvents implements provider.EventFollower: XREAD BLOCK on the pipeline's

@@ -300,6 +300,12 @@ func TestEventCursorExpired(t *testing.T) {
 				t.Fatalf("ReadEventsSince = %+v, %v", recs, err)
 			}
 			cursor := func(i int) string { return recs[i].StreamID }
+			if name == "miniredis" { // not on a shared server: the others would reload theirs
+				if err := c.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				reads(cursor(3), "the newest event's cursor, after SCRIPT FLUSH") // the pipelined check reloads
+			}
 			trim(3) // event 0
 			reads(cursor(0), "the trimmed first event's cursor", "1", "2", "3")
 			expired("0-1", "0-1, before the trimmed first event")

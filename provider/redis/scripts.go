@@ -64,7 +64,7 @@ var (
 	scriptLeaseAcquire = newScript("lease_acquire")
 	scriptLeaseRenew   = newScript("lease_renew")
 	scriptAppendOnce   = newScript("append_once")
-	scriptEventsRead   = newScript("events_read")
+	scriptEventsCheck  = newScript("events_check")
 	scriptSlotPut      = newScript("slot_put")
 	scriptMarkerLog    = newScript("marker_log")
 )
