@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -143,6 +144,9 @@ func TestEventsExpireOutOfOrder(t *testing.T) {
 		if errors.Is(err, provider.ErrCursorExpired) != c.expired || (!c.expired && err != nil) || !slices.Equal(got, c.want) {
 			t.Errorf("ReadEventsSince(%q) = %v, %v; want %v (expired: %v)", c.cursor, got, err, c.want, c.expired)
 		}
+	}
+	if recs, err := long.ReadEventsSince(ctx, "p", "3", math.MaxInt64); err != nil || len(recs) != 1 {
+		t.Errorf("ReadEventsSince(3, count MaxInt64) = %+v, %v; want event 4", recs, err)
 	}
 }
 

@@ -370,7 +370,7 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 	}
 	var out []item
 	// limit asks for the events still wanted and the counter after them.
-	limit := func() int32 { return int32(min(count-int64(len(out))+1, math.MaxInt32)) }
+	limit := func() int32 { return int32(min(count-int64(len(out)), math.MaxInt32-1) + 1) }
 	first := limit()
 	in.Limit = &first
 	now := p.now()
