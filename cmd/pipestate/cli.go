@@ -272,6 +272,7 @@ func (c *cli) report(s *spec, in *inv, err error, maybe string) int {
 	var (
 		usage    *usageError
 		notFound *notFoundError
+		expired  *expiredError
 		missing  *ddbtypes.ResourceNotFoundException
 	)
 	if err == nil {
@@ -288,6 +289,8 @@ func (c *cli) report(s *spec, in *inv, err error, maybe string) int {
 	case errors.As(err, &usage), errors.Is(err, pipestate.ErrInvalidArgument):
 		f.Code, f.Backend, f.ChosenBy = exitUsage, "", nil
 		f.Hint = "run 'pipestate " + s.name + " --help' for usage"
+	case errors.As(err, &expired):
+		f.Code, f.Hint = exitNotFound, expired.hint
 	case errors.As(err, &notFound):
 		f.Code = exitNotFound
 		if in.backend == nil {

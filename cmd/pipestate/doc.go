@@ -90,9 +90,11 @@
 //
 // events --since CURSOR and --follow --since CURSOR with a cursor older than what
 // the backend keeps (retention dropped events after it: provider.ErrCursorExpired)
-// exit 3, as the events after it are not found, and say so and how to go on:
+// exit 3, as the events after it are not found, and say so and, as the hint, how
+// to go on:
 //
-//	pipestate events: cursor 1764293220000-0 is older than the events this backend keeps (retention): events after it may have been lost; start again with --since '' to read from the oldest kept event
+//	pipestate events: cursor 1764293220000-0 is older than the events this backend keeps (retention): events after it may have been lost
+//	start again with --since '' to read from the oldest kept event
 //
 // A follow that falls behind a log kept by count ends the same way, naming the
 // cursor of the last event it printed.

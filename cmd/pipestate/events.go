@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"iter"
 	"time"
 
@@ -90,12 +91,17 @@ var eventsCmd = &spec{
 	},
 }
 
-// expired is the error of a read or follow from cursor that the backend
-// reported expired (provider.ErrCursorExpired): what happened and how to go on,
-// as a not-found error (exit 3), since the events after the cursor are gone.
-func expired(cursor, goOn string) error {
-	return notFoundf("cursor %s is older than the events this backend keeps (retention): events after it may have been lost; %s", cursor, goOn)
+// expiredError is a read or follow from a cursor that the backend reported
+// expired (provider.ErrCursorExpired): it says what happened, exits 3 as not
+// found (the events after the cursor are gone), and its hint says how to go on.
+type expiredError struct{ cursor, hint string }
+
+func (e *expiredError) Error() string {
+	return fmt.Sprintf("cursor %s is older than the events this backend keeps (retention): events after it may have been lost", e.cursor)
 }
+
+// expired is the expiredError of cursor with the hint goOn.
+func expired(cursor, goOn string) error { return &expiredError{cursor, goOn} }
 
 // eventsSince prints one page of events after cursor.
 func eventsSince(ctx context.Context, in *inv, p provider.Provider, id, cursor string, limit int) error {
