@@ -24,10 +24,11 @@ func run(pid, id string, created time.Time) types.RunState {
 // Seed populates p's storage through every write method of p (and of
 // provider.Leaser and provider.RunCreator, which p must implement), then calls
 // expire, which must move p's clock on by 2 minutes: the traits "orders/old" and
-// "big/short-*" (50 of 300 traits of "big", put last, so that no later put
-// prunes them) expire. Its lock "held" is p's, taken for good, and "lease" a
-// lease of 2 hours.
-func Seed(t testing.TB, p provider.Provider, expire func()) {
+// the 50 "big/short-*" expire. Pipeline "big" also gets live traits "keep-*",
+// put before the short ones so that no later put prunes them (250 make a Redis
+// hash larger than one HSCAN reads). Its lock "held" is p's, taken for good, and
+// "lease" a lease of 2 hours.
+func Seed(t testing.TB, p provider.Provider, live int, expire func()) {
 	t.Helper()
 	ctx := context.Background()
 	at := At
@@ -48,9 +49,7 @@ func Seed(t testing.TB, p provider.Provider, expire func()) {
 	trait("orders", "old", time.Minute)
 	trait("orders", "live", 24*time.Hour)
 	trait("orders", "forever", 0)
-	// A hash larger than one HSCAN reads, so that GetTraits runs its script,
-	// with 50 expired traits left unpruned (no put after they expire).
-	for i := range 250 {
+	for i := range live {
 		trait("big", fmt.Sprintf("keep-%03d", i), 0)
 	}
 	for i := range 50 {
@@ -88,8 +87,9 @@ func Seed(t testing.TB, p provider.Provider, expire func()) {
 		rr.Status, rr.RequestedAt = types.RequestPending, at.Add(time.Duration(i)*time.Minute)
 		check("PutRerun", p.PutRerun(ctx, rr))
 	}
-	for _, pid := range []string{"orders", "billing"} {
-		check("PutReplay", p.PutReplay(ctx, types.ReplayRequest{PipelineID: pid, Date: "2026-02-28", Status: types.RequestPending, CreatedAt: at}))
+	for i, pid := range []string{"orders", "billing"} {
+		check("PutReplay", p.PutReplay(ctx, types.ReplayRequest{PipelineID: pid, Date: "2026-02-28", Status: types.RequestPending,
+			CreatedAt: at.Add(time.Duration(i) * time.Minute)}))
 	}
 	held, err := p.AcquireLock(ctx, "held", 0)
 	check("AcquireLock", err)

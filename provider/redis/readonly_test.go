@@ -235,7 +235,7 @@ func TestReadsWithReadCredentials(t *testing.T) {
 			pw, err := New(tg.writer, opts...)
 			must(t, err)
 			must(t, pw.Start(ctx)) // SCRIPT LOAD: the writer's rules allow it
-			readcheck.Seed(t, pw, func() { clock.add(2 * time.Minute) })
+			readcheck.Seed(t, pw, 250, func() { clock.add(2 * time.Minute) })
 			damageIndexes(t, pw, tg.admin, at)
 			before := snapshot(t, tg.admin, tg.prefix)
 
