@@ -248,3 +248,50 @@ func deleteUsers(c goredis.UniversalClient, leak *regexp.Regexp) (int, error) {
 		return nil
 	})
 }
+
+// RedisReaderRules and RedisWriterRules are the ACL rules that the package docs
+// of provider/redis and state/redis give a reader and a writer of the keys under
+// prefix (which holds no glob character), on a single server or, with cluster,
+// on every node of a Redis Cluster; the tests give their users these and hold
+// the docs to them.
+func RedisReaderRules(prefix string, cluster bool) []string {
+	r := []string{"resetkeys", "%R~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+evalsha_ro", "+eval_ro", "+multi", "+exec", "+ping"}
+	if cluster {
+		r = append(r, redisClusterRules...)
+	}
+	return r
+}
+
+// RedisWriterRules: see RedisReaderRules.
+func RedisWriterRules(prefix string, cluster bool) []string {
+	r := []string{"resetkeys", "~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+@write", "+evalsha", "+eval", "+evalsha_ro", "+eval_ro",
+		"+script|load", "+multi", "+exec", "+ping"}
+	if cluster {
+		r = append(r, redisClusterRules...)
+	}
+	return r
+}
+
+// redisClusterRules is what go-redis's cluster client sends besides: the slot
+// map, the command table (it routes by it), and ASKING during a slot migration.
+var redisClusterRules = []string{"+cluster|slots", "+command", "+asking"}
+
+// CheckRedisRulesDocumented fails t unless the doc comment in file (a package's
+// doc.go) shows the ACL SETUSER lines of RedisReaderRules and RedisWriterRules,
+// for prefix P, on a single server and on a cluster, each as a line of its own.
+func CheckRedisRulesDocumented(t testing.TB, file string) {
+	t.Helper()
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(doc), "\n//\t", "\n")
+	for _, cluster := range []bool{false, true} {
+		for who, rules := range map[string][]string{"reader": RedisReaderRules("P", cluster), "writer": RedisWriterRules("P", cluster)} {
+			line := "ACL SETUSER pipestate-" + who + " on >PASSWORD " + strings.Join(rules, " ")
+			if !strings.Contains(text, "\n"+line+"\n") {
+				t.Errorf("%s does not show the rules the tests use:\n%s", file, line)
+			}
+		}
+	}
+}

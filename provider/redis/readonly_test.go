@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -21,47 +20,9 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// readerACL and writerACL are the ACL rules of "Reads and credentials" in the
-// package doc for the keys of prefix (which holds no glob character), on a
-// cluster or a single server. TestACLRulesDocumented holds the doc to them.
-func readerACL(prefix string, cluster bool) []string {
-	r := []string{"resetkeys", "%R~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+evalsha_ro", "+eval_ro", "+multi", "+exec", "+ping"}
-	if cluster {
-		r = append(r, clusterACL...)
-	}
-	return r
-}
-
-func writerACL(prefix string, cluster bool) []string {
-	r := []string{"resetkeys", "~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+@write", "+evalsha", "+eval", "+evalsha_ro", "+eval_ro",
-		"+script|load", "+multi", "+exec", "+ping"}
-	if cluster {
-		r = append(r, clusterACL...)
-	}
-	return r
-}
-
-// clusterACL is what a cluster client needs besides: the slot map, the command
-// table (go-redis asks for it to route), and ASKING during a slot migration.
-var clusterACL = []string{"+cluster|slots", "+command", "+asking"}
-
 // TestACLRulesDocumented: the package doc shows the rules the tests give their
 // users, word for word.
-func TestACLRulesDocumented(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
-	must(t, err)
-	text := strings.ReplaceAll(string(doc), "\n//\t", "\n")
-	for _, line := range []string{
-		"ACL SETUSER pipestate-reader on >PASSWORD " + strings.Join(readerACL("P", false), " "),
-		"ACL SETUSER pipestate-writer on >PASSWORD " + strings.Join(writerACL("P", false), " "),
-		"ACL SETUSER pipestate-reader on >PASSWORD " + strings.Join(readerACL("P", true), " "),
-		"ACL SETUSER pipestate-writer on >PASSWORD " + strings.Join(writerACL("P", true), " "),
-	} {
-		if !strings.Contains(text, "\n"+line+"\n") {
-			t.Errorf("doc.go does not show the rules the tests use:\n%s", line)
-		}
-	}
-}
+func TestACLRulesDocumented(t *testing.T) { testenv.CheckRedisRulesDocumented(t, "doc.go") }
 
 // credTarget is a keyspace under a prefix of its own and three clients of it: one
 // with every right (to damage the index and look at the keys), one with the
@@ -97,7 +58,7 @@ func credTargets(t *testing.T) map[string]func(t *testing.T) credTarget {
 				t.Cleanup(func() { _ = c.Close() })
 				return c
 			}
-			return credTarget{admin: admin, writer: client(writerACL(prefix, false)), reader: client(readerACL(prefix, false)), prefix: prefix}
+			return credTarget{admin: admin, writer: client(testenv.RedisWriterRules(prefix, false)), reader: client(testenv.RedisReaderRules(prefix, false)), prefix: prefix}
 		}
 	}
 	if testenv.RedisClusterWanted() {
@@ -112,7 +73,7 @@ func credTargets(t *testing.T) map[string]func(t *testing.T) credTarget {
 				t.Cleanup(func() { _ = c.Close() })
 				return c
 			}
-			return credTarget{admin: admin, writer: client(writerACL(prefix, true)), reader: client(readerACL(prefix, true)), prefix: prefix}
+			return credTarget{admin: admin, writer: client(testenv.RedisWriterRules(prefix, true)), reader: client(testenv.RedisReaderRules(prefix, true)), prefix: prefix}
 		}
 	}
 	return targets
