@@ -78,12 +78,12 @@ type Provider struct {
 	sig     *signal.Recorder
 	started atomic.Bool
 	// traitsByScript holds the IDs of pipelines whose next GetTraits runs the
-	// traits script directly (see GetTraits): a hint, never the truth.
+	// traits_read script directly (see GetTraits): a hint, never the truth.
 	traitsByScript hints
 }
 
 // maxHints bounds a hints set: past it, new IDs are not kept (their GetTraits
-// tries the read-only pipeline first, one round trip more), so a process that
+// tries one HSCAN first, one round trip more), so a process that
 // meets many pipelines once keeps no more than this.
 const maxHints = 10_000
 
