@@ -36,4 +36,10 @@ var (
 	// retention, so records after it may be lost; start again from a fresh
 	// cursor ("" reads from the oldest record retained).
 	ErrCursorExpired = errors.New("pipestate: cursor expired")
+	// ErrReadOnly: a write was refused because the provider was opened read-only
+	// (WithReadOnly of a backend); nothing was sent and nothing was written. It is
+	// not ErrInvalidArgument, which blames the call's arguments: the same call
+	// succeeds on a provider that may write, so a caller can tell a
+	// misconfigured instance from bad input (and the CLI does not print usage).
+	ErrReadOnly = errors.New("pipestate: read-only")
 )

@@ -26,6 +26,7 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 		{"provider.ErrLockHeld", provider.ErrLockHeld, pipestate.ErrLockHeld},
 		{"provider.ErrLockNotHeld", provider.ErrLockNotHeld, pipestate.ErrLockNotHeld},
 		{"provider.ErrCursorExpired", provider.ErrCursorExpired, pipestate.ErrCursorExpired},
+		{"provider.ErrReadOnly", provider.ErrReadOnly, pipestate.ErrReadOnly},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s is not the library's sentinel %v", tc.name, tc.want)

@@ -134,6 +134,15 @@
 //	               suite allows them 1 s of skew from the test's clock.
 //	context        every call honours ctx: a cancelled context returns an error for
 //	               which errors.Is(err, context.Canceled) holds.
+//	reads          reads never write: every Get*, List*, ReadEventsSince,
+//	               FollowEvents, WatchCascadeMarkers, GetLockInfo and Ping works for
+//	               credentials that allow reads only. A backend that repairs on read
+//	               does so only when it may write; each built-in backend has a
+//	               WithReadOnly option whose every write fails with an error
+//	               wrapping ErrReadOnly (after the context and lifecycle checks),
+//	               sending nothing, and whose reads return what a writer's return.
+//	               (Checked by each built-in backend's tests with read-only
+//	               credentials, not by providertest, which cannot take them away.)
 //
 // # Writing a backend
 //

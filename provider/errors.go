@@ -27,7 +27,16 @@ var (
 	// records after it may be lost (ReadEventsSince, FollowEvents,
 	// WatchCascadeMarkers); start again from "" (the oldest record retained).
 	ErrCursorExpired = pipestate.ErrCursorExpired
+	// ErrReadOnly: a write on a provider opened read-only (a backend's
+	// WithReadOnly); nothing was written.
+	ErrReadOnly = pipestate.ErrReadOnly
 )
+
+// ReadOnly returns the error of a write refused by a read-only provider: op names
+// the write, and the error wraps ErrReadOnly.
+func ReadOnly(backend, op string) error {
+	return fmt.Errorf("%s: %s: %w: the provider was opened with WithReadOnly", backend, op, ErrReadOnly)
+}
 
 // Invalid wraps cause (usually a types validation error) in ErrInvalidArgument.
 func Invalid(cause error) error {

@@ -30,8 +30,10 @@ import (
 // Redis key prefix or the DynamoDB table).
 type backend interface {
 	fmt.Stringer
-	// provider opens the provider with owner as its lock owner ("": a random one).
-	provider(owner string) (provider.Provider, error)
+	// provider opens the provider with owner as its lock owner ("": a random one),
+	// read-only (the backend's WithReadOnly) unless write: every command but a
+	// write run with --yes reads through a provider that never writes.
+	provider(owner string, write bool) (provider.Provider, error)
 	// int64Store opens the int64 store of kind storeInt64Sum or storeInt64Max.
 	int64Store(kind string) (state.Store[int64], error)
 	float64Store() (state.Store[float64], error)
@@ -53,18 +55,26 @@ func dial(ctx context.Context, t target, now func() time.Time) (backend, error) 
 				return nil, usagef("%s: %v", t.from[0], err)
 			}
 		}
+		opts.Username, opts.Password = credential(opts.Username, t.user), credential(opts.Password, t.password)
 		boundRedis(opts, timeoutOf(t))
 		c := goredis.NewClient(opts)
 		c.AddHook(redisDeadlines{timeoutOf(t)})
 		return &redisBackend{t: t, c: c, now: now}, nil
 	case kindRedisCluster:
-		var seeds []string
-		for a := range strings.SplitSeq(t.addr, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				seeds = append(seeds, a)
+		opts := &goredis.ClusterOptions{}
+		if strings.Contains(t.addr, "://") {
+			var err error
+			if opts, err = goredis.ParseClusterURL(t.addr); err != nil {
+				return nil, usagef("%s: %v", t.from[0], err)
+			}
+		} else {
+			for a := range strings.SplitSeq(t.addr, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					opts.Addrs = append(opts.Addrs, a)
+				}
 			}
 		}
-		opts := &goredis.ClusterOptions{Addrs: seeds}
+		opts.Username, opts.Password = credential(opts.Username, t.user), credential(opts.Password, t.password)
 		boundRedisCluster(opts, timeoutOf(t))
 		c := goredis.NewClusterClient(opts)
 		c.AddHook(redisDeadlines{timeoutOf(t)})
@@ -75,6 +85,15 @@ func dial(ctx context.Context, t target, now func() time.Time) (backend, error) 
 		return nil, err
 	}
 	return &dynamoBackend{t: t, c: c, now: now}, nil
+}
+
+// credential is the user name or password of a Redis URL, else the one of the
+// environment (PIPESTATE_REDIS_USERNAME, PIPESTATE_REDIS_PASSWORD).
+func credential(fromURL, fromEnv string) string {
+	if fromURL != "" {
+		return fromURL
+	}
+	return fromEnv
 }
 
 // quietRedis silences go-redis's own log of failed dials: the command reports the
@@ -137,10 +156,13 @@ type redisBackend struct {
 
 func (b *redisBackend) String() string { return b.t.String() }
 
-func (b *redisBackend) provider(owner string) (provider.Provider, error) {
+func (b *redisBackend) provider(owner string, write bool) (provider.Provider, error) {
 	opts := []redisprovider.Option{redisprovider.WithKeyPrefix(b.t.prefix), redisprovider.WithClock(b.now)}
 	if owner != "" {
 		opts = append(opts, redisprovider.WithOwner(owner))
+	}
+	if !write {
+		opts = append(opts, redisprovider.WithReadOnly())
 	}
 	return redisprovider.New(b.c, opts...)
 }
@@ -171,10 +193,13 @@ type dynamoBackend struct {
 
 func (b *dynamoBackend) String() string { return b.t.String() }
 
-func (b *dynamoBackend) provider(owner string) (provider.Provider, error) {
+func (b *dynamoBackend) provider(owner string, write bool) (provider.Provider, error) {
 	opts := []ddbprovider.Option{ddbprovider.WithClock(b.now)}
 	if owner != "" {
 		opts = append(opts, ddbprovider.WithOwner(owner))
+	}
+	if !write {
+		opts = append(opts, ddbprovider.WithReadOnly())
 	}
 	return ddbprovider.New(b.c, b.t.table, opts...)
 }

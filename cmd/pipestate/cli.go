@@ -338,11 +338,15 @@ usage: pipestate COMMAND [ARGUMENTS] [FLAGS]
 	fmt.Fprint(w, `
 connection (every command but version; a flag wins over its environment variable):
   --redis ADDR             a Redis server, host:port or a redis:// URL    PIPESTATE_REDIS
-  --redis-cluster A,B,C    Redis Cluster seed addresses                   PIPESTATE_REDIS_CLUSTER
+  --redis-cluster A,B,C    Redis Cluster seed addresses (or a URL)        PIPESTATE_REDIS_CLUSTER
   --prefix P               the provider's Redis key prefix (pipestate)    PIPESTATE_PREFIX
   --dynamodb URL --table T a DynamoDB endpoint (DynamoDB Local) and table PIPESTATE_DYNAMODB, PIPESTATE_TABLE
   --table T                alone: DynamoDB with the AWS default config    PIPESTATE_TABLE
   --timeout D              each backend call's bound (default 10s)        PIPESTATE_TIMEOUT
+  a Redis ACL user, where the URL names none: PIPESTATE_REDIS_USERNAME, PIPESTATE_REDIS_PASSWORD
+
+Reads never write: without --yes the provider is opened read-only, so credentials
+that allow reads only (see the backends' package docs) run every read.
 
 --json prints one JSON object per line, and an error as one JSON object on stderr.
 Exit status: 0 found, 1 error, 2 usage, 3 not found. 'pipestate COMMAND --help'

@@ -17,6 +17,11 @@ const (
 	envDynamoDB     = "PIPESTATE_DYNAMODB"
 	envTable        = "PIPESTATE_TABLE"
 	envPrefix       = "PIPESTATE_PREFIX"
+	// The Redis credentials (an ACL user and its password), used where the
+	// Redis URL carries none: environment variables only, as a password on the
+	// command line shows in the process list.
+	envRedisUser     = "PIPESTATE_REDIS_USERNAME"
+	envRedisPassword = "PIPESTATE_REDIS_PASSWORD"
 )
 
 // connUse says what a command connects to, which decides its connection flags.
@@ -65,19 +70,22 @@ func (f *connFlags) register(fs *flag.FlagSet, use connUse) {
 		fs.StringVar(&f.table, "table", "", "the provider's DynamoDB table (env "+envTable+"); alone, it selects DynamoDB with the AWS default config")
 		fs.StringVar(&f.prefix, "prefix", "", "the provider's Redis key prefix (env "+envPrefix+"; default "+redisprovider.DefaultKeyPrefix+")")
 	}
-	fs.StringVar(&f.redis, "redis", "", "Redis server: host:port or a redis:// or rediss:// URL (env "+envRedis+")")
-	fs.StringVar(&f.cluster, "redis-cluster", "", "Redis Cluster seed addresses, comma-separated host:port (env "+envRedisCluster+")")
+	fs.StringVar(&f.redis, "redis", "", "Redis server: host:port or a redis:// or rediss:// URL, redis://USER:PASSWORD@host:port for an ACL user (env "+envRedis+"; or "+envRedisUser+" and "+envRedisPassword+")")
+	fs.StringVar(&f.cluster, "redis-cluster", "", "Redis Cluster seed addresses, comma-separated host:port, or a URL redis://USER:PASSWORD@host:port?addr=host2:port2 (env "+envRedisCluster+"; or "+envRedisUser+" and "+envRedisPassword+")")
 }
 
 // target is a resolved backend: where to connect and what it is called there.
 type target struct {
-	kind        string
-	addr        string // the Redis address or URL, the cluster seeds, or the DynamoDB endpoint
-	table       string
-	prefix      string
-	from        []string      // the flags and variables that chose it, for hints
-	timeout     time.Duration // the bound of each backend call
-	timeoutFrom string        // what set it: --timeout or PIPESTATE_TIMEOUT
+	kind   string
+	addr   string // the Redis address or URL, the cluster seeds, or the DynamoDB endpoint
+	table  string
+	prefix string
+	// user and password are the Redis credentials of the environment (the URL's
+	// win); never shown.
+	user, password string
+	from           []string      // the flags and variables that chose it, for hints
+	timeout        time.Duration // the bound of each backend call
+	timeoutFrom    string        // what set it: --timeout or PIPESTATE_TIMEOUT
 }
 
 // setting is one resolved connection value and where it came from.
@@ -150,7 +158,8 @@ func (f *connFlags) resolveBackend(getenv func(string) string) (target, error) {
 	case redisLike && ddbLike:
 		return target{}, usagef("%s and %s name two backends: keep one", firstFrom(redis, cluster), firstFrom(endpoint, table))
 	case redisLike:
-		t := target{kind: kindRedis, addr: redis.value, prefix: prefix.value, from: froms(redis, cluster, prefix)}
+		t := target{kind: kindRedis, addr: redis.value, prefix: prefix.value, from: froms(redis, cluster, prefix),
+			user: getenv(envRedisUser), password: getenv(envRedisPassword)}
 		if cluster.value != "" {
 			t.kind, t.addr = kindRedisCluster, cluster.value
 		}

@@ -40,6 +40,16 @@
 // takes -name). A mistyped command, subcommand or flag is answered with the
 // closest names ("unknown flag --limt (did you mean --limit?)").
 //
+// Reads never write: every command opens the provider read-only (the backend's
+// WithReadOnly) unless it is a write given --yes, so that credentials that allow
+// reads only (a Redis ACL user with the reader's rules, an IAM policy with the
+// reader's actions: see the package docs of provider/redis, provider/dynamodb,
+// state/redis and state/dynamodb) run every read command, state get included.
+// A read-only provider never repairs what a crashed writer left in Redis's list
+// indexes: it shows what the repair would have shown. A write with --yes needs
+// the writer's rights; with a reader's it fails (NOPERM, AccessDeniedException)
+// and changes nothing.
+//
 // # Connecting
 //
 // --redis ADDR (host:port or a redis:// URL), --redis-cluster A,B,C, or
@@ -48,9 +58,13 @@
 // provider's Redis key prefix (default "pipestate"). Each has an environment
 // variable, used when no flag of the command line names a backend:
 // PIPESTATE_REDIS, PIPESTATE_REDIS_CLUSTER, PIPESTATE_DYNAMODB, PIPESTATE_TABLE,
-// PIPESTATE_PREFIX. A loopback --dynamodb endpoint (DynamoDB Local) gets dummy
-// credentials unless AWS_ACCESS_KEY_ID is set, and region us-east-1 unless one is
-// configured. For state get, --prefix and --table name the store, and the two
+// PIPESTATE_PREFIX. A Redis ACL user and its password go in the URL
+// (redis://USER:PASSWORD@host:port, for a cluster
+// redis://USER:PASSWORD@host:port?addr=host2:port2&addr=host3:port3) or, kept off
+// the command line, in PIPESTATE_REDIS_USERNAME and PIPESTATE_REDIS_PASSWORD,
+// used where the URL names none; the backend line never shows a password. A
+// loopback --dynamodb endpoint (DynamoDB Local) gets dummy credentials unless
+// AWS_ACCESS_KEY_ID is set, and region us-east-1 unless one is configured. For state get, --prefix and --table name the store, and the two
 // variables are not read (they name the provider's).
 //
 // --timeout D (PIPESTATE_TIMEOUT; default 10s) bounds each call to the backend,

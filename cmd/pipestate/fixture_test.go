@@ -169,10 +169,13 @@ func (b *memBackend) dial(_ context.Context, _ target, now func() time.Time) (ba
 
 func (b *memBackend) String() string { return "memory" }
 
-func (b *memBackend) provider(owner string) (provider.Provider, error) {
+func (b *memBackend) provider(owner string, write bool) (provider.Provider, error) {
 	opts := []memory.Option{memory.WithClock(b.now)}
 	if owner != "" {
 		opts = append(opts, memory.WithOwner(owner))
+	}
+	if !write {
+		opts = append(opts, memory.WithReadOnly())
 	}
 	return b.data.NewHandle(opts...)
 }

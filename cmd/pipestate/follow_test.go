@@ -167,7 +167,7 @@ type plainBackend struct{ backend }
 // plainProvider is a provider.Provider and nothing more.
 type plainProvider struct{ provider.Provider }
 
-func (b plainBackend) provider(owner string) (provider.Provider, error) {
-	p, err := b.backend.provider(owner)
+func (b plainBackend) provider(owner string, write bool) (provider.Provider, error) {
+	p, err := b.backend.provider(owner, write)
 	return plainProvider{p}, err
 }

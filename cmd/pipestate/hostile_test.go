@@ -236,8 +236,8 @@ type hostileBackend struct {
 	end func()
 }
 
-func (b hostileBackend) provider(owner string) (provider.Provider, error) {
-	p, err := b.memBackend.provider(owner)
+func (b hostileBackend) provider(owner string, write bool) (provider.Provider, error) {
+	p, err := b.memBackend.provider(owner, write)
 	return hostileProvider{p, b.end}, err
 }
 

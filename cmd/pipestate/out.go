@@ -50,13 +50,15 @@ func (in *inv) provider(ctx context.Context) (provider.Provider, error) {
 	return in.providerOf(ctx, "")
 }
 
-// providerOf connects and opens the provider with lock owner owner ("": random).
+// providerOf connects and opens the provider with lock owner owner ("": random):
+// read-only (WithReadOnly) unless the command is a write given --yes, so that a
+// read never writes, also where the backend repairs on reads that may write.
 func (in *inv) providerOf(ctx context.Context, owner string) (provider.Provider, error) {
 	b, err := in.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.provider(owner)
+	p, err := b.provider(owner, in.yes) // read-only unless a write's --yes
 	if err != nil {
 		return nil, err
 	}

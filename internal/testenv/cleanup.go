@@ -144,10 +144,11 @@ func Main(m *testing.M) { os.Exit(RunChecked(m)) }
 
 // RunChecked runs m's tests and then looks on the servers of the environment
 // (REDIS_ADDR, REDIS_CLUSTER_ADDRS, DYNAMODB_ENDPOINT) for what this process's tests
-// left behind: tables and keys named by UniqueName that no cleanup deleted. It
-// deletes them and, if the tests passed, turns the exit code into a failure naming
-// them: a leak is a bug in a test's cleanup, and on a long-lived server or a real
-// AWS account left-behind tables pile up until the quota is reached.
+// left behind: tables, keys and ACL users named by UniqueName that no cleanup
+// deleted. It deletes them and, if the tests passed, turns the exit code into a
+// failure naming them: a leak is a bug in a test's cleanup, and on a long-lived
+// server or a real AWS account left-behind tables pile up until the quota is
+// reached.
 func RunChecked(m *testing.M) int {
 	code := m.Run()
 	if err := removeLeaks(processTag); err != nil {
@@ -166,9 +167,9 @@ func leakPattern(tag string) *regexp.Regexp {
 	return regexp.MustCompile(`-` + regexp.QuoteMeta(tag) + `[0-9a-f]{10}([^0-9a-f]|$)`)
 }
 
-// removeLeaks deletes the tables and keys named by UniqueNames of the process
-// tagged tag from the servers of the environment and returns an error describing
-// them.
+// removeLeaks deletes the tables, keys and ACL users named by UniqueNames of the
+// process tagged tag from the servers of the environment and returns an error
+// describing them.
 func removeLeaks(tag string) error {
 	var errs []error
 	leak := leakPattern(tag)
@@ -180,6 +181,12 @@ func removeLeaks(tag string) error {
 			errs = append(errs, fmt.Errorf("looking for keys left behind: %w", err))
 		case n > 0:
 			errs = append(errs, fmt.Errorf("tests left %d Redis keys behind (now deleted); a test's cleanup misses them: use RedisPrefix", n))
+		}
+		switch n, err := deleteUsers(c, leak); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("looking for ACL users left behind: %w", err))
+		case n > 0:
+			errs = append(errs, fmt.Errorf("tests left %d Redis ACL users behind (now deleted); a test's cleanup misses them: use RedisUser", n))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,11 +2,15 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -162,4 +166,132 @@ func RedisWanted() bool { return strings.TrimSpace(os.Getenv(EnvRedisAddr)) != "
 // RedisClusterWanted: see RedisWanted.
 func RedisClusterWanted() bool {
 	return strings.TrimSpace(os.Getenv(EnvRedisClusterAddrs)) != "" || requireServers()
+}
+
+// RedisUser creates an ACL user named UniqueName(t), with a random password and
+// rules (e.g. "resetkeys", "~app:*", "-@all", "+@read"), on every node that c
+// reaches: the server of a *goredis.Client, or each master and replica of a
+// *goredis.ClusterClient (ACL SETUSER is per node), and deletes it (ACL DELUSER)
+// from each when t ends, also when t fails; a failed create fails t (t.Fatalf), a
+// failed delete too (t.Errorf). The user is "on" with the password as its only
+// one. Main deletes and reports a user a cleanup missed. It returns the user's
+// name and password.
+func RedisUser(t testing.TB, c goredis.UniversalClient, rules ...string) (user, password string) {
+	t.Helper()
+	user = UniqueName(t)
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("testenv: RedisUser: %v", err)
+	}
+	password = hex.EncodeToString(b[:])
+	// Registered first, so that a create that fails on some node is cleaned up.
+	t.Cleanup(func() {
+		if err := eachNode(c, func(ctx context.Context, n *goredis.Client) error {
+			return n.ACLDelUser(ctx, user).Err()
+		}); err != nil {
+			t.Errorf("testenv: delete ACL user %s: %v", user, err)
+		}
+	})
+	args := append([]any{"acl", "setuser", user, "reset", "on", ">" + password}, toAny(rules)...)
+	if err := eachNode(c, func(ctx context.Context, n *goredis.Client) error {
+		return n.Do(ctx, args...).Err()
+	}); err != nil {
+		t.Fatalf("testenv: create ACL user %s: %v", user, err)
+	}
+	return user, password
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// eachNode runs fn on the server of c, or on every master and replica of a
+// cluster, one at a time.
+func eachNode(c goredis.UniversalClient, fn func(ctx context.Context, n *goredis.Client) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	switch cc := c.(type) {
+	case *goredis.ClusterClient:
+		var mu sync.Mutex
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *goredis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return fn(ctx, n)
+		})
+	case *goredis.Client:
+		return fn(ctx, cc)
+	}
+	return fmt.Errorf("testenv: unsupported Redis client %T", c)
+}
+
+// deleteUsers deletes the ACL users whose name leak matches from every node of c
+// and returns how many it found.
+func deleteUsers(c goredis.UniversalClient, leak *regexp.Regexp) (int, error) {
+	var found int
+	return found, eachNode(c, func(ctx context.Context, n *goredis.Client) error {
+		users, err := n.ACLUsers(ctx).Result()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if leak.MatchString(u) {
+				found++
+				if err := n.ACLDelUser(ctx, u).Err(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// RedisReaderRules and RedisWriterRules are the ACL rules that the package docs
+// of provider/redis and state/redis give a reader and a writer of the keys under
+// prefix (which holds no glob character), on a single server or, with cluster,
+// on every node of a Redis Cluster; the tests give their users these and hold
+// the docs to them.
+func RedisReaderRules(prefix string, cluster bool) []string {
+	r := []string{"resetkeys", "%R~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+evalsha_ro", "+eval_ro", "+multi", "+exec", "+ping"}
+	if cluster {
+		r = append(r, redisClusterRules...)
+	}
+	return r
+}
+
+// RedisWriterRules: see RedisReaderRules.
+func RedisWriterRules(prefix string, cluster bool) []string {
+	r := []string{"resetkeys", "~" + prefix + ":*", "resetchannels", "-@all", "+@read", "+@write", "+evalsha", "+eval", "+evalsha_ro", "+eval_ro",
+		"+script|load", "+multi", "+exec", "+ping"}
+	if cluster {
+		r = append(r, redisClusterRules...)
+	}
+	return r
+}
+
+// redisClusterRules is what go-redis's cluster client sends besides: the slot
+// map, the command table (it routes by it), and ASKING during a slot migration.
+var redisClusterRules = []string{"+cluster|slots", "+command", "+asking"}
+
+// CheckRedisRulesDocumented fails t unless the doc comment in file (a package's
+// doc.go) shows the ACL SETUSER lines of RedisReaderRules and RedisWriterRules,
+// for prefix P, on a single server and on a cluster, each as a line of its own.
+func CheckRedisRulesDocumented(t testing.TB, file string) {
+	t.Helper()
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(doc), "\n//\t", "\n")
+	for _, cluster := range []bool{false, true} {
+		for who, rules := range map[string][]string{"reader": RedisReaderRules("P", cluster), "writer": RedisWriterRules("P", cluster)} {
+			line := "ACL SETUSER pipestate-" + who + " on >PASSWORD " + strings.Join(rules, " ")
+			if !strings.Contains(text, "\n"+line+"\n") {
+				t.Errorf("%s does not show the rules the tests use:\n%s", file, line)
+			}
+		}
+	}
 }

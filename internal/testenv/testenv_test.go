@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -281,7 +282,12 @@ func TestLeaksFound(t *testing.T) {
 	rc := goredis.NewClient(&goredis.Options{Addr: RedisAddr(t)})
 	t.Cleanup(func() { _ = rc.Close() })
 	dc := DynamoDBClient(t)
+	var user string
 	t.Run("cleaned", func(t *testing.T) {
+		user, _ = RedisUser(t, rc, "~x:*", "+get")
+		if users := rc.ACLUsers(ctx).Val(); !slices.Contains(users, user) {
+			t.Fatalf("RedisUser: %s is not among the users %v", user, users)
+		}
 		if err := rc.Set(ctx, "x:"+RedisPrefix(t)+name("k"), "v", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -293,6 +299,9 @@ func TestLeaksFound(t *testing.T) {
 	if err := removeLeaks(tag); err != nil {
 		t.Fatalf("after cleanups: %v", err)
 	}
+	if users := rc.ACLUsers(ctx).Val(); slices.Contains(users, user) {
+		t.Fatalf("RedisUser's cleanup left the user %s", user)
+	}
 	uuid := "x:00000000-0000-0000-0000-" + tag + "abcd"
 	for _, k := range []string{name("x:leaked") + ":k", uuid} {
 		if err := rc.Set(ctx, k, "v", 0).Err(); err != nil {
@@ -300,12 +309,16 @@ func TestLeaksFound(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { rc.Del(context.Background(), uuid) })
+	if err := rc.Do(ctx, "acl", "setuser", name("u")).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := dc.CreateTable(ctx, smokeTable(name("t-leaked"))); err != nil {
 		t.Fatal(err)
 	}
 	err := removeLeaks(tag)
-	if err == nil || !strings.Contains(err.Error(), "1 Redis keys") || !strings.Contains(err.Error(), "1 DynamoDB tables") {
-		t.Fatalf("removeLeaks = %v, want the leaked key and table reported", err)
+	if err == nil || !strings.Contains(err.Error(), "1 Redis keys") || !strings.Contains(err.Error(), "1 DynamoDB tables") ||
+		!strings.Contains(err.Error(), "1 Redis ACL users") {
+		t.Fatalf("removeLeaks = %v, want the leaked key, table and ACL user reported", err)
 	}
 	if err := removeLeaks(tag); err != nil {
 		t.Errorf("removeLeaks did not delete what it reported: %v", err)

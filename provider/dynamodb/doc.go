@@ -340,10 +340,42 @@
 //	  }
 //	}
 //
-// The IAM actions the provider needs on the table and its indexes:
-// dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query and DescribeTable
-// (TransactWriteItems is authorized by the per-item actions); CreateTable also needs
-// dynamodb:CreateTable, DescribeTimeToLive and UpdateTimeToLive.
+// # Reads and credentials
+//
+// Reads never write: every read method (the Get* and List* methods,
+// ReadEventsSince, FollowEvents, WatchCascadeMarkers, GetLockInfo) sends only
+// GetItem and Query, and Ping only DescribeTable; expired items are filtered
+// out, never deleted (DynamoDB's TTL deletes them). So credentials whose IAM
+// policy allows those three actions read everything, and WithReadOnly makes the
+// writes fail at once with provider.ErrReadOnly instead of AccessDeniedException
+// from the service. TransactWriteItems is authorized by the per-item actions of
+// its items (PutItem, UpdateItem, DeleteItem). With REGION, ACCOUNT and TABLE
+// filled in (TestReadsWithReadCredentials holds the actions to the calls the
+// provider makes), a reader:
+//
+//	{
+//	  "Version": "2012-10-17",
+//	  "Statement": [{
+//	    "Effect": "Allow",
+//	    "Action": ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Query"],
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
+//	  }]
+//	}
+//
+// and a writer:
+//
+//	{
+//	  "Version": "2012-10-17",
+//	  "Statement": [{
+//	    "Effect": "Allow",
+//	    "Action": ["dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
+//	  }]
+//	}
+//
+// CreateTable (and 'pipestate admin create-tables') also needs, on the table's
+// ARN only, dynamodb:CreateTable, DescribeTable, DescribeTimeToLive and
+// UpdateTimeToLive; a process that only opens the provider does not.
 package dynamodb
 
 // Layout, the same in every provider backend: provider.go (type, New, options,

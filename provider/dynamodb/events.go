@@ -59,6 +59,9 @@ func afterSeq(pk, prefix string, since int64) expr {
 // One round trip when this instance knows the counter (it made the pipeline's
 // previous append), else two; one more per race lost to another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	if err := p.writing(ctx, "AppendEvent"); err != nil {
+		return err
+	}
 	now := p.now()
 	ev, err := provider.PrepareEvent(ev, now)
 	if err != nil {

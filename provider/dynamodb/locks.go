@@ -123,6 +123,9 @@ func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, u *lo
 // AcquireLock implements provider.Locker with one conditional update (see
 // updateLockOnce).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := p.writing(ctx, "AcquireLock"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return false, err
 	}
@@ -140,6 +143,9 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 // ReleaseLock implements provider.Locker with one conditional update (see
 // updateLockOnce).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := p.writing(ctx, "ReleaseLock"); err != nil {
+		return err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
 	}
@@ -169,6 +175,9 @@ func heldBy(holder string, now time.Time) map[string]ddbtypes.AttributeValue {
 // AcquireLease implements provider.Leaser with one conditional UpdateItem that also
 // increments the key's fence counter and returns it.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "AcquireLease"); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}
@@ -200,6 +209,9 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 
 // RenewLease implements provider.Leaser with one conditional UpdateItem.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "RenewLease"); err != nil {
+		return nil, err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return nil, err
 	}
@@ -226,6 +238,9 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 // ReleaseLease implements provider.Leaser with one conditional update (see
 // updateLockOnce).
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := p.writing(ctx, "ReleaseLease"); err != nil {
+		return err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return err
 	}

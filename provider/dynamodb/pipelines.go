@@ -13,6 +13,9 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore with one PutItem.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	if err := p.writing(ctx, "RegisterPipeline"); err != nil {
+		return err
+	}
 	if err := provider.Validate(cfg); err != nil {
 		return err
 	}
@@ -58,6 +61,9 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 // DeletePipeline implements provider.PipelineStore with one DeleteItem. It removes
 // the config only; the pipeline's runs, events and other records stay.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := p.writing(ctx, "DeletePipeline"); err != nil {
+		return err
+	}
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
@@ -73,6 +79,9 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore with one PutItem.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	if err := p.writing(ctx, "PutTrait"); err != nil {
+		return err
+	}
 	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, p.now())
 	if err != nil {
 		return err
@@ -123,6 +132,9 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 // PutReadiness implements provider.Provider with one PutItem; the result expires
 // after the readiness TTL (WithReadinessTTL).
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	if err := p.writing(ctx, "PutReadiness"); err != nil {
+		return err
+	}
 	if err := provider.Validate(result); err != nil {
 		return err
 	}

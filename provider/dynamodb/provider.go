@@ -122,6 +122,35 @@ func WithMarkerRetention(d time.Duration) Option {
 	}
 }
 
+// WithReadOnly opens the provider read-only, for credentials whose IAM policy
+// allows the reads only (see "Reads and credentials" in the package doc): every
+// write method returns an error wrapping provider.ErrReadOnly, after the context
+// and lifecycle checks and before any request, whatever its arguments. Reads are
+// unchanged: no read of this backend writes (GetItem, Query and DescribeTable
+// only).
+func WithReadOnly() Option {
+	return func(p *Provider) error {
+		p.readOnly = true
+		return nil
+	}
+}
+
+// ReadOnly reports whether p was opened with WithReadOnly.
+func (p *Provider) ReadOnly() bool { return p.readOnly }
+
+// writing checks, at the start of every write method, that p may write: a
+// read-only provider refuses with an error wrapping provider.ErrReadOnly, after
+// begin's checks.
+func (p *Provider) writing(ctx context.Context, op string) error {
+	if !p.readOnly {
+		return nil
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return provider.ReadOnly("dynamodb", op)
+}
+
 // DefaultMarkerRetention is how long the marker log keeps an entry unless
 // WithMarkerRetention says otherwise.
 const DefaultMarkerRetention = 24 * time.Hour
@@ -193,6 +222,7 @@ type Provider struct {
 	pollMin         time.Duration
 	pollMax         time.Duration
 	retry           backoff.Policy
+	readOnly        bool // WithReadOnly
 	closed          atomic.Bool
 
 	meter metric.MeterProvider

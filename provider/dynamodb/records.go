@@ -21,6 +21,9 @@ func slotSK(date, scheduleID string) string { return date + "#" + scheduleID }
 
 // PutRunLog implements provider.RunLogStore with one PutItem.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	if err := p.writing(ctx, "PutRunLog"); err != nil {
+		return err
+	}
 	entry, err := provider.PrepareRunLog(entry)
 	if err != nil {
 		return err
@@ -68,6 +71,9 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 // PutReplay implements provider.ReplayStore with one PutItem; the item is also in
 // GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	if err := p.writing(ctx, "PutReplay"); err != nil {
+		return err
+	}
 	req, err := provider.PrepareReplay(req, p.now())
 	if err != nil {
 		return err
@@ -118,6 +124,9 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 // records with equal DetectedAt list in insertion order (within one process;
 // across processes, by wall clock).
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	if err := p.writing(ctx, "PutLateArrival"); err != nil {
+		return err
+	}
 	la, err := provider.PrepareLateArrival(la, p.now())
 	if err != nil {
 		return err
@@ -190,6 +199,9 @@ func markerItems(m types.CascadeMarker) (truth, list item, err error) {
 // (the counter moves from n to n+1 on condition that it holds n), so a write that
 // loses the number to another instance costs one more transaction.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	if err := p.writing(ctx, "WriteCascadeMarker"); err != nil {
+		return err
+	}
 	now := p.now()
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
 	if err != nil {
@@ -314,6 +326,9 @@ func rerunItems(r types.RerunRecord) (truth, list item, err error) {
 // the second also deleting the old list copy). A zero RequestedAt is filled from
 // the clock.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	if err := p.writing(ctx, "PutRerun"); err != nil {
+		return err
+	}
 	rerun, err := provider.PrepareRerun(rerun, p.now())
 	if err != nil {
 		return err

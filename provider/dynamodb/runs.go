@@ -29,6 +29,9 @@ func runItems(r types.RunState) (truth, list item, err error) {
 // list copy (a second transaction deletes the old copy and writes the new one);
 // re-putting a run under another pipeline is ErrInvalidArgument.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := p.writing(ctx, "PutRunState"); err != nil {
+		return err
+	}
 	run, err := provider.PrepareRunState(run, p.now())
 	if err != nil {
 		return err
@@ -189,6 +192,9 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // the stored CreatedAt, which CAS never changes. A zero newState.CreatedAt costs a
 // GetItem first.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := p.writing(ctx, "CompareAndSwapRunState"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
 	}
@@ -299,6 +305,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 // (for 10 minutes), and a refusal that shows the call's own token is one too.
 // A transaction cancelled by a concurrent one is run again after a backoff.
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	if err := p.writing(ctx, "CreateRunState"); err != nil {
+		return false, err
+	}
 	run, err := provider.PrepareCreateRun(run, p.now())
 	if err != nil {
 		return false, err

@@ -20,7 +20,10 @@
 //     cursor older than the log fails with ErrCursorExpired); nothing else is
 //     deleted, so the store grows until it is dropped.
 //   - TTLs are judged by the provider's clock at read time; expired entries are
-//     invisible and removed lazily.
+//     invisible, and removed by writes only (a write of the same entity replaces
+//     one; WriteCascadeMarker drops the marker log's expired writes): reads never
+//     write. WithReadOnly opens a handle whose every write fails with
+//     ErrReadOnly, as the networked backends' option of the same name does.
 //   - Event cursors are per-pipeline sequence numbers in decimal, without gaps.
 //     The cursor n is expired exactly when event n+1 was appended and has been
 //     dropped by retention: ReadEventsSince and FollowEvents from it fail with

@@ -23,6 +23,9 @@ type record struct {
 
 // AppendEvent implements provider.EventStore.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	if err := p.writing(ctx, "append event"); err != nil {
+		return err
+	}
 	e, err := stored(provider.PrepareEvent(ev, p.now()))
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ type lock struct {
 
 // AcquireLock implements provider.Locker.
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := p.writing(ctx, "acquire lock"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return false, err
 	}
@@ -41,6 +44,9 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 
 // ReleaseLock implements provider.Locker.
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := p.writing(ctx, "release lock"); err != nil {
+		return err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
 	}
@@ -62,6 +68,9 @@ func (p *Provider) release(ctx context.Context, key, holder string) error {
 
 // AcquireLease implements provider.Leaser.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "acquire lease"); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}
@@ -84,6 +93,9 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 
 // RenewLease implements provider.Leaser.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "renew lease"); err != nil {
+		return nil, err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return nil, err
 	}
@@ -107,6 +119,9 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 
 // ReleaseLease implements provider.Leaser.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := p.writing(ctx, "release lease"); err != nil {
+		return err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return err
 	}

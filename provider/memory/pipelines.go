@@ -12,6 +12,9 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	if err := p.writing(ctx, "register pipeline"); err != nil {
+		return err
+	}
 	c, err := stored(cfg, provider.Validate(cfg))
 	if err != nil {
 		return err
@@ -34,6 +37,9 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 
 // DeletePipeline implements provider.PipelineStore.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := p.writing(ctx, "delete pipeline"); err != nil {
+		return err
+	}
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
@@ -42,6 +48,9 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	if err := p.writing(ctx, "put trait"); err != nil {
+		return err
+	}
 	t, err := stored(provider.PrepareTrait(pipelineID, trait, ttl, p.now()))
 	if err != nil {
 		return err
@@ -99,6 +108,9 @@ type readiness struct {
 
 // PutReadiness implements provider.Provider.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	if err := p.writing(ctx, "put readiness"); err != nil {
+		return err
+	}
 	r, err := stored(result, provider.Validate(result))
 	if err != nil {
 		return err
@@ -119,8 +131,7 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	defer p.s.mu.Unlock()
 	r, ok := p.s.readiness[pipelineID]
 	if !ok || !live(r.expires, p.now()) {
-		delete(p.s.readiness, pipelineID)
-		return nil, nil
+		return nil, nil // an expired result stays until the next PutReadiness: reads never write
 	}
 	return clonePtr(r.result), nil
 }

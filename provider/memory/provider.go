@@ -84,6 +84,18 @@ func WithMarkerRetention(d time.Duration) Option {
 	}
 }
 
+// WithReadOnly makes the handle read-only, as the networked backends' option of
+// the same name makes theirs: every write method returns an error wrapping
+// provider.ErrReadOnly (after the context and lifecycle checks, whatever its
+// arguments) and changes nothing; reads are unchanged (no read of any handle
+// writes). Other handles of the same data may still write.
+func WithReadOnly() Option {
+	return func(p *Provider) error {
+		p.readOnly = true
+		return nil
+	}
+}
+
 // Provider is one client of its data. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
@@ -94,6 +106,7 @@ type Provider struct {
 	eventRetention time.Duration
 	// markerRetention is how long a marker write stays in the marker log.
 	markerRetention time.Duration
+	readOnly        bool // WithReadOnly
 	closed          atomic.Bool
 }
 
@@ -148,6 +161,22 @@ func (p *Provider) begin(ctx context.Context) error {
 	p.s.mu.Lock()
 	return nil
 }
+
+// writing checks, at the start of every write method, that p may write: a
+// read-only handle refuses with an error wrapping provider.ErrReadOnly, after
+// the context's and the lifecycle's checks.
+func (p *Provider) writing(ctx context.Context, op string) error {
+	if !p.readOnly {
+		return nil
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	return provider.ReadOnly("memory", op)
+}
+
+// ReadOnly reports whether p was opened with WithReadOnly.
+func (p *Provider) ReadOnly() bool { return p.readOnly }
 
 // Start implements provider.Provider. It does nothing but report ErrClosed after Stop.
 func (p *Provider) Start(ctx context.Context) error {

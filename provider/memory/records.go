@@ -14,6 +14,9 @@ import (
 
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	if err := p.writing(ctx, "put run log"); err != nil {
+		return err
+	}
 	e, err := stored(provider.PrepareRunLog(entry))
 	if err != nil {
 		return err
@@ -50,6 +53,9 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 
 // PutRerun implements provider.RerunStore.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	if err := p.writing(ctx, "put rerun"); err != nil {
+		return err
+	}
 	r, err := stored(provider.PrepareRerun(rerun, p.now()))
 	if err != nil {
 		return err
@@ -86,6 +92,9 @@ func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) 
 
 // PutReplay implements provider.ReplayStore.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	if err := p.writing(ctx, "put replay"); err != nil {
+		return err
+	}
 	r, err := stored(provider.PrepareReplay(req, p.now()))
 	if err != nil {
 		return err
@@ -109,6 +118,9 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 
 // PutLateArrival implements provider.LateArrivalStore.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	if err := p.writing(ctx, "put late arrival"); err != nil {
+		return err
+	}
 	l, err := stored(provider.PrepareLateArrival(la, p.now()))
 	if err != nil {
 		return err
@@ -135,6 +147,9 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 // WriteCascadeMarker implements provider.CascadeStore. It also drops the marker
 // log's expired writes from its front (WithMarkerRetention).
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	if err := p.writing(ctx, "write cascade marker"); err != nil {
+		return err
+	}
 	now := p.now()
 	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now))
 	if err != nil {

@@ -9,6 +9,9 @@ import (
 
 // PutRunState implements provider.RunStore.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := p.writing(ctx, "put run state"); err != nil {
+		return err
+	}
 	r, err := stored(provider.PrepareRunState(run, p.now()))
 	if err != nil {
 		return err
@@ -44,6 +47,9 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 
 // CompareAndSwapRunState implements provider.RunStore.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := p.writing(ctx, "compare and swap run state"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
 	}
@@ -74,6 +80,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 
 // CreateRunState implements provider.RunCreator.
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	if err := p.writing(ctx, "create run state"); err != nil {
+		return false, err
+	}
 	r, err := stored(provider.PrepareCreateRun(run, p.now()))
 	if err != nil {
 		return false, err

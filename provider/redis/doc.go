@@ -22,11 +22,13 @@
 //
 // Every change of more than one key that lives in one hash slot is one Lua script
 // (scripts in lua/*.lua, embedded, run with EVALSHA and an EVAL fallback on
-// NOSCRIPT); nothing reads in Go to decide what to write where a script can decide.
+// NOSCRIPT; the scripts that only read run with EVALSHA_RO and EVAL_RO, see
+// "Reads and credentials"); nothing reads in Go to decide what to write where a
+// script can decide.
 // No write uses MULTI/EXEC, which go-redis does not retry after a lost reply. The
 // changes that span slots are listed under "Cross-slot writes": they are ordered so
 // that a crash between their steps never makes anything wrong visible, and readers
-// repair what such a crash leaves behind (WriteCascadeMarker's two steps are
+// that may write repair what such a crash leaves behind (WriteCascadeMarker's two steps are
 // ordered so that a crash leaves at worst a delivery without its marker, see
 // "Following").
 //
@@ -35,7 +37,9 @@
 // provider.ErrTooLarge and writes nothing; client and network errors are returned
 // wrapped with %w (errors.As reaches go-redis's types) and never swallowed;
 // goredis.Nil never leaks (a missing entity is (nil, nil)); a cancelled context
-// returns an error for which errors.Is(err, context.Canceled) holds. After Stop
+// returns an error for which errors.Is(err, context.Canceled) holds. A provider
+// opened WithReadOnly refuses every write with an error wrapping
+// provider.ErrReadOnly. After Stop
 // every call returns an error wrapping provider.ErrClosed, and every follower and
 // watcher ends with it at once. Stop never closes the client handed to New unless
 // WithCloseClient is given.
@@ -117,7 +121,8 @@
 // provisional) and its truth exists and wants exactly that member in that list, so
 // a crash between steps never shows anything wrong; a run or rerun never lacks its
 // entry, because step 1 precedes the truth. A reader reads each page of entries
-// (member and entry) in one script, then the truths. An entry it skips it repairs:
+// (member and entry) in one read-only script, then the truths. An entry it skips
+// it repairs, unless the provider is read-only (see "Reads and credentials"):
 // with the sequence read from the truth when the truth exists (the sequence guard
 // makes repairs and late writers commute), which also settles the provisional entry
 // of a writer between steps 2 and 3; and, when the truth is missing, by deleting the
@@ -150,10 +155,11 @@
 // The provider's clock (WithClock, default time.Now) fills timestamps (CreatedAt,
 // UpdatedAt, Timestamp, RequestedAt, DetectedAt, WrittenAt), sets trait and lease
 // ExpiresAt, and judges trait expiry: trait expiry is stored in the traits hash
-// and its expiry index, filtered on every read (a read reaches only the traits
-// live by the index, so expired ones cost it nothing) and pruned by PutTrait and
-// the trait reads, at most 100 per call (GetTraits reads without a script, and
-// prunes in a second round trip only when the index lists an expired trait), so instances
+// and its expiry index, filtered on every read, and pruned by PutTrait only, at
+// most 100 per call: reads never write. GetTrait reads its one field; GetTraits
+// reads a hash of up to 256 fields whole, with one HSCAN, and a larger one
+// through the index with a read-only script, which reaches only the traits live
+// by the index, so expired ones cost it nothing. Instances
 // should run NTP-synchronised clocks (skew shifts a trait's expiry by the skew).
 // A trait is expired when the clock reads its ExpiresAt or later. Locks, leases and
 // readiness results are keys with a server-side TTL (PX, rounded up to whole
@@ -208,6 +214,49 @@
 // frees a lock only when the owner part of its value equals this instance's owner
 // (owners hold no control characters, so the "\n" ends it), and ReleaseLease and
 // RenewLease only when the value equals "lease:" + the token.
+//
+// # Reads and credentials
+//
+// Reads never write. The trait reads send HGET, HSCAN or a read-only script and
+// leave pruning to PutTrait (see "Clocks"). The list reads (ListPipelines,
+// ListRuns, ListReruns, ListAllReruns, ListReplays) read each page with a
+// read-only script and the truths with HMGET; of themselves they repair the
+// index entries a crashed or concurrent writer left (see "Cross-slot writes"),
+// which is a write, but only when the provider may write: a provider opened
+// WithReadOnly repairs nothing and lists what the repair and its re-read would
+// have listed (a record whose entry is provisional, under the member its truth
+// wants; one whose truth moved it, at its new place when the listing reads that
+// far), so its listings equal a writer's. The entries stay for the next writer,
+// or reader that may write, that meets them. Every other read is one read
+// command (GET, HGET, HMGET, LRANGE, XRANGE, XREVRANGE, XREAD), a read-only
+// script (zlist, idx_page, traits_read, with EVALSHA_RO), or, for GetLockInfo,
+// GET and PTTL in MULTI/EXEC. A read-only provider's Start loads no scripts (a
+// read script's first run on a node costs NOSCRIPT and EVAL_RO, which caches
+// it), and its writes fail with provider.ErrReadOnly before anything is sent.
+//
+// So a reader needs: the ACL category @read, EVALSHA_RO and EVAL_RO (Redis 7.0;
+// an older server, which has neither, runs the read scripts with EVALSHA and
+// EVAL, which the reader then needs too), MULTI and EXEC, PING, and read access
+// to the keys; a writer also @write, EVALSHA, EVAL and SCRIPT LOAD (Start). With
+// P the key prefix, glob characters in it escaped (the rules the tests give
+// their users, TestReadsWithReadCredentials):
+//
+//	ACL SETUSER pipestate-reader on >PASSWORD resetkeys %R~P:* resetchannels -@all +@read +evalsha_ro +eval_ro +multi +exec +ping
+//	ACL SETUSER pipestate-writer on >PASSWORD resetkeys ~P:* resetchannels -@all +@read +@write +evalsha +eval +evalsha_ro +eval_ro +script|load +multi +exec +ping
+//
+// and on a Redis Cluster, on every node (ACL SETUSER is per node; or through
+// the ACL file every node loads), the same with what go-redis's cluster client
+// sends besides: the slot map, the command table it routes by, and ASKING during
+// a slot migration (+readonly too for a client that reads from replicas):
+//
+//	ACL SETUSER pipestate-reader on >PASSWORD resetkeys %R~P:* resetchannels -@all +@read +evalsha_ro +eval_ro +multi +exec +ping +cluster|slots +command +asking
+//	ACL SETUSER pipestate-writer on >PASSWORD resetkeys ~P:* resetchannels -@all +@read +@write +evalsha +eval +evalsha_ro +eval_ro +script|load +multi +exec +ping +cluster|slots +command +asking
+//
+// The reader's %R~ (Redis 7.0) makes its keys readable only, whatever commands
+// it may run. A provider that may write, used with a reader's credentials, gets
+// NOPERM from every write and from a listing that repairs an entry; open it
+// WithReadOnly. The state stores of package state/redis need the same rules
+// for their prefix (see its doc).
 //
 // # Events
 //
@@ -313,12 +362,12 @@
 // minutes later. What is not
 // bounded by the data itself: a deleted pipeline keeps its config hash with two
 // small fields (its sequence, so that a re-registration orders after the delete),
-// one per pipeline ID ever deleted; expired traits stay, unread, until trait
+// one per pipeline ID ever deleted; expired traits stay, unread, until PutTrait
 // calls of their pipeline prune them (100 per call); every write but the
 // idempotent upserts leaves a call marker that expires after 2 minutes (one small
 // key per write of the last 2 minutes); a lock key keeps its fence counter forever; a provisional list
 // entry whose writer died before writing the truth stays, unseen, until a reader
-// meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
+// that may write meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
 // entries and the marker log to about WithMaxMarkerWrites, late-arrival lists are
 // not trimmed.
 //
@@ -333,7 +382,8 @@
 //     restart, a failover, SCRIPT FLUSH), alone or in a pipeline; a Debug record
 //     names the script;
 //   - pipestate.redis.index.repairs: list index entries a listing repaired
-//     (dropped, settled or moved, see "Cross-slot writes"); an Info record names
+//     (dropped, settled or moved, see "Cross-slot writes"; a read-only
+//     provider's listings repair none and record none); an Info record names
 //     the list's key and the count, and the span gets a pipestate.repair event;
 //   - pipestate.retries with reason index_repair and the listing as
 //     db.operation.name ("list runs", ...): a listing read again because its
@@ -361,11 +411,11 @@
 //	ReleaseLock              1
 //	AppendEvent              1
 //	PutTrait                 1
-//	GetTrait                 1
-//	GetTraits                1 (a read-only pipeline); 2 when the index lists an
-//	                         expired trait, disagrees with the hash in size, or
-//	                         the hash has over 256 traits (the script then prunes,
-//	                         indexes again or reads the live ones through the index)
+//	GetTrait                 1 (HGET)
+//	GetTraits                1 (HSCAN) when the hash has at most 256 traits,
+//	                         expired ones included; 2 when more (HSCAN, then the
+//	                         read-only script), 1 once the provider knows the
+//	                         pipeline's hash is large (the script at once)
 //	PutRunLog                1
 //	GetRunLog, ListRunLogs   1
 //	ListEvents               1
@@ -399,7 +449,8 @@
 //	ListAllReruns            2 (per node)
 //	ListReplays              2 (per node)
 //	ListPipelines            2 (per node) when under 256 pipelines
-//	Start                    1 per master (SCRIPT LOAD of every script, pipelined)
+//	Start                    1 per master (SCRIPT LOAD of every script, pipelined);
+//	                         0 when read-only
 //	Stop                     0
 package redis
 

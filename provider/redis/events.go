@@ -29,6 +29,9 @@ const (
 // lost reply, filling a zero Timestamp from the clock. The entry's stream ID is its
 // cursor; the order of stream IDs is the commit order every reader sees.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
+	if err := p.writing(ctx, "append event"); err != nil {
+		return err
+	}
 	ev, err := provider.PrepareEvent(ev, p.now())
 	if err != nil {
 		return err

@@ -69,14 +69,18 @@ type call struct {
 // other's order: on a cluster they run on several nodes at once.
 func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*goredis.Cmd, error) {
 	cmds := make([]*goredis.Cmd, len(calls))
-	if len(calls) == 1 {
-		c := calls[0]
-		cmds[0] = p.run(ctx, c.s, c.keys, c.args...)
-		return cmds, p.wrap(op, cmds[0].Err())
+	if len(calls) == 1 || p.readOnly { // run refuses the write scripts of a read-only provider
+		for i, c := range calls {
+			cmds[i] = p.run(ctx, c.s, c.keys, c.args...)
+			if err := cmds[i].Err(); err != nil {
+				return cmds, p.wrap(op, err)
+			}
+		}
+		return cmds, nil
 	}
 	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = c.s.cmd(ctx, false, c.keys, c.args)
+			cmds[i] = c.s.cmd(ctx, false, c.s.ro && !p.noRO.Load(), c.keys, c.args)
 			_ = pipe.Process(ctx, cmds[i])
 		}
 		return nil
@@ -276,9 +280,10 @@ const pageSize = 256
 var errRetry = errors.New("retry")
 
 // listIndexed returns up to limit (all when limit <= 0) visible records of a list,
-// in list order, repairing the entries it skips. See the comment at the top of the
-// file. A listing that re-adds or settles entries (so that the order it read may be
-// stale, or a record that existed is missing) is redone, at most twice.
+// in list order, repairing the entries it skips (listReadOnly instead when p is
+// read-only). See the comment at the top of the file. A listing that re-adds or
+// settles entries (so that the order it read may be stale, or a record that
+// existed is missing) is redone, at most twice.
 //
 // One call returns each record at most once, and every record that exists and
 // keeps its member for the whole call is returned (within limit): pages follow each
@@ -288,6 +293,9 @@ var errRetry = errors.New("retry")
 // Each repair is recorded (signal Repair, by list), and each re-read (signal Retry,
 // reason signal.ReasonIndexRepair).
 func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+	if p.readOnly {
+		return p.listReadOnly(ctx, op, s, limit)
+	}
 	for attempt := 1; ; attempt++ {
 		out, err := p.listOnce(ctx, op, s, limit)
 		if errors.Is(err, errRetry) {
@@ -317,26 +325,15 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 		if limit > 0 {
 			n = min(pageSize, max(limit-len(out), 1))
 		}
-		page, err := p.run(ctx, scriptIdxPage, []string{s.ix.z, s.ix.h}, dir, bound, n, off).StringSlice()
+		page, recs, err := p.readPage(ctx, op, s, dir, bound, n, off)
 		if err != nil {
-			return nil, p.wrap(op, err)
+			return nil, err
 		}
 		if len(page) == 0 {
 			break
 		}
-		if len(page)%3 != 0 {
-			return nil, p.wrap(op, fmt.Errorf("unexpected index page of %d values", len(page)))
-		}
 		count := len(page) / 3
 		bound = "(" + page[len(page)-3]
-		keys := make([]string, count)
-		for i := range count {
-			keys[i] = s.key(page[3*i+1])
-		}
-		recs, err := p.fetchRecords(ctx, op, keys)
-		if err != nil {
-			return nil, err
-		}
 		var fixes []call
 		young := p.stampBound()
 		for i, r := range recs {
@@ -381,4 +378,121 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 		return out, errRetry
 	}
 	return out, nil
+}
+
+// readPage reads one page of up to n entries of list s after bound (see
+// lua/idx_page.lua: member, ID and entry, three values each) and the truth of
+// each entry's record.
+func (p *Provider) readPage(ctx context.Context, op string, s listSpec, dir, bound string, n, off int) ([]string, []record, error) {
+	page, err := p.run(ctx, scriptIdxPage, []string{s.ix.z, s.ix.h}, dir, bound, n, off).StringSlice()
+	if err != nil {
+		return nil, nil, p.wrap(op, err)
+	}
+	if len(page)%3 != 0 {
+		return nil, nil, p.wrap(op, fmt.Errorf("unexpected index page of %d values", len(page)))
+	}
+	keys := make([]string, len(page)/3)
+	for i := range keys {
+		keys[i] = s.key(page[3*i+1])
+	}
+	if len(keys) == 0 {
+		return page, nil, nil
+	}
+	recs, err := p.fetchRecords(ctx, op, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	return page, recs, nil
+}
+
+// listReadOnly is listIndexed for a read-only provider: it pages through the
+// list like listOnce and writes nothing. Instead of repairing an entry, it shows
+// what the repair and the re-read would have shown: a record whose truth exists
+// and wants the entry's member in this list is listed whether or not the entry is
+// settled (the repair would settle it), and one whose truth wants another member
+// is listed at that member (the repair would move its entry there), when the
+// pages read reach that place; an entry whose truth is missing or wants no place
+// in the list is skipped (the repair would drop it). So the listing is what a
+// writer's would have been after its repairs, and leaves the entries to the next
+// writer or writing reader that meets them.
+func (p *Provider) listReadOnly(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+	type found struct {
+		at string // the member the record wants: its place in the list
+		id string
+		r  record
+	}
+	var (
+		out        []found
+		dir, bound = "asc", "-"
+		off        int
+		last       string                                     // the last member read
+		before     = func(a, b string) bool { return a <= b } // a is at or before b in list order
+	)
+	if s.desc {
+		dir, bound = "desc", "+"
+		before = func(a, b string) bool { return a >= b }
+	}
+	if s.timed {
+		off = ids.TimeKeyLen
+	}
+	// placed counts the records found at or before the last member read: no later
+	// page can put a record before them, except one whose entry a crashed move
+	// left further down, which a writer's listing would not have met either.
+	placed := func() int {
+		n := 0
+		for _, f := range out {
+			if before(f.at, last) {
+				n++
+			}
+		}
+		return n
+	}
+	for {
+		n := pageSize
+		if limit > 0 {
+			n = min(pageSize, max(limit-placed(), 1))
+		}
+		page, recs, err := p.readPage(ctx, op, s, dir, bound, n, off)
+		if err != nil {
+			return nil, err
+		}
+		count := len(page) / 3
+		if count == 0 {
+			break
+		}
+		last = page[len(page)-3]
+		bound = "(" + last
+		for i, r := range recs {
+			if !r.exists {
+				continue
+			}
+			if w := s.want(r); w != "" {
+				out = append(out, found{w, page[3*i+1], r})
+			}
+		}
+		if (limit > 0 && placed() >= limit) || count < n {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b found) int {
+		switch {
+		case a.at == b.at:
+			return 0
+		case before(a.at, b.at):
+			return -1
+		}
+		return 1
+	})
+	recs := make([]record, 0, len(out))
+	seen := map[string]bool{}
+	for _, f := range out {
+		if limit > 0 && len(recs) >= limit {
+			break
+		}
+		if !seen[f.id] {
+			seen[f.id] = true
+			recs = append(recs, f.r)
+		}
+	}
+	return recs, nil
 }

@@ -26,6 +26,9 @@ func leaseHolder(token string) string  { return provider.LeaseHolder(token) }
 // judged by the server. A call that go-redis retried after a lost reply reports
 // its first attempt's outcome (see "Retries" in the package doc).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := p.writing(ctx, "acquire lock"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return false, err
 	}
@@ -50,6 +53,9 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 // returns an error wrapping provider.ErrLockNotHeld. A release that go-redis retried
 // after a lost reply returns nil (see "Retries" in the package doc).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
+	if err := p.writing(ctx, "release lock"); err != nil {
+		return err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return err
 	}
@@ -79,6 +85,9 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 // returns the lease its first attempt took, with its fence (see "Retries" in the
 // package doc).
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "acquire lease"); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckLockKey(key); err != nil {
 		return nil, err
 	}
@@ -107,6 +116,9 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 // while it still holds this lease; otherwise it returns an error wrapping
 // provider.ErrLockNotHeld.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
+	if err := p.writing(ctx, "renew lease"); err != nil {
+		return nil, err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return nil, err
 	}
@@ -135,6 +147,9 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 // error wrapping provider.ErrLockNotHeld. Like ReleaseLock, a release retried after
 // a lost reply returns nil.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
+	if err := p.writing(ctx, "release lease"); err != nil {
+		return err
+	}
 	if err := provider.Validate(lease); err != nil {
 		return err
 	}

@@ -206,7 +206,7 @@ func lostReplies() []lostReply {
 			func(ctx context.Context, a, _ *Provider) error { return register(ctx, a) }, deletePipe, checkDeleted},
 		{"DeletePipeline", "final", idxStep("s", func(p *Provider) index { return p.k.globalPipelines() }),
 			func(ctx context.Context, a, _ *Provider) error { return register(ctx, a) }, deletePipe, checkDeleted},
-		{"PutTrait", "script", evalsha(scriptTraits, resp("put")), noSetup,
+		{"PutTrait", "script", evalsha(scriptTraits), noSetup,
 			func(ctx context.Context, a *Provider) error {
 				return a.PutTrait(ctx, lrPipe, types.TraitEvaluation{TraitType: "t", Status: types.TraitPass}, time.Hour)
 			},

@@ -19,6 +19,9 @@ import (
 // entry (provisional), the config, then the final list entry — three round trips;
 // see "Cross-slot writes" in the package doc.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
+	if err := p.writing(ctx, "register pipeline"); err != nil {
+		return err
+	}
 	if err := provider.Validate(cfg); err != nil {
 		return err
 	}
@@ -74,6 +77,9 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 // script), then its global list entry; deleting a missing pipeline is one round trip
 // and returns nil. Other data of the pipeline (runs, events, ...) is kept.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
+	if err := p.writing(ctx, "delete pipeline"); err != nil {
+		return err
+	}
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
@@ -91,8 +97,12 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore with one script, which stores the trait
 // with its ExpiresAt (the clock's now + ttl; nil for ttl 0) and prunes up to 100
-// of the pipeline's expired traits (see lua/traits.lua).
+// of the pipeline's expired traits (see lua/traits.lua): pruning is a write's,
+// never a read's.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
+	if err := p.writing(ctx, "put trait"); err != nil {
+		return err
+	}
 	now := p.now()
 	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, now)
 	if err != nil {
@@ -110,21 +120,19 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 		return err
 	}
 	traits, exp := p.k.traits(pipelineID)
-	err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), trait.TraitType, "put", expUS, data).Err()
+	err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), trait.TraitType, expUS, data).Err()
 	return p.wrap("put trait", err)
 }
 
-// GetTraits implements provider.TraitStore with one read-only pipeline (the expiry
-// index's first expired member, its size, and one HSCAN of the hash of up to
-// traitScanCount fields) when that shows no expired trait, a hash read whole and
-// one index member per trait: the values read are the live traits. Otherwise it
-// runs the traits script, one more round trip, which prunes up to 100 expired
-// traits (reindexing first when the index disagrees with the hash) and reads the
-// live ones through the index, so no call's work grows with expired traits. A
-// pipeline whose last GetTraits here ended in the script, with expired traits
-// left or more traits than one HSCAN reads, goes to the script directly next
-// time (one round trip), until the script finds it small and pruned; the provider
-// keeps that hint for at most maxHints pipelines.
+// GetTraits implements provider.TraitStore with reads only: one HSCAN of the
+// traits hash of up to traitScanCount fields when that reads the whole hash (the
+// values read, less the expired ones, are the traits); otherwise the read-only
+// traits_read script, one more round trip, which reads the live traits through
+// the expiry index, so no call's work grows with the expired traits a large hash
+// holds (PutTrait prunes them). A pipeline whose last GetTraits here ended in the
+// script with more traits than one HSCAN reads goes to the script directly next
+// time (one round trip), until the script finds it small; the provider keeps that
+// hint for at most maxHints pipelines.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -137,7 +145,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 	return out, nil
 }
 
-// GetTrait implements provider.TraitStore with one script.
+// GetTrait implements provider.TraitStore with one HGET.
 func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
 	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
 		return nil, err
@@ -150,8 +158,9 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 }
 
 // traits reads the pipeline's traits (traitType "": all of them), decodes their
-// "<expiry µs>|<JSON>" values and drops those expired by the clock (the index and
-// the script work at µs granularity; this is exact).
+// "<expiry µs>|<JSON>" values and drops those expired by the clock: by the stored
+// expiry at µs granularity, as the index and PutTrait's pruning judge it, and
+// then exactly by ExpiresAt.
 func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]types.TraitEvaluation, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
@@ -163,17 +172,29 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	if traitType == "" {
 		vals, err = p.allTraits(ctx, pipelineID, traits, exp, now)
 	} else {
-		vals, err = p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), traitType, "get").StringSlice()
+		var v string
+		v, err = p.c.HGet(ctx, traits, traitType).Result()
+		switch {
+		case errors.Is(err, goredis.Nil):
+			err = nil
+		case err == nil:
+			vals = []string{v}
+		}
 	}
 	if err != nil {
 		return nil, p.wrap("get traits", err)
 	}
 	out := make([]types.TraitEvaluation, len(vals))
 	n := 0
+	nowUS := now.UnixMicro()
 	for _, v := range vals {
-		_, data, ok := strings.Cut(v, "|")
-		if !ok {
+		e, data, ok := strings.Cut(v, "|")
+		expUS, err := strconv.ParseInt(e, 10, 64)
+		if !ok || err != nil {
 			return nil, p.wrap("get traits", errors.New("corrupt stored trait"))
+		}
+		if expUS > 0 && expUS < nowUS {
+			continue // expired by the stored expiry, as the index and PutTrait's pruning judge it
 		}
 		if err := decodeInto("get traits", data, &out[n]); err != nil {
 			return nil, err
@@ -187,16 +208,17 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	return out[:n], nil
 }
 
-// allTraits returns the values of the pipeline's traits: by scanTraits unless the
-// pipeline is hinted to the script, else (or when scanTraits cannot vouch for
-// what it read) by the traits script, whose flag updates the hint.
+// allTraits returns the values of the pipeline's traits, expired ones included:
+// by scanTraits unless the pipeline is hinted to the script, else (or when
+// scanTraits did not read the whole hash) by the traits_read script, whose flag
+// updates the hint.
 func (p *Provider) allTraits(ctx context.Context, pipelineID, traits, exp string, now time.Time) ([]string, error) {
 	if !p.traitsByScript.has(pipelineID) {
-		if vals, err := p.scanTraits(ctx, traits, exp, now); vals != nil || err != nil {
+		if vals, err := p.scanTraits(ctx, traits); vals != nil || err != nil {
 			return vals, err
 		}
 	}
-	vals, err := p.run(ctx, scriptTraits, []string{traits, exp}, now.UnixMicro(), "", "get", traitScanCount).StringSlice()
+	vals, err := p.run(ctx, scriptTraitsRead, []string{traits, exp}, now.UnixMicro(), traitScanCount).StringSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -211,25 +233,19 @@ func (p *Provider) allTraits(ctx context.Context, pipelineID, traits, exp string
 	return vals[1:], nil
 }
 
-// traitScanCount bounds the fields GetTraits' read-only pipeline reads: a hash of
-// more fields is read by the script instead, which reads only the live ones.
+// traitScanCount bounds the fields GetTraits' HSCAN reads: a hash of more fields
+// is read by the script instead, which reads only the live ones.
 const traitScanCount = 256
 
-// scanTraits returns every value of the traits hash when one read-only pipeline
-// shows that the expiry index lists none expired at now (µs), that one HSCAN read
-// the whole hash, and that the index has one member per field read; otherwise
-// nil, for the script. A value the index wrongly lists as live (a stale index of
-// an older writer) is still filtered by the caller.
-func (p *Provider) scanTraits(ctx context.Context, traits, exp string, now time.Time) ([]string, error) {
-	pipe := p.c.Pipeline()
-	expired := pipe.ZRangeByScore(ctx, exp, &goredis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(now.UnixMicro(), 10), Count: 1})
-	indexed := pipe.ZCard(ctx, exp)
-	scan := pipe.HScan(ctx, traits, 0, "", traitScanCount)
-	if _, err := pipe.Exec(ctx); err != nil {
+// scanTraits returns every value of the traits hash when one HSCAN of up to
+// traitScanCount fields reads it whole (an empty, non-nil slice for a pipeline
+// without traits); otherwise nil, for the script.
+func (p *Provider) scanTraits(ctx context.Context, traits string) ([]string, error) {
+	fields, cursor, err := p.c.HScan(ctx, traits, 0, "", traitScanCount).Result()
+	if err != nil {
 		return nil, err
 	}
-	fields, cursor := scan.Val()
-	if cursor != 0 || len(expired.Val()) > 0 || indexed.Val() != int64(len(fields)/2) {
+	if cursor != 0 || len(fields)/2 > traitScanCount {
 		return nil, nil
 	}
 	vals := make([]string, 0, len(fields)/2)
@@ -241,6 +257,9 @@ func (p *Provider) scanTraits(ctx context.Context, traits, exp string, now time.
 
 // PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
+	if err := p.writing(ctx, "put readiness"); err != nil {
+		return err
+	}
 	if err := provider.Validate(result); err != nil {
 		return err
 	}

@@ -65,19 +65,25 @@ type Provider struct {
 	maxValue     int
 	now          func() time.Time
 	closeClient  bool
-	closed       atomic.Bool
-	stopped      chan struct{} // closed by Stop: ends followers at once
-	meter        metric.MeterProvider
-	log          *slog.Logger
-	sig          *signal.Recorder
-	started      atomic.Bool
+	// readOnly: every write fails with ErrReadOnly and reads repair nothing (see
+	// WithReadOnly).
+	readOnly bool
+	// noRO is set once the server answered that it has no EVALSHA_RO (before
+	// Redis 7.0): read scripts run with EVALSHA from then on.
+	noRO    atomic.Bool
+	closed  atomic.Bool
+	stopped chan struct{} // closed by Stop: ends followers at once
+	meter   metric.MeterProvider
+	log     *slog.Logger
+	sig     *signal.Recorder
+	started atomic.Bool
 	// traitsByScript holds the IDs of pipelines whose next GetTraits runs the
-	// traits script directly (see GetTraits): a hint, never the truth.
+	// traits_read script directly (see GetTraits): a hint, never the truth.
 	traitsByScript hints
 }
 
 // maxHints bounds a hints set: past it, new IDs are not kept (their GetTraits
-// tries the read-only pipeline first, one round trip more), so a process that
+// tries one HSCAN first, one round trip more), so a process that
 // meets many pipelines once keeps no more than this.
 const maxHints = 10_000
 
@@ -247,6 +253,22 @@ func WithCloseClient() Option {
 	}
 }
 
+// WithReadOnly opens the provider read-only, for credentials that allow reads
+// only (see "Reads and credentials" in the package doc): every write method
+// returns an error wrapping provider.ErrReadOnly, after the context and
+// lifecycle checks and before anything is sent, whatever its arguments; Start
+// loads no scripts (SCRIPT LOAD is not a read: a read script's first run on a
+// node costs one more round trip, NOSCRIPT then EVAL_RO); and list reads repair
+// no index entry: they show what a repair would have shown, as they read it. The
+// reads send only commands of the ACL category @read, EVALSHA_RO and EVAL_RO of
+// scripts that never write, MULTI and EXEC around reads (GetLockInfo) and PING.
+func WithReadOnly() Option {
+	return func(p *Provider) error {
+		p.readOnly = true
+		return nil
+	}
+}
+
 // New returns a Provider that keeps its state in Redis through client, which may be
 // a *goredis.Client, a *goredis.ClusterClient or any other UniversalClient; a nil
 // client, also a nil pointer in the interface, is ErrInvalidArgument. The
@@ -286,16 +308,20 @@ func (p *Provider) Owner() string { return p.owner }
 // KeyPrefix returns the key prefix of p.
 func (p *Provider) KeyPrefix() string { return p.k.prefix }
 
+// ReadOnly reports whether p was opened with WithReadOnly.
+func (p *Provider) ReadOnly() bool { return p.readOnly }
+
 // Start implements provider.Provider: it loads the provider's Lua scripts into the
 // server (into every master of a cluster) so that later calls run them with EVALSHA
 // in one round trip. It is idempotent; after Stop it returns an error wrapping
 // provider.ErrClosed. Skipping Start is allowed: a script missing from the server
-// costs one extra round trip the first time it runs on each node.
+// costs one extra round trip the first time it runs on each node. A read-only
+// provider's Start sends nothing (see WithReadOnly).
 func (p *Provider) Start(ctx context.Context) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	if p.started.Load() {
+	if p.started.Load() || p.readOnly {
 		return nil
 	}
 	load := func(ctx context.Context, c goredis.Cmdable) error {
@@ -355,6 +381,19 @@ func (p *Provider) begin(ctx context.Context) error {
 		return fmt.Errorf("redis: %w", provider.ErrClosed)
 	}
 	return nil
+}
+
+// writing checks, at the start of every write method, that p may write: a
+// read-only provider refuses with an error wrapping provider.ErrReadOnly, after
+// begin's checks (a cancelled context or a stopped provider report those).
+func (p *Provider) writing(ctx context.Context, op string) error {
+	if !p.readOnly {
+		return nil
+	}
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	return provider.ReadOnly("redis", op)
 }
 
 // wrap turns a client error into the provider's error: nil stays nil, the context's

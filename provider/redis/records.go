@@ -19,6 +19,9 @@ import (
 // and its place in the pipeline's run-log order. An empty ScheduleID is
 // DefaultScheduleID and is stored as such.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
+	if err := p.writing(ctx, "put run log"); err != nil {
+		return err
+	}
 	entry, err := provider.PrepareRunLog(entry)
 	if err != nil {
 		return err
@@ -88,6 +91,9 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 // is also the marker's score in the pipeline's marker order; an empty scheduleID
 // is DefaultScheduleID.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	if err := p.writing(ctx, "write cascade marker"); err != nil {
+		return err
+	}
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now().Truncate(time.Microsecond))
 	if err != nil {
 		return err
@@ -152,6 +158,9 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 // RPUSH, exactly once per call like AppendEvent; a zero DetectedAt is filled from
 // the clock and an empty ScheduleID is DefaultScheduleID.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
+	if err := p.writing(ctx, "put late arrival"); err != nil {
+		return err
+	}
 	la, err := provider.PrepareLateArrival(la, p.now())
 	if err != nil {
 		return err
@@ -195,6 +204,9 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 // RequestedAt is filled from the clock. Re-putting a RerunID under another pipeline
 // moves it to that pipeline's list.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
+	if err := p.writing(ctx, "put rerun"); err != nil {
+		return err
+	}
 	rerun, err := provider.PrepareRerun(rerun, p.now())
 	if err != nil {
 		return err
@@ -276,6 +288,9 @@ func replayID(pipelineID, date, schedule string) string {
 // list entry, the record, final entry). An empty ScheduleID is DefaultScheduleID and
 // is stored as such; a zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
+	if err := p.writing(ctx, "put replay"); err != nil {
+		return err
+	}
 	req, err := provider.PrepareReplay(req, p.now())
 	if err != nil {
 		return err

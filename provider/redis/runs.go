@@ -16,6 +16,9 @@ import (
 // ErrInvalidArgument, a RunID stored under another pipeline), then the list entry is
 // set. See "Cross-slot writes" in the package doc.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := p.writing(ctx, "put run state"); err != nil {
+		return err
+	}
 	run, err := provider.PrepareRunState(run, p.now())
 	if err != nil {
 		return err
@@ -35,6 +38,9 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // go-redis retried after a lost reply finds its call's marker and reports its
 // first attempt's creation (see "Retries" in the package doc).
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	if err := p.writing(ctx, "create run state"); err != nil {
+		return false, err
+	}
 	run, err := provider.PrepareCreateRun(run, p.now())
 	if err != nil {
 		return false, err
@@ -147,6 +153,9 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // go-redis retried after a lost reply reports its first attempt's swap (see
 // "Retries" in the package doc).
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
+	if err := p.writing(ctx, "compare and swap run state"); err != nil {
+		return false, err
+	}
 	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
 		return false, err
 	}

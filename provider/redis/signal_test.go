@@ -44,10 +44,10 @@ func TestSignalsScriptLoad(t *testing.T) {
 		do    func() error
 		loads int64
 	}{
-		{"first trait read", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 1},
-		{"second trait read", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 1},
+		{"first run log list", func() error { _, err := p.ListRunLogs(ctx, "pipe", 1); return err }, 1},
+		{"second run log list", func() error { _, err := p.ListRunLogs(ctx, "pipe", 1); return err }, 1},
 		{"flush", func() error { return c.ScriptFlush(ctx).Err() }, 1},
-		{"trait read after the flush", func() error { _, err := p.GetTrait(ctx, "pipe", "t"); return err }, 2},
+		{"run log list after the flush", func() error { _, err := p.ListRunLogs(ctx, "pipe", 1); return err }, 2},
 		// Two provisional entries in one pipeline, the truth, then two final
 		// steps of the script already reloaded.
 		{"first rerun put", func() error { return p.PutRerun(ctx, rerun) }, 5},

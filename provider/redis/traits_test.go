@@ -42,9 +42,9 @@ func (c *settableClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock();
 func (c *settableClock) set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 func (c *settableClock) add(d time.Duration) { c.set(c.now().Add(d)) }
 
-// TestTraitPruneBounded: expired traits are never read, and each trait call
-// removes at most 100 of them, so no call's work grows with the expired traits
-// a pipeline's hash holds.
+// TestTraitPruneBounded: expired traits are never returned, reads never remove
+// them, and each PutTrait removes at most 100 of them, so the expired traits a
+// pipeline's hash holds stay bounded by its writes.
 func TestTraitPruneBounded(t *testing.T) {
 	for name, target := range traitTargets(t) {
 		t.Run(name, func(t *testing.T) {
@@ -79,8 +79,15 @@ func TestTraitPruneBounded(t *testing.T) {
 			if len(ts) != 2 || ts[0].TraitType != "forever" || ts[1].TraitType != "hour" {
 				t.Fatalf("GetTraits = %v, want forever and hour", ts)
 			}
+			if tr, err := p.GetTrait(ctx, "p", "old-249"); err != nil || tr != nil {
+				t.Fatalf("GetTrait(old-249), expired = %v, %v; want nil", tr, err)
+			}
+			if h, z := sizes(); h != expired+2-200 || z != h {
+				t.Fatalf("after the reads: hash %d, index %d fields, want %d: reads never prune", h, z, expired+2-200)
+			}
+			put("hour", time.Hour) // prunes the last 50
 			if h, z := sizes(); h != 2 || z != 2 {
-				t.Fatalf("after GetTraits: hash %d, index %d fields, want 2", h, z)
+				t.Fatalf("after another put: hash %d, index %d fields, want 2", h, z)
 			}
 			// A trait is expired from the instant its ExpiresAt is reached.
 			clock.add(time.Hour - time.Nanosecond)
@@ -99,8 +106,9 @@ func TestTraitPruneBounded(t *testing.T) {
 }
 
 // TestTraitsIndexedAgain: a traits hash without its expiry index (written by a
-// version that kept none) is indexed by the next trait call, so its live traits
-// stay visible and its expired ones go.
+// version that kept none) is read whole, its live traits visible and its expired
+// ones not, without writing; the next PutTrait indexes it again and prunes the
+// expired ones.
 func TestTraitsIndexedAgain(t *testing.T) {
 	for name, target := range traitTargets(t) {
 		t.Run(name, func(t *testing.T) {
@@ -119,8 +127,15 @@ func TestTraitsIndexedAgain(t *testing.T) {
 			if len(ts) != 2 || ts[0].TraitType != "forever" || ts[1].TraitType != "live" {
 				t.Fatalf("GetTraits = %v, want forever and live", ts)
 			}
-			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 2 || z != 2 {
-				t.Fatalf("hash %d, index %d fields, want 2 each", h, z)
+			if tr, err := p.GetTrait(ctx, "p", "gone"); err != nil || tr != nil {
+				t.Fatalf("GetTrait(gone) = %v, %v; want nil", tr, err)
+			}
+			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 3 || z != 0 {
+				t.Fatalf("after the reads: hash %d, index %d fields, want 3 and 0: reads never write", h, z)
+			}
+			must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: "new", Status: types.TraitPass}, 0))
+			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 3 || z != 3 {
+				t.Fatalf("after a put: hash %d, index %d fields, want 3 each (gone pruned, new added)", h, z)
 			}
 			if s := c.ZScore(ctx, exp, "live").Val(); s != float64(now.Add(time.Hour).UnixMicro()) {
 				t.Fatalf("index score of live = %v, want its expiry in µs %d", s, now.Add(time.Hour).UnixMicro())
@@ -219,11 +234,12 @@ func TestTraitsStaleIndex(t *testing.T) {
 	}
 }
 
-// TestGetTraitsReadPath: GetTraits reads without the script, in one round trip,
-// while the index lists no expired trait and one member per trait and one HSCAN
-// reads the whole hash; it runs the script (a second round trip) to prune an
-// expired trait, to index a hash again or to read a large hash through the index;
-// and a value the index wrongly lists as live is still not returned.
+// TestGetTraitsReadPath: GetTraits reads with one HSCAN, in one round trip,
+// whenever that reads the whole hash, expired traits, a lost or stale index
+// included (the values are filtered in Go, and nothing is written); it runs the
+// read-only script (a second round trip) to read a large hash through the index,
+// or whole when the index cannot be trusted, and runs it directly next time; and
+// a value the index wrongly lists as live is still not returned.
 func TestGetTraitsReadPath(t *testing.T) {
 	for name, target := range traitTargets(t) {
 		t.Run(name, func(t *testing.T) {
@@ -239,6 +255,12 @@ func TestGetTraitsReadPath(t *testing.T) {
 				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: typ, Status: types.TraitPass}, ttl))
 			}
 			hash, exp := p.k.traits("p")
+			sizes := func(step string, h, z int64) {
+				t.Helper()
+				if gh, gz := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); gh != h || gz != z {
+					t.Errorf("%s: hash %d, index %d fields, want %d and %d", step, gh, gz, h, z)
+				}
+			}
 			read := func(step string, trips int64, want ...string) {
 				t.Helper()
 				counter.Reset()
@@ -259,24 +281,15 @@ func TestGetTraitsReadPath(t *testing.T) {
 			if p.traitsByScript.has("p") {
 				t.Fatal("all live: the next GetTraits runs the script")
 			}
-			// At minute's ExpiresAt it is expired, and filtered in Go; the index
-			// works in whole µs and prunes only once its µs is past, so this read
-			// still takes one round trip.
+			// At minute's ExpiresAt it is expired, and filtered in Go.
 			clock.add(time.Minute)
 			read("at the expiry", 1, "forever", "hour")
 			clock.add(time.Microsecond)
-			read("one expired", 2, "forever", "hour")
-			// The script pruned the one expired trait and read the hash whole:
-			// the next read scans again.
-			if h, z := c.HLen(ctx, hash).Val(), c.ZCard(ctx, exp).Val(); h != 2 || z != 2 {
-				t.Errorf("after pruning: hash %d, index %d fields, want 2 each", h, z)
-			}
-			read("pruned", 1, "forever", "hour")
+			read("one expired", 1, "forever", "hour")
+			sizes("after the reads", 3, 3) // reads never prune
 			must(t, c.Del(ctx, exp).Err())
-			read("index lost", 2, "forever", "hour")
-			if z := c.ZCard(ctx, exp).Val(); z != 2 {
-				t.Errorf("index lost: indexed again with %d members, want 2", z)
-			}
+			read("index lost", 1, "forever", "hour")
+			sizes("index lost", 3, 0)
 			// An older writer stored hour with an expiry already past, leaving
 			// the index's entry live.
 			past := clock.now().Add(-time.Second)
@@ -285,29 +298,49 @@ func TestGetTraitsReadPath(t *testing.T) {
 			must(t, c.HSet(ctx, hash, "hour", strconv.FormatInt(past.UnixMicro(), 10)+"|"+string(data)).Err())
 			read("stale index", 1, "forever")
 			// A hash larger than one HSCAN reads is read by the script, through
-			// the index (miniredis's HSCAN reads any hash whole: one round trip).
-			wantTrips := int64(2)
-			if name == "miniredis" {
-				wantTrips = 1
-			}
+			// the index (the first put indexed the hash again and pruned minute
+			// and hour).
 			for i := range traitScanCount * 2 {
 				must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: fmt.Sprintf("many-%03d", i), Status: types.TraitPass}, 0))
 			}
+			sizes("after the puts", 1+2*traitScanCount, 1+2*traitScanCount)
+			all := 1 + 2*traitScanCount
 			counter.Reset()
 			ts, err := p.GetTraits(ctx, "p")
 			must(t, err)
-			if n := counter.Load(); len(ts) != 1+2*traitScanCount || n != wantTrips {
-				t.Errorf("%d traits in a hash of more than %d: read %d in %d round trips, want all in %d", 1+2*traitScanCount, traitScanCount, len(ts), n, wantTrips)
-			}
-			if name == "miniredis" {
-				return
+			if n := counter.Load(); len(ts) != all || n != 2 {
+				t.Errorf("%d traits in a hash of more than %d: read %d in %d round trips, want all in 2", all, traitScanCount, len(ts), n)
 			}
 			// The script found the hash too large to scan: the next GetTraits
 			// runs it directly, in one round trip.
-			counter.Reset()
-			if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != 1+2*traitScanCount || counter.Load() != 1 {
-				t.Errorf("large hash again: %d traits, %v, in %d round trips; want %d in 1", len(ts), err, counter.Load(), 1+2*traitScanCount)
+			large := func(step string) {
+				t.Helper()
+				counter.Reset()
+				if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != all || counter.Load() != 1 {
+					t.Errorf("%s: %d traits, %v, in %d round trips; want %d in 1", step, len(ts), err, counter.Load(), all)
+				}
 			}
+			large("large hash again")
+			// Expired traits the index lists are not read; one the index lists
+			// as expired but the hash holds live (an older writer's renewal)
+			// makes the script read the hash whole; so does a lost index.
+			must(t, p.PutTrait(ctx, "p", types.TraitEvaluation{TraitType: "short", Status: types.TraitPass}, time.Minute))
+			clock.add(time.Minute)
+			large("one expired in a large hash")
+			sizes("one expired in a large hash", int64(all)+1, int64(all)+1)
+			data, err = json.Marshal(types.TraitEvaluation{TraitType: "short", Status: types.TraitPass})
+			must(t, err)
+			must(t, c.HSet(ctx, hash, "short", "0|"+string(data)).Err())
+			counter.Reset()
+			if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != all+1 || counter.Load() != 1 {
+				t.Errorf("stale index of a large hash: %d traits, %v, in %d round trips; want %d in 1", len(ts), err, counter.Load(), all+1)
+			}
+			must(t, c.Del(ctx, exp).Err())
+			counter.Reset()
+			if ts, err := p.GetTraits(ctx, "p"); err != nil || len(ts) != all+1 || counter.Load() != 1 {
+				t.Errorf("lost index of a large hash: %d traits, %v, in %d round trips; want %d in 1", len(ts), err, counter.Load(), all+1)
+			}
+			sizes("lost index of a large hash", int64(all)+1, 0)
 		})
 	}
 }

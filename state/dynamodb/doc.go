@@ -28,6 +28,41 @@
 // BytesStores of different monoid kinds) may share a table; two stores of the same
 // kind on one table share values. One dedup table can serve every store and deduper.
 //
+// # Reads and credentials
+//
+// Get and GetMany send only GetItem and BatchGetItem: reads never write, and
+// credentials whose IAM policy allows those two actions on the value tables read
+// every store (a reader needs no dedup table: MergeUpdateOnce and the Deduper
+// only write). The writes need PutItem, UpdateItem and DeleteItem besides
+// (TransactWriteItems is authorized by the per-item actions of its items); there
+// is no read-only option, as no read writes. With REGION, ACCOUNT, the value
+// tables VALUES (one per store table) and the dedup table DEDUP filled in
+// (TestStoreReadsWithReadCredentials holds the actions to the calls the stores
+// make), a reader:
+//
+//	{
+//	  "Version": "2012-10-17",
+//	  "Statement": [{
+//	    "Effect": "Allow",
+//	    "Action": ["dynamodb:BatchGetItem", "dynamodb:GetItem"],
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/VALUES"]
+//	  }]
+//	}
+//
+// and a writer:
+//
+//	{
+//	  "Version": "2012-10-17",
+//	  "Statement": [{
+//	    "Effect": "Allow",
+//	    "Action": ["dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/VALUES", "arn:aws:dynamodb:REGION:ACCOUNT:table/DEDUP"]
+//	  }]
+//	}
+//
+// CreateStoreTable and CreateDedupTable also need, on their table's ARN,
+// dynamodb:CreateTable, DescribeTable, DescribeTimeToLive and UpdateTimeToLive.
+//
 // # Guarantees
 //
 //   - Every merge is atomic. Sums are UpdateItem ADD, conditioned on the sum staying

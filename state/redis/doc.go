@@ -75,6 +75,31 @@
 // after NOSCRIPT (pipestate.redis.script.loads; a Debug record). Package observe adds
 // spans and call metrics around any store; its doc lists every instrument.
 //
+// # Reads and credentials
+//
+// Get and GetMany send only GET or HGET (one command, or a pipeline of them):
+// reads never write, and credentials that allow reads only read every store.
+// The writes need EVALSHA and EVAL (the merge scripts) besides; Deduper.Release
+// is DEL. The stores load no scripts with SCRIPT LOAD (EVALSHA falls back to
+// EVAL). An application whose provider and stores share a server may give one
+// user both prefixes: the rules of package provider/redis ("Reads and
+// credentials"), which are the tests' for a store's prefix P too, are a
+// superset of what the stores need:
+//
+//	ACL SETUSER pipestate-reader on >PASSWORD resetkeys %R~P:* resetchannels -@all +@read +evalsha_ro +eval_ro +multi +exec +ping
+//	ACL SETUSER pipestate-writer on >PASSWORD resetkeys ~P:* resetchannels -@all +@read +@write +evalsha +eval +evalsha_ro +eval_ro +script|load +multi +exec +ping
+//
+// and on every node of a Redis Cluster:
+//
+//	ACL SETUSER pipestate-reader on >PASSWORD resetkeys %R~P:* resetchannels -@all +@read +evalsha_ro +eval_ro +multi +exec +ping +cluster|slots +command +asking
+//	ACL SETUSER pipestate-writer on >PASSWORD resetkeys ~P:* resetchannels -@all +@read +@write +evalsha +eval +evalsha_ro +eval_ro +script|load +multi +exec +ping +cluster|slots +command +asking
+//
+// (TestStoreReadsWithReadCredentials: with the reader's rules every Get and
+// GetMany reads what the writer reads, and every write fails with NOPERM.) Give
+// the users the store's prefix: keys are P:{entity}:... and P:seen:... (see
+// below), so ~P:* covers them. There is no read-only option: a store's reads
+// never write, and its writes are refused by the server.
+//
 // # Key schema
 //
 // Entities are escaped ('%' -> %25, '{' -> %7B, '}' -> %7D) so that the hash tag is
