@@ -151,8 +151,8 @@ var (
 // queryIn says what query collects.
 type queryIn struct {
 	kind  provider.RecordKind // of the records queried
-	index string // "" or indexGSI1
-	key   expr   // the key condition
+	index string              // "" or indexGSI1
+	key   expr                // the key condition
 	// filter, when set, is a filter expression (its names and values are key's):
 	// items it drops are read by DynamoDB but never sent.
 	filter *string
