@@ -93,9 +93,10 @@
 // GetMany fails whole: each of its answers is positional). The stores have no
 // listings, so nothing is skipped; the provider's rule for listings (skip and
 // report, see package provider) does not arise. A merge into such a value fails
-// with the backend's own error (Redis: "ERR value is not an integer"; DynamoDB: a
-// ValidationException) and changes nothing; overwrite or delete the key to
-// repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// and changes nothing: with ErrCorrupt where the store reads the value before it
+// writes (a DynamoDB Max or BytesStore merge), otherwise with the backend's own
+// error (Redis: "ERR value is not an integer"; DynamoDB ADD: a
+// ValidationException). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
 // monoid cannot read fails in the monoid, not here. The memory backend stores
 // values, never bytes, so it never meets a corrupt one.
 //
