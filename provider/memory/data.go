@@ -166,19 +166,6 @@ func mustClone[T any](v T) T {
 	return out
 }
 
-func clonePtr[T any](v T) *T {
-	out := mustClone(v)
-	return &out
-}
-
-func cloneAll[T any](vs []T) []T {
-	out := make([]T, len(vs))
-	for i, v := range vs {
-		out[i] = mustClone(v)
-	}
-	return out
-}
-
 // live reports whether something expiring at expires (zero: never) is visible at now.
 func live(expires, now time.Time) bool { return expires.IsZero() || now.Before(expires) }
 

@@ -390,7 +390,6 @@
 //     repairs settled or moved entries, at most twice per call; a Debug record
 //     each. A listing still repairing after that returns what it read, so there
 //     are no give-ups.
-//
 //   - pipestate.corrupt.records: a stored record a listing or a follower skipped
 //     because it does not decode (see "Corrupt records" below); a Warn record
 //     names its key, and the span gets a pipestate.corrupt event.

@@ -150,7 +150,7 @@ func (s *Signals) CheckCorrupt(t *testing.T, system string, p provider.Provider,
 			}
 			key := reported[0].Key
 			if got := s.Collect(t, "pipestate.corrupt.records", system, kind); got.Value-before != 1 {
-				t.Errorf("pipestate.corrupt.records{%s, %s} grew by %d, want 1", system.Value.Emit(), kind.Value.Emit(), got.Value-before)
+				t.Errorf("pipestate.corrupt.records{%s, %s} grew by %d, want 1", system.Value.AsString(), kind.Value.AsString(), got.Value-before)
 			}
 			if n := s.Logs(slog.LevelWarn, "pipestate: skipped a corrupt record") - warns; n != 1 {
 				t.Errorf("%d Warn records of the corrupt %s logged, want 1:\n%s", n, l.kind, s.LogText())
