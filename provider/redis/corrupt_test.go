@@ -126,3 +126,76 @@ func TestCorruptReadOnlyListing(t *testing.T) {
 		}
 	}
 }
+
+// TestCorruptFields: besides a record's JSON (the conformance suite's
+// Harness.Corrupt), a truth's sequence, an event entry without its field and a
+// marker log entry whose link to the entry before it is not a stream ID are
+// corrupt records too: skipped and reported, never fatal to the listing.
+func TestCorruptFields(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		put    func(p *redis.Provider) error
+		raw    func(c goredis.UniversalClient) error
+		list   func(ctx context.Context, p *redis.Provider) (int, error)
+		listed int
+	}{
+		{"run sequence", func(p *redis.Provider) error {
+			for _, id := range []string{"r1", "r2"} {
+				if err := p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunPending}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(c goredis.UniversalClient) error { return c.HSet(ctx, "t:{run:r1}", "s", "seven").Err() },
+			func(ctx context.Context, p *redis.Provider) (int, error) {
+				l, err := p.ListRuns(ctx, "p", 10)
+				return len(l), err
+			}, 1},
+		{"event without its field", func(p *redis.Provider) error {
+			return p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p"})
+		}, func(c goredis.UniversalClient) error {
+			return c.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: []any{"x", "y"}}).Err()
+		}, func(ctx context.Context, p *redis.Provider) (int, error) {
+			l, err := p.ListEvents(ctx, "p", 10)
+			return len(l), err
+		}, 1},
+		{"marker write without its link", func(p *redis.Provider) error {
+			return p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up")
+		}, func(c goredis.UniversalClient) error {
+			return c.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{:markers}", Values: []any{"m", "{}"}}).Err()
+		}, func(ctx context.Context, p *redis.Provider) (int, error) {
+			if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-02", "up"); err != nil {
+				return 0, err
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			n := 0
+			for _, err := range p.WatchCascadeMarkers(ctx, "") {
+				if err != nil {
+					return n, err
+				}
+				if n++; n == 2 {
+					break
+				}
+			}
+			return n, nil
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+			p := openProvider(t, client, redis.WithKeyPrefix("t"))
+			if err := c.put(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.raw(client); err != nil {
+				t.Fatal(err)
+			}
+			var reported []*provider.CorruptError
+			n, err := c.list(provider.OnCorrupt(ctx, func(e *provider.CorruptError) { reported = append(reported, e) }), p)
+			if err != nil || n != c.listed || len(reported) != 1 {
+				t.Errorf("listing: %d records, %v, reported %v; want %d, nil and one report", n, err, reported, c.listed)
+			}
+		})
+	}
+}
