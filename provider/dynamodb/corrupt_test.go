@@ -3,7 +3,9 @@ package dynamodb_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -23,8 +25,9 @@ const corruptJSON = `{"corrupt": tru`
 // TransactWriteItems), it corrupts a record's data on every item that keeps it
 // (a run's, rerun's or marker's truth item and list copy) or appends a corrupt
 // one to a log, taking the log's next sequence number as the provider does. The
-// data of pipelines and run logs becomes a number attribute (an item whose
-// attributes do not unmarshal); that of every other kind, JSON cut short.
+// data of pipelines, run logs, events and marker writes becomes a number
+// attribute (an item whose attributes do not unmarshal); that of every other
+// kind, JSON cut short.
 func corruptRecord(t *testing.T, e *env, kind provider.RecordKind, id ...string) {
 	t.Helper()
 	ctx := context.Background()
@@ -40,7 +43,7 @@ func corruptRecord(t *testing.T, e *env, kind provider.RecordKind, id ...string)
 	case provider.KindRunState:
 		err = setPair(ctx, e, "RUN#"+id[0], "STATE", text)
 	case provider.KindEvent:
-		err = appendEntry(ctx, e, "PIPELINE#"+id[0], "EVENTSEQ", "EVENT#", text)
+		err = appendEntry(ctx, e, "PIPELINE#"+id[0], "EVENTSEQ", "EVENT#", number)
 	case provider.KindRunLog:
 		err = setAttr(ctx, e, "PIPELINE#"+id[0], "RUNLOG#"+slot(), "data", number)
 	case provider.KindRerun:
@@ -55,7 +58,7 @@ func corruptRecord(t *testing.T, e *env, kind provider.RecordKind, id ...string)
 	case provider.KindCascadeMarker:
 		err = setPair(ctx, e, "MARKER#"+id[0], slot(), text)
 	case provider.KindMarkerWrite:
-		err = appendEntry(ctx, e, "MARKERLOG", "SEQ", "ENTRY#", text)
+		err = appendEntry(ctx, e, "MARKERLOG", "SEQ", "ENTRY#", number)
 	case provider.KindReadiness:
 		err = setAttr(ctx, e, "PIPELINE#"+id[0], "READINESS", "data", text)
 	case provider.KindLock:
@@ -146,4 +149,42 @@ func TestCorruptSignals(t *testing.T) {
 	sig := signaltest.NewSignals()
 	p := openOn(t, e.client, e, dynamodb.WithMeterProvider(sig.Meter), dynamodb.WithLogger(sig.Log))
 	sig.CheckCorrupt(t, "aws.dynamodb", p, func(kind provider.RecordKind, id ...string) { corruptRecord(t, e, kind, id...) })
+}
+
+// TestFollowPastCorruptTail: a follower whose log ends in an item that does not
+// unmarshal moves past it: it reports it once, however often it polls, and then
+// delivers the next event.
+func TestFollowPastCorruptTail(t *testing.T) {
+	e := testEnv(t)
+	p := openOn(t, e.client, e, dynamodb.WithPollInterval(5*time.Millisecond, 10*time.Millisecond))
+	ctx := t.Context()
+	if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	corruptRecord(t, e, provider.KindEvent, "p")
+	var mu sync.Mutex
+	reports := 0
+	fctx, cancel := context.WithTimeout(provider.OnCorrupt(ctx, func(*provider.CorruptError) { mu.Lock(); reports++; mu.Unlock() }), 20*time.Second)
+	defer cancel()
+	var got []string
+	for r, err := range p.FollowEvents(fctx, "p", "") {
+		if err != nil {
+			t.Fatalf("follow: %v after %v", err, got)
+		}
+		got = append(got, r.Event.Message)
+		if len(got) == 1 { // past the corrupt tail, polled many times, then a new event
+			time.Sleep(200 * time.Millisecond)
+			if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "second"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) == 2 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != "[first second]" || reports != 1 {
+		t.Errorf("follow yielded %v and reported %d corrupt records; want [first second] and 1", got, reports)
+	}
 }

@@ -406,8 +406,8 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 	missing, counter := int64(0), int64(-1)
 	err := ddbx.Query(ctx, p.api, in, limit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
-		if err != nil {
-			return false, p.badItem(provider.KindEvent, av, err)
+		if err != nil { // keeps its number: the caller skips and reports it
+			it = p.badItem(provider.KindEvent, av, err)
 		}
 		next := since + 1 + int64(len(out))
 		switch {

@@ -74,7 +74,7 @@ func (p *Provider) getRecord(ctx context.Context, op string, kind provider.Recor
 		return it, false, nil
 	}
 	if it, err = unmarshal(out.Item); err != nil {
-		return it, false, p.badItem(kind, out.Item, err)
+		return it, false, p.badItem(kind, out.Item, err).bad
 	}
 	return it, true, nil
 }
@@ -215,11 +215,8 @@ func query[T any](ctx context.Context, p *Provider, op string, q queryIn, decode
 	}
 	err := ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
-		if err != nil {
-			if provider.SkipCorrupt(ctx, p.sig, p.badItem(q.kind, av, err)) {
-				return true, nil
-			}
-			return false, err
+		if err != nil { // decode meets it.bad: the item is skipped (and its number passed) like any corrupt one
+			it = p.badItem(q.kind, av, err)
 		}
 		if q.id != nil {
 			id := q.id(it)
@@ -251,7 +248,8 @@ func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([
 	return query(ctx, p, op, q, func(it item, v *T) error { return decodeData(p, q.kind, it, v) })
 }
 
-// queryItems is query of the items themselves (their data not decoded).
+// queryItems is query of the items themselves (their data not decoded; an item
+// whose attributes do not unmarshal carries its error, which decodeData returns).
 func (p *Provider) queryItems(ctx context.Context, op string, q queryIn) ([]item, error) {
 	return query(ctx, p, op, q, func(it item, v *item) error { *v = it; return nil })
 }

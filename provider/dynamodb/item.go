@@ -52,6 +52,9 @@ type item struct {
 	// write whose response was lost and the retry fails its condition, the token
 	// tells the call that its first attempt won.
 	Tok string `dynamodbav:"tok,omitempty"`
+	// bad, on an item a query read, is the *provider.CorruptError of attributes
+	// that did not unmarshal (only PK, SK and Seq are set then); never stored.
+	bad error
 }
 
 // Attribute names used in expressions.
@@ -192,6 +195,9 @@ func (b *body) set(av ddbtypes.AttributeValue) error {
 
 // decodeData unmarshals the data of it, a record of kind, into *v.
 func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) error {
+	if it.bad != nil {
+		return it.bad
+	}
 	name := func() (string, string) { return recordID(kind, it), p.where(it.PK, it.SK) }
 	if it.Data == nil {
 		id, key := name()
@@ -200,16 +206,17 @@ func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) err
 	return provider.Decode(kind, []byte(it.Data.text), v, name)
 }
 
-// badItem is the *provider.CorruptError of the item av, a record of kind, whose
-// attributes do not unmarshal (cause).
-func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) error {
+// badItem is the item av, a record of kind whose attributes do not unmarshal
+// (cause): its key and sequence number, and bad, its *provider.CorruptError.
+func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) item {
 	var it item
 	it.PK, _ = attrString(av[attrPK])
 	it.SK, _ = attrString(av[attrSK])
 	if n, ok := av[attrSeq].(*ddbtypes.AttributeValueMemberN); ok {
 		it.Seq, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
-	return &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: p.where(it.PK, it.SK), Err: cause}
+	it.bad = &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: p.where(it.PK, it.SK), Err: cause}
+	return it
 }
 
 // where is the CorruptError.Key of the item (pk, sk).
