@@ -233,7 +233,8 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 							op, provider.ErrCursorExpired, since+1, since)
 					}
 					since++
-					m, ok := w.m, true
+					var m types.CascadeMarker
+					ok := true
 					if w.raw != nil {
 						seq := since
 						name := func() (string, string) {
@@ -241,7 +242,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 						}
 						ok = provider.DecodeOrSkip(ctx, p.sig, provider.KindMarkerWrite, w.raw, &m, name)
 					} else {
-						m = mustClone(m)
+						m = mustClone(w.m)
 					}
 					if ok {
 						out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: m})
