@@ -82,13 +82,13 @@ func (p *Provider) corrupt(kind provider.RecordKind, raw []byte, id []string) er
 			s.events[id[0]] = log
 		}
 		log.seq++
-		log.records = append(log.records, record{seq: log.seq, raw: raw, expires: expiry(now, p.eventRetention)})
+		log.records = append(log.records, record{seq: log.seq, raw: raw, expires: provider.Expiry(now, p.retention.Events)})
 		s.wake()
 	case provider.KindLateArrival:
 		k := slot{id[0], id[1], types.ScheduleOrDefault(id[2])}
 		s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{raw: raw})
 	case provider.KindMarkerWrite:
-		s.markerLog = append(s.markerLog, markerWrite{raw: raw, expires: expiry(now, p.markerRetention)})
+		s.markerLog = append(s.markerLog, markerWrite{raw: raw, expires: provider.Expiry(now, p.retention.MarkerLog)})
 		s.wake()
 	case provider.KindLock:
 		l := s.locks[id[0]]

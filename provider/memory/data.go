@@ -17,16 +17,24 @@ import (
 type table[K comparable, V any] struct {
 	of  func(s *data) map[K]V
 	ref func(k K) rawKey
+	// keep is the field of a provider.Retention that applies to the table's
+	// records (nil: kept forever).
+	keep func(r provider.Retention) time.Duration
 }
 
 // The tables of the data.
 var (
-	pipelines = table[string, types.PipelineConfig]{func(s *data) map[string]types.PipelineConfig { return s.pipelines }, idRef(provider.KindPipeline)}
-	runs      = table[string, types.RunState]{func(s *data) map[string]types.RunState { return s.runs }, idRef(provider.KindRunState)}
-	runLogs   = table[slot, types.RunLogEntry]{func(s *data) map[slot]types.RunLogEntry { return s.runLogs }, slotRef(provider.KindRunLog)}
-	reruns    = table[string, types.RerunRecord]{func(s *data) map[string]types.RerunRecord { return s.reruns }, idRef(provider.KindRerun)}
-	replays   = table[slot, types.ReplayRequest]{func(s *data) map[slot]types.ReplayRequest { return s.replays }, slotRef(provider.KindReplay)}
-	markers   = table[slot, types.CascadeMarker]{func(s *data) map[slot]types.CascadeMarker { return s.markers }, slotRef(provider.KindCascadeMarker)}
+	pipelines = table[string, types.PipelineConfig]{func(s *data) map[string]types.PipelineConfig { return s.pipelines }, idRef(provider.KindPipeline), nil}
+	runs      = table[string, types.RunState]{func(s *data) map[string]types.RunState { return s.runs }, idRef(provider.KindRunState),
+		func(r provider.Retention) time.Duration { return r.Runs }}
+	runLogs = table[slot, types.RunLogEntry]{func(s *data) map[slot]types.RunLogEntry { return s.runLogs }, slotRef(provider.KindRunLog),
+		func(r provider.Retention) time.Duration { return r.RunLogs }}
+	reruns = table[string, types.RerunRecord]{func(s *data) map[string]types.RerunRecord { return s.reruns }, idRef(provider.KindRerun),
+		func(r provider.Retention) time.Duration { return r.Reruns }}
+	replays = table[slot, types.ReplayRequest]{func(s *data) map[slot]types.ReplayRequest { return s.replays }, slotRef(provider.KindReplay),
+		func(r provider.Retention) time.Duration { return r.Replays }}
+	markers = table[slot, types.CascadeMarker]{func(s *data) map[slot]types.CascadeMarker { return s.markers }, slotRef(provider.KindCascadeMarker),
+		func(r provider.Retention) time.Duration { return r.CascadeMarkers }}
 )
 
 func idRef(kind provider.RecordKind) func(string) rawKey {
@@ -84,7 +92,54 @@ type data struct {
 	// record drops its entry. Records of logs (events, late arrivals, marker
 	// writes) carry their raw form themselves.
 	raw map[rawKey][]byte
+	// expires is the expiry of each record of a table whose retention is not
+	// forever (absent: kept forever); expiring is the queue, in write order, of
+	// what writes will drop once expired (see retain and prune), from head on.
+	expires  map[rawKey]time.Time
+	expiring []expiring
+	head     int
 }
+
+// expiring is one entry of the queue of what expires: drop removes, at now, what
+// a write made that expires at exp, unless a later write restarted its
+// retention.
+type expiring struct {
+	exp  time.Time
+	drop func(d *data, now time.Time)
+}
+
+// pruneBatch bounds the expired entries of the queue one write drops: the store
+// shrinks as fast as it grows, and no write pays for a long backlog at once.
+const pruneBatch = 100
+
+// retain queues drop to run once exp has passed (nothing for the zero exp:
+// kept forever); d must be locked.
+func (d *data) retain(exp time.Time, drop func(d *data, now time.Time)) {
+	if !exp.IsZero() {
+		d.expiring = append(d.expiring, expiring{exp, drop})
+	}
+}
+
+// prune drops up to pruneBatch expired entries from the front of the queue
+// (an entry behind one that expires later waits for it: handles with
+// different retentions only delay pruning); d must be locked. Only writes call
+// it: reads filter instead (provider.Live).
+func (d *data) prune(now time.Time) {
+	for n := 0; n < pruneBatch && d.head < len(d.expiring) && !provider.Live(d.expiring[d.head].exp, now); n++ {
+		e := d.expiring[d.head]
+		d.expiring[d.head] = expiring{}
+		d.head++
+		e.drop(d, now)
+	}
+	if d.head > len(d.expiring)/2 && d.head > pruneBatch {
+		d.expiring = slices.Delete(d.expiring, 0, d.head)
+		d.head = 0
+	}
+}
+
+// alive reports whether the record at ref is visible at now by its retention;
+// d must be locked.
+func (d *data) alive(ref rawKey, now time.Time) bool { return provider.Live(d.expires[ref], now) }
 
 // wrote drops the replaced stored form of the record at k, which a write just
 // replaced; d must be locked.
@@ -97,8 +152,9 @@ func (d *data) wrote(k rawKey) {
 // lateArrival is one late arrival as stored; raw, when not nil, is its stored
 // form, written by a test.
 type lateArrival struct {
-	la  types.LateArrival
-	raw []byte
+	la      types.LateArrival
+	raw     []byte
+	expires time.Time // zero: kept forever
 }
 
 // writes returns the channel the next write closes.
@@ -141,6 +197,7 @@ func newData() *data {
 		locks:        map[string]lock{},
 		fences:       map[string]int64{},
 		written:      make(chan struct{}),
+		expires:      map[rawKey]time.Time{},
 	}
 }
 
@@ -164,17 +221,6 @@ func mustClone[T any](v T) T {
 		panic("memory: stored value does not round-trip: " + err.Error())
 	}
 	return out
-}
-
-// live reports whether something expiring at expires (zero: never) is visible at now.
-func live(expires, now time.Time) bool { return expires.IsZero() || now.Before(expires) }
-
-// expiry returns now+ttl, or the zero time for ttl == 0.
-func expiry(now time.Time, ttl time.Duration) time.Time {
-	if ttl == 0 {
-		return time.Time{}
-	}
-	return now.Add(ttl)
 }
 
 // newestFirst orders by time descending, then by ID descending.
@@ -245,7 +291,7 @@ func get[K comparable, V any](ctx context.Context, p *Provider, t table[K, V], k
 	}
 	defer p.s.mu.Unlock()
 	v, ok := t.of(p.s)[k]
-	if !ok {
+	if !ok || !p.s.alive(t.ref(k), p.now()) {
 		return nil, nil
 	}
 	out, err := load(p.s, t.ref(k), v)
@@ -255,11 +301,41 @@ func get[K comparable, V any](ctx context.Context, p *Provider, t table[K, V], k
 	return &out, nil
 }
 
-// put stores v at k of t, replacing any stored form a test wrote; s must be
-// locked.
-func put[K comparable, V any](s *data, t table[K, V], k K, v V) {
+// found returns the record at k of t when it is there and live at now; the
+// store must be locked.
+func found[K comparable, V any](p *Provider, t table[K, V], k K, now time.Time) (V, bool) {
+	v, ok := t.of(p.s)[k]
+	if !ok || !p.s.alive(t.ref(k), now) {
+		var zero V
+		return zero, false
+	}
+	return v, true
+}
+
+// put stores v at k of t, written by p at now: it replaces any stored form a
+// test wrote, restarts the record's retention (p's, for t's kind) and drops a
+// few expired records (prune); the store must be locked.
+func put[K comparable, V any](p *Provider, now time.Time, t table[K, V], k K, v V) {
+	s, ref := p.s, t.ref(k)
 	t.of(s)[k] = v
-	s.wrote(t.ref(k))
+	s.wrote(ref)
+	var exp time.Time
+	if t.keep != nil {
+		exp = provider.Expiry(now, t.keep(p.retention))
+	}
+	if exp.IsZero() {
+		delete(s.expires, ref)
+	} else {
+		s.expires[ref] = exp
+		s.retain(exp, func(d *data, _ time.Time) {
+			if cur, ok := d.expires[ref]; ok && cur.Equal(exp) { // not written since
+				delete(t.of(d), k)
+				delete(d.expires, ref)
+				d.wrote(ref)
+			}
+		})
+	}
+	s.prune(now)
 }
 
 // list returns copies of the values of t that keep accepts (nil: all), ordered
@@ -278,8 +354,9 @@ func list[K comparable, V any](ctx context.Context, p *Provider, limit int, t ta
 		v V
 	}
 	var es []entry
+	now := p.now()
 	for k, v := range t.of(p.s) {
-		if keep == nil || keep(v) {
+		if (keep == nil || keep(v)) && p.s.alive(t.ref(k), now) {
 			es = append(es, entry{k, v})
 		}
 	}

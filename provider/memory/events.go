@@ -13,7 +13,20 @@ import (
 
 type eventLog struct {
 	seq     int64 // last sequence number handed out
+	dropped int64 // the events pruned from the front: event n is records[n-1-dropped]
 	records []record
+}
+
+// dropExpired removes the expired events at the front of the log (the others
+// wait for the ones before them: handles with different retentions only delay
+// it).
+func (l *eventLog) dropExpired(now time.Time) {
+	n := 0
+	for n < len(l.records) && !provider.Live(l.records[n].expires, now) {
+		n++
+	}
+	l.records = slices.Delete(l.records, 0, n)
+	l.dropped += int64(n)
 }
 
 type record struct {
@@ -55,8 +68,12 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		log = &eventLog{}
 		p.s.events[e.PipelineID] = log
 	}
+	now := p.now()
 	log.seq++
-	log.records = append(log.records, record{seq: log.seq, ev: e, expires: expiry(p.now(), p.eventRetention)})
+	exp := provider.Expiry(now, p.retention.Events)
+	log.records = append(log.records, record{seq: log.seq, ev: e, expires: exp})
+	p.s.retain(exp, func(_ *data, at time.Time) { log.dropExpired(at) })
+	p.s.prune(now)
 	p.s.wake()
 	return nil
 }
@@ -109,7 +126,7 @@ func (p *Provider) retained(pipelineID string) []record {
 	now := p.now()
 	var out []record
 	for _, r := range log.records {
-		if live(r.expires, now) {
+		if provider.Live(r.expires, now) {
 			out = append(out, r)
 		}
 	}
@@ -174,20 +191,28 @@ func (p *Provider) readEvents(ctx context.Context, pipelineID, sinceID string, c
 	if log == nil || since >= log.seq {
 		return []types.EventRecord{}, sinceID, nil // nothing was appended after the cursor
 	}
-	// Sequence numbers start at 1 and have no gaps, so event n is records[n-1].
-	now, recs := p.now(), log.records[since:]
+	// Sequence numbers start at 1 and have no gaps, so event n is
+	// records[n-1-dropped]; those before were dropped, expired.
+	if since < log.dropped {
+		if sinceID != "" {
+			return nil, sinceID, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
+				provider.ErrCursorExpired, since+1, since)
+		}
+		since = log.dropped
+	}
+	now, recs := p.now(), log.records[since-log.dropped:]
 	if sinceID == "" {
-		for len(recs) > 0 && !live(recs[0].expires, now) {
+		for len(recs) > 0 && !provider.Live(recs[0].expires, now) {
 			recs = recs[1:] // "": from the oldest event retained
 		}
-	} else if !live(recs[0].expires, now) {
+	} else if !provider.Live(recs[0].expires, now) {
 		return nil, sinceID, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
 			provider.ErrCursorExpired, since+1, since)
 	}
 	out := []types.EventRecord{}
 	last := sinceID
 	for _, r := range recs {
-		if int64(len(out)) == count || !live(r.expires, now) {
+		if int64(len(out)) == count || !provider.Live(r.expires, now) {
 			break // a dropped event: the read from the one before it fails
 		}
 		last = provider.FormatSeqCursor(r.seq)

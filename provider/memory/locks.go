@@ -35,10 +35,10 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	}
 	defer p.s.mu.Unlock()
 	now := p.now()
-	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+	if l, ok := p.s.locks[key]; ok && provider.Live(l.expires, now) {
 		return false, nil
 	}
-	p.s.locks[key] = lock{holder: provider.LockHolder(p.owner), expires: expiry(now, ttl)}
+	p.s.locks[key] = lock{holder: provider.LockHolder(p.owner), expires: provider.Expiry(now, ttl)}
 	return true, nil
 }
 
@@ -59,7 +59,7 @@ func (p *Provider) release(ctx context.Context, key, holder string) error {
 		return err
 	}
 	defer p.s.mu.Unlock()
-	if l, ok := p.s.locks[key]; !ok || l.holder != holder || !live(l.expires, p.now()) {
+	if l, ok := p.s.locks[key]; !ok || l.holder != holder || !provider.Live(l.expires, p.now()) {
 		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
 	}
 	delete(p.s.locks, key)
@@ -82,7 +82,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	defer p.s.mu.Unlock()
 	now := p.now()
-	if l, ok := p.s.locks[key]; ok && live(l.expires, now) {
+	if l, ok := p.s.locks[key]; ok && provider.Live(l.expires, now) {
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
 	}
 	p.s.fences[key]++
@@ -108,7 +108,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	defer p.s.mu.Unlock()
 	now := p.now()
 	l, ok := p.s.locks[lease.Key]
-	if !ok || l.holder != provider.LeaseHolder(lease.Token) || !live(l.expires, now) {
+	if !ok || l.holder != provider.LeaseHolder(lease.Token) || !provider.Live(l.expires, now) {
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockNotHeld, lease.Key)
 	}
 	l.expires = now.Add(ttl)
@@ -140,7 +140,7 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	}
 	defer p.s.mu.Unlock()
 	l, ok := p.s.locks[key]
-	if !ok || !live(l.expires, p.now()) {
+	if !ok || !provider.Live(l.expires, p.now()) {
 		return nil, nil
 	}
 	info, err := provider.HolderInfo(key, l.holder, p.s.fences[key], l.expires)

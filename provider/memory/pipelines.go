@@ -19,7 +19,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { put(s, pipelines, c.ID, c) })
+	return p.write(ctx, func(*data) { put(p, p.now(), pipelines, c.ID, c) })
 }
 
 // GetPipeline implements provider.PipelineStore.
@@ -150,7 +150,7 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	}
 	defer p.s.mu.Unlock()
 	r, ok := p.s.readiness[pipelineID]
-	if !ok || !live(r.expires, p.now()) {
+	if !ok || !provider.Live(r.expires, p.now()) {
 		return nil, nil // an expired result stays until the next PutReadiness: reads never write
 	}
 	v, err := load(p.s, readinessRef(pipelineID), r.result)

@@ -56,35 +56,53 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithEventRetention keeps each event for d after it is appended, by the clock of
-// the provider that appends it: from then on (now >= append time + d) it is
-// invisible to ListEvents and ReadEventsSince, and a cursor whose next event was
-// dropped is expired: ReadEventsSince and FollowEvents from it fail with
-// provider.ErrCursorExpired ("" reads from the oldest event retained). The
-// default, 0, keeps events forever; d must be at most provider.MaxTTL.
+// WithRetention sets how long the handle keeps each record kind it writes
+// (default provider.DefaultRetention(): 30 days, 24 hours for the marker log),
+// by its clock, from each write (see provider.Retention); a zero field keeps
+// that kind forever. A record's retention is the one of the handle that wrote it
+// last. A field that is negative or above provider.MaxTTL is invalid. The
+// options below set one field each; the last option that sets a field wins.
+func WithRetention(r provider.Retention) Option {
+	return func(p *Provider) error {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("memory: WithRetention: %w", err)
+		}
+		p.retention = r
+		return nil
+	}
+}
+
+// WithEventRetention sets the Events field of the retention (WithRetention):
+// each event is kept for d after it is appended, by the clock of the provider
+// that appends it: from then on (now >= append time + d) it is invisible to
+// ListEvents and ReadEventsSince, and a cursor whose next event was dropped is
+// expired: ReadEventsSince and FollowEvents from it fail with
+// provider.ErrCursorExpired ("" reads from the oldest event retained). 0 keeps
+// events forever; d must be at most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("memory: WithEventRetention: %w", err)
 		}
-		p.eventRetention = d
+		p.retention.Events = d
 		return nil
 	}
 }
 
-// WithMarkerRetention keeps each cascade marker write in the log that
+// WithMarkerRetention sets the MarkerLog field of the retention
+// (WithRetention): each cascade marker write is kept in the log that
 // WatchCascadeMarkers reads for d after it is written, by the clock of the
-// provider that writes it: from then on (now >= write time + d) no watch delivers
-// it, and a watch from a cursor after which a write was dropped fails with an
-// error wrapping provider.ErrCursorExpired. The markers themselves
-// (ListCascadeMarkers) are kept. The default, 0, keeps every write forever; d
-// must be at most provider.MaxTTL.
+// provider that writes it: from then on (now >= write time + d) no watch
+// delivers it, and a watch from a cursor after which a write was dropped fails
+// with an error wrapping provider.ErrCursorExpired. The markers themselves
+// (ListCascadeMarkers) are kept for the CascadeMarkers field. 0 keeps every
+// write forever; d must be at most provider.MaxTTL.
 func WithMarkerRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("memory: WithMarkerRetention: %w", err)
 		}
-		p.markerRetention = d
+		p.retention.MarkerLog = d
 		return nil
 	}
 }
@@ -131,18 +149,16 @@ func WithLogger(log *slog.Logger) Option {
 // Provider is one client of its data. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
-	s              *data
-	now            func() time.Time
-	owner          string
-	readinessTTL   time.Duration
-	eventRetention time.Duration
-	// markerRetention is how long a marker write stays in the marker log.
-	markerRetention time.Duration
-	readOnly        bool // WithReadOnly
-	closed          atomic.Bool
-	meter           metric.MeterProvider
-	log             *slog.Logger
-	sig             *signal.Recorder
+	s            *data
+	now          func() time.Time
+	owner        string
+	readinessTTL time.Duration
+	retention    provider.Retention
+	readOnly     bool // WithReadOnly
+	closed       atomic.Bool
+	meter        metric.MeterProvider
+	log          *slog.Logger
+	sig          *signal.Recorder
 }
 
 var (
@@ -169,7 +185,8 @@ func (p *Provider) NewHandle(opts ...Option) (*Provider, error) {
 }
 
 func open(s *data, opts []Option) (*Provider, error) {
-	p := &Provider{s: s, now: time.Now, owner: ids.Random(), readinessTTL: DefaultReadinessTTL}
+	p := &Provider{s: s, now: time.Now, owner: ids.Random(), readinessTTL: DefaultReadinessTTL,
+		retention: provider.DefaultRetention()}
 	for _, o := range opts {
 		if o == nil {
 			return nil, provider.Invalidf("memory: nil option")

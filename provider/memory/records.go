@@ -21,7 +21,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { put(s, runLogs, slot{e.PipelineID, e.Date, e.ScheduleID}, e) })
+	return p.write(ctx, func(*data) { put(p, p.now(), runLogs, slot{e.PipelineID, e.Date, e.ScheduleID}, e) })
 }
 
 // GetRunLog implements provider.RunLogStore.
@@ -60,7 +60,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { put(s, reruns, r.RerunID, r) })
+	return p.write(ctx, func(*data) { put(p, p.now(), reruns, r.RerunID, r) })
 }
 
 // GetRerun implements provider.RerunStore.
@@ -99,7 +99,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { put(s, replays, slot{r.PipelineID, r.Date, r.ScheduleID}, r) })
+	return p.write(ctx, func(*data) { put(p, p.now(), replays, slot{r.PipelineID, r.Date, r.ScheduleID}, r) })
 }
 
 // GetReplay implements provider.ReplayStore.
@@ -121,12 +121,29 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err := p.writing(ctx, "put late arrival"); err != nil {
 		return err
 	}
-	l, err := stored(provider.PrepareLateArrival(la, p.now()))
+	now := p.now()
+	l, err := stored(provider.PrepareLateArrival(la, now))
 	if err != nil {
 		return err
 	}
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
-	return p.write(ctx, func(s *data) { s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{la: l}) })
+	exp := provider.Expiry(now, p.retention.LateArrivals)
+	return p.write(ctx, func(s *data) {
+		s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{la: l, expires: exp})
+		s.retain(exp, func(d *data, at time.Time) { d.dropLateArrivals(k, at) })
+		s.prune(now)
+	})
+}
+
+// dropLateArrivals removes the late arrivals of slot k expired at now, and the
+// slot once it is empty; d must be locked.
+func (d *data) dropLateArrivals(k slot, now time.Time) {
+	kept := slices.DeleteFunc(d.lateArrivals[k], func(l lateArrival) bool { return !provider.Live(l.expires, now) })
+	if len(kept) == 0 {
+		delete(d.lateArrivals, k)
+		return
+	}
+	d.lateArrivals[k] = kept
 }
 
 // ListLateArrivals implements provider.LateArrivalStore.
@@ -141,7 +158,11 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	defer p.s.mu.Unlock()
 	stored := p.s.lateArrivals[k]
 	out := make([]types.LateArrival, 0, len(stored))
+	now := p.now()
 	for i, l := range stored {
+		if !provider.Live(l.expires, now) {
+			continue
+		}
 		if l.raw == nil {
 			out = append(out, mustClone(l.la))
 			continue
@@ -172,8 +193,8 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 		return err
 	}
 	return p.write(ctx, func(s *data) {
-		put(s, markers, slot{m.PipelineID, m.Date, m.ScheduleID}, m)
-		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: expiry(now, p.markerRetention)})
+		put(p, now, markers, slot{m.PipelineID, m.Date, m.ScheduleID}, m)
+		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: provider.Expiry(now, p.retention.MarkerLog)})
 		if n := s.expiredMarkers(now); n > 0 {
 			s.markerLog = slices.Delete(s.markerLog, 0, n)
 			s.markerDropped += int64(n)
@@ -186,7 +207,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // expired at now; d must be locked.
 func (d *data) expiredMarkers(now time.Time) int {
 	n := 0
-	for n < len(d.markerLog) && !live(d.markerLog[n].expires, now) {
+	for n < len(d.markerLog) && !provider.Live(d.markerLog[n].expires, now) {
 		n++
 	}
 	return n
@@ -225,7 +246,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 				last := p.s.markerDropped + int64(len(p.s.markerLog))
 				for since < last && len(out) < followPage {
 					w := p.s.markerLog[since-p.s.markerDropped]
-					if !live(w.expires, now) { // expired behind a live write (another handle's retention)
+					if !provider.Live(w.expires, now) { // expired behind a live write (another handle's retention)
 						if len(out) > 0 {
 							break // deliver what precedes the gap; the next read fails
 						}

@@ -12,7 +12,8 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err := p.writing(ctx, "put run state"); err != nil {
 		return err
 	}
-	r, err := stored(provider.PrepareRunState(run, p.now()))
+	now := p.now()
+	r, err := stored(provider.PrepareRunState(run, now))
 	if err != nil {
 		return err
 	}
@@ -20,10 +21,10 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 		return err
 	}
 	defer p.s.mu.Unlock()
-	if old, ok := p.s.runs[r.RunID]; ok && old.PipelineID != r.PipelineID {
+	if old, ok := found(p, runs, r.RunID, now); ok && old.PipelineID != r.PipelineID {
 		return provider.Invalidf("run %s belongs to pipeline %s, not %s", r.RunID, old.PipelineID, r.PipelineID)
 	}
-	put(p.s, runs, r.RunID, r)
+	put(p, now, runs, r.RunID, r)
 	return nil
 }
 
@@ -61,7 +62,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	defer p.s.mu.Unlock()
-	old, ok := p.s.runs[runID]
+	now := p.now()
+	old, ok := found(p, runs, runID, now) // an expired run is missing
 	if !ok {
 		return false, nil
 	}
@@ -73,8 +75,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	}
 	r.Version = expectedVersion + 1
 	r.CreatedAt = old.CreatedAt
-	r.UpdatedAt = p.now()
-	put(p.s, runs, runID, r)
+	r.UpdatedAt = now
+	put(p, now, runs, runID, r)
 	return true, nil
 }
 
@@ -83,7 +85,8 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	if err := p.writing(ctx, "create run state"); err != nil {
 		return false, err
 	}
-	r, err := stored(provider.PrepareCreateRun(run, p.now()))
+	now := p.now()
+	r, err := stored(provider.PrepareCreateRun(run, now))
 	if err != nil {
 		return false, err
 	}
@@ -91,9 +94,9 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 		return false, err
 	}
 	defer p.s.mu.Unlock()
-	if _, ok := p.s.runs[r.RunID]; ok {
+	if _, ok := found(p, runs, r.RunID, now); ok { // an expired run is created again
 		return false, nil
 	}
-	put(p.s, runs, r.RunID, r)
+	put(p, now, runs, r.RunID, r)
 	return true, nil
 }
