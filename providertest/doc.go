@@ -44,6 +44,14 @@
 //     it yields anything, never skipping the gap silently, also after a few
 //     hundred writes past a retention by count, and a watch from "" starts at the
 //     oldest write retained;
+//   - record retention (Harness.Retention, on the fake clock of Harness.Sleep):
+//     for each kind with a retention (runs, run logs, reruns, replays, cascade
+//     markers, late arrivals, events) a record is visible to its Get and every
+//     list just before its retention ends and to none from the instant it ends;
+//     a write from another instance restarts it (a CAS too); each late arrival
+//     and event has its own; an expired run is missing to a CAS, may be put
+//     under another pipeline, and is created again by CreateRunState at version
+//     0; ListRuns(limit) behind expired runs still returns limit live ones;
 //   - compare-and-swap: match, mismatch, missing run, ID mismatches, CreatedAt kept,
 //     Version = expected+1, exactly one winner among 16 goroutines on two
 //     instances, no lost update among 8 goroutines x 50 retried increments;
@@ -206,7 +214,7 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 86 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 90 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write
@@ -214,7 +222,9 @@
 // the lease record, a watch, a read or a follow that resumes silently past an
 // expired cursor, an event log kept by count that does the same, a listing that
 // fails whole on one record that does not decode, counts it toward its limit or
-// skips it without a report, a follow that ends at it — and
+// skips it without a report, a follow that ends at it, a run still shown at its
+// exact expiry instant, a retention counted from the first write only, a list
+// that keeps expired runs, a create that refuses a run that expired — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.

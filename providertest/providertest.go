@@ -130,6 +130,17 @@ type Harness struct {
 	// MarkerWatcher/count_retention_expires_old_cursor, which needs a small count
 	// (a few hundred at most) to stay fast; zero skips it.
 	MaxMarkerWrites int
+
+	// Retention is the retention (provider.Retention) the providers Open returns
+	// were built with (the backend's WithRetention option). It enables the
+	// Retention group for each record kind whose field is positive (at least 4
+	// seconds; the group moves time by it, so days are as fast as seconds): the
+	// group writes records and moves time with Sleep to just before and exactly
+	// to their expiry, so it needs Sleep to move the clock the backend judges
+	// retention by (its clock option, set from the same fake clock as Now). A
+	// backend that retains a log by count rather than by age (Redis's event
+	// streams) leaves that field zero. Zero skips the group.
+	Retention provider.Retention
 }
 
 // Durations the TTL tests use. They are chosen to be robust on a real server with
@@ -176,6 +187,7 @@ func Run(t *testing.T, h Harness) {
 	RunLockInspector(t, h)
 	RunReadiness(t, h)
 	RunExpiry(t, h)
+	RunRetention(t, h)
 	RunFidelity(t, h)
 	RunLists(t, h)
 	RunLimits(t, h)

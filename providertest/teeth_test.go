@@ -67,6 +67,7 @@ type shared struct {
 	markerLog []markerLogEntry
 	// countedLogs is eventsByCount's event log per pipeline.
 	countedLogs map[string][]countedEvent
+	runs        map[string]types.RunState // listKeepsExpiredRuns's index
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -1713,7 +1714,140 @@ func (b followStopsAtCorrupt) FollowEvents(ctx context.Context, pipelineID, curs
 	}
 }
 
+// retentionReadsLate judges retention one nanosecond late (now > expiry rather
+// than now >= expiry): its reads go through a handle whose clock is 1 ns behind.
+type retentionReadsLate struct {
+	full
+	late full
+}
+
+func newRetentionReadsLate(p full, s *shared) provider.Provider {
+	late, err := p.(*memory.Provider).NewHandle(memory.WithRetention(memorytest.Retention),
+		memory.WithClock(func() time.Time { return s.now().Add(-time.Nanosecond) }))
+	if err != nil {
+		panic(err)
+	}
+	return retentionReadsLate{p, late}
+}
+
+func (b retentionReadsLate) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	return b.late.GetRunState(ctx, runID)
+}
+
+func (b retentionReadsLate) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	return b.late.ListRuns(ctx, pipelineID, limit)
+}
+
+// retentionFromFirstWrite counts a run's retention from its first write, as a
+// backend that sets a TTL on create and never refreshes it does.
+type retentionFromFirstWrite struct {
+	full
+	s *shared
+}
+
+func (b retentionFromFirstWrite) PutRunState(ctx context.Context, run types.RunState) error {
+	b.s.mu.Lock()
+	if _, ok := b.s.expiries[run.RunID]; !ok {
+		b.s.expiries[run.RunID] = b.s.now().Add(memorytest.Retention.Runs)
+	}
+	b.s.mu.Unlock()
+	return b.full.PutRunState(ctx, run)
+}
+
+func (b retentionFromFirstWrite) expired(runID string) bool {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	exp, ok := b.s.expiries[runID]
+	return ok && !b.s.now().Before(exp)
+}
+
+func (b retentionFromFirstWrite) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	if b.expired(runID) {
+		return nil, nil
+	}
+	return b.full.GetRunState(ctx, runID)
+}
+
+func (b retentionFromFirstWrite) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	list, err := b.full.ListRuns(ctx, pipelineID, limit)
+	return slices.DeleteFunc(list, func(r types.RunState) bool { return b.expired(r.RunID) }), err
+}
+
+// listKeepsExpiredRuns lists runs from an index that nothing prunes: a run
+// stays in ListRuns, as last written, after it expired.
+type listKeepsExpiredRuns struct {
+	full
+	s *shared
+}
+
+func (b listKeepsExpiredRuns) PutRunState(ctx context.Context, run types.RunState) error {
+	if err := b.full.PutRunState(ctx, run); err != nil {
+		return err
+	}
+	got, err := b.full.GetRunState(ctx, run.RunID)
+	if err != nil || got == nil {
+		return err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.s.runs == nil {
+		b.s.runs = map[string]types.RunState{}
+	}
+	b.s.runs[run.RunID] = *got
+	return nil
+}
+
+func (b listKeepsExpiredRuns) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	list, err := b.full.ListRuns(ctx, pipelineID, limit)
+	if err != nil {
+		return nil, err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	for id, r := range b.s.runs {
+		if r.PipelineID == pipelineID && !slices.ContainsFunc(list, func(l types.RunState) bool { return l.RunID == id }) {
+			list = append(list, r)
+		}
+	}
+	return list, nil
+}
+
+// createRefusesExpiredRun remembers every RunID it created and refuses to
+// create one again, as a create conditioned on the key's existence alone does
+// while the expired record is not deleted yet.
+type createRefusesExpiredRun struct {
+	full
+	s *shared
+}
+
+func (b createRefusesExpiredRun) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
+	b.s.mu.Lock()
+	if b.s.hidden[run.RunID] {
+		b.s.mu.Unlock()
+		return false, nil
+	}
+	b.s.mu.Unlock()
+	ok, err := b.full.CreateRunState(ctx, run)
+	if ok {
+		b.s.mu.Lock()
+		b.s.hidden[run.RunID] = true
+		b.s.mu.Unlock()
+	}
+	return ok, err
+}
+
 var brokenBackends = []brokenBackend{
+	// Retention: a record is expired from the instant now >= its expiry.
+	{"retention_reads_late", "Retention/runs/expires_at_retention", newRetentionReadsLate},
+	// Retention: every write restarts a record's retention.
+	{"retention_from_first_write", "Retention/runs/write_restarts_retention",
+		func(p full, s *shared) provider.Provider { return retentionFromFirstWrite{p, s} }},
+	// Retention: an expired record is invisible to lists too.
+	{"list_keeps_expired_runs", "Retention/runs/expires_at_retention",
+		func(p full, s *shared) provider.Provider { return listKeepsExpiredRuns{p, s} }},
+	// Retention: an expired run is created again.
+	{"create_refuses_expired_run", "Retention/runs/created_again_after_expiry",
+		func(p full, s *shared) provider.Provider { return createRefusesExpiredRun{p, s} }},
 	// Corrupt: a listing skips a record that does not decode, and returns the others.
 	{"list_fails_on_corrupt", "Corrupt/run_state/skip/ListRuns",
 		func(p full, _ *shared) provider.Provider { return listFailsOnCorrupt{p} }},

@@ -24,6 +24,11 @@ import (
 	"github.com/pipestate/pipestate/providertest"
 )
 
+// Retention is the retention of the providers Open returns, which the harness
+// declares (providertest's Harness.Retention): provider.DefaultRetention(), so
+// its Events and MarkerLog are EventRetention and MarkerRetention.
+var Retention = provider.DefaultRetention()
+
 // EventRetention is the event retention of the providers Open returns; the
 // harness's ExpireEvents moves the test's clock past it.
 const EventRetention = 30 * 24 * time.Hour
@@ -61,14 +66,14 @@ func (b *Backend) env(t *testing.T) *env {
 	return v.(*env)
 }
 
-// Open returns a provider on t's data and clock (with EventRetention and
-// MarkerRetention), stopped when t ends; opts come after those and may override
-// them.
+// Open returns a provider on t's data and clock (with Retention, whose Events and
+// MarkerLog are EventRetention and MarkerRetention), stopped when t ends; opts
+// come after those and may override them.
 func (b *Backend) Open(t *testing.T, opts ...memory.Option) *memory.Provider {
 	t.Helper()
 	e := b.env(t)
-	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithEventRetention(EventRetention),
-		memory.WithMarkerRetention(MarkerRetention)}
+	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithRetention(Retention),
+		memory.WithEventRetention(EventRetention), memory.WithMarkerRetention(MarkerRetention)}
 	p, err := e.data.NewHandle(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -111,5 +116,6 @@ func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.P
 		ExpireEvents:  func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
 		ExpireMarkers: func(t *testing.T) { b.Advance(t, MarkerRetention) },
 		Corrupt:       b.Corrupt,
+		Retention:     Retention,
 	}
 }
