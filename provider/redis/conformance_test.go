@@ -15,10 +15,14 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		providertest.Run(t, newServerHarness(realClient(t)).harness())
+		h := newServerHarness(realClient(t))
+		providertest.Run(t, h.harness())
+		providertest.RunRetention(t, h.retentionHarness())
 	})
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
-		providertest.Run(t, newServerHarness(clusterClient(t)).harness())
+		h := newServerHarness(clusterClient(t))
+		providertest.Run(t, h.harness())
+		providertest.RunRetention(t, h.retentionHarness())
 	})
 }

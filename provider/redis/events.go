@@ -43,14 +43,9 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.appendOnce(ctx, "append event", "x", p.k.events(ev.PipelineID), data)
-}
-
-// appendOnce appends data to the stream (kind "x") or list ("l") at key with one
-// script, exactly once per call: the call's marker is kept for callMemory.
-func (p *Provider) appendOnce(ctx context.Context, op, kind, key string, data []byte) error {
-	err := p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, kind, callMemoryMS, data, p.maxEvents).Err()
-	return p.wrap(op, err)
+	key := p.k.events(ev.PipelineID)
+	err = p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, "x", callMemoryMS, data, p.maxEvents).Err()
+	return p.wrap("append event", err)
 }
 
 // ListEvents implements provider.EventStore with one XREVRANGE ... COUNT limit,

@@ -104,8 +104,17 @@ func (h *miniHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.env(t).c, redis.DefaultKeyPrefix, kind, id...)
 		},
+		Retention: retention,
 	}
 }
+
+// retention is the retention of the conformance providers, the default:
+// without Events and MarkerLog, which Redis keeps by count.
+var retention = func() provider.Retention {
+	r := provider.DefaultRetention()
+	r.Events, r.MarkerLog = 0, 0
+	return r
+}()
 
 // maxMarkerWrites is the marker log length of the conformance providers
 // (conformanceMarkerWrites), short enough for the suite to write past it.
@@ -191,6 +200,31 @@ func (h *serverHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.c, h.prefix(t), kind, id...)
 		},
+	}
+}
+
+// retentionHarness is a harness on the server for the Retention group: its
+// providers judge retention by a fake clock per test (real time plus what Sleep
+// added), as on miniredis; the server's TTLs (retention + a minute) never
+// elapse during the test, so reads are judged by the clock alone.
+func (h *serverHarness) retentionHarness() providertest.Harness {
+	var mu sync.Mutex
+	clocks := map[string]*fakeClock{}
+	clock := func(t *testing.T) *fakeClock {
+		mu.Lock()
+		defer mu.Unlock()
+		c, ok := clocks[t.Name()]
+		if !ok {
+			c = &fakeClock{}
+			clocks[t.Name()] = c
+		}
+		return c
+	}
+	return providertest.Harness{
+		Open:      func(t *testing.T) provider.Provider { return h.open(t, redis.WithClock(clock(t).now)) },
+		Sleep:     func(t *testing.T, d time.Duration) { clock(t).add(d) },
+		Now:       func(t *testing.T) time.Time { return clock(t).now() },
+		Retention: retention,
 	}
 }
 

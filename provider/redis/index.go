@@ -57,6 +57,7 @@ type record struct {
 	json     string // j
 	hasJSON  bool
 	created  string // c (runs only)
+	exp      int64  // x: its expiry in Unix µs, 0: never (an expired record is not exists)
 }
 
 // call is one script invocation of a batch.
@@ -102,16 +103,17 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 // observed entry in mode "d", and n is the writer's clock in ms (mode "p") or the
 // stamp before which a stamped entry may be dropped (mode "d").
 func idxCall(ix index, mode, id, member string, n int64) call {
-	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{mode, id, member, n}}
+	return call{scriptIdxApply, ix.keys(), []any{mode, id, member, n}}
 }
 
 // setCall is an idx_apply call in mode "s": it sets id's entry in ix to (seq,
-// member), or removes it when member is "". For a set, stamp is the caller's own
+// member), with the record's expiry exp (Unix µs, 0: never) in the expiry
+// index, or removes it when member is "". For a set, stamp is the caller's own
 // step 1 stamp (0: none), which the set clears; for a removal, it is the stamp
 // bound (now - provisionalGrace): an entry a writer's step 1 stamped at or after
 // it stays, as that writer may be about to write a truth that wants it.
-func setCall(ix index, id, member string, seq, stamp int64) call {
-	return call{scriptIdxApply, []string{ix.z, ix.h}, []any{"s", id, member, seq, stamp}}
+func setCall(ix index, id, member string, seq, stamp, exp int64) call {
+	return call{scriptIdxApply, ix.keys(), []any{"s", id, member, seq, stamp, exp}}
 }
 
 // provisionalGrace is how long a provisional list entry whose truth is missing is
@@ -144,6 +146,11 @@ type indexedRecord struct {
 	leave func(oldPipeline string) index
 	// fields are more truth fields stored beside the JSON (a run's v and c).
 	fields map[string]string
+	// life is the retention the write gives the record (see lifetimeOf).
+	life lifetime
+	// truth, when not nil, is the truth key of a record of the lists by its ID:
+	// the write then prunes each list of expired records (pruneIndex).
+	truth func(id string) string
 }
 
 // putMode is what the truth step of putIndexed does when the record is stored.
@@ -177,7 +184,7 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	if err != nil {
 		return "", false, err
 	}
-	args := []any{r.member, r.data, r.pipeline, string(r.mode), callMemory.Milliseconds()}
+	args := []any{r.member, r.data, r.pipeline, string(r.mode), callMemory.Milliseconds(), r.life.now, r.life.exp, r.life.ttl}
 	for _, f := range slices.Sorted(maps.Keys(r.fields)) {
 		args = append(args, f, r.fields[f])
 	}
@@ -193,17 +200,25 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	for i, ix := range r.lists {
 		switch entry, _ := added[i].Text(); { // "" if step 1 added none
 		case seq >= 0:
-			calls = append(calls, setCall(ix, r.id, r.member, seq, stamp))
+			calls = append(calls, setCall(ix, r.id, r.member, seq, stamp, r.life.exp))
 		case entry != "" && old != r.pipeline: // refused: undo exactly the entry this call added
 			calls = append(calls, idxCall(ix, "d", r.id, entry, undoAny))
 		}
 	}
 	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
-		calls = append(calls, setCall(r.leave(old), r.id, "", seq, p.stampBound()))
+		calls = append(calls, setCall(r.leave(old), r.id, "", seq, p.stampBound(), 0))
 	}
 	if len(calls) > 0 {
 		if _, err := p.runBatch(ctx, op, calls); err != nil {
 			return old, seq >= 0, err
+		}
+	}
+	if seq >= 0 && r.truth != nil {
+		now := time.UnixMicro(r.life.now)
+		for _, ix := range r.lists {
+			if err := p.pruneIndex(ctx, op, ix, r.truth, now); err != nil {
+				return old, true, err
+			}
 		}
 	}
 	return old, seq >= 0, nil
@@ -228,7 +243,7 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 	cmds := make([]*goredis.SliceCmd, len(keys))
 	_, err := p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, k := range keys {
-			cmds[i] = pipe.HMGet(ctx, k, "s", "m", "p", "j", "c")
+			cmds[i] = pipe.HMGet(ctx, k, "s", "m", "p", "j", "c", "x")
 		}
 		return nil
 	})
@@ -236,6 +251,7 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 		return nil, p.wrap(op, err)
 	}
 	out := make([]record, len(keys))
+	now := p.now()
 	for i, c := range cmds {
 		v := c.Val()
 		str := func(j int) (string, bool) { s, ok := v[j].(string); return s, ok }
@@ -252,6 +268,12 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 		r.pipeline, _ = str(2)
 		r.json, r.hasJSON = str(3)
 		r.created, _ = str(4)
+		if x, ok := str(5); ok {
+			r.exp, _ = strconv.ParseInt(x, 10, 64) // not a number (by hand): never expires
+		}
+		if !alive(r.exp, now) {
+			continue // expired: missing to every reader and writer
+		}
 		out[i] = r
 	}
 	return out, nil
@@ -405,7 +427,7 @@ func listOnce[T any](ctx context.Context, p *Provider, op string, s listSpec, li
 			if w != "" {
 				bound = 0 // a set keeps every stamp: the reader has none of its own
 			}
-			fixes = append(fixes, setCall(s.ix, id, w, r.seq, bound))
+			fixes = append(fixes, setCall(s.ix, id, w, r.seq, bound, r.exp))
 			readded = readded || w != ""
 		}
 		if len(fixes) > 0 {

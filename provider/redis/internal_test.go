@@ -175,7 +175,7 @@ func TestRunCrashWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The first writer's step 3 arrives last: the sequence guard ignores it.
-		if _, err := p.runBatch(ctx, "test", []call{setCall(p.k.runs("pipe"), "r1", ids.TimeKey(t1)+"r1", 1, 0)}); err != nil {
+		if _, err := p.runBatch(ctx, "test", []call{setCall(p.k.runs("pipe"), "r1", ids.TimeKey(t1)+"r1", 1, 0, 0)}); err != nil {
 			t.Fatal(err)
 		}
 		checkRunIndex(t, p, c, "pipe", ids.TimeKey(t2)+"r1")

@@ -9,9 +9,18 @@ import (
 // keys builds every key of one provider; see "Key schema" in the package doc.
 type keys struct{ prefix string }
 
-// index is a list index: a sorted set of lex-ordered members (all scores 0) and a
-// hash from record ID to "<seq>|<member>", both in one hash slot.
-type index struct{ z, h string }
+// index is a list index: a sorted set of lex-ordered members (all scores 0), a
+// hash from record ID to "<seq>|<member>" and an expiry index (a sorted set of
+// IDs by their record's expiry µs, see lua/idx_apply.lua), all in one hash slot.
+// Run logs and cascade markers use z, h and x as their order, values and
+// expiries (lua/slot_put.lua).
+type index struct{ z, h, x string }
+
+// newIndex returns the index whose sorted set is z and hash h.
+func newIndex(z, h string) index { return index{z, h, z + ":exp"} }
+
+// keys returns the index's keys in the order of lua/idx_apply.lua.
+func (ix index) keys() []string { return []string{ix.z, ix.h, ix.x} }
 
 // pipeline returns the hash-tagged base of a pipeline's keys: prefix:{pipelineID}.
 // Pipeline IDs never contain ':', '{' or '}', so the other tags below, which all
@@ -29,16 +38,16 @@ func (k keys) traits(pid string) (hash, expiry string) {
 }
 func (k keys) events(pid string) string { return k.pipeline(pid) + ":events" }
 func (k keys) runs(pid string) index {
-	return index{k.pipeline(pid) + ":runs", k.pipeline(pid) + ":runs:ids"}
+	return newIndex(k.pipeline(pid)+":runs", k.pipeline(pid)+":runs:ids")
 }
 func (k keys) reruns(pid string) index {
-	return index{k.pipeline(pid) + ":reruns", k.pipeline(pid) + ":reruns:ids"}
+	return newIndex(k.pipeline(pid)+":reruns", k.pipeline(pid)+":reruns:ids")
 }
 func (k keys) runLogs(pid string) index {
-	return index{k.pipeline(pid) + ":runlogs:order", k.pipeline(pid) + ":runlogs"}
+	return newIndex(k.pipeline(pid)+":runlogs:order", k.pipeline(pid)+":runlogs")
 }
 func (k keys) markers(pid string) index {
-	return index{k.pipeline(pid) + ":markers:order", k.pipeline(pid) + ":markers"}
+	return newIndex(k.pipeline(pid)+":markers:order", k.pipeline(pid)+":markers")
 }
 func (k keys) late(pid, date, schedule string) string {
 	return k.pipeline(pid) + ":late:" + date + ":" + schedule
@@ -94,7 +103,7 @@ func (k keys) globalReplays() index   { return k.global("replays") }
 
 func (k keys) global(name string) index {
 	base := k.prefix + ":{:" + name + "}"
-	return index{base, base + ":ids"}
+	return newIndex(base, base+":ids")
 }
 
 // sep joins the parts of members and hash fields. It sorts before every byte an ID

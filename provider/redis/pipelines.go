@@ -93,11 +93,11 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 		return err
 	}
 	key := p.k.config(id)
-	seq, err := p.run(ctx, scriptRecordDel, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds()).Int64()
+	seq, err := p.run(ctx, scriptRecordDel, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds(), tombstoneTTL.Milliseconds()).Int64()
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}
-	_, err = p.runBatch(ctx, "delete pipeline", []call{setCall(p.k.globalPipelines(), id, "", seq, p.stampBound())})
+	_, err = p.runBatch(ctx, "delete pipeline", []call{setCall(p.k.globalPipelines(), id, "", seq, p.stampBound(), 0)})
 	return err
 }
 

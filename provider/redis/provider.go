@@ -62,6 +62,7 @@ type Provider struct {
 	owner        string
 	readinessTTL time.Duration
 	maxEvents    int64
+	retention    provider.Retention
 	maxMarkers   int64
 	maxValue     int
 	now          func() time.Time
@@ -286,6 +287,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		owner:        ids.Random(),
 		readinessTTL: DefaultReadinessTTL,
 		maxEvents:    DefaultMaxEvents,
+		retention:    provider.DefaultRetention(),
 		maxMarkers:   DefaultMaxMarkerWrites,
 		maxValue:     DefaultMaxValueSize,
 		now:          time.Now,

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -34,12 +35,15 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.slotPut(ctx, "put run log", p.k.runLogs(entry.PipelineID), slotField(entry.Date, entry.ScheduleID), data, 0)
+	return p.slotPut(ctx, "put run log", p.k.runLogs(entry.PipelineID), slotField(entry.Date, entry.ScheduleID), data, 0,
+		lifetimeOf(p.now(), p.retention.RunLogs))
 }
 
-// slotPut upserts field of ix with one script (see lua/slot_put.lua).
-func (p *Provider) slotPut(ctx context.Context, op string, ix index, field string, data []byte, score int64) error {
-	return p.wrap(op, p.run(ctx, scriptSlotPut, []string{ix.h, ix.z}, field, data, score).Err())
+// slotPut upserts field of ix with one script, which also restarts the record's
+// retention and prunes expired records of ix (see lua/slot_put.lua).
+func (p *Provider) slotPut(ctx context.Context, op string, ix index, field string, data []byte, score int64, life lifetime) error {
+	return p.wrap(op, p.run(ctx, scriptSlotPut, []string{ix.h, ix.z, ix.x}, field, data, score,
+		life.now, life.exp, life.ttl, pruneBatch).Err())
 }
 
 // GetRunLog implements provider.RunLogStore with one HGET.
@@ -50,9 +54,25 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	}
 	key, field := p.k.runLogs(pipelineID).h, slotField(date, scheduleID)
 	name := func() (string, string) { return slotID(pipelineID, field), where(key, fieldAt(field)) }
-	return getJSON[types.RunLogEntry](ctx, p, "get run log", provider.KindRunLog, name, func() *goredis.StringCmd {
-		return p.c.HGet(ctx, key, field)
-	})
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	v, err := p.c.HGet(ctx, key, field).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.wrap("get run log", err)
+	}
+	exp, j := unprefix(v)
+	if !alive(exp, p.now()) {
+		return nil, nil
+	}
+	var e types.RunLogEntry
+	if err := decode(provider.KindRunLog, j, &e, name); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 // ListRunLogs implements provider.RunLogStore with one script: newest Date first
@@ -83,7 +103,7 @@ func zlist[T any](ctx context.Context, p *Provider, op string, kind provider.Rec
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, 0, limit-1).StringSlice()
+	vals, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, limit, "", p.now().UnixMicro()).StringSlice()
 	if err != nil {
 		return nil, p.wrap(op, err)
 	}
@@ -100,7 +120,7 @@ func zlist[T any](ctx context.Context, p *Provider, op string, kind provider.Rec
 // zlistNamed is zlist's read past corrupt values.
 func zlistNamed[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, pipelineID string, ix index, limit int) ([]T, error) {
 	for stop := limit - 1; ; {
-		pairs, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, 0, stop, "f").StringSlice()
+		pairs, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, stop+1, "f", p.now().UnixMicro()).StringSlice()
 		if err != nil {
 			return nil, p.wrap(op, err)
 		}
@@ -155,7 +175,8 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err := p.run(ctx, scriptMarkerLog, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
 		return p.wrap(op, err)
 	}
-	return p.slotPut(ctx, op, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro())
+	return p.slotPut(ctx, op, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro(),
+		lifetimeOf(m.WrittenAt, p.retention.CascadeMarkers))
 }
 
 // WatchCascadeMarkers implements provider.MarkerWatcher: it follows the marker log
@@ -229,7 +250,10 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.appendOnce(ctx, "put late arrival", "l", p.k.late(la.PipelineID, la.Date, la.ScheduleID), data)
+	key := p.k.late(la.PipelineID, la.Date, la.ScheduleID)
+	life := lifetimeOf(p.now(), p.retention.LateArrivals)
+	err = p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, "l", callMemoryMS, data, 0, life.now, life.exp, life.ttl).Err()
+	return p.wrap("put late arrival", err)
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one LRANGE, sorted
@@ -249,7 +273,12 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	}
 	out := make([]types.LateArrival, len(vals))
 	n := 0
+	now := p.now()
 	for i, v := range vals {
+		exp, v := unprefix(v)
+		if !alive(exp, now) {
+			continue
+		}
 		name := func() (string, string) {
 			return pipelineID + ":" + date + ":" + scheduleID, where(key, "index "+strconv.Itoa(i))
 		}
@@ -289,6 +318,8 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 		lists: []index{p.k.reruns(rerun.PipelineID), p.k.globalReruns()},
 		mode:  putMove,
 		leave: p.k.reruns,
+		life:  lifetimeOf(p.now(), p.retention.Reruns),
+		truth: p.k.rerun,
 	})
 	return err
 }
@@ -300,9 +331,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	}
 	key := p.k.rerun(rerunID)
 	name := func() (string, string) { return rerunID, where(key, "") }
-	return getJSON[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, name, func() *goredis.StringCmd {
-		return p.c.HGet(ctx, key, "j")
-	})
+	return getLive[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, key, name)
 }
 
 // ListReruns implements provider.RerunStore like ListRuns: newest RequestedAt first,
@@ -343,6 +372,16 @@ func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, 
 	}, limit, decodeJSON[types.RerunRecord](provider.KindRerun))
 }
 
+// replayKey is the truth key of the replay whose ID in the global replay list is
+// id.
+func (p *Provider) replayKey(id string) string {
+	parts := strings.SplitN(id, ":", 3)
+	if len(parts) != 3 {
+		return p.k.replay("", "", "") // a corrupt member: no record, repaired away
+	}
+	return p.k.replay(parts[0], parts[1], parts[2])
+}
+
 // replayID is the record ID of a replay in the global replay list.
 func replayID(pipelineID, date, schedule string) string {
 	return pipelineID + ":" + date + ":" + schedule
@@ -372,6 +411,8 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 		key: p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id: id, member: member, data: data, pipeline: req.PipelineID,
 		lists: []index{p.k.globalReplays()},
 		mode:  putMove,
+		life:  lifetimeOf(p.now(), p.retention.Replays),
+		truth: p.replayKey,
 	})
 	return err
 }
@@ -384,9 +425,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	}
 	key := p.k.replay(pipelineID, date, scheduleID)
 	name := func() (string, string) { return replayID(pipelineID, date, scheduleID), where(key, "") }
-	return getJSON[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, name, func() *goredis.StringCmd {
-		return p.c.HGet(ctx, key, "j")
-	})
+	return getLive[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, key, name)
 }
 
 // ListReplays implements provider.ReplayStore from the global replay list: newest
@@ -403,13 +442,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		ix:    p.k.globalReplays(),
 		desc:  true,
 		timed: true,
-		key: func(id string) string {
-			parts := strings.SplitN(id, ":", 3)
-			if len(parts) != 3 {
-				return p.k.replay("", "", "") // a corrupt member: no record, repaired away
-			}
-			return p.k.replay(parts[0], parts[1], parts[2])
-		},
+		key:   p.replayKey,
 		want: func(r record) string {
 			if !r.hasJSON {
 				return ""

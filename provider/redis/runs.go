@@ -65,6 +65,8 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 		lists:    []index{p.k.runs(run.PipelineID)},
 		mode:     mode,
 		fields:   map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
+		life:     lifetimeOf(p.now(), p.retention.Runs),
+		truth:    p.k.run,
 	})
 }
 
@@ -76,12 +78,12 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	v, err := p.c.HMGet(ctx, p.k.run(runID), "j", "c").Result()
+	v, err := p.c.HMGet(ctx, p.k.run(runID), "j", "c", "x").Result()
 	if err != nil {
 		return nil, p.wrap("get run state", err)
 	}
 	j, ok := v[0].(string)
-	if !ok {
+	if !ok || !aliveField(v[2], p.now()) {
 		return nil, nil
 	}
 	c, _ := v[1].(string)
@@ -162,8 +164,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	key := p.k.run(runID)
+	life := lifetimeOf(newState.UpdatedAt, p.retention.Runs)
 	n, err := p.run(ctx, scriptRunCAS, []string{key, p.k.newCall(key)}, int64(expectedVersion),
-		newState.PipelineID, data, int64(newState.Version), callMemoryMS).Int64()
+		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl).Int64()
 	switch {
 	case err != nil:
 		return false, p.wrap("compare and swap run state", err)

@@ -73,6 +73,7 @@ func (s script) cmd(ctx context.Context, eval, ro bool, keys []string, args []an
 var (
 	scriptIdxApply     = newScript("idx_apply")
 	scriptIdxPage      = newReadScript("idx_page")
+	scriptIdxExpired   = newReadScript("idx_expired")
 	scriptRecordPut    = newScript("record_put")
 	scriptRecordDel    = newScript("record_del")
 	scriptRunCAS       = newScript("run_cas")

@@ -7,13 +7,35 @@
 -- nothing, "0-0" for the first. A reader whose cursor is older than the p of the
 -- first entry after it knows that retention trimmed events after its cursor (see
 -- events_read.lua).
+-- A late arrival is appended as "<expiry µs>|<JSON>" (the JSON alone never
+-- expires, as values written before retention); the append first pops up to 100
+-- expired ones from the front of the list (the oldest first, as appended), and
+-- gives the list a server TTL that outlives its youngest element.
 -- KEYS[1] = stream or list, KEYS[2] = the call's marker (same slot)
 -- ARGV[1] = "x" (XADD field e, and p) or "l" (RPUSH), ARGV[2] = marker TTL in ms,
--- ARGV[3] = value, ARGV[4] = approximate MAXLEN of the stream (0 = none)
+-- ARGV[3] = value, ARGV[4] = approximate MAXLEN of the stream (0 = none);
+-- for "l": ARGV[5] = now µs, ARGV[6] = expiry µs ("0": never), ARGV[7] = server
+-- TTL in ms ("0": none)
 -- Returns 1 appended, 0 already appended by this call.
 if not redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[2]) then return 0 end
 if ARGV[1] == 'l' then
-  redis.call('RPUSH', KEYS[1], ARGV[3])
+  for _ = 1, 100 do
+    local v = redis.call('LINDEX', KEYS[1], 0)
+    local e = v and string.match(v, '^(%d+)|')
+    if not e or tonumber(e) > tonumber(ARGV[5]) then break end
+    redis.call('LPOP', KEYS[1])
+  end
+  local fresh = redis.call('EXISTS', KEYS[1]) == 0
+  if ARGV[6] == '0' then
+    redis.call('RPUSH', KEYS[1], ARGV[3])
+    redis.call('PERSIST', KEYS[1])
+    return 1
+  end
+  redis.call('RPUSH', KEYS[1], ARGV[6] .. '|' .. ARGV[3])
+  local ttl = redis.call('PTTL', KEYS[1])
+  if (ttl == -1 and fresh) or (ttl >= 0 and ttl < tonumber(ARGV[7])) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  end
   return 1
 end
 local prev = '0-0'

@@ -1,12 +1,17 @@
 -- idx_apply: change one entry of a list index, guarded by the record's sequence.
 -- KEYS[1] = index sorted set (score 0, lex-ordered members)
+-- KEYS[3] = expiry index: sorted set id -> the record's expiry µs, as its last
+--           set saw it (records that never expire are not in it); writes prune
+--           the list through it (see lua/idx_expired.lua)
 -- KEYS[2] = index hash: id -> "<seq>|<member>", "<seq>@<ms>|<member>" for a
 --           provisional entry stamped with its writer's clock (seq is 0, or the
 --           sequence of a tombstone: member "" only in entries written by older
 --           versions, which kept tombstones; a removal now deletes the entry), or
 --           "<seq>#<ms>|<member>" for a settled entry that a writer's step 1 relied
 --           on at <ms> (it found the entry and added none)
--- ARGV[1] = mode: "p" provisional add, "s" set (member "" removes), "d" drop the
+-- ARGV[1] = mode: "p" provisional add, "s" set (member "" removes), "x" move the
+--           id in the expiry index to ARGV[3] (the truth's expiry µs; "0": out of
+--           it, as when the entry is gone), "d" drop the
 --           entry of a record whose truth a reader found missing (never written, or
 --           lost to eviction), only if the entry is still exactly the one the reader
 --           observed before it read the truth (a writer that completed in between
@@ -16,6 +21,7 @@
 -- ARGV[2] = id, ARGV[3] = member (modes "p", "s") or the observed entry (mode "d"),
 -- ARGV[4] = the writer's clock in ms (mode "p"), seq (mode "s") or the stamp bound
 -- (mode "d"), a decimal string
+-- ARGV[6] (mode "s") = the record's expiry µs ("0": never), its score in KEYS[3]
 -- ARGV[5] (mode "s") = for a set, the stamp of the caller's own step 1 (0: none),
 -- which the set clears (even when a later sequence refuses the set); any other
 -- stamp stays, as its writer may not have written its truth yet. For a removal,
@@ -44,6 +50,14 @@ if cur then
     mark = '#'
   end
 end
+if mode == 'x' then
+  if ARGV[3] == '0' or not cur then
+    redis.call('ZREM', KEYS[3], id)
+  else
+    redis.call('ZADD', KEYS[3], ARGV[3], id)
+  end
+  return 0
+end
 if mode == 'p' then
   if curmember ~= '' then
     local ms = ARGV[4]
@@ -57,10 +71,15 @@ if mode == 'p' then
   redis.call('HSET', KEYS[2], id, entry)
   return entry
 elseif mode == 'd' then
+  if not cur then
+    redis.call('ZREM', KEYS[3], id) -- nothing to drop but an expiry index member
+    return 0
+  end
   if cur ~= ARGV[3] then return 0 end
   if stamp and stamp >= tonumber(ARGV[4]) then return 0 end
   if curmember ~= '' then redis.call('ZREM', KEYS[1], curmember) end
   redis.call('HDEL', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
   return 1
 end
 local seq, cseq = tonumber(ARGV[4]), tonumber(curseq)
@@ -75,9 +94,15 @@ if member == '' and stamp and stamp >= tonumber(ARGV[5]) then return 0 end
 if curmember ~= '' and curmember ~= member then redis.call('ZREM', KEYS[1], curmember) end
 if member == '' then
   redis.call('HDEL', KEYS[2], id) -- no tombstone: readers filter by the truth
+  redis.call('ZREM', KEYS[3], id)
   return 1
 end
 redis.call('ZADD', KEYS[1], 0, member)
+if ARGV[6] == '0' then
+  redis.call('ZREM', KEYS[3], id)
+else
+  redis.call('ZADD', KEYS[3], ARGV[6], id)
+end
 local keep = ''
 if stamp and stamp ~= tonumber(ARGV[5]) then keep = '#' .. stampstr end
 redis.call('HSET', KEYS[2], id, ARGV[4] .. keep .. '|' .. member)

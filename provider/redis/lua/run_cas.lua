@@ -3,17 +3,26 @@
 -- after a lost reply reports its swap again and swaps nothing more, even when
 -- another write followed its first attempt. Versions are compared and stored as the
 -- decimal strings the caller passes (no Lua number arithmetic, so every version up
--- to types.MaxRunVersion is exact).
--- KEYS[1] = run hash (fields v = version, p = pipeline, j = JSON, ...), KEYS[2] = the
--- call's marker (same slot)
+-- to types.MaxRunVersion is exact). An expired run (now >= x) is missing; a swap
+-- restarts the run's retention (x and the key's server TTL, as record_put.lua).
+-- KEYS[1] = run hash (fields v = version, p = pipeline, j = JSON, x = expiry µs,
+-- ...), KEYS[2] = the call's marker (same slot)
 -- ARGV[1] = expected version, ARGV[2] = pipeline of the new state, ARGV[3] = new
--- JSON, ARGV[4] = new version (expected + 1), ARGV[5] = marker TTL in ms
--- Returns 1 swapped, 0 missing or version mismatch, -1 pipeline mismatch.
+-- JSON, ARGV[4] = new version (expected + 1), ARGV[5] = marker TTL in ms,
+-- ARGV[6] = now µs, ARGV[7] = new expiry µs ("0": never), ARGV[8] = server TTL in
+-- ms ("0": none)
+-- Returns 1 swapped, 0 missing, expired or version mismatch, -1 pipeline mismatch.
 if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
-local cur = redis.call('HMGET', KEYS[1], 'v', 'p')
+local cur = redis.call('HMGET', KEYS[1], 'v', 'p', 'x')
 if not cur[1] then return 0 end
+if cur[3] and cur[3] ~= '0' and tonumber(cur[3]) <= tonumber(ARGV[6]) then return 0 end
 if cur[2] ~= ARGV[2] then return -1 end
 if cur[1] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3])
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7])
+if ARGV[8] == '0' then
+  redis.call('PERSIST', KEYS[1])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
+end
 redis.call('SET', KEYS[2], 1, 'PX', ARGV[5])
 return 1

@@ -1,0 +1,143 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+)
+
+// WithRetention sets how long the provider keeps each record kind it writes
+// (default provider.DefaultRetention(): 30 days), from each write, by the
+// provider's clock (see provider.Retention and "Retention" in the package doc); a
+// zero field keeps that kind forever. Its Events and MarkerLog fields do not
+// apply: event streams and the marker log are kept by count (WithMaxEvents,
+// WithMaxMarkerWrites). A field that is negative or above provider.MaxTTL is
+// invalid.
+func WithRetention(r provider.Retention) Option {
+	return func(p *Provider) error {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("redis: WithRetention: %w", err)
+		}
+		p.retention = r
+		return nil
+	}
+}
+
+// deleteSlack is how long after a record's expiry, by the writer's clock, the
+// server deletes its key (PEXPIRE retention + deleteSlack): the provider's clock
+// decides when a record disappears, to the microsecond, and the server's TTL
+// only reclaims the memory, never before that instant as long as the clocks
+// agree within deleteSlack.
+const deleteSlack = time.Minute
+
+// tombstoneTTL is how long a deleted pipeline's config hash keeps its sequence:
+// it orders the list changes of writes in flight, which end far sooner
+// (provisionalGrace, callMemory).
+const tombstoneTTL = time.Hour
+
+// pruneBatch is the most expired records of one list or set a write removes:
+// each write adds at most one record, so a list shrinks as fast as it grows, and
+// no write pays for a long backlog at once.
+const pruneBatch = 10
+
+// lifetime is the retention a write gives a record, as script arguments: now and
+// the expiry in Unix µs (exp 0: never), and the key's server TTL in ms (0: none).
+type lifetime struct{ now, exp, ttl int64 }
+
+// lifetime returns the lifetime of a record written at now with retention d;
+// expiry is judged at microsecond granularity (provider.Expiry, truncated).
+func lifetimeOf(now time.Time, d time.Duration) lifetime {
+	l := lifetime{now: now.UnixMicro()}
+	if exp := provider.Expiry(now, d); !exp.IsZero() {
+		l.exp, l.ttl = exp.UnixMicro(), ceilMillis(d+deleteSlack)
+	}
+	return l
+}
+
+// alive reports whether a record whose expiry is exp (Unix µs, 0: never) is
+// visible at now, by provider.Live at the microsecond granularity the scripts
+// use.
+func alive(exp int64, now time.Time) bool {
+	return exp == 0 || provider.Live(time.UnixMicro(exp), time.UnixMicro(now.UnixMicro()))
+}
+
+// aliveField is alive for the expiry field x of a truth hash as HMGET returns it
+// (nil when absent: never expires; a value that is not a number, written by
+// hand, never expires either).
+func aliveField(x any, now time.Time) bool {
+	s, _ := x.(string)
+	exp, _ := strconv.ParseInt(s, 10, 64)
+	return alive(exp, now)
+}
+
+// getLive is getJSON of the JSON field j of the truth hash at key, missing
+// when its expiry field x has passed.
+func getLive[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, key string, name func() (id, key string)) (*T, error) {
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	v, err := p.c.HMGet(ctx, key, "j", "x").Result()
+	if err != nil {
+		return nil, p.wrap(op, err)
+	}
+	j, ok := v[0].(string)
+	if !ok || !aliveField(v[1], p.now()) {
+		return nil, nil
+	}
+	var out T
+	if err := decode(kind, j, &out, name); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// unprefix splits a stored value "<expiry µs>|<JSON>" (run logs, cascade
+// markers, late arrivals) into its expiry and JSON; a value without the prefix,
+// written before retention or by hand, never expires and is all JSON.
+func unprefix(v string) (exp int64, json string) {
+	digits, rest, ok := strings.Cut(v, "|")
+	if !ok || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, v
+	}
+	exp, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, v
+	}
+	return exp, rest
+}
+
+// pruneIndex drops, from list ix, the entries of up to pruneBatch records its
+// expiry index lists as expired at now and whose truth (at key(id)) is missing
+// or expired; a record a later write of its truth alone (a CAS) kept alive gets
+// its new expiry in the index instead. It runs on the write paths that already
+// write the list, never on reads. An entry a writer stamped less than
+// provisionalGrace ago stays, as in a reader's repair.
+func (p *Provider) pruneIndex(ctx context.Context, op string, ix index, key func(id string) string, now time.Time) error {
+	page, err := p.run(ctx, scriptIdxExpired, []string{ix.x, ix.h}, now.UnixMicro(), pruneBatch).StringSlice()
+	if err != nil || len(page) == 0 {
+		return p.wrap(op, err)
+	}
+	keys := make([]string, len(page)/2)
+	for i := range keys {
+		keys[i] = key(page[2*i])
+	}
+	recs, err := p.fetchRecords(ctx, op, keys)
+	if err != nil {
+		return err
+	}
+	calls := make([]call, len(recs))
+	for i, r := range recs {
+		id, entry := page[2*i], page[2*i+1]
+		if r.exists && entry != "" {
+			calls[i] = call{scriptIdxApply, ix.keys(), []any{"x", id, strconv.FormatInt(r.exp, 10)}}
+		} else {
+			calls[i] = idxCall(ix, "d", id, entry, p.stampBound())
+		}
+	}
+	_, err = p.runBatch(ctx, op, calls)
+	return err
+}
