@@ -42,6 +42,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
 		{name: "retention over max", client: client, table: "t", opt: dynamodb.WithEventRetention(provider.MaxTTL + 1)},
 		{name: "negative marker retention", client: client, table: "t", opt: dynamodb.WithMarkerRetention(-time.Second)},
+		{name: "negative run retention", client: client, table: "t", opt: dynamodb.WithRetention(provider.Retention{Runs: -time.Second})},
+		{name: "late arrival retention over max", client: client, table: "t", opt: dynamodb.WithRetention(provider.Retention{LateArrivals: provider.MaxTTL + 1})},
 		{name: "marker retention over max", client: client, table: "t", opt: dynamodb.WithMarkerRetention(provider.MaxTTL + 1)},
 		{name: "zero poll interval", client: client, table: "t", opt: dynamodb.WithPollInterval(0, time.Second)},
 		{name: "poll bounds reversed", client: client, table: "t", opt: dynamodb.WithPollInterval(time.Second, time.Millisecond)},

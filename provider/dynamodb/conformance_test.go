@@ -54,5 +54,6 @@ func TestConformance(t *testing.T) {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, testEnv(t), kind, id...)
 		},
+		Retention: provider.DefaultRetention(), // the default, whose Events is conformanceRetention
 	})
 }

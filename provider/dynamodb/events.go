@@ -76,8 +76,8 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		return err
 	}
 	it := item{PK: pipelinePrefix + ev.PipelineID, Data: data}
-	if p.eventRetention > 0 {
-		it.setExpiry(now.Add(p.eventRetention))
+	if p.retention.Events > 0 {
+		it.setExpiry(now.Add(p.retention.Events))
 	}
 	// Size the item with the widest sequence number; its SK has a fixed width.
 	it.SK, it.Seq = eventSK(math.MaxInt64), math.MaxInt64

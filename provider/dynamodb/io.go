@@ -144,8 +144,11 @@ var (
 	condList      = &form{"#lpk = :lpk AND #lsk = :lsk", namesList}
 	condNewOrList = &form{"attribute_not_exists(#pk) OR (#lpk = :lpk AND #lsk = :lsk)",
 		map[string]string{"#pk": attrPK, "#lpk": attrListPK, "#lsk": attrListSK}}
-	condVersionList = &form{"#v = :v AND #lpk = :lpk AND #lsk = :lsk",
-		map[string]string{"#v": attrVer, "#lpk": attrListPK, "#lsk": attrListSK}}
+	condVersionList = &form{"#v = :v AND #lpk = :lpk AND #lsk = :lsk AND (attribute_not_exists(#exp) OR #exp > :now)",
+		map[string]string{"#v": attrVer, "#lpk": attrListPK, "#lsk": attrListSK, "#exp": attrExp}}
+	// condNewOrExpired is condNew for an item that retention may have expired
+	// (by the provider's clock :now) before DynamoDB deleted it.
+	condNewOrExpired = &form{"attribute_not_exists(#pk) OR #exp <= :now", map[string]string{"#pk": attrPK, "#exp": attrExp}}
 )
 
 // queryIn says what query collects.

@@ -88,7 +88,7 @@ func fidelityItems(t *testing.T) []item {
 	}
 	at := time.Date(2026, 11, 21, 6, 0, 0, 123456789, time.UTC)
 	var its []item
-	runTruth, runList, err := runItems(types.RunState{RunID: "r" + long, PipelineID: "p☃", Status: types.RunPending, CreatedAt: at, UpdatedAt: at})
+	runTruth, runList, err := runItems(types.RunState{RunID: "r" + long, PipelineID: "p☃", Status: types.RunPending, CreatedAt: at, UpdatedAt: at}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,25 +91,45 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithEventRetention keeps each event for d after it is appended (by the provider
-// clock): older events are invisible to ListEvents and ReadEventsSince and carry a
-// `ttl` attribute so DynamoDB deletes them; a cursor whose next event is gone is
+// WithRetention sets how long the provider keeps each record kind it writes
+// (default provider.DefaultRetention(): 30 days, 24 hours for the marker log),
+// from each write, by the provider's clock (see provider.Retention and
+// "Retention" in the package doc): every item of a record carries its expiry,
+// which reads and conditions judge, and the table's `ttl` attribute, by which
+// DynamoDB deletes it. A zero field keeps that kind forever. A field that is
+// negative or above provider.MaxTTL is invalid. WithEventRetention and
+// WithMarkerRetention set one field each; the last option that sets a field
+// wins.
+func WithRetention(r provider.Retention) Option {
+	return func(p *Provider) error {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("dynamodb: WithRetention: %w", err)
+		}
+		p.retention = r
+		return nil
+	}
+}
+
+// WithEventRetention sets the Events field of the retention (WithRetention):
+// each event is kept for d after it is appended (by the provider clock): older
+// events are invisible to ListEvents and ReadEventsSince and carry a `ttl`
+// attribute so DynamoDB deletes them; a cursor whose next event is gone is
 // expired (ReadEventsSince and FollowEvents fail with provider.ErrCursorExpired;
-// "" reads from the oldest event retained). The default, 0, keeps events forever;
-// d must be at most provider.MaxTTL.
+// "" reads from the oldest event retained). 0 keeps events forever; d must be at
+// most provider.MaxTTL.
 func WithEventRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("dynamodb: WithEventRetention: %w", err)
 		}
-		p.eventRetention = d
+		p.retention.Events = d
 		return nil
 	}
 }
 
-// WithMarkerRetention keeps each entry of the marker log, which
-// WatchCascadeMarkers reads, for d after it is written (by the writer's clock;
-// default DefaultMarkerRetention). A watch whose cursor is older than that fails
+// WithMarkerRetention sets the MarkerLog field of the retention (WithRetention):
+// each entry of the marker log, which WatchCascadeMarkers reads, is kept for d
+// after it is written (by the writer's clock; default DefaultMarkerRetention). A watch whose cursor is older than that fails
 // with provider.ErrCursorExpired. 0 keeps entries forever (the log then grows by
 // one item per marker write); d must be at most provider.MaxTTL.
 func WithMarkerRetention(d time.Duration) Option {
@@ -117,7 +137,7 @@ func WithMarkerRetention(d time.Duration) Option {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("dynamodb: WithMarkerRetention: %w", err)
 		}
-		p.markerRetention = d
+		p.retention.MarkerLog = d
 		return nil
 	}
 }
@@ -153,7 +173,7 @@ func (p *Provider) writing(ctx context.Context, op string) error {
 
 // DefaultMarkerRetention is how long the marker log keeps an entry unless
 // WithMarkerRetention says otherwise.
-const DefaultMarkerRetention = 24 * time.Hour
+const DefaultMarkerRetention = provider.DefaultMarkerLogRetention
 
 // Default bounds of the polling of FollowEvents and WatchCascadeMarkers; see
 // WithPollInterval.
@@ -217,8 +237,7 @@ type Provider struct {
 	now             func() time.Time
 	owner           string
 	readinessTTL    time.Duration
-	eventRetention  time.Duration
-	markerRetention time.Duration
+	retention       provider.Retention
 	pollMin         time.Duration
 	pollMax         time.Duration
 	retry           backoff.Policy
@@ -266,7 +285,7 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		now:             time.Now,
 		owner:           ids.Random(),
 		readinessTTL:    DefaultReadinessTTL,
-		markerRetention: DefaultMarkerRetention,
+		retention:       provider.DefaultRetention(),
 		pollMin:         DefaultPollMin,
 		pollMax:         DefaultPollMax,
 		retry:           backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},

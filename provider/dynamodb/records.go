@@ -35,9 +35,9 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.put(ctx, "PutRunLog", item{
-		PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data,
-	})
+	it := item{PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data}
+	it.setExpiry(provider.Expiry(p.now(), p.retention.RunLogs))
+	return p.put(ctx, "PutRunLog", it)
 }
 
 // GetRunLog implements provider.RunLogStore with one GetItem.
@@ -86,11 +86,13 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 		return err
 	}
 	slot := slotSK(req.Date, req.ScheduleID)
-	return p.put(ctx, "PutReplay", item{
+	it := item{
 		PK: pipelinePrefix + req.PipelineID, SK: skReplay + slot,
 		GSI1PK: gsiReplays, GSI1SK: ids.TimeKey(req.CreatedAt) + "#" + req.PipelineID + "#" + slot,
 		Data: data,
-	})
+	}
+	it.setExpiry(provider.Expiry(p.now(), p.retention.Replays))
+	return p.put(ctx, "PutReplay", it)
 }
 
 // GetReplay implements provider.ReplayStore with one GetItem.
@@ -138,11 +140,13 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "PutLateArrival", item{
+	it := item{
 		PK:   pipelinePrefix + la.PipelineID,
 		SK:   skLate + slotSK(la.Date, la.ScheduleID) + "#" + ids.TimeKey(la.DetectedAt) + "#" + insertionStamp(),
 		Data: data,
-	})
+	}
+	it.setExpiry(provider.Expiry(p.now(), p.retention.LateArrivals))
+	return p.put(ctx, "PutLateArrival", it)
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one strongly consistent
@@ -215,9 +219,10 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 		return err
 	}
 	entry := &logEntry{it: item{PK: markerLogPK, Data: truth.Data}, tok: ids.Random(), last: p.markerSeq.Load()}
-	if p.markerRetention > 0 {
-		entry.it.setExpiry(now.Add(p.markerRetention))
-	}
+	entry.it.setExpiry(provider.Expiry(now, p.retention.MarkerLog))
+	exp := provider.Expiry(now, p.retention.CascadeMarkers)
+	truth.setExpiry(exp)
+	list.setExpiry(exp)
 	return p.putPair(ctx, "WriteCascadeMarker", truth, list, nil, entry)
 }
 
@@ -343,6 +348,9 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
+	exp := provider.Expiry(p.now(), p.retention.Reruns)
+	truth.setExpiry(exp)
+	list.setExpiry(exp)
 	return p.putPair(ctx, "PutRerun", truth, list, nil, nil)
 }
 

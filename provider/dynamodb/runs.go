@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -12,8 +13,9 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// runItems returns a run's truth item and list copy.
-func runItems(r types.RunState) (truth, list item, err error) {
+// runItems returns a run's truth item and list copy, both expiring at exp (zero:
+// never).
+func runItems(r types.RunState, exp time.Time) (truth, list item, err error) {
 	data, err := encode(r)
 	if err != nil {
 		return truth, list, err
@@ -21,6 +23,8 @@ func runItems(r types.RunState) (truth, list item, err error) {
 	v := r.Version
 	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRun + ids.TimeKey(r.CreatedAt) + "#" + r.RunID, Data: data}
 	truth = item{PK: runPrefix + r.RunID, SK: skState, Data: data, Version: &v, ListPK: list.PK, ListSK: list.SK}
+	truth.setExpiry(exp)
+	list.setExpiry(exp)
 	return truth, list, nil
 }
 
@@ -32,19 +36,20 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if err := p.writing(ctx, "PutRunState"); err != nil {
 		return err
 	}
-	run, err := provider.PrepareRunState(run, p.now())
+	now := p.now()
+	run, err := provider.PrepareRunState(run, now)
 	if err != nil {
 		return err
 	}
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	truth, list, err := runItems(run)
+	truth, list, err := runItems(run, provider.Expiry(now, p.retention.Runs))
 	if err != nil {
 		return err
 	}
 	return p.putPair(ctx, "PutRunState", truth, list, func(old item) error {
-		if old.ListPK != list.PK {
+		if old.ListPK != list.PK && old.live(now) { // an expired run is missing: it may move
 			return provider.Invalidf("run %s belongs to another pipeline than %s", run.RunID, run.PipelineID)
 		}
 		return nil
@@ -204,7 +209,11 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	const op = "CompareAndSwapRunState"
 	// stale reports how an old truth item fails the swap: (false, nil) to give up
 	// with (false, nil), an error, or (true, nil) when only CreatedAt differs.
+	now := p.now()
 	stale := func(o item) (retry bool, err error) {
+		if !o.live(now) { // an expired run is missing
+			return false, nil
+		}
 		if o.ListPK != pipelinePrefix+newState.PipelineID {
 			return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
 		}
@@ -219,7 +228,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return true, nil
 	}
 	newState.Version = expectedVersion + 1
-	newState.UpdatedAt = p.now()
+	newState.UpdatedAt = now
 	tok := ids.Random()
 	// swap encodes newState into the swap's transaction. It runs before any I/O, so
 	// a newState that cannot be stored is refused before anything is read. (With a
@@ -227,7 +236,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	// newState within a few bytes of the size limit may still be refused, with
 	// ErrTooLarge, after the read.)
 	swap := func() ([]ddbtypes.TransactWriteItem, error) {
-		truth, list, err := runItems(newState)
+		truth, list, err := runItems(newState, provider.Expiry(now, p.retention.Runs))
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +251,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		}
 		cond := pointsAt(condVersionList, list.PK, list.SK)
 		cond.values[":v"] = nv(int64(expectedVersion))
+		cond.values[":now"] = nv(unixNano(now))
 		return []ddbtypes.TransactWriteItem{p.txPut(tav, cond), p.txPut(lav, expr{})}, nil
 	}
 	items, err := swap()
@@ -308,7 +318,8 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	if err := p.writing(ctx, "CreateRunState"); err != nil {
 		return false, err
 	}
-	run, err := provider.PrepareCreateRun(run, p.now())
+	now := p.now()
+	run, err := provider.PrepareCreateRun(run, now)
 	if err != nil {
 		return false, err
 	}
@@ -316,7 +327,7 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 		return false, err
 	}
 	const op = "CreateRunState"
-	truth, list, err := runItems(run)
+	truth, list, err := runItems(run, provider.Expiry(now, p.retention.Runs))
 	if err != nil {
 		return false, err
 	}
@@ -329,7 +340,9 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	if err != nil {
 		return false, err
 	}
-	putTruth := p.txPut(tav, expr{form: condNew})
+	// An expired run is missing: the create writes over it (its old list copy,
+	// if it sorts elsewhere, is expired too, and DynamoDB's TTL deletes it).
+	putTruth := p.txPut(tav, expr{condNewOrExpired, map[string]ddbtypes.AttributeValue{":now": nv(unixNano(now))}})
 	putList := p.txPut(lav, expr{})
 	for conflicts := 0; ; conflicts++ {
 		err := p.transact(ctx, op, putTruth, putList)

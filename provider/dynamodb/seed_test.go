@@ -35,7 +35,7 @@ func Seed(ctx context.Context, p *Provider, api ddbx.BatchWriteAPI, kind, pipeli
 		case SeedRuns:
 			var truth, list item
 			if truth, list, err = runItems(types.RunState{RunID: pipelineID + "-r" + strconv.Itoa(i), PipelineID: pipelineID,
-				Status: types.RunCompleted, CreatedAt: at, UpdatedAt: at}); err == nil {
+				Status: types.RunCompleted, CreatedAt: at, UpdatedAt: at}, time.Time{}); err == nil {
 				err = add(truth, list)
 			}
 		case SeedEvents:
