@@ -58,6 +58,7 @@ func TestConformance(t *testing.T) {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRow(t, env(t).path, kind, id...)
 		},
+		Retention: provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
 	})
 }
 

@@ -22,7 +22,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		return err
 	}
 	err = p.put(ctx, "append event", e, `INSERT INTO events (pipeline_id, expires_at, body) VALUES (?, ?, ?)`,
-		e.PipelineID, expiresAt(after(now, p.eventRetention)))
+		e.PipelineID, expiresAt(after(now, p.retention.Events)))
 	if err == nil {
 		p.wake.notify()
 	}

@@ -77,12 +77,12 @@ func WithReadinessTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithEventRetention keeps each event for d after it is appended, by the
-// provider's clock: from then on it is invisible to ListEvents and
-// ReadEventsSince, and a cursor whose next event was dropped is expired
-// (ReadEventsSince and FollowEvents fail with provider.ErrCursorExpired; ""
-// reads from the oldest event retained). The default, 0, keeps events forever; d
-// must be at most provider.MaxTTL. Dropped rows stay in the file until something
+// WithEventRetention sets the Events field of the retention (WithRetention):
+// each event is kept for d after it is appended, by the provider's clock: from
+// then on it is invisible to ListEvents and ReadEventsSince, and a cursor whose
+// next event was dropped is expired (ReadEventsSince and FollowEvents fail with
+// provider.ErrCursorExpired; "" reads from the oldest event retained). 0 keeps
+// events forever; d must be at most provider.MaxTTL. Dropped rows stay in the file until something
 // deletes them (see ../README.md, step 6); a trigger records the highest seq
 // deleted per pipeline (events_trimmed), so that cursors before it are expired.
 func WithEventRetention(d time.Duration) Option {
@@ -90,23 +90,24 @@ func WithEventRetention(d time.Duration) Option {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("sqlite: WithEventRetention: %w", err)
 		}
-		p.eventRetention = d
+		p.retention.Events = d
 		return nil
 	}
 }
 
-// WithMarkerLogRetention keeps each cascade marker write in the log that
+// WithMarkerLogRetention sets the MarkerLog field of the retention
+// (WithRetention): each cascade marker write is kept in the log that
 // WatchCascadeMarkers reads for d after it was written, by the provider's clock:
 // each WriteCascadeMarker deletes the log rows older than that, and a watch from a
 // cursor before a deleted row ends with an error wrapping provider.ErrCursorExpired.
-// The default, 0, keeps every write forever; d must be at most provider.MaxTTL.
-// The markers themselves (ListCascadeMarkers) are never deleted.
+// 0 keeps every write forever; d must be at most provider.MaxTTL. The markers
+// themselves (ListCascadeMarkers) are kept for the CascadeMarkers field.
 func WithMarkerLogRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
 			return fmt.Errorf("sqlite: WithMarkerLogRetention: %w", err)
 		}
-		p.markerRetention = d
+		p.retention.MarkerLog = d
 		return nil
 	}
 }
@@ -160,8 +161,7 @@ type Provider struct {
 	now             func() time.Time
 	owner           string
 	readinessTTL    time.Duration
-	eventRetention  time.Duration
-	markerRetention time.Duration
+	retention       provider.Retention
 	busyTimeout     time.Duration
 	maxPoll         time.Duration
 	report          reporter
@@ -189,6 +189,7 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 		readinessTTL: DefaultReadinessTTL,
 		busyTimeout:  DefaultBusyTimeout,
 		maxPoll:      DefaultMaxPollInterval,
+		retention:    provider.DefaultRetention(),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -217,6 +218,10 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: create schema in %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: add retention to the schema in %s: %w", path, err)
 	}
 	p.db = db
 	p.wake = openWakeup(abs)
@@ -457,12 +462,12 @@ func expiresAt(t *time.Time) sql.NullString {
 	return sql.NullString{String: sortTime(*t), Valid: true}
 }
 
-// after is the time ttl after now, or nil (never) when ttl is 0.
+// after is the time ttl after now, or nil (never) when ttl is 0 (provider.Expiry).
 func after(now time.Time, ttl time.Duration) *time.Time {
-	if ttl == 0 {
+	t := provider.Expiry(now, ttl)
+	if t.IsZero() {
 		return nil
 	}
-	t := now.Add(ttl)
 	return &t
 }
 

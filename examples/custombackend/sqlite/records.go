@@ -16,9 +16,9 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "put run log", e,
-		`INSERT INTO run_logs (pipeline_id, date, schedule_id, body) VALUES (?, ?, ?, ?)
-		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET body = excluded.body`,
+	return p.putRetained(ctx, "put run log", "run_logs", e, p.now(), p.retention.RunLogs,
+		`INSERT INTO run_logs (pipeline_id, date, schedule_id, body, expires_at) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at`,
 		e.PipelineID, e.Date, e.ScheduleID)
 }
 
@@ -29,7 +29,8 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 		return nil, err
 	}
 	return getOne[types.RunLogEntry](ctx, p, "get run log", provider.KindRunLog, "run_logs",
-		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? AND date = ? AND schedule_id = ? AND `+liveSQL,
+		pipelineID, date, schedule, sortTime(p.now()))
 }
 
 // ListRunLogs implements provider.RunLogStore.
@@ -41,20 +42,23 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 		return nil, err
 	}
 	return getAll[types.RunLogEntry](ctx, p, "list run logs", provider.KindRunLog, "run_logs", limit,
-		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id DESC`, pipelineID)
+		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY date DESC, schedule_id DESC`,
+		pipelineID, sortTime(p.now()))
 }
 
 // PutRerun implements provider.RerunStore. The record is one row, so re-putting it
 // under another pipeline moves it between the pipelines' lists atomically.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	r, err := provider.PrepareRerun(rerun, p.now())
+	now := p.now()
+	r, err := provider.PrepareRerun(rerun, now)
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "put rerun", r,
-		`INSERT INTO reruns (rerun_id, pipeline_id, requested_at, body) VALUES (?, ?, ?, ?)
+	return p.putRetained(ctx, "put rerun", "reruns", r, now, p.retention.Reruns,
+		`INSERT INTO reruns (rerun_id, pipeline_id, requested_at, body, expires_at) VALUES (?, ?, ?, ?, ?)
 		 ON CONFLICT (rerun_id) DO UPDATE
-		 SET pipeline_id = excluded.pipeline_id, requested_at = excluded.requested_at, body = excluded.body`,
+		 SET pipeline_id = excluded.pipeline_id, requested_at = excluded.requested_at, body = excluded.body,
+		 expires_at = excluded.expires_at`,
 		r.RerunID, r.PipelineID, sortTime(r.RequestedAt))
 }
 
@@ -64,7 +68,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 		return nil, err
 	}
 	return getOne[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, "reruns",
-		`SELECT rerun_id, body FROM reruns WHERE rerun_id = ?`, rerunID)
+		`SELECT rerun_id, body FROM reruns WHERE rerun_id = ? AND `+liveSQL, rerunID, sortTime(p.now()))
 }
 
 // ListReruns implements provider.RerunStore.
@@ -76,7 +80,8 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	return getAll[types.RerunRecord](ctx, p, "list reruns", provider.KindRerun, "reruns", limit,
-		`SELECT rerun_id, body FROM reruns WHERE pipeline_id = ? ORDER BY requested_at DESC, rerun_id DESC`, pipelineID)
+		`SELECT rerun_id, body FROM reruns WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY requested_at DESC, rerun_id DESC`,
+		pipelineID, sortTime(p.now()))
 }
 
 // ListAllReruns implements provider.RerunStore.
@@ -85,18 +90,20 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 		return nil, err
 	}
 	return getAll[types.RerunRecord](ctx, p, "list all reruns", provider.KindRerun, "reruns", limit,
-		`SELECT rerun_id, body FROM reruns ORDER BY requested_at DESC, rerun_id DESC`)
+		`SELECT rerun_id, body FROM reruns WHERE `+liveSQL+` ORDER BY requested_at DESC, rerun_id DESC`, sortTime(p.now()))
 }
 
 // PutReplay implements provider.ReplayStore.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	r, err := provider.PrepareReplay(req, p.now())
+	now := p.now()
+	r, err := provider.PrepareReplay(req, now)
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "put replay", r,
-		`INSERT INTO replays (pipeline_id, date, schedule_id, created_at, body) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET created_at = excluded.created_at, body = excluded.body`,
+	return p.putRetained(ctx, "put replay", "replays", r, now, p.retention.Replays,
+		`INSERT INTO replays (pipeline_id, date, schedule_id, created_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE
+		 SET created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at`,
 		r.PipelineID, r.Date, r.ScheduleID, sortTime(r.CreatedAt))
 }
 
@@ -107,7 +114,8 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 		return nil, err
 	}
 	return getOne[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, "replays",
-		`SELECT `+slotSQL+`, body FROM replays WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+		`SELECT `+slotSQL+`, body FROM replays WHERE pipeline_id = ? AND date = ? AND schedule_id = ? AND `+liveSQL,
+		pipelineID, date, schedule, sortTime(p.now()))
 }
 
 // ListReplays implements provider.ReplayStore.
@@ -116,17 +124,19 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		return nil, err
 	}
 	return getAll[types.ReplayRequest](ctx, p, "list replays", provider.KindReplay, "replays", limit,
-		`SELECT `+slotSQL+`, body FROM replays ORDER BY created_at DESC, pipeline_id DESC, date DESC, schedule_id DESC`)
+		`SELECT `+slotSQL+`, body FROM replays WHERE `+liveSQL+` ORDER BY created_at DESC, pipeline_id DESC, date DESC, schedule_id DESC`,
+		sortTime(p.now()))
 }
 
 // PutLateArrival implements provider.LateArrivalStore.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	l, err := provider.PrepareLateArrival(la, p.now())
+	now := p.now()
+	l, err := provider.PrepareLateArrival(la, now)
 	if err != nil {
 		return err
 	}
-	return p.put(ctx, "put late arrival", l,
-		`INSERT INTO late_arrivals (pipeline_id, date, schedule_id, detected_at, body) VALUES (?, ?, ?, ?, ?)`,
+	return p.putRetained(ctx, "put late arrival", "late_arrivals", l, now, p.retention.LateArrivals,
+		`INSERT INTO late_arrivals (pipeline_id, date, schedule_id, detected_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		l.PipelineID, l.Date, l.ScheduleID, sortTime(l.DetectedAt))
 }
 
@@ -137,8 +147,9 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 		return nil, err
 	}
 	return getAll[types.LateArrival](ctx, p, "list late arrivals", provider.KindLateArrival, "late_arrivals", 0,
-		`SELECT `+slotSQL+` || ':' || seq, body FROM late_arrivals WHERE pipeline_id = ? AND date = ? AND schedule_id = ? ORDER BY detected_at, seq`,
-		pipelineID, date, schedule)
+		`SELECT `+slotSQL+` || ':' || seq, body FROM late_arrivals WHERE pipeline_id = ? AND date = ? AND schedule_id = ? AND `+liveSQL+
+			` ORDER BY detected_at, seq`,
+		pipelineID, date, schedule, sortTime(p.now()))
 }
 
 // WriteCascadeMarker implements provider.CascadeStore. In one transaction it
@@ -160,11 +171,11 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	written := sortTime(m.WrittenAt)
 	err = p.inTx(ctx, op, func(tx *sql.Tx) error {
 		if _, err := p.exec(ctx, tx, op,
-			`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body)
-			 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?)
+			`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body, expires_at)
+			 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?, ?)
 			 ON CONFLICT (pipeline_id, schedule_id, date) DO UPDATE
-			 SET written_at = excluded.written_at, seq = excluded.seq, body = excluded.body`,
-			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
+			 SET written_at = excluded.written_at, seq = excluded.seq, body = excluded.body, expires_at = excluded.expires_at`,
+			m.PipelineID, m.ScheduleID, m.Date, written, body, expiresAt(after(now, p.retention.CascadeMarkers))); err != nil {
 			return err
 		}
 		if _, err := p.exec(ctx, tx, op,
@@ -172,16 +183,17 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
 			return err
 		}
-		if p.markerRetention == 0 {
+		if p.retention.MarkerLog == 0 {
 			return nil
 		}
-		_, err := p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.markerRetention)))
+		_, err := p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.retention.MarkerLog)))
 		return err
 	})
-	if err == nil {
-		p.wake.notify()
+	if err != nil {
+		return err
 	}
-	return err
+	p.wake.notify()
+	return p.prune(ctx, op, "cascade_markers", now)
 }
 
 // WatchCascadeMarkers implements provider.MarkerWatcher. The cursor is the write's
@@ -265,7 +277,8 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 		return nil, err
 	}
 	return getAll[types.CascadeMarker](ctx, p, "list cascade markers", provider.KindCascadeMarker, "cascade_markers", limit,
-		`SELECT `+slotSQL+`, body FROM cascade_markers WHERE pipeline_id = ? ORDER BY written_at DESC, seq DESC`, pipelineID)
+		`SELECT `+slotSQL+`, body FROM cascade_markers WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY written_at DESC, seq DESC`,
+		pipelineID, sortTime(p.now()))
 }
 
 // slotSQL selects the identity of a row keyed by (pipeline_id, date, schedule_id).

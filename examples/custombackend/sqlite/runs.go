@@ -4,51 +4,60 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
 // PutRunState implements provider.RunStore. It is one upsert whose update only
-// applies when the stored run has the same pipeline, so the pipeline check and the
-// write are atomic.
+// applies when the stored run has the same pipeline or has expired (an expired
+// run is missing), so the pipeline check and the write are atomic.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	r, err := provider.PrepareRunState(run, p.now())
+	now := p.now()
+	r, err := provider.PrepareRunState(run, now)
 	if err != nil {
 		return err
 	}
-	n, err := p.insertRun(ctx, "put run state", r,
-		`ON CONFLICT (run_id) DO UPDATE
-		 SET version = excluded.version, created_at = excluded.created_at, body = excluded.body
-		 WHERE runs.pipeline_id = excluded.pipeline_id`)
+	n, err := p.insertRun(ctx, "put run state", r, now,
+		`WHERE runs.pipeline_id = excluded.pipeline_id OR runs.expires_at <= ?`)
 	if err == nil && n == 0 {
 		return provider.Invalidf("run %q is stored under another pipeline than %q", r.RunID, r.PipelineID)
 	}
 	return err
 }
 
-// CreateRunState implements provider.RunCreator. It is one INSERT ... ON CONFLICT
-// DO NOTHING: the run is created iff one row changed, so of concurrent creates, in
-// this process or another, exactly one wins.
+// CreateRunState implements provider.RunCreator. It is one upsert whose update
+// only applies to an expired run (created again, as if missing): the run is
+// created iff one row changed, so of concurrent creates, in this process or
+// another, exactly one wins.
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
-	r, err := provider.PrepareCreateRun(run, p.now())
+	now := p.now()
+	r, err := provider.PrepareCreateRun(run, now)
 	if err != nil {
 		return false, err
 	}
-	n, err := p.insertRun(ctx, "create run state", r, `ON CONFLICT (run_id) DO NOTHING`)
+	n, err := p.insertRun(ctx, "create run state", r, now, `WHERE runs.expires_at <= ?`)
 	return err == nil && n == 1, err
 }
 
-// insertRun inserts r's row, with onConflict saying what happens when the run
-// exists, and returns the number of rows changed.
-func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, onConflict string) (int64, error) {
+// insertRun inserts r's row, written at now, or replaces the stored run where
+// the condition when (whose one argument is sortTime(now)) holds, and returns
+// the number of rows changed; then it prunes expired runs.
+func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, now time.Time, when string) (int64, error) {
 	body, err := encode(r)
 	if err != nil {
 		return 0, err
 	}
-	return p.exec(ctx, p.db, op,
-		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body) VALUES (?, ?, ?, ?, ?) `+onConflict,
-		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body)
+	n, err := p.exec(ctx, p.db, op,
+		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		 ON CONFLICT (run_id) DO UPDATE SET pipeline_id = excluded.pipeline_id, version = excluded.version,
+		 created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at `+when,
+		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body, expiresAt(after(now, p.retention.Runs)), sortTime(now))
+	if err != nil {
+		return 0, err
+	}
+	return n, p.prune(ctx, op, "runs", now)
 }
 
 // GetRunState implements provider.RunStore.
@@ -57,7 +66,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 		return nil, err
 	}
 	return getOne[types.RunState](ctx, p, "get run state", provider.KindRunState, "runs",
-		`SELECT run_id, body FROM runs WHERE run_id = ?`, runID)
+		`SELECT run_id, body FROM runs WHERE run_id = ? AND `+liveSQL, runID, sortTime(p.now()))
 }
 
 // ListRuns implements provider.RunStore. There is one row per run, so the list
@@ -70,7 +79,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 		return nil, err
 	}
 	return getAll[types.RunState](ctx, p, "list runs", provider.KindRunState, "runs", limit,
-		`SELECT run_id, body FROM runs WHERE pipeline_id = ? ORDER BY created_at DESC, run_id DESC`, pipelineID)
+		`SELECT run_id, body FROM runs WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY created_at DESC, run_id DESC`,
+		pipelineID, sortTime(p.now()))
 }
 
 // CompareAndSwapRunState implements provider.RunStore. In one transaction it reads
@@ -82,14 +92,15 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	swapped := false
+	now := p.now()
 	err := p.inTx(ctx, op, func(tx *sql.Tx) error {
 		var storedPipeline, storedBody string
 		var storedVersion int
-		err := tx.QueryRowContext(ctx, `SELECT pipeline_id, version, body FROM runs WHERE run_id = ?`, runID).
+		err := tx.QueryRowContext(ctx, `SELECT pipeline_id, version, body FROM runs WHERE run_id = ? AND `+liveSQL, runID, sortTime(now)).
 			Scan(&storedPipeline, &storedVersion, &storedBody)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return nil // a missing run is (false, nil)
+			return nil // a missing or expired run is (false, nil)
 		case err != nil:
 			return p.fail(ctx, op, err)
 		case storedPipeline != newState.PipelineID:
@@ -103,13 +114,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		}
 		newState.Version = expectedVersion + 1
 		newState.CreatedAt = stored.CreatedAt // CreatedAt never changes through CAS
-		newState.UpdatedAt = p.now()
+		newState.UpdatedAt = now
 		body, err := encode(newState)
 		if err != nil {
 			return err
 		}
-		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ? WHERE run_id = ? AND version = ?`,
-			newState.Version, body, runID, expectedVersion)
+		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ?, expires_at = ? WHERE run_id = ? AND version = ?`,
+			newState.Version, body, expiresAt(after(now, p.retention.Runs)), runID, expectedVersion)
 		swapped = n == 1
 		return err
 	})

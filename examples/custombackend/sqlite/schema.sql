@@ -1,4 +1,6 @@
 -- Schema of the SQLite backend. Applied on every Open; every statement is idempotent.
+-- A file created before retention gets the expires_at columns of the retained
+-- tables and their expiry indexes from New (see retained in retention.go).
 --
 -- Each entity is one table. The full value is stored as JSON in `body` (so a Get
 -- returns exactly what was put, after a JSON round trip); the columns beside it are
@@ -32,7 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	pipeline_id TEXT NOT NULL,
 	version     INTEGER NOT NULL,
 	created_at  TEXT NOT NULL,
-	body        TEXT NOT NULL
+	body        TEXT NOT NULL,
+	expires_at  TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline_id, created_at DESC, run_id DESC);
 
@@ -67,6 +70,7 @@ CREATE TABLE IF NOT EXISTS run_logs (
 	date        TEXT NOT NULL,
 	schedule_id TEXT NOT NULL,
 	body        TEXT NOT NULL,
+	expires_at  TEXT,
 	PRIMARY KEY (pipeline_id, date, schedule_id)
 );
 
@@ -74,7 +78,8 @@ CREATE TABLE IF NOT EXISTS reruns (
 	rerun_id     TEXT PRIMARY KEY,
 	pipeline_id  TEXT NOT NULL,
 	requested_at TEXT NOT NULL,
-	body         TEXT NOT NULL
+	body         TEXT NOT NULL,
+	expires_at   TEXT
 );
 CREATE INDEX IF NOT EXISTS reruns_by_pipeline ON reruns (pipeline_id, requested_at DESC, rerun_id DESC);
 CREATE INDEX IF NOT EXISTS reruns_by_time ON reruns (requested_at DESC, rerun_id DESC);
@@ -85,6 +90,7 @@ CREATE TABLE IF NOT EXISTS replays (
 	schedule_id TEXT NOT NULL,
 	created_at  TEXT NOT NULL,
 	body        TEXT NOT NULL,
+	expires_at  TEXT,
 	PRIMARY KEY (pipeline_id, date, schedule_id)
 );
 CREATE INDEX IF NOT EXISTS replays_by_time ON replays (created_at DESC);
@@ -95,7 +101,8 @@ CREATE TABLE IF NOT EXISTS late_arrivals (
 	date        TEXT NOT NULL,
 	schedule_id TEXT NOT NULL,
 	detected_at TEXT NOT NULL,
-	body        TEXT NOT NULL
+	body        TEXT NOT NULL,
+	expires_at  TEXT
 );
 CREATE INDEX IF NOT EXISTS late_arrivals_by_key ON late_arrivals (pipeline_id, date, schedule_id, detected_at, seq);
 
@@ -107,6 +114,7 @@ CREATE TABLE IF NOT EXISTS cascade_markers (
 	written_at  TEXT NOT NULL,
 	seq         INTEGER NOT NULL,
 	body        TEXT NOT NULL,
+	expires_at  TEXT,
 	PRIMARY KEY (pipeline_id, schedule_id, date)
 );
 CREATE INDEX IF NOT EXISTS cascade_markers_by_time ON cascade_markers (pipeline_id, written_at DESC, seq DESC);

@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+)
+
+// WithRetention sets how long the provider keeps each record kind it writes
+// (default provider.DefaultRetention(): 30 days, 24 hours for the marker log),
+// from each write, by the provider's clock (see provider.Retention): a row's
+// expires_at is set by the statement that writes it, reads leave out the rows
+// whose expires_at has passed, and each write deletes up to pruneBatch expired
+// rows of its table. A zero field keeps that kind forever. A field that is
+// negative or above provider.MaxTTL is invalid. WithEventRetention and
+// WithMarkerLogRetention set one field each; the last option that sets a
+// field wins.
+func WithRetention(r provider.Retention) Option {
+	return func(p *Provider) error {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("sqlite: WithRetention: %w", err)
+		}
+		p.retention = r
+		return nil
+	}
+}
+
+// retained is the tables of the record kinds with a retention, whose rows carry
+// expires_at and are pruned by writes.
+var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals", "cascade_markers"}
+
+// migrate gives a file created before retention the expires_at column of each
+// retained table (its rows never expire) and every retained table its expiry
+// index, which pruning reads.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for _, t := range retained {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN expires_at TEXT`); err != nil &&
+			!strings.Contains(err.Error(), "duplicate column name") {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+t+`_by_expiry ON `+t+` (expires_at) WHERE expires_at IS NOT NULL`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneBatch is the most expired rows of a table one write deletes: each write
+// adds at most one row, so a table shrinks as fast as it grows, and no write
+// pays for a long backlog at once.
+const pruneBatch = 100
+
+// prune deletes up to pruneBatch rows of the retained table that expired at now.
+// Only writes call it; reads leave expired rows out instead (liveSQL).
+func (p *Provider) prune(ctx context.Context, op, table string, now time.Time) error {
+	_, err := p.exec(ctx, p.db, op, `DELETE FROM `+table+` WHERE rowid IN (SELECT rowid FROM `+table+
+		` WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)`, sortTime(now), pruneBatch)
+	return err
+}
+
+// putRetained is put for a record of the retained table written at now, kept
+// for d: the query's last two parameters are the body and expires_at columns.
+// Then it prunes the table.
+func (p *Provider) putRetained(ctx context.Context, op, table string, v any, now time.Time, d time.Duration, query string, args ...any) error {
+	body, err := encode(v)
+	if err != nil {
+		return err
+	}
+	if _, err := p.exec(ctx, p.db, op, query, append(args, body, expiresAt(after(now, d)))...); err != nil {
+		return err
+	}
+	return p.prune(ctx, op, table, now)
+}
