@@ -208,20 +208,26 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
 		calls = append(calls, setCall(r.leave(old), r.id, "", seq, p.stampBound(), 0))
 	}
-	if len(calls) > 0 {
-		if _, err := p.runBatch(ctx, op, calls); err != nil {
-			return old, seq >= 0, err
-		}
-	}
-	if seq >= 0 && r.truth != nil {
-		now := time.UnixMicro(r.life.now)
+	pruned := seq >= 0 && r.truth != nil
+	if pruned { // what expired in the lists, read with the last step
 		for _, ix := range r.lists {
-			if err := p.pruneIndex(ctx, op, ix, r.truth, now); err != nil {
-				return old, true, err
-			}
+			calls = append(calls, expiredCall(ix, time.UnixMicro(r.life.now)))
 		}
 	}
-	return old, seq >= 0, nil
+	if len(calls) == 0 {
+		return old, seq >= 0, nil
+	}
+	cmds, err := p.runBatch(ctx, op, calls)
+	if err != nil || !pruned {
+		return old, seq >= 0, err
+	}
+	pages := make([][]string, len(r.lists))
+	for i, c := range cmds[len(cmds)-len(r.lists):] {
+		if pages[i], err = c.StringSlice(); err != nil {
+			return old, true, p.wrap(op, err)
+		}
+	}
+	return old, true, p.prune(ctx, op, r.lists, pages, r.truth)
 }
 
 // seqAndString reads a script's {int, string} reply.

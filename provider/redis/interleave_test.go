@@ -424,7 +424,7 @@ func TestStaleRepairKeepsListedRun(t *testing.T) {
 			var once, reach sync.Once
 			r1.c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
 				return func(ctx context.Context, cmd goredis.Cmder) error {
-					if isScript(cmd, scriptIdxApply, 5, "d") { // the stale repair
+					if isScript(cmd, scriptIdxApply, 6, "d") { // the stale repair
 						reach.Do(func() { close(reached) })
 						<-resume
 					}
@@ -519,7 +519,7 @@ func TestListIsSnapshot(t *testing.T) {
 							}
 							data, _ := w.encode(x) // x's step 2
 							key := w.k.run("x")
-							if err := scriptRecordPut.lua.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000,
+							if err := scriptRecordPut.lua.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000, 0, 0, 0,
 								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
 								t.Error(err)
 							}
@@ -629,7 +629,7 @@ func TestStaleRemovalKeepsRelistedRecord(t *testing.T) {
 					must(t, b.Start(ctx))
 					must(t, c.setup(ctx, a))
 
-					step3 := func(cmd goredis.Cmder) bool { return isScript(cmd, scriptIdxApply, 5, "s") }
+					step3 := func(cmd goredis.Cmder) bool { return isScript(cmd, scriptIdxApply, 6, "s") }
 					cut := errors.New("cut")
 					var relying atomic.Bool
 					b.c.AddHook(scriptHook{step3, func(context.Context) error {

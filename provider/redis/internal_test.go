@@ -156,7 +156,7 @@ func TestRunCrashWindows(t *testing.T) {
 		r := run("pipe", "r1", t2)
 		data, _ := p.encode(r)
 		m2 := ids.TimeKey(t2) + "r1"
-		if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000,
+		if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000, 0, 0, 0,
 			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestCreateRunLoserKeepsEntry(t *testing.T) {
 			if isScript(cmd, scriptRecordPut, 0, "") {
 				once.Do(func() { // the winner's truth, just before the loser's
 					key := p.k.run("r1")
-					if err := scriptRecordPut.lua.Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000,
+					if err := scriptRecordPut.lua.Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000, 0, 0, 0,
 						"v", 0, "c", winner.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
 						t.Error(err)
 					}
@@ -281,7 +281,7 @@ func TestRerunMoveCrash(t *testing.T) {
 	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000).Err(); err != nil {
+	if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000, 0, 0, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for pid, want := range map[string]int{"a": 0, "b": 1} {
@@ -307,7 +307,7 @@ func TestPipelineDeleteCrash(t *testing.T) {
 	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordDel.lua.Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000).Err(); err != nil {
+	if err := scriptRecordDel.lua.Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000, 60000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := p.ListPipelines(ctx)
@@ -360,7 +360,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cas := func(nonce string) (int64, error) {
-		return scriptRunCAS.lua.Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000).Int64()
+		return scriptRunCAS.lua.Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000, 0, 0, 0).Int64()
 	}
 	for i := range 2 {
 		n, err := cas("n1")

@@ -110,32 +110,44 @@ func unprefix(v string) (exp int64, json string) {
 	return exp, rest
 }
 
-// pruneIndex drops, from list ix, the entries of up to pruneBatch records its
-// expiry index lists as expired at now and whose truth (at key(id)) is missing
-// or expired; a record a later write of its truth alone (a CAS) kept alive gets
-// its new expiry in the index instead. It runs on the write paths that already
-// write the list, never on reads. An entry a writer stamped less than
-// provisionalGrace ago stays, as in a reader's repair.
-func (p *Provider) pruneIndex(ctx context.Context, op string, ix index, key func(id string) string, now time.Time) error {
-	page, err := p.run(ctx, scriptIdxExpired, []string{ix.x, ix.h}, now.UnixMicro(), pruneBatch).StringSlice()
-	if err != nil || len(page) == 0 {
-		return p.wrap(op, err)
+// expiredCall reads the entries of up to pruneBatch records that list ix's
+// expiry index lists as expired at now (see lua/idx_expired.lua); putIndexed
+// sends it with its last step, and prune drops what it finds.
+func expiredCall(ix index, now time.Time) call {
+	return call{scriptIdxExpired, []string{ix.x, ix.h}, []any{now.UnixMicro(), pruneBatch}}
+}
+
+// prune drops, from each list of lists, the entries of the records that
+// expiredCall found there (pages[i], ID and entry pairs, for lists[i]) whose
+// truth (at key(id)) is missing or expired; a record that a later write of its
+// truth alone (a CAS) kept alive gets its new expiry in the index instead. It
+// costs two round trips (the truths, then the changes), none when nothing
+// expired. It runs on the write paths that already write the lists, never on
+// reads. An entry a writer stamped less than provisionalGrace ago stays, as in
+// a reader's repair.
+func (p *Provider) prune(ctx context.Context, op string, lists []index, pages [][]string, key func(id string) string) error {
+	var keys []string
+	for _, page := range pages {
+		for i := 0; i+1 < len(page); i += 2 {
+			keys = append(keys, key(page[i]))
+		}
 	}
-	keys := make([]string, len(page)/2)
-	for i := range keys {
-		keys[i] = key(page[2*i])
+	if len(keys) == 0 {
+		return nil
 	}
 	recs, err := p.fetchRecords(ctx, op, keys)
 	if err != nil {
 		return err
 	}
-	calls := make([]call, len(recs))
-	for i, r := range recs {
-		id, entry := page[2*i], page[2*i+1]
-		if r.exists && entry != "" {
-			calls[i] = call{scriptIdxApply, ix.keys(), []any{"x", id, strconv.FormatInt(r.exp, 10)}}
-		} else {
-			calls[i] = idxCall(ix, "d", id, entry, p.stampBound())
+	calls := make([]call, 0, len(recs))
+	for l, page := range pages {
+		for i := 0; i+1 < len(page); i += 2 {
+			id, entry, r := page[i], page[i+1], recs[len(calls)]
+			if r.exists && entry != "" {
+				calls = append(calls, call{scriptIdxApply, lists[l].keys(), []any{"x", id, strconv.FormatInt(r.exp, 10)}})
+			} else {
+				calls = append(calls, idxCall(lists[l], "d", id, entry, p.stampBound()))
+			}
 		}
 	}
 	_, err = p.runBatch(ctx, op, calls)
