@@ -32,6 +32,28 @@
 //	               expiry (ExpiresAt, or put time + ttl): exactly at that instant it
 //	               is gone. An expired trait, readiness result, lock or lease is
 //	               invisible to every read, even before the backend has deleted it.
+//	retention      every record kind that grows with use (runs, run logs, reruns,
+//	               replays, late arrivals, cascade markers, events, marker log
+//	               writes) is kept for the backend's Retention (WithRetention;
+//	               default DefaultRetention(): 30 days, 24 hours for the marker
+//	               log; 0 keeps a kind forever), counted from the record's last
+//	               write by the backend's clock. Every write of a record (a put, a
+//	               CAS, a create, an upsert, a marker write) restarts it, in the
+//	               same atomic step as the write; each late arrival and event has
+//	               its own. A record is expired when now >= last write + retention
+//	               (Expiry, Live): from that instant it is invisible to every
+//	               read, lists and iterators included, before the backend has
+//	               deleted it, and a List*(limit) still returns limit live ones.
+//	               An expired run is missing: GetRunState is (nil, nil), a CAS of
+//	               it is (false, nil), PutRunState may store it under another
+//	               pipeline, and CreateRunState creates it again with the Version
+//	               it is given (0 for a new run), keeping nothing of the expired
+//	               one. Indexes do not grow with expired records: writes remove a
+//	               bounded number of them; reads only filter (reads never write).
+//	               Kept forever: pipeline configs, traits and readiness (their own
+//	               ttl), and each lock key's fence counter (see "leases"). A
+//	               backend that keeps a log by count instead documents it (Redis's
+//	               event streams and marker log).
 //	limits         a ttl is at most MaxTTL (100 years); a run Version is at most
 //	               types.MaxRunVersion (2^53-1), so a CAS may start from at most
 //	               MaxRunVersion-1 and stores MaxRunVersion exactly. Beyond a limit

@@ -11,14 +11,16 @@
 //	if err != nil { ... }
 //	client := ddb.NewFromConfig(cfg) // ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 //	if err := dynamodb.CreateTable(ctx, client, "pipestate"); err != nil { ... } // idempotent
-//	p, err := dynamodb.New(client, "pipestate", dynamodb.WithEventRetention(30*24*time.Hour))
+//	p, err := dynamodb.New(client, "pipestate") // keeps records 30 days: provider.DefaultRetention()
 //	if err != nil { ... }
 //	defer p.Stop(ctx)
 //
 // New does no I/O; Ping is one DescribeTable. Options: WithOwner (lock owner
 // identity, default random), WithClock (default time.Now), WithReadinessTTL (default
-// 5 minutes), WithEventRetention (default: keep events forever),
-// WithMarkerRetention (how long the marker log keeps a write, default 24 hours),
+// 5 minutes), WithRetention (how long each record kind is kept after its last
+// write, default provider.DefaultRetention(): 30 days, 24 hours for the marker
+// log; see Retention below), WithEventRetention and WithMarkerRetention (one field
+// of it each),
 // WithPollInterval (how FollowEvents and WatchCascadeMarkers poll once caught up,
 // default 20 ms doubling to 1 s), WithMeterProvider and WithLogger (see Signals).
 // The provider never closes the client; Stop makes every later call return
@@ -122,8 +124,8 @@
 //     the same idle cost and a like delay (BenchmarkWatchDelivery: 354 ms on
 //     average and 765 ms at most after an idle spell, 8 ms and 30 ms while markers
 //     flow, from WriteCascadeMarker's return). Entries carry a TTL of
-//     WithMarkerRetention (default 24 hours, by the writer's clock; 0 keeps them
-//     forever), after which reads skip them and DynamoDB deletes them. Numbers
+//     the MarkerLog retention (WithMarkerRetention, default 24 hours, by the
+//     writer's clock; 0 keeps them forever), after which reads skip them and DynamoDB deletes them. Numbers
 //     being gapless, an entry missing after the cursor was dropped by retention:
 //     the watch yields the entries before the gap, then an error wrapping
 //     provider.ErrCursorExpired, never a silent gap. Delivery is at least once: a
@@ -152,7 +154,29 @@
 //     sort keys never change.
 //   - TTLs are judged by the provider clock on every read (items DynamoDB has not yet
 //     deleted are filtered out), and List* calls keep paging until they have limit
-//     live items. Events expire only with WithEventRetention.
+//     live items.
+//   - Retention (WithRetention): every item of a record that grows with use (a
+//     run's truth and list copy, a rerun's, a marker's, a run log, a replay, a late
+//     arrival, an event, a marker-log entry) carries its expiry: exp, Unix ns by
+//     the writer's clock, set by the write that restarts it (the same PutItem or
+//     TransactWriteItems, a CAS included), and ttl, Unix seconds rounded up, for
+//     DynamoDB's TTL deletion. Reads drop items whose exp has passed (now >= exp)
+//     and List* calls page on past them; conditions treat an expired run as
+//     missing: CreateRunState's condition is "no item, or exp <= now" (it writes
+//     over the expired run, which starts again at the version given; its old list
+//     copy, if it sorts elsewhere, is expired too and left to TTL),
+//     CompareAndSwapRunState's includes "exp > now", and PutRunState lets an
+//     expired run change pipeline. Nothing is pruned by hand: DynamoDB's TTL
+//     deletes expired items, on AWS typically within a few days of their ttl
+//     (without consuming write capacity), and until then they cost storage and the
+//     reads that page over them. The table must have TTL enabled on the attribute
+//     "ttl": CreateTable does it; a table you create yourself needs
+//     UpdateTimeToLive (or the Terraform/CloudFormation setting below), or expired
+//     items stay stored (invisible, but billed) forever. DynamoDB Local does not
+//     delete by TTL. Items written before this version carry no expiry and are
+//     kept until they are written again (see the CHANGELOG). Pipeline configs,
+//     traits (their own ttl) and lock items (their fence counter must outlive
+//     every lease) carry no retention.
 //   - Expired traits cost GetTraits a read until DynamoDB's TTL deletes them
 //     (AWS: typically within days): its one Query reads them and its filter drops
 //     them in DynamoDB, one more request per 1 MB of them. Skipping them would need

@@ -232,17 +232,17 @@ func WithLogger(log *slog.Logger) Option {
 // provider.LockInspector) on one DynamoDB table. It is safe for concurrent use; instances in many processes may
 // share a table. See the package doc for the schema and the guarantees.
 type Provider struct {
-	api             API
-	table           string
-	now             func() time.Time
-	owner           string
-	readinessTTL    time.Duration
-	retention       provider.Retention
-	pollMin         time.Duration
-	pollMax         time.Duration
-	retry           backoff.Policy
-	readOnly        bool // WithReadOnly
-	closed          atomic.Bool
+	api          API
+	table        string
+	now          func() time.Time
+	owner        string
+	readinessTTL time.Duration
+	retention    provider.Retention
+	pollMin      time.Duration
+	pollMax      time.Duration
+	retry        backoff.Policy
+	readOnly     bool // WithReadOnly
+	closed       atomic.Bool
 
 	meter metric.MeterProvider
 	log   *slog.Logger
@@ -280,17 +280,17 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		return nil, provider.Invalidf("dynamodb: New: empty table name")
 	}
 	p := &Provider{
-		api:             client,
-		table:           table,
-		now:             time.Now,
-		owner:           ids.Random(),
-		readinessTTL:    DefaultReadinessTTL,
-		retention:       provider.DefaultRetention(),
-		pollMin:         DefaultPollMin,
-		pollMax:         DefaultPollMax,
-		retry:           backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
-		seqs:            map[string]int64{},
-		queues:          map[string]*appendQueue{},
+		api:          client,
+		table:        table,
+		now:          time.Now,
+		owner:        ids.Random(),
+		readinessTTL: DefaultReadinessTTL,
+		retention:    provider.DefaultRetention(),
+		pollMin:      DefaultPollMin,
+		pollMax:      DefaultPollMax,
+		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
+		seqs:         map[string]int64{},
+		queues:       map[string]*appendQueue{},
 	}
 	for _, o := range opts {
 		if o == nil {

@@ -14,11 +14,17 @@
 //   - Values are deep-copied through JSON on the way in and out, so they come back as
 //     a networked backend returns them (numbers in map[string]any as float64) and are
 //     never aliased. A value JSON cannot encode is ErrInvalidArgument.
-//   - There is no size limit (ErrTooLarge is never returned). Events are kept
-//     forever unless WithEventRetention says otherwise, and the marker log that
-//     WatchCascadeMarkers reads unless WithMarkerRetention does (a watch from a
-//     cursor older than the log fails with ErrCursorExpired); nothing else is
-//     deleted, so the store grows until it is dropped.
+//   - There is no size limit (ErrTooLarge is never returned). Runs, run logs,
+//     reruns, replays, late arrivals, cascade markers, events and marker-log
+//     writes are kept for the handle's WithRetention (default
+//     provider.DefaultRetention(): 30 days, 24 hours for the marker log) after
+//     their last write, by the handle's clock: from the instant now >= the
+//     expiry every read leaves them out, and writes delete them, at most 100 per
+//     write, in the order they were written (a record rewritten since is kept),
+//     so a steady workload keeps the store flat. A watch from a cursor older than
+//     the marker log, or a read from an event cursor whose next event was dropped,
+//     fails with ErrCursorExpired. Pipeline configs and fence counters are kept
+//     forever, traits, readiness and locks by their own ttl.
 //   - TTLs are judged by the provider's clock at read time; expired entries are
 //     invisible, and removed by writes only (a write of the same entity replaces
 //     one; WriteCascadeMarker drops the marker log's expired writes): reads never

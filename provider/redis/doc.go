@@ -62,18 +62,22 @@
 //	P:{pid}:readiness                        string  readiness JSON, PX readiness TTL
 //	P:{pid}:events                           stream  e event JSON, p ID before it;
 //	                                                 ID = cursor
-//	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j
-//	P:{pid}:runs + :ids                      zset+h  runs (timeKey(CreatedAt)+runID)
-//	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule
-//	P:{rerun:<rerunID>}                      hash    rerun: s, m, p, j
-//	P:{pid}:reruns + :ids                    zset+h  reruns (timeKey(RequestedAt)+id)
-//	P:{:reruns} + :ids                       zset+h  all reruns, same members
-//	P:{pid}:replay:<date>:<schedule>         hash    replay: s, m, p, j
-//	P:{:replays} + :ids                      zset+h  all replays (timeKey(CreatedAt)+
+//	P:{run:<runID>}                          hash    run: s, m, p, v version, c, j,
+//	                                                 x expiry µs; PX retention+1m
+//	P:{pid}:runs + :ids + :exp               zset+h  runs (timeKey(CreatedAt)+runID);
+//	                                         +zset   :exp: run ID by expiry µs
+//	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule:
+//	  + :order:exp                           +zset   "<exp µs>|<JSON>"; :exp by expiry
+//	P:{rerun:<rerunID>}                      hash    rerun: s, m, p, j, x; PX
+//	P:{pid}:reruns + :ids + :exp             zset+h  reruns (timeKey(RequestedAt)+id)
+//	P:{:reruns} + :ids + :exp                zset+h  all reruns, same members
+//	P:{pid}:replay:<date>:<schedule>         hash    replay: s, m, p, j, x; PX
+//	P:{:replays} + :ids + :exp               zset+h  all replays (timeKey(CreatedAt)+
 //	                                                 pid:date:schedule)
-//	P:{pid}:late:<date>:<schedule>           list    late-arrival JSON, appended
+//	P:{pid}:late:<date>:<schedule>           list    "<exp µs>|<JSON>", appended; PX
 //	P:{pid}:markers, P:{pid}:markers:order   hash+z  markers by date NUL schedule,
-//	                                                 scored by WrittenAt in µs
+//	  + :order:exp                           +zset   scored by WrittenAt in µs;
+//	                                                 values and :exp as run logs
 //	P:{:markers}                             stream  the marker log: every marker
 //	                                                 write (m JSON, p ID before it)
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
@@ -89,6 +93,48 @@
 // and its fence counter and call markers share a slot. A call marker is named by
 // the key the call writes (a record's truth, a lock key) and the call's nonce (hex),
 // so it shares that key's slot and never equals another key of the schema.
+//
+// # Retention
+//
+// WithRetention (default provider.DefaultRetention(): 30 days) sets how long runs,
+// run logs, reruns, replays, late arrivals and cascade markers are kept after their
+// last write; its Events and MarkerLog fields do not apply here, as event streams
+// and the marker log are kept by count (WithMaxEvents, WithMaxMarkerWrites): a
+// stream's entry IDs are the server's time, and the "no gaps" rule needs the
+// stream's own trimming. Pipeline configs and traits are not retained (traits have
+// their ttl); a deleted pipeline's tombstone (its config hash's sequence) expires an
+// hour after the delete; fence counters never expire (a fence must never repeat),
+// and call markers after 2 minutes.
+//
+// Each record carries its expiry, in Unix µs by the writer's clock, in the same
+// script as the write: the x field of a run, rerun or replay hash (set by
+// record_put.lua and run_cas.lua, so a CAS restarts it too), the "<exp µs>|"
+// prefix of a run log's or marker's hash value (slot_put.lua) and of each late
+// arrival (append_once.lua). Every read and every script judges it by the
+// provider's clock, at microsecond granularity: a record is expired when now >=
+// its expiry, exactly the instant traits use; the key or list also gets a server
+// TTL (PEXPIRE) of the retention plus a minute, so the server deletes it after
+// that without any read, and never before the provider's clock says it expired
+// (as long as the clocks agree within that minute). An expired run is missing to
+// every script: record_put.lua's create mode writes over it (the run starts again
+// at the version given, with a new sequence), its strict mode lets it change
+// pipeline, and run_cas.lua returns 0.
+//
+// Indexes: a run log or marker hash has an expiry set beside it (field by expiry);
+// each slot_put.lua first removes up to 10 records it lists as expired, so the
+// hash holds no more expired records than its writes left behind, and the three
+// keys get the server TTL of their longest-lived record. Each cross-slot list (a
+// pipeline's runs and reruns, the global reruns and replays) has an expiry index
+// (ID by the expiry its last list set saw): the last step of PutRunState,
+// CreateRunState, PutRerun and PutReplay also reads (in the same pipeline) up to
+// 10 IDs of each of its lists that the index lists as expired, and when there are
+// some, reads their truths and drops the entries whose truth is missing or
+// expired, or moves an ID whose truth a CAS kept alive to its new expiry (two
+// round trips more, only then). A late-arrival append pops up to 100 expired
+// elements from the front of its list. Reads never prune: they filter (the list
+// readers skip an expired truth as a missing one; zlist.lua skips expired values).
+// Records written before this version carry no expiry and are kept until they are
+// written again (see the CHANGELOG).
 //
 // # Cross-slot writes
 //
@@ -355,21 +401,26 @@
 //     by the provider's clock (see "Clocks"), so instances need synchronised
 //     clocks.
 //
-// Growth: every key the provider writes is one of the key schema's. List indexes
+// Growth: every key the provider writes is one of the key schema's, and every
+// record kind that grows with use expires (see "Retention"): under a steady
+// workload the key count and memory stop growing after one retention
+// (TestRetentionPlateau, BenchmarkRetentionPlateau). List indexes
 // hold one entry per record in the list: a record that leaves a list (a deleted
 // pipeline, a rerun moved to another pipeline) leaves no entry behind, except one
 // that a concurrent write stamped, which stays, unseen, until a reader meets it 5
-// minutes later. What is not
-// bounded by the data itself: a deleted pipeline keeps its config hash with two
-// small fields (its sequence, so that a re-registration orders after the delete),
-// one per pipeline ID ever deleted; expired traits stay, unread, until PutTrait
-// calls of their pipeline prune them (100 per call); every write but the
-// idempotent upserts leaves a call marker that expires after 2 minutes (one small
-// key per write of the last 2 minutes); a lock key keeps its fence counter forever; a provisional list
-// entry whose writer died before writing the truth stays, unseen, until a reader
-// that may write meets it 5 minutes later; event streams are trimmed to about WithMaxEvents
-// entries and the marker log to about WithMaxMarkerWrites, late-arrival lists are
-// not trimmed.
+// minutes later. What is
+// not bounded by retention: a deleted pipeline keeps its config hash with two small
+// fields (its sequence, so that a re-registration orders after the delete) for an
+// hour; expired traits stay, unread, until PutTrait calls of their pipeline prune
+// them (100 per call); every write but the idempotent upserts leaves a call marker
+// that expires after 2 minutes (one small key per write of the last 2 minutes); a
+// lock key keeps its fence counter forever (one small key per lease key ever
+// used); a provisional list entry whose writer died before writing the truth
+// stays, unseen, until a reader that may write meets it 5 minutes later; event
+// streams are trimmed to about WithMaxEvents entries per pipeline and the marker
+// log to about WithMaxMarkerWrites; a list index of a pipeline that is no longer
+// written keeps the entries of its expired records (their truths are deleted by
+// the server) until a listing that may write drops them, and its empty stream.
 //
 // # Signals
 //
@@ -460,11 +511,11 @@
 //	RenewLease, ReleaseLease 1
 //	GetLockInfo              1 (MULTI: GET, PTTL, and the fence counter)
 //	Ping                     1
-//	PutRunState              3
-//	CreateRunState           3 (2 when the run exists)
+//	PutRunState              3; +2 when its list had expired entries to prune
+//	CreateRunState           3 (2 when the run exists); +2 as PutRunState
 //	RegisterPipeline         3
-//	PutRerun                 3 (steps 1 and 3 per node)
-//	PutReplay                3
+//	PutRerun                 3 (steps 1 and 3 per node); +2 as PutRunState
+//	PutReplay                3; +2 as PutRunState
 //	DeletePipeline           2 (1 when missing)
 //	ListRuns                 2 (per node)
 //	ListReruns               2 (per node)

@@ -34,6 +34,19 @@
 // so string order is time order; expires_at is NULL for "never expires", and a row
 // is live while now < expires_at, judged when reading.
 //
+// Retention (WithRetention, default provider.DefaultRetention(): 30 days, 24
+// hours for the marker log): the rows of runs, run_logs, reruns, replays,
+// late_arrivals and cascade_markers carry expires_at, set by the statement that
+// writes them (an upsert or the CAS's UPDATE, so a write restarts it atomically);
+// reads leave expired rows out, and each write deletes up to 100 expired rows of
+// its table through a partial index on expires_at. An expired run is missing:
+// CreateRunState's upsert writes over it (ON CONFLICT ... WHERE expires_at <=
+// now) and starts it at the version given, PutRunState's lets it change pipeline,
+// and the CAS's read does not find it. New adds the expires_at columns to a file
+// created before retention (ALTER TABLE); its rows have none and never expire
+// until they are written again. Events keep their hidden rows (see below) until
+// something deletes them, as before.
+//
 // Following: SQLite cannot notify another process of a commit, so FollowEvents and
 // WatchCascadeMarkers poll. After a read that finds nothing a follower waits 10ms,
 // then twice as long after each further empty read, up to WithMaxPollInterval
@@ -42,7 +55,7 @@
 // on the same path in this process wakes the followers at once, so only writes from
 // other processes wait for a poll. Cursors are sequence numbers in commit order (the
 // events' seq, marker_log's seq), so no follower skips a write. Every marker write is
-// kept in marker_log, forever unless WithMarkerLogRetention; a watch cursor older
+// kept in marker_log for WithMarkerLogRetention (0: forever); a watch cursor older
 // than a deleted write is expired (provider.ErrCursorExpired). An event cursor is
 // expired when the pipeline's next event after it is past its retention (the row
 // stays, hidden) or an event row after it was deleted (events_trimmed): one

@@ -156,16 +156,16 @@ func WithLogger(log *slog.Logger) Option {
 // Providers, in one process or several, may open the same file; each is one client
 // with its own lock owner identity. It is safe for concurrent use.
 type Provider struct {
-	db              *sql.DB
-	wake            *wakeup // of the file's followers in this process
-	now             func() time.Time
-	owner           string
-	readinessTTL    time.Duration
-	retention       provider.Retention
-	busyTimeout     time.Duration
-	maxPoll         time.Duration
-	report          reporter
-	closed          atomic.Bool
+	db           *sql.DB
+	wake         *wakeup // of the file's followers in this process
+	now          func() time.Time
+	owner        string
+	readinessTTL time.Duration
+	retention    provider.Retention
+	busyTimeout  time.Duration
+	maxPoll      time.Duration
+	report       reporter
+	closed       atomic.Bool
 }
 
 var (
