@@ -32,6 +32,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"retention_over_max", memory.WithEventRetention(provider.MaxTTL + 1)},
 		{"negative_marker_retention", memory.WithMarkerRetention(-time.Second)},
 		{"marker_retention_over_max", memory.WithMarkerRetention(provider.MaxTTL + 1)},
+		{"negative_run_retention", memory.WithRetention(provider.Retention{Runs: -time.Nanosecond})},
+		{"replay_retention_over_max", memory.WithRetention(provider.Retention{Replays: provider.MaxTTL + 1})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p, err := memory.New(tc.opt); !errors.Is(err, provider.ErrInvalidArgument) {

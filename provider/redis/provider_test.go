@@ -41,6 +41,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"readiness_max_duration", redis.WithReadinessTTL(1<<63 - 1)},
 		{"negative_max_events", redis.WithMaxEvents(-1)},
 		{"negative_max_marker_writes", redis.WithMaxMarkerWrites(-1)},
+		{"negative_run_log_retention", redis.WithRetention(provider.Retention{RunLogs: -time.Second})},
+		{"marker_retention_over_max", redis.WithRetention(provider.Retention{CascadeMarkers: provider.MaxTTL + 1})},
 		{"small_max_value", redis.WithMaxValueSize(1000)},
 		{"large_max_value", redis.WithMaxValueSize(512<<20 + 1)},
 		{"nil_clock", redis.WithClock(nil)},

@@ -59,6 +59,7 @@ func TestNewRejects(t *testing.T) {
 		{"huge event retention", filepath.Join(dir, "f.db"), []sqlite.Option{sqlite.WithEventRetention(provider.MaxTTL + 1)}},
 		{"negative marker log retention", filepath.Join(dir, "m.db"), []sqlite.Option{sqlite.WithMarkerLogRetention(-time.Second)}},
 		{"huge marker log retention", filepath.Join(dir, "l.db"), []sqlite.Option{sqlite.WithMarkerLogRetention(provider.MaxTTL + 1)}},
+		{"negative rerun retention", filepath.Join(dir, "q.db"), []sqlite.Option{sqlite.WithRetention(provider.Retention{Reruns: -time.Second})}},
 		{"tiny max poll interval", filepath.Join(dir, "p.db"), []sqlite.Option{sqlite.WithMaxPollInterval(time.Millisecond)}},
 	}
 	for _, tt := range tests {
