@@ -138,17 +138,15 @@ var (
 	keyRangeLive = &form{"#pk = :pk AND #sk BETWEEN :lo AND :hi", map[string]string{"#pk": attrPK, "#sk": attrSK, "#exp": attrExp}}
 	filterLive   = "attribute_not_exists(#exp) OR #exp > :now"
 
-	// Conditions of truth items: new, pointing at a list copy, both, or a run's
+	// Conditions of truth items: new (or expired by the provider's clock :now,
+	// before DynamoDB deleted it), pointing at a list copy, both, or a live run's
 	// version and list copy.
-	condNew       = &form{"attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}}
-	condList      = &form{"#lpk = :lpk AND #lsk = :lsk", namesList}
-	condNewOrList = &form{"attribute_not_exists(#pk) OR (#lpk = :lpk AND #lsk = :lsk)",
+	condNewOrExpired = &form{"attribute_not_exists(#pk) OR #exp <= :now", map[string]string{"#pk": attrPK, "#exp": attrExp}}
+	condList         = &form{"#lpk = :lpk AND #lsk = :lsk", namesList}
+	condNewOrList    = &form{"attribute_not_exists(#pk) OR (#lpk = :lpk AND #lsk = :lsk)",
 		map[string]string{"#pk": attrPK, "#lpk": attrListPK, "#lsk": attrListSK}}
 	condVersionList = &form{"#v = :v AND #lpk = :lpk AND #lsk = :lsk AND (attribute_not_exists(#exp) OR #exp > :now)",
 		map[string]string{"#v": attrVer, "#lpk": attrListPK, "#lsk": attrListSK, "#exp": attrExp}}
-	// condNewOrExpired is condNew for an item that retention may have expired
-	// (by the provider's clock :now) before DynamoDB deleted it.
-	condNewOrExpired = &form{"attribute_not_exists(#pk) OR #exp <= :now", map[string]string{"#pk": attrPK, "#exp": attrExp}}
 )
 
 // queryIn says what query collects.
