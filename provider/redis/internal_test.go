@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -396,6 +397,41 @@ func TestIndexLeavesNoTombstones(t *testing.T) {
 	for name, ix := range map[string]index{"pipelines": p.k.globalPipelines(), "reruns of b": p.k.reruns("b")} {
 		if n, _ := c.HLen(ctx, ix.h).Result(); n != 0 {
 			t.Errorf("index of %s keeps %d entries for records that left it", name, n)
+		}
+	}
+}
+
+// TestRecreatedAfterServerDeletion: a run whose truth the server deleted (its TTL
+// ran out) while its list entry stayed, no write of its list having pruned it,
+// is created again under another CreatedAt: the new truth's sequence starts
+// above the old entry's, so its list entry moves and the run is listed, by a
+// writer's listing and a read-only one.
+func TestRecreatedAfterServerDeletion(t *testing.T) {
+	ctx := t.Context()
+	_, c := newMini(t)
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	p, err := New(c, WithKeyPrefix("t"), WithClock(func() time.Time { return now }),
+		WithRetention(provider.Retention{Runs: time.Hour}))
+	must(t, err)
+	first := run("pipe", "r1", now)
+	for range 5 { // a few writes: the old sequence is above 1
+		if err := p.PutRunState(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Hour)
+	must(t, c.Del(ctx, p.k.run("r1")).Err()) // the server's TTL
+	again := run("pipe", "r1", now)
+	if ok, err := p.CreateRunState(ctx, again); err != nil || !ok {
+		t.Fatalf("CreateRunState after the truth was deleted = %v, %v; want true", ok, err)
+	}
+	checkRunIndex(t, p, c, "pipe", ids.TimeKey(now)+"r1")
+	ro, err := New(c, WithKeyPrefix("t"), WithReadOnly(), WithClock(p.now))
+	must(t, err)
+	for _, q := range []*Provider{ro, p} {
+		list, err := q.ListRuns(ctx, "pipe", 10)
+		if err != nil || len(list) != 1 || !list[0].CreatedAt.Equal(now) {
+			t.Fatalf("ListRuns (read-only %v) = %v, %v; want the run created again", q.readOnly, list, err)
 		}
 	}
 }

@@ -36,6 +36,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 		key: p.k.config(cfg.ID), id: cfg.ID, member: cfg.ID, data: data, pipeline: cfg.ID,
 		lists: []index{p.k.globalPipelines()},
 		mode:  putMove,
+		life:  lifetimeOf(p.now(), 0), // kept forever; now starts a new config's sequence
 	})
 	return err
 }

@@ -15,7 +15,8 @@
 -- ARGV[8] = server TTL in ms ("0": none), ARGV[9..] = extra field/value pairs
 -- stored beside the JSON
 -- An expired record counts as missing: "create" writes over it, "strict" lets it
--- change pipeline.
+-- change pipeline. (A deleted pipeline's tombstone, fields s and m, counts as
+-- missing too.)
 -- Returns {seq, oldPipeline}; seq = -1 when refused (nothing written, nothing kept:
 -- a refusal's retry is refused again, as the record still exists or still belongs
 -- to oldPipeline).
@@ -34,7 +35,18 @@ end
 if ARGV[4] == 'strict' and live and old ~= '' and old ~= ARGV[3] then
   return {-1, old}
 end
-local seq = redis.call('HINCRBY', KEYS[1], 's', 1)
+-- A record written anew (missing, or expired, perhaps deleted by the server while
+-- its list entries stayed) starts its sequence at now µs at least: above every
+-- sequence of its earlier life, which its list entries may still carry (they
+-- would refuse a lower one), as long as that life had fewer writes than the
+-- µs of its retention.
+local seq
+if live then
+  seq = redis.call('HINCRBY', KEYS[1], 's', 1)
+else
+  seq = math.max(tonumber(redis.call('HGET', KEYS[1], 's') or '0') + 1, tonumber(ARGV[6]))
+  redis.call('HSET', KEYS[1], 's', string.format('%d', seq))
+end
 redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], 'x', ARGV[7], unpack(ARGV, 9))
 if ARGV[8] == '0' then
   redis.call('PERSIST', KEYS[1])
