@@ -397,9 +397,14 @@
 //     acknowledged write loses it (a lock acquired or released, a CAS, a fence).
 //     WAIT can narrow the window but does not close it; where a lost lock or fence
 //     matters more than availability, run without automatic failover.
-//   - Expiry (locks, leases, readiness) is by the server's clock; trait expiry is
-//     by the provider's clock (see "Clocks"), so instances need synchronised
-//     clocks.
+//   - Expiry (locks, leases, readiness) is by the server's clock; trait expiry and
+//     record retention are by the provider's clock (see "Clocks" and
+//     "Retention"), so instances need synchronised clocks; the server deletes a
+//     retained record's key a minute after the provider's clock expired it.
+//   - Retention bounds the memory only if keys are not persisted by hand
+//     (PERSIST) and the server expires keys (it does, lazily and by sampling):
+//     with noeviction, size maxmemory for one retention of writes, which
+//     BenchmarkRetentionPlateau measures for a given workload.
 //
 // Growth: every key the provider writes is one of the key schema's, and every
 // record kind that grows with use expires (see "Retention"): under a steady
