@@ -207,7 +207,9 @@
 // through the index with a read-only script, which reaches only the traits live
 // by the index, so expired ones cost it nothing. Instances
 // should run NTP-synchronised clocks (skew shifts a trait's expiry by the skew).
-// A trait is expired when the clock reads its ExpiresAt or later. Locks, leases and
+// A trait is expired when the clock reads its ExpiresAt or later; so is a
+// retained record at its expiry (see "Retention"), judged the same way by the
+// scripts and the reads, at microsecond granularity. Locks, leases and
 // readiness results are keys with a server-side TTL (PX, rounded up to whole
 // milliseconds) and expire by the server's clock, never before the ExpiresAt the
 // call returned (now + ttl by the provider's clock, taken before the call) when
