@@ -1,7 +1,7 @@
 // Package pipestate defines the sentinel errors of the whole library. Every
 // package — provider, state, their backends, and third-party backends run through
 // providertest or statetest — wraps these values, so a caller handles "bad input",
-// "closed", "too large" or "contention" once, whichever package returned the
+// "closed", "too large", "contention" or "corrupt" once, whichever package returned the
 // error. provider and state re-export them under the same names (the same values:
 // errors.Is(err, provider.ErrClosed) and errors.Is(err, pipestate.ErrClosed) agree).
 //
@@ -42,4 +42,10 @@ var (
 	// succeeds on a provider that may write, so a caller can tell a
 	// misconfigured instance from bad input (and the CLI does not print usage).
 	ErrReadOnly = errors.New("pipestate: read-only")
+	// ErrCorrupt: a record already stored does not decode (a flipped byte, a
+	// value written by a newer version or by hand). A Get of it returns an error
+	// wrapping ErrCorrupt that names the record; a List or an iterator skips it,
+	// returns the others and reports it. ErrInvalidArgument stays the error of
+	// bad input: ErrCorrupt is about what is stored, never about the call.
+	ErrCorrupt = errors.New("pipestate: corrupt record")
 )

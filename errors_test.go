@@ -27,12 +27,20 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 		{"provider.ErrLockNotHeld", provider.ErrLockNotHeld, pipestate.ErrLockNotHeld},
 		{"provider.ErrCursorExpired", provider.ErrCursorExpired, pipestate.ErrCursorExpired},
 		{"provider.ErrReadOnly", provider.ErrReadOnly, pipestate.ErrReadOnly},
+		{"provider.ErrCorrupt", provider.ErrCorrupt, pipestate.ErrCorrupt},
+		{"state.ErrCorrupt", state.ErrCorrupt, pipestate.ErrCorrupt},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s is not the library's sentinel %v", tc.name, tc.want)
 		}
 	}
-	if errors.Is(pipestate.ErrInvalidArgument, pipestate.ErrClosed) {
-		t.Error("distinct sentinels must not match each other")
+	all := []error{pipestate.ErrInvalidArgument, pipestate.ErrTooLarge, pipestate.ErrClosed, pipestate.ErrContention,
+		pipestate.ErrLockHeld, pipestate.ErrLockNotHeld, pipestate.ErrCursorExpired, pipestate.ErrReadOnly, pipestate.ErrCorrupt}
+	for i, a := range all {
+		for j, b := range all {
+			if i != j && errors.Is(a, b) {
+				t.Errorf("distinct sentinels must not match each other: %v matches %v", a, b)
+			}
+		}
 	}
 }

@@ -75,6 +75,8 @@ func TestConstructorsRefuseNils(t *testing.T) {
 		"provider/dynamodb.WithLogger":             func() error { return err2(pdynamodb.New(dyn, "t", pdynamodb.WithLogger(log))) },
 		"provider/dynamodb.WithClock":              func() error { return err2(pdynamodb.New(dyn, "t", pdynamodb.WithClock(clock))) },
 		"provider/memory.WithClock":                func() error { return err2(pmemory.New(pmemory.WithClock(clock))) },
+		"provider/memory.WithMeterProvider":        func() error { return err2(pmemory.New(pmemory.WithMeterProvider(mp))) },
+		"provider/memory.WithLogger":               func() error { return err2(pmemory.New(pmemory.WithLogger(log))) },
 		"provider.KeepAlive":                       func() error { return err3(provider.KeepAlive(ctx, memProvider, lease, time.Minute)) },
 		"observe.Provider":                         func() error { return err2(observe.Provider(memProvider)) },
 		"observe.Store":                            func() error { return err2(observe.Store[int64](memStore)) },

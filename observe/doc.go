@@ -52,8 +52,9 @@
 //	pipestate.dedup.claims         counter    {call}  db.system.name, pipestate.outcome          Deduper.MarkSeen: first | duplicate
 //
 // pipestate.lock.kind is lock or lease. error.type is one of invalid_argument,
-// too_large, closed, contention, lock_held, lock_not_held (the library's sentinels),
-// canceled, deadline_exceeded, or _OTHER. db.system.name is redis, aws.dynamodb or
+// too_large, closed, contention, lock_held, lock_not_held, corrupt (the library's
+// sentinels; corrupt: a Get of a stored record that does not decode), canceled,
+// deadline_exceeded, or _OTHER. db.system.name is redis, aws.dynamodb or
 // memory for the built-in backends and the package name of any other backend's type
 // unless WithSystem sets it. Counters count calls that returned without error (a
 // held lease is counted as held, though AcquireLease returns ErrLockHeld).
@@ -63,9 +64,10 @@
 // What only a backend knows, it records itself, through the meter provider and
 // *slog.Logger of its WithMeterProvider and WithLogger options (nil: the global
 // meter provider, no logs), and as events (pipestate.retry, pipestate.giveup,
-// pipestate.repair) on the span in the call's context — the decorator's, when both
-// are used. Logs: Debug per retry and per flush, Warn per give-up and failed flush,
-// Info per repair; IDs and counts, never user values.
+// pipestate.repair, pipestate.corrupt) on the span in the call's context — the
+// decorator's, when both are used. Logs: Debug per retry and per flush, Warn per
+// give-up, failed flush and corrupt record skipped, Info per repair; IDs, keys and
+// counts, never user values.
 //
 //	instrument                          kind        unit     attributes                            meaning
 //	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:
@@ -83,6 +85,11 @@
 //	                                                                                               use on a server, restart, failover, SCRIPT FLUSH)
 //	pipestate.redis.index.repairs       counter     {entry}  db.system.name                        list index entries a Redis reader repaired
 //	pipestate.batch.size                histogram   {item}   db.system.name, db.operation.name     items per DynamoDB group commit or batch request
+//	pipestate.corrupt.records           counter     {record} db.system.name,                       stored records that do not decode, skipped by a
+//	                                                         pipestate.record.kind                 List* or an iterator (every provider backend,
+//	                                                                                               memory included); the record's key goes on the
+//	                                                                                               pipestate.corrupt span event (with the kind)
+//	                                                                                               and the Warn log record, never on the metric
 //	pipestate.coalescer.pending         observable  {key}    none                                  keys buffered by the Coalescers of a meter
 //	                                    up-down                                                    provider, not yet written
 //	pipestate.coalescer.flush.size      histogram   {key}    none                                  keys taken by one flush

@@ -115,6 +115,7 @@ const (
 	errContention
 	errLockHeld
 	errLockNotHeld
+	errCorrupt
 	errCanceled
 	errDeadline
 	errOther
@@ -122,11 +123,11 @@ const (
 )
 
 var errKindNames = [numErrKinds]string{"", "invalid_argument", "too_large", "closed", "contention",
-	"lock_held", "lock_not_held", "canceled", "deadline_exceeded", "_OTHER"}
+	"lock_held", "lock_not_held", "corrupt", "canceled", "deadline_exceeded", "_OTHER"}
 
 var errKindSentinels = [numErrKinds]error{nil, pipestate.ErrInvalidArgument, pipestate.ErrTooLarge,
 	pipestate.ErrClosed, pipestate.ErrContention, pipestate.ErrLockHeld, pipestate.ErrLockNotHeld,
-	context.Canceled, context.DeadlineExceeded, nil}
+	pipestate.ErrCorrupt, context.Canceled, context.DeadlineExceeded, nil}
 
 func kindOf(err error) errKind {
 	if err == nil {

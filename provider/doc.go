@@ -143,12 +143,50 @@
 //	               sending nothing, and whose reads return what a writer's return.
 //	               (Checked by each built-in backend's tests with read-only
 //	               credentials, not by providertest, which cannot take them away.)
+//	corrupt        a stored record that does not decode: a Get* of it returns an
+//	               error wrapping ErrCorrupt (a *CorruptError) that names it; every
+//	               List* and iterator skips it, returns the others (a List*(limit)
+//	               returns limit good records when there are that many) and reports
+//	               it (see "Corrupt records"). ErrInvalidArgument stays for bad
+//	               input.
+//
+// # Corrupt records
+//
+// A stored value may not decode: a byte flipped on disk or on the wire, a value
+// written by a newer version of the library, a key written by hand. One such
+// record must be reported, never fatal to its neighbours:
+//
+//   - A Get* of it (GetPipeline, GetRunState, GetTrait, GetReadiness,
+//     GetLockInfo, ...) returns a *CorruptError, which wraps ErrCorrupt and the
+//     cause and names the record by kind, ID and key: "provider: corrupt run
+//     state r-1 (redis key pst:{run:r-1}): invalid character ...". It never
+//     panics, and never reports the record as missing.
+//   - A List* or an iterator (ListPipelines, ListRuns, ListEvents,
+//     ReadEventsSince, ListRunLogs, ListReruns, ListAllReruns, ListReplays,
+//     ListLateArrivals, ListCascadeMarkers, GetTraits, FollowEvents,
+//     WatchCascadeMarkers) skips it and goes on: it returns the other records in
+//     their order, reads on so that a limit counts good records only, and an
+//     iterator's cursor moves past it. It reports each record it skipped, once
+//     per call: to the handler of OnCorrupt in the call's context (how a caller,
+//     cmd/pipestate for one, learns what was left out), and through the
+//     backend's signals — the pipestate.corrupt.records counter (by backend and
+//     RecordKind, never the key), a Warn log record naming the key (the
+//     backend's WithLogger) and a pipestate.corrupt event on the span in the
+//     context (see package observe).
+//   - Writing the record again (a Put, Register or Write of the same identity)
+//     replaces the corrupt value.
+//
+// Backends decode every stored record through Decode (Get*) and DecodeOrSkip
+// (List* and iterators), the one place of this rule; providertest's Corrupt
+// group checks it on any backend whose harness can corrupt a record.
 //
 // # Writing a backend
 //
 // Implement Provider (and, if you can, the optional Leaser, CascadeReader,
 // RunCreator, EventFollower, MarkerWatcher and LockInspector), start each method
 // with the Prepare* and Check* helpers so bad input is rejected and defaults are
-// filled the same way everywhere, and run providertest.Run from your tests: it
-// runs the group of each optional interface your provider implements.
+// filled the same way everywhere, decode what you read with Decode and
+// DecodeOrSkip (see "Corrupt records"), and run providertest.Run from your tests:
+// it runs the group of each optional interface your provider implements, and the
+// Corrupt group when your harness can corrupt a stored record.
 package provider

@@ -30,6 +30,11 @@ var (
 	// ErrReadOnly: a write on a provider opened read-only (a backend's
 	// WithReadOnly); nothing was written.
 	ErrReadOnly = pipestate.ErrReadOnly
+	// ErrCorrupt: a stored record does not decode. A Get* of it returns a
+	// *CorruptError (which wraps ErrCorrupt) naming it; List* calls and iterators
+	// skip it and report it (see CorruptError and "Corrupt records" in the
+	// package doc).
+	ErrCorrupt = pipestate.ErrCorrupt
 )
 
 // ReadOnly returns the error of a write refused by a read-only provider: op names

@@ -42,7 +42,8 @@ func LeaseHolder(token string) string { return leaseHolderPrefix + token }
 // HolderInfo is the LockInfo of key held by holder (a LockHolder or LeaseHolder
 // value), where fence is the key's fence counter (the current lease's fence; unused
 // for a lock) and expires the holding's expiry (zero: none). A holder of neither
-// form is an error: the stored value is not one a built-in backend writes.
+// form is not one a built-in backend writes: the error is a *CorruptError (kind
+// KindLock, ID key, Key "" for the backend to fill in).
 func HolderInfo(key, holder string, fence int64, expires time.Time) (*types.LockInfo, error) {
 	info := &types.LockInfo{Key: key}
 	if owner, ok := strings.CutPrefix(holder, lockHolderPrefix); ok {
@@ -50,7 +51,8 @@ func HolderInfo(key, holder string, fence int64, expires time.Time) (*types.Lock
 	} else if token, ok := strings.CutPrefix(holder, leaseHolderPrefix); ok && token != "" {
 		info.Token, info.Fence = token, fence
 	} else {
-		return nil, fmt.Errorf("provider: lock %q: stored holder %q is neither a lock's nor a lease's", key, holder)
+		return nil, &CorruptError{Kind: KindLock, ID: key,
+			Err: fmt.Errorf("stored holder %q is neither a lock's nor a lease's", holder)}
 	}
 	if !expires.IsZero() {
 		info.ExpiresAt = &expires

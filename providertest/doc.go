@@ -10,7 +10,7 @@
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
 // ReplayStore, Locker, Leaser, KeepAlive, CascadeReader, RunCreator,
 // EventFollower, MarkerWatcher, LockInspector, Readiness) and by class of rule
-// (Expiry, Fidelity, Lists, Limits, Lifecycle), e.g.
+// (Expiry, Fidelity, Lists, Limits, Corrupt, Lifecycle), e.g.
 // "RunStore/cas_concurrent_one_winner"; a failure names the rule it breaks.
 // Each group checks, where the rule applies:
 //
@@ -101,6 +101,14 @@
 //     1 MB either round-trips or fails with provider.ErrTooLarge and writes
 //     nothing, also over a smaller value;
 //   - no aliasing between the caller's values and what is stored;
+//   - corrupt records (Harness.Corrupt), for every provider.RecordKind: a Get*
+//     of a record whose stored value does not decode fails with an error
+//     wrapping provider.ErrCorrupt that names it, while its neighbours read as
+//     ever; every List* and iterator of the kind (ListEvents, ReadEventsSince
+//     paged by cursor, FollowEvents, WatchCascadeMarkers...) skips it, returns
+//     the others in order, returns limit good records when there are that many,
+//     and reports it exactly once per call to the provider.OnCorrupt handler of
+//     the call's context; writing the record again replaces the corrupt value;
 //   - a cancelled context for every method: errors.Is(err, context.Canceled),
 //     and a read afterwards shows that no write, delete or release happened;
 //   - lifecycle: Ping, idempotent Start and Stop, ErrClosed from every method after
@@ -170,6 +178,10 @@
 //     MarkerWatcher/expired_cursor_fails. MaxMarkerWrites tells the suite the
 //     count a backend that keeps the log by count was opened with (small: a
 //     hundred or so); it enables MarkerWatcher/count_retention_expires_old_cursor.
+//   - Corrupt makes one stored record undecodable in the test's storage, through
+//     the backend's own client (an SQL UPDATE of a row's JSON, a raw HSET, an
+//     appended log entry): the id arguments of each provider.RecordKind are in
+//     its field doc. It enables the Corrupt group; nil skips it.
 //
 // Before anything else, Run and each Run* group check the harness: two
 // providers opened with one t must share storage. When they do not, the group
@@ -194,16 +206,47 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 80 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 86 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write
 // that lands before the cancelled context is reported, a fence counter kept with
 // the lease record, a watch, a read or a follow that resumes silently past an
-// expired cursor, an event log kept by count that does the same — and
+// expired cursor, an event log kept by count that does the same, a listing that
+// fails whole on one record that does not decode, counts it toward its limit or
+// skips it without a report, a follow that ends at it — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.
+//
+// # Corrupt records in a backend of your own
+//
+// A stored value that does not decode — a byte flipped, a value a newer
+// version wrote, a key written by hand — must be reported, never fatal to its
+// neighbours (the provider package doc, "Corrupt records"). The built-in
+// backends do it with three functions of package provider, and a third-party
+// backend should use them too rather than a rule of its own:
+//
+//   - decode what a Get* reads with provider.Decode, which returns a
+//     *provider.CorruptError (wrapping provider.ErrCorrupt) naming the record
+//     by kind, ID and key (where your storage keeps it: "sqlite table runs row
+//     r-1");
+//   - decode each record a List* or an iterator reads with
+//     provider.DecodeOrSkip, and when it returns false skip the record and go
+//     on: read past your page or SQL LIMIT until you have limit good records,
+//     and move an iterator's cursor past the skipped one. DecodeOrSkip reports
+//     the record to the provider.OnCorrupt handler of the call's context (which
+//     this suite checks) and to the provider.CorruptReporter you pass;
+//   - for anything else wrong with a record (a column that does not parse, a
+//     lock holder of no known form), return or report a *provider.CorruptError
+//     yourself (provider.SkipCorrupt in a listing).
+//
+// The reporter is how operators see skipped records: the built-in backends'
+// records the pipestate.corrupt.records counter, a Warn log record and a span
+// event (package observe's doc); examples/custombackend/sqlite's logs a Warn
+// record through its WithLogger option. A reporter may be nil. Give the harness
+// a Corrupt hook that writes a bad value through your own client so that the
+// Corrupt group runs.
 //
 // # Decisions where the contract is silent
 //

@@ -95,6 +95,34 @@ type Harness struct {
 	// with a reason.
 	ExpireMarkers func(t *testing.T)
 
+	// Corrupt makes one stored record of kind undecodable in the storage of t,
+	// as a flipped byte, a value written by a newer version or a key written by
+	// hand would: it writes, through the backend's own client (a raw HSET, XADD
+	// or PutItem, an SQL UPDATE), a stored form that the backend's reads cannot
+	// decode, leaving whatever orders or indexes the record as it is. For the
+	// kind of a record kept in place, id names a record the suite wrote, and the
+	// hook corrupts it wherever the backend keeps a copy of it (a DynamoDB list
+	// copy too); for a log's record (events, late arrivals, marker writes) it
+	// appends a corrupt record to the log, after the records written so far. id
+	// is, by kind:
+	//
+	//	provider.KindPipeline       pipelineID
+	//	provider.KindTrait          pipelineID, traitType
+	//	provider.KindRunState       runID
+	//	provider.KindEvent          pipelineID               (appends)
+	//	provider.KindRunLog         pipelineID, date, scheduleID
+	//	provider.KindRerun          rerunID
+	//	provider.KindReplay         pipelineID, date, scheduleID
+	//	provider.KindLateArrival    pipelineID, date, scheduleID (appends)
+	//	provider.KindCascadeMarker  pipelineID, date, scheduleID
+	//	provider.KindMarkerWrite    (none: appends to the marker log)
+	//	provider.KindReadiness      pipelineID
+	//	provider.KindLock           lock key (its holder becomes neither a lock's nor a lease's)
+	//
+	// A kind the backend cannot corrupt may t.Skip. Corrupt enables the Corrupt
+	// group; nil skips it with a reason.
+	Corrupt func(t *testing.T, kind provider.RecordKind, id ...string)
+
 	// MaxMarkerWrites is the number of marker writes that the marker log of the
 	// providers Open returns keeps, for a backend that retains the log by count
 	// (Redis's WithMaxMarkerWrites; approximately is enough: the test writes
@@ -151,6 +179,7 @@ func Run(t *testing.T, h Harness) {
 	RunFidelity(t, h)
 	RunLists(t, h)
 	RunLimits(t, h)
+	RunCorrupt(t, h)
 	RunLifecycle(t, h)
 }
 

@@ -1635,7 +1635,103 @@ func (b inspectCallerOwner) GetLockInfo(ctx context.Context, key string) (*types
 	return info, err
 }
 
+// listFailsOnCorrupt fails the whole ListRuns when one run does not decode, as
+// a backend that returns the first decode error does.
+type listFailsOnCorrupt struct{ full }
+
+func (b listFailsOnCorrupt) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	var bad error
+	list, err := b.full.ListRuns(provider.OnCorrupt(ctx, func(e *provider.CorruptError) { bad = e }), pipelineID, limit)
+	if err == nil && bad != nil {
+		return nil, bad
+	}
+	return list, err
+}
+
+// corruptUnreported skips a run that does not decode without a word.
+type corruptUnreported struct{ full }
+
+func (b corruptUnreported) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	return b.full.ListRuns(provider.OnCorrupt(ctx, nil), pipelineID, limit)
+}
+
+// limitCountsCorrupt counts the runs it skipped toward the limit, as a backend
+// that reads limit rows and then drops the bad ones does.
+type limitCountsCorrupt struct{ full }
+
+func (b limitCountsCorrupt) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	skipped := 0
+	list, err := b.full.ListRuns(provider.OnCorrupt(ctx, func(e *provider.CorruptError) {
+		skipped++
+		provider.SkipCorrupt(ctx, nil, e) // still reported to the caller
+	}), pipelineID, limit)
+	if n := limit - skipped; err == nil && len(list) > n {
+		list = list[:max(n, 0)]
+	}
+	return list, err
+}
+
+// getCorruptMissing hides a run that does not decode as missing.
+type getCorruptMissing struct{ full }
+
+func (b getCorruptMissing) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	r, err := b.full.GetRunState(ctx, runID)
+	if errors.Is(err, provider.ErrCorrupt) {
+		return nil, nil
+	}
+	return r, err
+}
+
+// corruptUnnamed returns ErrCorrupt for a rerun that does not decode without
+// saying which.
+type corruptUnnamed struct{ full }
+
+func (b corruptUnnamed) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
+	r, err := b.full.GetRerun(ctx, rerunID)
+	if errors.Is(err, provider.ErrCorrupt) {
+		return nil, fmt.Errorf("stored value does not decode: %w", provider.ErrCorrupt)
+	}
+	return r, err
+}
+
+// followStopsAtCorrupt ends a follow at the first event that does not decode.
+type followStopsAtCorrupt struct{ full }
+
+func (b followStopsAtCorrupt) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	return func(yield func(types.EventRecord, error) bool) {
+		var bad error
+		ctx := provider.OnCorrupt(ctx, func(e *provider.CorruptError) { bad = e })
+		for r, err := range b.full.FollowEvents(ctx, pipelineID, cursor) {
+			if bad != nil {
+				yield(types.EventRecord{}, bad)
+				return
+			}
+			if !yield(r, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 var brokenBackends = []brokenBackend{
+	// Corrupt: a listing skips a record that does not decode, and returns the others.
+	{"list_fails_on_corrupt", "Corrupt/run_state/skip/ListRuns",
+		func(p full, _ *shared) provider.Provider { return listFailsOnCorrupt{p} }},
+	// Corrupt: each record skipped is reported.
+	{"corrupt_unreported", "Corrupt/run_state/report/ListRuns",
+		func(p full, _ *shared) provider.Provider { return corruptUnreported{p} }},
+	// Corrupt: a List(limit) returns limit good records when there are that many.
+	{"limit_counts_corrupt", "Corrupt/run_state/limit/ListRuns",
+		func(p full, _ *shared) provider.Provider { return limitCountsCorrupt{p} }},
+	// Corrupt: a Get of a corrupt record is ErrCorrupt, not missing.
+	{"get_corrupt_missing", "Corrupt/run_state/get",
+		func(p full, _ *shared) provider.Provider { return getCorruptMissing{p} }},
+	// Corrupt: the error names the record.
+	{"corrupt_unnamed", "Corrupt/rerun/get",
+		func(p full, _ *shared) provider.Provider { return corruptUnnamed{p} }},
+	// Corrupt: an iterator goes on past a record that does not decode.
+	{"follow_stops_at_corrupt", "Corrupt/event/skip/FollowEvents",
+		func(p full, _ *shared) provider.Provider { return followStopsAtCorrupt{p} }},
 	// RunCreator: an existing run is left alone.
 	{"create_overwrites", "RunCreator/create_once",
 		func(p full, _ *shared) provider.Provider { return createOverwrites{p} }},

@@ -84,6 +84,22 @@
 //     It reports pending keys and its flushes to WithMeterProvider and WithLogger.
 //   - Sharded refuses non-commutative monoids; its shards expire independently.
 //
+// # Corrupt values
+//
+// A stored value that does not decode as the store's type — a Redis key of an
+// int64 store holding "12abc", or a key of another Redis type (WRONGTYPE), or a
+// DynamoDB item whose v attribute has the wrong type, all written by hand — makes
+// Get and GetMany fail with an error wrapping ErrCorrupt that names the key (a
+// GetMany fails whole: each of its answers is positional). The stores have no
+// listings, so nothing is skipped; the provider's rule for listings (skip and
+// report, see package provider) does not arise. A merge into such a value fails
+// and changes nothing: with ErrCorrupt where the store reads the value before it
+// writes (a DynamoDB Max or BytesStore merge), otherwise with the backend's own
+// error (Redis: "ERR value is not an integer"; DynamoDB ADD: a
+// ValidationException). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// monoid cannot read fails in the monoid, not here. The memory backend stores
+// values, never bytes, so it never meets a corrupt one.
+//
 // # Operating Redis
 //
 // Once-claims (MergeUpdateOnce and Deduper) and BytesStore versions are keys: a

@@ -61,4 +61,9 @@ var (
 	ErrContention = pipestate.ErrContention
 	// ErrClosed: the store was closed.
 	ErrClosed = pipestate.ErrClosed
+	// ErrCorrupt: a stored value does not decode as the store's type (a Redis
+	// key of an int64 store holding "abc" written by hand, a DynamoDB item
+	// whose v attribute has the wrong type). Get and GetMany return an error
+	// wrapping it that names the key; see "Corrupt values" in the package doc.
+	ErrCorrupt = pipestate.ErrCorrupt
 )

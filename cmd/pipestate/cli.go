@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/provider"
 )
 
 // Exit statuses.
@@ -179,7 +181,11 @@ func (c *cli) exec(ctx context.Context, s *spec, args []string, maybe string) in
 		in.json = wantsJSON(args)
 		err = flagError(fs, err)
 	} else {
-		err = act(ctx, pos)
+		var sk skipped
+		err = act(provider.OnCorrupt(ctx, sk.handler(c, s, in)), pos)
+		if err == nil && sk.count() > 0 {
+			err = &skippedError{sk.count()}
+		}
 	}
 	in.close()
 	return c.report(s, in, err, maybe)
@@ -199,6 +205,61 @@ func wantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// skipped counts the corrupt records a command's listings skipped, and names
+// each on stderr as it is skipped: a listing shows the good records and exits 1
+// (see "Corrupt records" in the package doc).
+type skipped struct {
+	mu sync.Mutex
+	n  int
+}
+
+// handler is the provider.OnCorrupt handler of command s of invocation in: a
+// line of text, or with --json a skippedReport, on stderr.
+func (sk *skipped) handler(c *cli, s *spec, in *inv) func(*provider.CorruptError) {
+	return func(e *provider.CorruptError) {
+		sk.mu.Lock()
+		defer sk.mu.Unlock()
+		sk.n++
+		if in.json {
+			_ = emitTo(c.stderr, skippedReport{Skipped: e.Error(), Kind: string(e.Kind), ID: e.ID, Key: e.Key, Command: s.name})
+			return
+		}
+		fmt.Fprintf(c.stderr, "pipestate %s: skipped: %s\n", texts([]any{s.name, e})...)
+	}
+}
+
+// skippedReport is a corrupt record a listing skipped as --json prints it, one
+// object on stderr:
+//
+//	{"skipped": "provider: corrupt run state r-1 (...): ...", "kind": "run_state", "id": "r-1", "key": "...", "command": "runs"}
+//
+// skipped is the message; kind, id and key are the record's (see
+// provider.CorruptError), id and key left out when empty.
+type skippedReport struct {
+	Skipped string `json:"skipped"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Command string `json:"command"`
+}
+
+func (sk *skipped) count() int {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.n
+}
+
+// skippedError is the error of a command that printed what it read but skipped
+// n corrupt records (exit 1).
+type skippedError struct{ n int }
+
+func (e *skippedError) Error() string {
+	if e.n == 1 {
+		return "1 corrupt record was skipped (named above); the others are shown"
+	}
+	return fmt.Sprintf("%d corrupt records were skipped (named above); the others are shown", e.n)
 }
 
 // parseArgs parses flags and positional arguments in any order ("--" ends the

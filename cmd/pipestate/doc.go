@@ -113,6 +113,27 @@
 // A follow that falls behind a log kept by count ends the same way, naming the
 // cursor of the last event it printed.
 //
+// # Corrupt records
+//
+// A stored record that does not decode (a byte flipped, a value written by a
+// newer version or by hand) never hides the others. A listing (runs, events,
+// pipelines list, traits, ...) prints every good record as usual, names each
+// one it skipped on stderr as it meets it, and exits 1:
+//
+//	pipestate runs: skipped: provider: corrupt run state r-0002 (redis key pipestate:{run:r-0002}): invalid character ...
+//	pipestate runs: 1 corrupt record was skipped (named above); the others are shown
+//
+// so a script sees the failure while a person still sees the rest. With --json
+// the good records go to stdout as ever, and stderr has one object per record
+// skipped, then the error object (code 1):
+//
+//	{"skipped":"provider: corrupt run state r-0002 (...): ...","kind":"run_state","id":"r-0002","key":"...","command":"runs"}
+//	{"error":"1 corrupt record was skipped (named above); the others are shown","code":1,"command":"runs",...}
+//
+// Showing a corrupt record (run RUN, pipelines show P, lock show K) fails with
+// exit 1 and the same message. Like every message, these lines go through the
+// stored-text rule below.
+//
 // lock show reads the key through provider.LockInspector, which every built-in
 // backend implements: a lock's owner or a lease's token and fence, and its expiry.
 // A key nothing holds exits 3, like anything else not found. --json adds "kind":

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/testenv"
@@ -54,6 +55,9 @@ type harness struct {
 	// audit holds the cursors of the audit pipeline's events, oldest first: the
 	// first three dropped by retention, the last two kept.
 	audit []string
+	// corrupt writes a value that does not decode over the stored run runID,
+	// with the backend's raw client; nil where the test cannot (memory).
+	corrupt func(t *testing.T, runID string)
 }
 
 // fixtureClock is the clock of the fixture writers: each write happens when the
@@ -241,6 +245,11 @@ func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
 		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
+	h.corrupt = func(t *testing.T, runID string) {
+		if err := client.HSet(context.Background(), prefix+":{run:"+runID+"}", "j", `{"RunID": tru`).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seed(t, h, clk, stores{
 		int64sum:   must(redisstate.NewInt64SumStore(client, storePrefix)),
 		int64max:   must(redisstate.NewInt64MaxStore(client, storePrefix)),
@@ -280,6 +289,28 @@ func dynamoHarness(t *testing.T) *harness {
 		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
+	h.corrupt = func(t *testing.T, runID string) {
+		// The truth item and its list copy both hold the run's data.
+		ctx := context.Background()
+		out, err := client.GetItem(ctx, &ddb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
+			Key: map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: "RUN#" + runID},
+				"SK": &ddbtypes.AttributeValueMemberS{Value: "STATE"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []map[string]ddbtypes.AttributeValue{
+			{"PK": out.Item["PK"], "SK": out.Item["SK"]},
+			{"PK": out.Item["listPK"], "SK": out.Item["listSK"]},
+		} {
+			if _, err := client.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: &table, Key: key,
+				UpdateExpression:          aws.String("SET #d = :v"),
+				ExpressionAttributeNames:  map[string]string{"#d": "data"},
+				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: `{"RunID": tru`}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	seed(t, h, clk, stores{
 		int64sum:   must(ddbstate.NewInt64SumStore(client, storeTable)),
 		int64max:   must(ddbstate.NewInt64MaxStore(client, storeTable)),

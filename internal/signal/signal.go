@@ -1,8 +1,9 @@
 // Package signal records what only a backend knows — retries, give-ups, script
-// reloads, index repairs, batch sizes — as OpenTelemetry metrics, as events on the
-// caller's span (the one observe starts, or any in the context), and as slog
-// records: Debug for each retry, Warn for each give-up, Info for repairs. Records
-// carry IDs and counts, never user values.
+// reloads, index repairs, batch sizes, corrupt records skipped — as OpenTelemetry
+// metrics, as events on the caller's span (the one observe starts, or any in the
+// context), and as slog records: Debug for each retry, Warn for each give-up and
+// each corrupt record, Info for repairs. Records carry IDs, keys and counts, never
+// user values; metric attributes are bounded (no IDs, no keys).
 //
 // Backends build one Recorder from their WithMeterProvider and WithLogger options.
 // The instruments are listed in package observe's doc.
@@ -17,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pipestate/pipestate/provider"
 )
 
 // ScopeName is the instrumentation scope of the backends' meters.
@@ -35,6 +38,18 @@ const (
 // AttrReason is the attribute of a retry's or give-up's reason.
 const AttrReason = attribute.Key("pipestate.retry.reason")
 
+// AttrRecordKind is the attribute of a corrupt record's kind (a
+// provider.RecordKind), on the pipestate.corrupt.records counter and the
+// pipestate.corrupt span event.
+const AttrRecordKind = attribute.Key("pipestate.record.kind")
+
+// AttrRecordKey is the attribute of a corrupt record's key (where the backend
+// keeps it) on the pipestate.corrupt span event; never on a metric.
+const AttrRecordKey = attribute.Key("pipestate.record.key")
+
+// Recorder is a provider.CorruptReporter.
+var _ provider.CorruptReporter = (*Recorder)(nil)
+
 // Recorder records the signals of one backend instance. The zero value is not
 // usable; a nil *Recorder records nothing.
 type Recorder struct {
@@ -45,6 +60,7 @@ type Recorder struct {
 	scriptLoads metric.Int64Counter
 	repairs     metric.Int64Counter
 	batchSize   metric.Int64Histogram
+	corrupt     metric.Int64Counter
 }
 
 // New returns the Recorder of a backend of db.system.name system: metrics through
@@ -70,6 +86,8 @@ func New(mp metric.MeterProvider, log *slog.Logger, system string) *Recorder {
 	r.batchSize, _ = m.Int64Histogram("pipestate.batch.size", metric.WithUnit("{item}"),
 		metric.WithDescription("Items per group commit or batch request."),
 		metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000))
+	r.corrupt, _ = m.Int64Counter("pipestate.corrupt.records", metric.WithUnit("{record}"),
+		metric.WithDescription("Stored records that did not decode, skipped by a listing or an iterator."))
 	return r
 }
 
@@ -118,4 +136,24 @@ func (r *Recorder) Batch(ctx context.Context, op string, size int) {
 		return
 	}
 	r.batchSize.Record(ctx, int64(size), metric.WithAttributes(r.system, semconv.DBOperationNameKey.String(op)))
+}
+
+// ReportCorrupt implements provider.CorruptReporter: it records one corrupt
+// record a listing or an iterator skipped — the pipestate.corrupt.records
+// counter (by db.system.name and record kind, never the key), an event
+// pipestate.corrupt on the span in ctx (kind and key), and a Warn log record
+// with the kind, ID, key and cause.
+func (r *Recorder) ReportCorrupt(ctx context.Context, err *provider.CorruptError) {
+	if r == nil || err == nil {
+		return
+	}
+	kind := AttrRecordKind.String(string(err.Kind))
+	r.corrupt.Add(ctx, 1, metric.WithAttributes(r.system, kind))
+	trace.SpanFromContext(ctx).AddEvent("pipestate.corrupt", trace.WithAttributes(kind, AttrRecordKey.String(err.Key)))
+	var cause any
+	if err.Err != nil {
+		cause = err.Err.Error()
+	}
+	r.log.WarnContext(ctx, "pipestate: skipped a corrupt record", "record.kind", string(err.Kind),
+		"record.id", err.ID, "record.key", err.Key, "error", cause)
 }

@@ -51,5 +51,8 @@ func TestConformance(t *testing.T) {
 		// The marker log keeps entries for DefaultMarkerRetention.
 		ExpireMarkers: func(t *testing.T) { testEnv(t).clock.Advance(dynamodb.DefaultMarkerRetention) },
 		ListPage:      conformancePage,
+		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
+			corruptRecord(t, testEnv(t), kind, id...)
+		},
 	})
 }

@@ -262,7 +262,22 @@
 //	sequence_race         an event batch or marker-log entry whose number another
 //	                      instance took first, retried at once (a give-up after 1,000)
 //
-// and the size of every group commit of events (pipestate.batch.size, AppendEvent).
+// and the size of every group commit of events (pipestate.batch.size, AppendEvent),
+// and each stored record a listing, follower or watcher skipped because it does
+// not decode (pipestate.corrupt.records by pipestate.record.kind; a Warn record
+// naming the item and a pipestate.corrupt span event).
+//
+// # Corrupt records
+//
+// An item whose attributes do not unmarshal (a number where a string belongs, a
+// data attribute of another type, compressed data that does not inflate) or
+// whose data does not decode as its record follows the provider rule (see package
+// provider): a Get* returns a *provider.CorruptError naming the record and the
+// item ("dynamodb table T item RUN#r-1 STATE"); a query decodes each item as it
+// reads it, so a List*(limit) skips, reports and reads on past a corrupt item
+// and returns limit good records, and followers and watchers move their
+// sequence number past it. A CompareAndSwapRunState with a zero CreatedAt, which
+// must read the stored run, fails with the run's *provider.CorruptError.
 // Throttles are seen by a middleware each request carries
 // (internal/ddbx.ThrottleSignals), so an API wrapper must pass optFns on to keep
 // them. Package observe adds spans and call metrics around any provider; its doc

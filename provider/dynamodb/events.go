@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -285,7 +286,7 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	out, err := nonNil(queryData[types.Event](ctx, p, "ListEvents",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skEvent), desc: true, limit: limit}))
+		queryIn{kind: provider.KindEvent, key: partition(pipelinePrefix+pipelineID, skEvent), desc: true, limit: limit}))
 	slices.Reverse(out)
 	return out, err
 }
@@ -318,30 +319,55 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if since == math.MaxInt64 {
 		return out, nil
 	}
-	pk := pipelinePrefix + pipelineID
-	var items []item
-	if sinceID == "" {
-		items, err = p.query(ctx, op, queryIn{key: afterSeq(pk, skEvent, 0), limit: int(min(count, math.MaxInt32))})
-		for i := 1; i < len(items); i++ {
-			if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired event: stop before it
-				items = items[:i]
-				break
+	out, _, err = p.readEvents(ctx, op, pipelinePrefix+pipelineID, sinceID == "", since, count)
+	return out, err
+}
+
+// readEvents is ReadEventsSince after its checks: at most count events of
+// partition pk after since (< math.MaxInt64; fromOldest: from the oldest event
+// retained), and the sequence number of the last item it read (since when
+// none). An item that does not decode is skipped and reported, and the read goes
+// on after it for as many more; so the number moves past it, for a follower.
+func (p *Provider) readEvents(ctx context.Context, op, pk string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
+	out := []types.EventRecord{}
+	last := since
+	for {
+		want := count - int64(len(out))
+		var items []item
+		var err error
+		if fromOldest {
+			items, err = p.queryItems(ctx, op, queryIn{kind: provider.KindEvent, key: afterSeq(pk, skEvent, 0), limit: int(min(want, math.MaxInt32))})
+			for i := 1; i < len(items); i++ {
+				if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired event: stop before it
+					items = items[:i]
+					break
+				}
 			}
+		} else {
+			items, err = p.readAfter(ctx, op, pk, last, want)
 		}
-	} else {
-		items, err = p.readAfter(ctx, op, pk, since, count)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range items {
-		ev, err := decodeData[types.Event](it)
 		if err != nil {
-			return nil, err
+			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
+				return out, last, nil // the read from the last event returned fails
+			}
+			return nil, since, err
 		}
-		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq), Event: ev})
+		for _, it := range items {
+			last = it.Seq
+			r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
+			if err := decodeData(p, provider.KindEvent, it, &r.Event); err != nil {
+				if provider.SkipCorrupt(ctx, p.sig, err) {
+					continue
+				}
+				return nil, since, err
+			}
+			out = append(out, r)
+		}
+		if int64(len(out)) == count || int64(len(items)) < want {
+			return out, last, nil
+		}
+		fromOldest = false
 	}
-	return out, nil
 }
 
 // eventsThroughCounter is the key condition of the events of partition pk
@@ -380,8 +406,8 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 	missing, counter := int64(0), int64(-1)
 	err := ddbx.Query(ctx, p.api, in, limit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
-		if err != nil {
-			return false, err
+		if err != nil { // keeps its number: the caller skips and reports it
+			it = p.badItem(provider.KindEvent, av, err)
 		}
 		next := since + 1 + int64(len(out))
 		switch {
@@ -418,19 +444,27 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
-	if _, err := provider.ParseSeqCursor(cursor); err != nil {
+	start, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
+	const op = "ReadEventsSince" // what each read of the follow is
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
-		cursor := cursor
+		since, fromOldest := start, cursor == ""
 		return provider.Poller[types.EventRecord]{
 			Read: func(ctx context.Context) ([]types.EventRecord, error) {
-				recs, err := p.ReadEventsSince(ctx, pipelineID, cursor, followPage)
+				if err := p.begin(ctx); err != nil {
+					return nil, err
+				}
+				if since == math.MaxInt64 {
+					return nil, nil
+				}
+				recs, last, err := p.readEvents(ctx, op, pipelinePrefix+pipelineID, fromOldest, since, followPage)
 				if err != nil {
 					return nil, ctxErr(ctx, err)
 				}
-				if len(recs) > 0 {
-					cursor = recs[len(recs)-1].StreamID
+				if last > since {
+					since, fromOldest = last, false // past the items skipped as corrupt too
 				}
 				return recs, nil
 			},

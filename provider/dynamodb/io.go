@@ -62,14 +62,32 @@ func (p *Provider) get(ctx context.Context, op, pk, sk string) (it item, ok bool
 	return it, err == nil, err
 }
 
-// getData reads one live item and decodes its data; nil when missing or expired.
-func getData[T any](ctx context.Context, p *Provider, op, pk, sk string) (*T, error) {
-	it, ok, err := p.get(ctx, op, pk, sk)
+// getRecord is get of the item of a record of kind: attributes that do not
+// unmarshal are a *provider.CorruptError.
+func (p *Provider) getRecord(ctx context.Context, op string, kind provider.RecordKind, pk, sk string) (it item, ok bool, err error) {
+	consistent := true
+	out, err := p.api.GetItem(ctx, &ddb.GetItemInput{TableName: &p.table, Key: key(pk, sk), ConsistentRead: &consistent}, p.sdk(op))
+	if err != nil {
+		return it, false, fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	if len(out.Item) == 0 {
+		return it, false, nil
+	}
+	if it, err = unmarshal(out.Item); err != nil {
+		return it, false, p.badItem(kind, out.Item, err).bad
+	}
+	return it, true, nil
+}
+
+// getData reads one live item, a record of kind, and decodes its data; nil when
+// missing or expired.
+func getData[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, pk, sk string) (*T, error) {
+	it, ok, err := p.getRecord(ctx, op, kind, pk, sk)
 	if err != nil || !ok || !it.live(p.now()) {
 		return nil, err
 	}
-	v, err := decodeData[T](it)
-	if err != nil {
+	var v T
+	if err := decodeData(p, kind, it, &v); err != nil {
 		return nil, err
 	}
 	return &v, nil
@@ -132,8 +150,9 @@ var (
 
 // queryIn says what query collects.
 type queryIn struct {
-	index string // "" or indexGSI1
-	key   expr   // the key condition
+	kind  provider.RecordKind // of the records queried
+	index string              // "" or indexGSI1
+	key   expr                // the key condition
 	// filter, when set, is a filter expression (its names and values are key's):
 	// items it drops are read by DynamoDB but never sent.
 	filter *string
@@ -148,11 +167,13 @@ type queryIn struct {
 }
 
 // query runs q page by page, dropping items expired at the provider clock (and
-// repeated copies, see queryIn.id), until it has q.limit live items or the query is
-// exhausted. The first page asks for
+// repeated copies, see queryIn.id), and decodes each live item with decode, until
+// it has q.limit records or the query is exhausted. An item that does not
+// decode (its attributes, or decode's *provider.CorruptError) is skipped and
+// reported (provider.SkipCorrupt) and does not count toward q.limit. The first page asks for
 // q.limit items, each later one for at least twice as many as the one before. Base-table queries are strongly
 // consistent; GSI queries cannot be.
-func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, error) {
+func query[T any](ctx context.Context, p *Provider, op string, q queryIn, decode func(it item, v *T) error) ([]T, error) {
 	fwd := !q.desc
 	in := &ddb.QueryInput{
 		TableName:                 &p.table,
@@ -169,7 +190,7 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 		in.ConsistentRead = &consistent
 	}
 	var (
-		out  []item
+		out  []T
 		page int64 // the previous page's Limit
 	)
 	// pageLimit asks for the live items still wanted, and at least twice the
@@ -194,8 +215,8 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 	}
 	err := ddbx.Query(ctx, p.api, in, pageLimit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
-		if err != nil {
-			return false, err
+		if err != nil { // decode meets it.bad: the item is skipped (and its number passed) like any corrupt one
+			it = p.badItem(q.kind, av, err)
 		}
 		if q.id != nil {
 			id := q.id(it)
@@ -205,7 +226,14 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 			seen[id] = true
 		}
 		if it.live(now) {
-			out = append(out, it)
+			var v T
+			if err := decode(it, &v); err != nil {
+				if provider.SkipCorrupt(ctx, p.sig, err) {
+					return true, nil
+				}
+				return false, err
+			}
+			out = append(out, v)
 		}
 		return q.limit == 0 || len(out) < q.limit, nil
 	}, p.sdk(op))
@@ -215,13 +243,15 @@ func (p *Provider) query(ctx context.Context, op string, q queryIn) ([]item, err
 	return out, nil
 }
 
-// queryData is query followed by decoding every item's data.
+// queryData is query of records whose data is what a List* returns.
 func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([]T, error) {
-	items, err := p.query(ctx, op, q)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAll[T](items)
+	return query(ctx, p, op, q, func(it item, v *T) error { return decodeData(p, q.kind, it, v) })
+}
+
+// queryItems is query of the items themselves (their data not decoded; an item
+// whose attributes do not unmarshal carries its error, which decodeData returns).
+func (p *Provider) queryItems(ctx context.Context, op string, q queryIn) ([]item, error) {
+	return query(ctx, p, op, q, func(it item, v *item) error { *v = it; return nil })
 }
 
 // timedID is queryIn.id for list copies whose sort key is prefix, T(time), '#' and

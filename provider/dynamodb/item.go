@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +52,9 @@ type item struct {
 	// write whose response was lost and the retry fails its condition, the token
 	// tells the call that its first attempt won.
 	Tok string `dynamodbav:"tok,omitempty"`
+	// bad, on an item a query read, is the *provider.CorruptError of attributes
+	// that did not unmarshal (only PK, SK and Seq are set then); never stored.
+	bad error
 }
 
 // Attribute names used in expressions.
@@ -182,29 +187,82 @@ func (b *body) set(av ddbtypes.AttributeValue) error {
 	return nil
 }
 
-// decodeData unmarshals it.Data.
-func decodeData[T any](it item) (T, error) {
-	var v T
+// Corrupt records: every stored record is decoded by decodeData (its JSON) after
+// unmarshal (its attributes); what does not decode is a *provider.CorruptError
+// naming the record (kind, recordID, where). A Get* returns it; a query skips the
+// item and reports it (provider.SkipCorrupt), and a List*(limit) reads on for
+// limit good records.
+
+// decodeData unmarshals the data of it, a record of kind, into *v.
+func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) error {
+	if it.bad != nil {
+		return it.bad
+	}
+	name := func() (string, string) { return recordID(kind, it), p.where(it.PK, it.SK) }
 	if it.Data == nil {
-		return v, fmt.Errorf("dynamodb: corrupt item %s/%s: no data", it.PK, it.SK)
+		id, key := name()
+		return &provider.CorruptError{Kind: kind, ID: id, Key: key, Err: errors.New("no data attribute")}
 	}
-	if err := json.Unmarshal([]byte(it.Data.text), &v); err != nil {
-		return v, fmt.Errorf("dynamodb: corrupt item %s/%s: %w", it.PK, it.SK, err)
-	}
-	return v, nil
+	return provider.Decode(kind, []byte(it.Data.text), v, name)
 }
 
-// decodeAll decodes the data of items.
-func decodeAll[T any](items []item) ([]T, error) {
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		v, err := decodeData[T](it)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+// badItem is the item av, a record of kind whose attributes do not unmarshal
+// (cause): its key and sequence number, and bad, its *provider.CorruptError.
+func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) item {
+	var it item
+	it.PK, _ = attrString(av[attrPK])
+	it.SK, _ = attrString(av[attrSK])
+	if n, ok := av[attrSeq].(*ddbtypes.AttributeValueMemberN); ok {
+		it.Seq, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
-	return out, nil
+	it.bad = &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: p.where(it.PK, it.SK), Err: cause}
+	return it
+}
+
+// where is the CorruptError.Key of the item (pk, sk).
+func (p *Provider) where(pk, sk string) string {
+	return "dynamodb table " + p.table + " item " + pk + " " + sk
+}
+
+// recordID is the CorruptError.ID of it, a record of kind (see the key schema in
+// the package doc): the record's ID, or its identity's parts joined by ':'.
+func recordID(kind provider.RecordKind, it item) string {
+	pipeline := strings.TrimPrefix(it.PK, pipelinePrefix)
+	parts := func(sk, prefix string, n int) string { // the first n '#'-parts of sk after prefix
+		ps := strings.SplitN(strings.TrimPrefix(sk, prefix), "#", n+1)
+		return strings.Join(ps[:min(n, len(ps))], ":")
+	}
+	last := func(s string) string { return s[strings.LastIndexByte(s, '#')+1:] }
+	switch kind {
+	case provider.KindPipeline, provider.KindReadiness:
+		return pipeline
+	case provider.KindTrait:
+		return pipeline + ":" + strings.TrimPrefix(it.SK, skTrait)
+	case provider.KindRunState, provider.KindRerun:
+		if strings.HasPrefix(it.PK, pipelinePrefix) { // a list copy: ...#<time>#<id>
+			return last(it.SK)
+		}
+		return last(it.PK) // the truth: RUN#<id>, RERUN#<id>
+	case provider.KindEvent:
+		return pipeline + ":" + provider.FormatSeqCursor(it.Seq)
+	case provider.KindRunLog:
+		return pipeline + ":" + parts(it.SK, skRunLog, 2)
+	case provider.KindReplay:
+		return pipeline + ":" + parts(it.SK, skReplay, 2)
+	case provider.KindLateArrival:
+		return pipeline + ":" + parts(it.SK, skLate, 2)
+	case provider.KindCascadeMarker:
+		sk := it.SK
+		if rest, ok := strings.CutPrefix(sk, skMarkerByTime); ok {
+			_, sk, _ = strings.Cut(rest, "#") // past the time
+		}
+		return strings.TrimPrefix(it.PK, markerPrefix) + ":" + strings.ReplaceAll(sk, "#", ":")
+	case provider.KindMarkerWrite:
+		return provider.FormatSeqCursor(it.Seq)
+	case provider.KindLock:
+		return strings.TrimPrefix(it.PK, lockPrefix)
+	}
+	return it.PK + " " + it.SK
 }
 
 // marshal returns it as an attribute map and checks DynamoDB's item size limit. An

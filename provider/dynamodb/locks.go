@@ -261,7 +261,7 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	it, ok, err := p.get(ctx, "GetLockInfo", lockPrefix+key, skLock)
+	it, ok, err := p.getRecord(ctx, "GetLockInfo", provider.KindLock, lockPrefix+key, skLock)
 	if err != nil || !ok || it.Holder == "" || !it.live(p.now()) {
 		return nil, err
 	}
@@ -269,5 +269,6 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	if it.Exp != 0 {
 		expires = time.Unix(0, it.Exp).UTC()
 	}
-	return provider.HolderInfo(key, it.Holder, it.Fence, expires)
+	info, err := provider.HolderInfo(key, it.Holder, it.Fence, expires)
+	return info, provider.CorruptAt(err, p.where(it.PK, it.SK))
 }

@@ -41,7 +41,7 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.PipelineConfig](ctx, p, "GetPipeline", pipelinePrefix+id, skConfig)
+	return getData[types.PipelineConfig](ctx, p, "GetPipeline", provider.KindPipeline, pipelinePrefix+id, skConfig)
 }
 
 // ListPipelines implements provider.PipelineStore with a query of GSI1, which is
@@ -51,7 +51,7 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	out, err := queryData[types.PipelineConfig](ctx, p, "ListPipelines", queryIn{index: indexGSI1, key: gsi1(gsiPipelines)})
+	out, err := queryData[types.PipelineConfig](ctx, p, "ListPipelines", queryIn{kind: provider.KindPipeline, index: indexGSI1, key: gsi1(gsiPipelines)})
 	if out == nil && err == nil {
 		out = []types.PipelineConfig{}
 	}
@@ -111,7 +111,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 		return nil, err
 	}
 	key, filter := livePartition(pipelinePrefix+pipelineID, skTrait, p.now())
-	out, err := queryData[types.TraitEvaluation](ctx, p, "GetTraits", queryIn{key: key, filter: filter})
+	out, err := queryData[types.TraitEvaluation](ctx, p, "GetTraits", queryIn{kind: provider.KindTrait, key: key, filter: filter})
 	if out == nil && err == nil {
 		out = []types.TraitEvaluation{}
 	}
@@ -126,7 +126,7 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.TraitEvaluation](ctx, p, "GetTrait", pipelinePrefix+pipelineID, skTrait+traitType)
+	return getData[types.TraitEvaluation](ctx, p, "GetTrait", provider.KindTrait, pipelinePrefix+pipelineID, skTrait+traitType)
 }
 
 // PutReadiness implements provider.Provider with one PutItem; the result expires
@@ -158,5 +158,5 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.ReadinessResult](ctx, p, "GetReadiness", pipelinePrefix+pipelineID, skReadiness)
+	return getData[types.ReadinessResult](ctx, p, "GetReadiness", provider.KindReadiness, pipelinePrefix+pipelineID, skReadiness)
 }

@@ -49,7 +49,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RunLogEntry](ctx, p, "GetRunLog", pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
+	return getData[types.RunLogEntry](ctx, p, "GetRunLog", provider.KindRunLog, pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
 }
 
 // ListRunLogs implements provider.RunLogStore with one strongly consistent Query,
@@ -65,7 +65,7 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 		return nil, err
 	}
 	return nonNil(queryData[types.RunLogEntry](ctx, p, "ListRunLogs",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skRunLog), desc: true, limit: limit}))
+		queryIn{kind: provider.KindRunLog, key: partition(pipelinePrefix+pipelineID, skRunLog), desc: true, limit: limit}))
 }
 
 // PutReplay implements provider.ReplayStore with one PutItem; the item is also in
@@ -102,7 +102,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.ReplayRequest](ctx, p, "GetReplay", pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
+	return getData[types.ReplayRequest](ctx, p, "GetReplay", provider.KindReplay, pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
 }
 
 // ListReplays implements provider.ReplayStore with one Query of GSI1 (eventually
@@ -116,7 +116,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		return nil, err
 	}
 	return nonNil(queryData[types.ReplayRequest](ctx, p, "ListReplays",
-		queryIn{index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
+		queryIn{kind: provider.KindReplay, index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
 // PutLateArrival implements provider.LateArrivalStore with one PutItem. Each record
@@ -156,7 +156,7 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 		return nil, err
 	}
 	return nonNil(queryData[types.LateArrival](ctx, p, "ListLateArrivals",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skLate+slotSK(date, schedule)+"#")}))
+		queryIn{kind: provider.KindLateArrival, key: partition(pipelinePrefix+pipelineID, skLate+slotSK(date, schedule)+"#")}))
 }
 
 var (
@@ -265,7 +265,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 				if err := p.begin(ctx); err != nil || since == math.MaxInt64 {
 					return nil, err
 				}
-				items, err := p.query(ctx, op, queryIn{key: afterSeq(markerLogPK, skLogEntry, since), limit: followPage})
+				items, err := p.queryItems(ctx, op, queryIn{kind: provider.KindMarkerWrite, key: afterSeq(markerLogPK, skLogEntry, since), limit: followPage})
 				if err != nil {
 					return nil, ctxErr(ctx, err)
 				}
@@ -278,12 +278,15 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 						return nil, fmt.Errorf("dynamodb: %s: %w: marker writes %d to %d after cursor %d are no longer retained",
 							op, provider.ErrCursorExpired, since+1, it.Seq-1, since)
 					}
-					m, err := decodeData[types.CascadeMarker](it)
-					if err != nil {
+					since = it.Seq
+					var m types.CascadeMarker
+					if err := decodeData(p, provider.KindMarkerWrite, it, &m); err != nil {
+						if provider.SkipCorrupt(ctx, p.sig, err) {
+							continue // past it
+						}
 						return nil, err
 					}
 					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(it.Seq), Marker: m})
-					since = it.Seq
 				}
 				return out, nil
 			},
@@ -305,7 +308,7 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 		return nil, err
 	}
 	return nonNil(queryData[types.CascadeMarker](ctx, p, "ListCascadeMarkers",
-		queryIn{key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit, id: timedID(skMarkerByTime)}))
+		queryIn{kind: provider.KindCascadeMarker, key: partition(markerPrefix+pipelineID, skMarkerByTime), desc: true, limit: limit, id: timedID(skMarkerByTime)}))
 }
 
 // rerunItems returns a rerun's truth item (also in GSI1 for ListAllReruns) and its
@@ -351,7 +354,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RerunRecord](ctx, p, "GetRerun", rerunPrefix+rerunID, skState)
+	return getData[types.RerunRecord](ctx, p, "GetRerun", provider.KindRerun, rerunPrefix+rerunID, skState)
 }
 
 // ListReruns implements provider.RerunStore with one strongly consistent Query of
@@ -367,7 +370,7 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "ListReruns",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit, id: timedID(skRerun)}))
+		queryIn{kind: provider.KindRerun, key: partition(pipelinePrefix+pipelineID, skRerun), desc: true, limit: limit, id: timedID(skRerun)}))
 }
 
 // ListAllReruns implements provider.RerunStore with one Query of GSI1, which is
@@ -380,5 +383,5 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "ListAllReruns",
-		queryIn{index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit, id: baseKeyID}))
+		queryIn{kind: provider.KindRerun, index: indexGSI1, key: gsi1(gsiReruns), desc: true, limit: limit, id: baseKeyID}))
 }

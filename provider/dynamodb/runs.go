@@ -163,7 +163,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	return getData[types.RunState](ctx, p, "GetRunState", runPrefix+runID, skState)
+	return getData[types.RunState](ctx, p, "GetRunState", provider.KindRunState, runPrefix+runID, skState)
 }
 
 // ListRuns implements provider.RunStore with one strongly consistent Query of the
@@ -179,7 +179,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 		return nil, err
 	}
 	return nonNil(queryData[types.RunState](ctx, p, "ListRuns",
-		queryIn{key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit, id: timedID(skRun)}))
+		queryIn{kind: provider.KindRunState, key: partition(pipelinePrefix+pipelineID, skRun), desc: true, limit: limit, id: timedID(skRun)}))
 }
 
 // CompareAndSwapRunState implements provider.RunStore with one TransactWriteItems:
@@ -211,8 +211,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		if o.Version == nil || *o.Version != expectedVersion {
 			return false, nil
 		}
-		old, err := decodeData[types.RunState](o)
-		if err != nil {
+		var old types.RunState
+		if err := decodeData(p, provider.KindRunState, o, &old); err != nil {
 			return false, err
 		}
 		newState.CreatedAt = old.CreatedAt

@@ -31,6 +31,12 @@
 //     "", which reads from the oldest event retained. Retention is per handle,
 //     so events can expire out of order; a read stops before the first dropped
 //     one, and the read after it fails.
+//   - It keeps values, not bytes, so nothing it stores fails to decode by
+//     itself; it follows the rule for corrupt records all the same (see package
+//     provider), for records whose stored form a test replaced
+//     (memorytest.Backend.Corrupt, providertest's Harness.Corrupt): a Get* returns
+//     ErrCorrupt, listings and followers skip and report them, through
+//     WithMeterProvider and WithLogger (its only signal).
 //
 // Round trips: none; every method takes the store lock once.
 package memory

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
@@ -18,7 +19,22 @@ type eventLog struct {
 type record struct {
 	seq     int64
 	ev      types.Event
+	raw     []byte    // when not nil, the stored form a test wrote, decoded on read
 	expires time.Time // zero: kept forever
+}
+
+// event returns r's event as a read returns it, or false for a record that does
+// not decode, after reporting it (provider.DecodeOrSkip).
+func (p *Provider) event(ctx context.Context, pipelineID string, r record) (types.Event, bool) {
+	if r.raw == nil {
+		return mustClone(r.ev), true
+	}
+	var ev types.Event
+	name := func() (string, string) {
+		id := pipelineID + ":" + provider.FormatSeqCursor(r.seq)
+		return id, "memory event " + id
+	}
+	return ev, provider.DecodeOrSkip(ctx, p.sig, provider.KindEvent, r.raw, &ev, name)
 }
 
 // AppendEvent implements provider.EventStore.
@@ -61,10 +77,8 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 		return provider.Poller[types.EventRecord]{
 			Read: func(ctx context.Context) ([]types.EventRecord, error) {
 				written = p.s.writes()
-				recs, err := p.ReadEventsSince(ctx, pipelineID, since, followPage)
-				if len(recs) > 0 {
-					since = recs[len(recs)-1].StreamID
-				}
+				recs, last, err := p.readEvents(ctx, pipelineID, since, followPage)
+				since = last // past the records skipped as corrupt too
 				return recs, err
 			},
 			Wait: func(ctx context.Context, _ int) error { return wait(ctx, written) },
@@ -115,11 +129,13 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	}
 	defer p.s.mu.Unlock()
 	recs := p.retained(pipelineID)
-	recs = recs[max(0, len(recs)-limit):]
-	out := make([]types.Event, len(recs))
-	for i, r := range recs {
-		out[i] = mustClone(r.ev)
+	out := make([]types.Event, 0, min(limit, len(recs)))
+	for i := len(recs) - 1; i >= 0 && len(out) < limit; i-- { // newest first, past corrupt ones
+		if ev, ok := p.event(ctx, pipelineID, recs[i]); ok {
+			out = append(out, ev)
+		}
 	}
+	slices.Reverse(out)
 	return out, nil
 }
 
@@ -137,17 +153,26 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if err := provider.CheckCount(count); err != nil {
 		return nil, err
 	}
-	since, err := provider.ParseSeqCursor(sinceID)
-	if err != nil {
+	if _, err := provider.ParseSeqCursor(sinceID); err != nil {
 		return nil, err
 	}
+	out, _, err := p.readEvents(ctx, pipelineID, sinceID, count)
+	return out, err
+}
+
+// readEvents is ReadEventsSince after its checks: at most count events after the
+// cursor sinceID, skipping (and reporting) records that do not decode, and the
+// cursor of the last record it read, skipped ones included (sinceID when it read
+// none).
+func (p *Provider) readEvents(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, string, error) {
+	since, _ := provider.ParseSeqCursor(sinceID)
 	if err := p.begin(ctx); err != nil {
-		return nil, err
+		return nil, sinceID, err
 	}
 	defer p.s.mu.Unlock()
 	log := p.s.events[pipelineID]
 	if log == nil || since >= log.seq {
-		return []types.EventRecord{}, nil // nothing was appended after the cursor
+		return []types.EventRecord{}, sinceID, nil // nothing was appended after the cursor
 	}
 	// Sequence numbers start at 1 and have no gaps, so event n is records[n-1].
 	now, recs := p.now(), log.records[since:]
@@ -156,15 +181,19 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 			recs = recs[1:] // "": from the oldest event retained
 		}
 	} else if !live(recs[0].expires, now) {
-		return nil, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
+		return nil, sinceID, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
 			provider.ErrCursorExpired, since+1, since)
 	}
 	out := []types.EventRecord{}
+	last := sinceID
 	for _, r := range recs {
 		if int64(len(out)) == count || !live(r.expires, now) {
 			break // a dropped event: the read from the one before it fails
 		}
-		out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(r.seq), Event: mustClone(r.ev)})
+		last = provider.FormatSeqCursor(r.seq)
+		if ev, ok := p.event(ctx, pipelineID, r); ok {
+			out = append(out, types.EventRecord{StreamID: last, Event: ev})
+		}
 	}
-	return out, nil
+	return out, last, nil
 }

@@ -143,5 +143,6 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	if !ok || !live(l.expires, p.now()) {
 		return nil, nil
 	}
-	return provider.HolderInfo(key, l.holder, p.s.fences[key], l.expires)
+	info, err := provider.HolderInfo(key, l.holder, p.s.fences[key], l.expires)
+	return info, provider.CorruptAt(err, "memory lock "+key)
 }

@@ -19,7 +19,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { s.pipelines[c.ID] = c })
+	return p.write(ctx, func(s *data) { put(s, pipelines, c.ID, c) })
 }
 
 // GetPipeline implements provider.PipelineStore.
@@ -43,7 +43,10 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { delete(s.pipelines, id) })
+	return p.write(ctx, func(s *data) {
+		delete(s.pipelines, id)
+		s.wrote(pipelines.ref(id))
+	})
 }
 
 // PutTrait implements provider.TraitStore.
@@ -63,7 +66,13 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 		p.s.traits[pipelineID] = map[string]types.TraitEvaluation{}
 	}
 	p.s.traits[pipelineID][t.TraitType] = t
+	p.s.wrote(traitRef(pipelineID, t.TraitType))
 	return nil
+}
+
+// traitRef is the record key of a trait.
+func traitRef(pipelineID, traitType string) rawKey {
+	return rawKey{kind: provider.KindTrait, a: pipelineID, b: traitType}
 }
 
 func (p *Provider) traitLive(t types.TraitEvaluation) bool {
@@ -79,10 +88,16 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
-	out := sortedValues(p.s.traits[pipelineID], p.traitLive, func(a, b types.TraitEvaluation) int {
+	live := sortedValues(p.s.traits[pipelineID], p.traitLive, func(a, b types.TraitEvaluation) int {
 		return cmp.Compare(a.TraitType, b.TraitType)
 	})
-	return cloneAll(out), nil
+	out := make([]types.TraitEvaluation, 0, len(live))
+	for _, t := range live {
+		if v, ok := loadOrSkip(ctx, p, traitRef(pipelineID, t.TraitType), t); ok {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // GetTrait implements provider.TraitStore.
@@ -98,7 +113,11 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	if !ok || !p.traitLive(t) {
 		return nil, nil
 	}
-	return clonePtr(t), nil
+	v, err := load(p.s, traitRef(pipelineID, traitType), t)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 type readiness struct {
@@ -117,6 +136,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 	}
 	return p.write(ctx, func(s *data) {
 		s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
+		s.wrote(readinessRef(r.PipelineID))
 	})
 }
 
@@ -133,5 +153,14 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	if !ok || !live(r.expires, p.now()) {
 		return nil, nil // an expired result stays until the next PutReadiness: reads never write
 	}
-	return clonePtr(r.result), nil
+	v, err := load(p.s, readinessRef(pipelineID), r.result)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// readinessRef is the record key of a pipeline's readiness result.
+func readinessRef(pipelineID string) rawKey {
+	return rawKey{kind: provider.KindReadiness, a: pipelineID}
 }

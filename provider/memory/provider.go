@@ -3,10 +3,15 @@ package memory
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/nilcheck"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -96,6 +101,33 @@ func WithReadOnly() Option {
 	}
 }
 
+// WithMeterProvider sets the meter provider of the backend's signals (default:
+// the global one, otel.GetMeterProvider()): the memory backend records only
+// pipestate.corrupt.records, the stored records a listing or an iterator skipped
+// because they do not decode (see "Corrupt records" in the package doc). nil is
+// invalid.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(p *Provider) error {
+		if nilcheck.IsNil(mp) {
+			return provider.Invalidf("memory: WithMeterProvider: nil meter provider")
+		}
+		p.meter = mp
+		return nil
+	}
+}
+
+// WithLogger sets the logger of the backend's signals (default: none): a Warn
+// record per corrupt record skipped. nil is invalid.
+func WithLogger(log *slog.Logger) Option {
+	return func(p *Provider) error {
+		if log == nil {
+			return provider.Invalidf("memory: WithLogger: nil logger")
+		}
+		p.log = log
+		return nil
+	}
+}
+
 // Provider is one client of its data. It implements provider.Provider,
 // provider.Leaser and provider.CascadeReader and is safe for concurrent use.
 type Provider struct {
@@ -108,6 +140,9 @@ type Provider struct {
 	markerRetention time.Duration
 	readOnly        bool // WithReadOnly
 	closed          atomic.Bool
+	meter           metric.MeterProvider
+	log             *slog.Logger
+	sig             *signal.Recorder
 }
 
 var (
@@ -143,6 +178,7 @@ func open(s *data, opts []Option) (*Provider, error) {
 			return nil, err
 		}
 	}
+	p.sig = signal.New(p.meter, p.log, "memory")
 	return p, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memory/memorytest"
 )
 
 // TestNewRejectsBadOptions passes a nil option and each bad option value to New and
@@ -45,4 +47,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if err != nil || p.Owner() != "me" {
 		t.Fatalf("New with valid options: %v, %v", p, err)
 	}
+}
+
+// TestCorruptSignals: each corrupt record a listing skips is counted, logged
+// with its key and put on the listing's span.
+func TestCorruptSignals(t *testing.T) {
+	b := memorytest.New()
+	sig := signaltest.NewSignals()
+	p := b.Open(t, memory.WithMeterProvider(sig.Meter), memory.WithLogger(sig.Log))
+	sig.CheckCorrupt(t, "memory", p, func(kind provider.RecordKind, id ...string) { b.Corrupt(t, kind, id...) })
 }

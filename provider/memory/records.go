@@ -21,7 +21,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { s.runLogs[slot{e.PipelineID, e.Date, e.ScheduleID}] = e })
+	return p.write(ctx, func(s *data) { put(s, runLogs, slot{e.PipelineID, e.Date, e.ScheduleID}, e) })
 }
 
 // GetRunLog implements provider.RunLogStore.
@@ -60,7 +60,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { s.reruns[r.RerunID] = r })
+	return p.write(ctx, func(s *data) { put(s, reruns, r.RerunID, r) })
 }
 
 // GetRerun implements provider.RerunStore.
@@ -99,7 +99,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) { s.replays[slot{r.PipelineID, r.Date, r.ScheduleID}] = r })
+	return p.write(ctx, func(s *data) { put(s, replays, slot{r.PipelineID, r.Date, r.ScheduleID}, r) })
 }
 
 // GetReplay implements provider.ReplayStore.
@@ -126,7 +126,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 		return err
 	}
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
-	return p.write(ctx, func(s *data) { s.lateArrivals[k] = append(s.lateArrivals[k], l) })
+	return p.write(ctx, func(s *data) { s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{la: l}) })
 }
 
 // ListLateArrivals implements provider.LateArrivalStore.
@@ -139,7 +139,23 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
-	out := cloneAll(p.s.lateArrivals[k])
+	stored := p.s.lateArrivals[k]
+	out := make([]types.LateArrival, 0, len(stored))
+	for i, l := range stored {
+		if l.raw == nil {
+			out = append(out, mustClone(l.la))
+			continue
+		}
+		ref := rawKey{kind: provider.KindLateArrival, a: pipelineID, b: date, c: k.schedule}
+		name := func() (string, string) {
+			id, key := ref.name()
+			return id, fmt.Sprintf("%s[%d]", key, i)
+		}
+		var v types.LateArrival
+		if provider.DecodeOrSkip(ctx, p.sig, ref.kind, l.raw, &v, name) {
+			out = append(out, v)
+		}
+	}
 	slices.SortStableFunc(out, func(a, b types.LateArrival) int { return a.DetectedAt.Compare(b.DetectedAt) })
 	return out, nil
 }
@@ -156,7 +172,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 		return err
 	}
 	return p.write(ctx, func(s *data) {
-		s.markers[slot{m.PipelineID, m.Date, m.ScheduleID}] = m
+		put(s, markers, slot{m.PipelineID, m.Date, m.ScheduleID}, m)
 		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: expiry(now, p.markerRetention)})
 		if n := s.expiredMarkers(now); n > 0 {
 			s.markerLog = slices.Delete(s.markerLog, 0, n)
@@ -217,7 +233,20 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 							op, provider.ErrCursorExpired, since+1, since)
 					}
 					since++
-					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: mustClone(w.m)})
+					var m types.CascadeMarker
+					ok := true
+					if w.raw != nil {
+						seq := since
+						name := func() (string, string) {
+							return provider.FormatSeqCursor(seq), "memory marker_write " + provider.FormatSeqCursor(seq)
+						}
+						ok = provider.DecodeOrSkip(ctx, p.sig, provider.KindMarkerWrite, w.raw, &m, name)
+					} else {
+						m = mustClone(w.m)
+					}
+					if ok {
+						out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(since), Marker: m})
+					}
 				}
 				return out, nil
 			},

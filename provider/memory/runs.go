@@ -23,7 +23,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if old, ok := p.s.runs[r.RunID]; ok && old.PipelineID != r.PipelineID {
 		return provider.Invalidf("run %s belongs to pipeline %s, not %s", r.RunID, old.PipelineID, r.PipelineID)
 	}
-	p.s.runs[r.RunID] = r
+	put(p.s, runs, r.RunID, r)
 	return nil
 }
 
@@ -74,7 +74,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	r.Version = expectedVersion + 1
 	r.CreatedAt = old.CreatedAt
 	r.UpdatedAt = p.now()
-	p.s.runs[runID] = r
+	put(p.s, runs, runID, r)
 	return true, nil
 }
 
@@ -94,6 +94,6 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	if _, ok := p.s.runs[r.RunID]; ok {
 		return false, nil
 	}
-	p.s.runs[r.RunID] = r
+	put(p.s, runs, r.RunID, r)
 	return true, nil
 }

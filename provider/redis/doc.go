@@ -390,9 +390,31 @@
 //     repairs settled or moved entries, at most twice per call; a Debug record
 //     each. A listing still repairing after that returns what it read, so there
 //     are no give-ups.
+//   - pipestate.corrupt.records: a stored record a listing or a follower skipped
+//     because it does not decode (see "Corrupt records" below); a Warn record
+//     names its key, and the span gets a pipestate.corrupt event.
 //
 // The backend has no other retry loop: go-redis's retries after network errors
 // are go-redis's own (see its hooks and instrumentation).
+//
+// # Corrupt records
+//
+// A value that does not decode — a record's JSON (a hash's j field, a run log's
+// or marker's hash field, a late arrival's list element, a stream entry's e or m
+// field), a run's created time (c), a truth's sequence (s), a trait value that
+// is not "<expiry µs>|<JSON>", a lock's holder or fence — follows the provider
+// rule (see package provider): a Get* returns a *provider.CorruptError naming
+// the record and its key (redis key pst:{p}:runlogs field "2026-01-02\x00daily",
+// the field quoted: it holds a NUL),
+// and a listing or follower skips it, reports it and goes on. What that costs:
+// a run-log or marker listing that met one reads its set again, with fields, a
+// script call more per pass until it has limit good records (so each pass is a
+// snapshot); ListEvents and ReadEventsSince read as many entries more as they
+// skipped; GetTraits that meets one reads the traits hash once more to name it.
+// A listing leaves a corrupt record's list entry in place (it is no repair: the
+// record is there, only unreadable), and the traits script treats a value
+// written by hand as never expiring, so it stays until it is written again or
+// deleted. Writing the record again through the provider replaces it.
 //
 // # Round trips
 //

@@ -54,7 +54,8 @@ func (p *Provider) appendOnce(ctx context.Context, op, kind, key string, data []
 }
 
 // ListEvents implements provider.EventStore with one XREVRANGE ... COUNT limit,
-// returned oldest first.
+// returned oldest first. Entries that do not decode are skipped and reported,
+// and one more XREVRANGE, before the oldest entry read, reads as many more.
 func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
@@ -65,17 +66,26 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	msgs, err := p.c.XRevRangeN(ctx, p.k.events(pipelineID), "+", "-", int64(limit)).Result()
-	if err != nil {
-		return nil, p.wrap("list events", err)
-	}
-	slices.Reverse(msgs)
-	out := make([]types.Event, len(msgs))
-	for i, m := range msgs {
-		if err := decodeEvent("list events", m, &out[i]); err != nil {
-			return nil, err
+	key := p.k.events(pipelineID)
+	out := make([]types.Event, 0, min(limit, 1024))
+	for end := "+"; ; {
+		want := limit - len(out)
+		msgs, err := p.c.XRevRangeN(ctx, key, end, "-", int64(want)).Result()
+		if err != nil {
+			return nil, p.wrap("list events", err)
 		}
+		for _, m := range msgs {
+			var ev types.Event
+			if decodeEventOrSkip(ctx, p, pipelineID, key, m, &ev) {
+				out = append(out, ev)
+			}
+		}
+		if len(out) == limit || len(msgs) < want {
+			break
+		}
+		end = "(" + msgs[len(msgs)-1].ID
 	}
+	slices.Reverse(out)
 	return out, nil
 }
 
@@ -85,6 +95,8 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 // trip); "" is one XRANGE from the oldest entry retained. A cursor is a stream ID ("<ms>-<seq>", both decimal); anything
 // else is ErrInvalidArgument. A cursor after which an event was trimmed fails with
 // provider.ErrCursorExpired: see "Events" in the package doc for the exact rule.
+// Entries that do not decode are skipped and reported, and one more read, after
+// the last entry read, reads as many more.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
 	const op = "read events"
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
@@ -101,18 +113,28 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	msgs, err := p.readEvents(ctx, op, p.k.events(pipelineID), sinceID, count)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]types.EventRecord, len(msgs))
-	for i, m := range msgs {
-		out[i].StreamID = m.ID
-		if err := decodeEvent(op, m, &out[i].Event); err != nil {
+	key := p.k.events(pipelineID)
+	out := []types.EventRecord{}
+	for cursor := sinceID; ; {
+		want := count - int64(len(out))
+		msgs, err := p.readEvents(ctx, op, key, cursor, want)
+		if err != nil {
+			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
+				return out, nil // the read from the last event returned fails
+			}
 			return nil, err
 		}
+		for _, m := range msgs {
+			r := types.EventRecord{StreamID: m.ID}
+			if decodeEventOrSkip(ctx, p, pipelineID, key, m, &r.Event) {
+				out = append(out, r)
+			}
+		}
+		if int64(len(out)) == count || int64(len(msgs)) < want {
+			return out, nil
+		}
+		cursor = msgs[len(msgs)-1].ID // past entries skipped as corrupt: read as many more
 	}
-	return out, nil
 }
 
 // readEvents reads up to count entries of the event stream at key after cursor
@@ -240,7 +262,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 				return r, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
 					op, provider.ErrCursorExpired, prev, before)
 			}
-			return r, decodeEvent(op, m, &r.Event)
+			return r, decodeEvent(pipelineID, key, m, &r.Event)
 		})
 	})
 }
@@ -261,7 +283,9 @@ const (
 // stream order, so Wait returns at once. decode gets the entry and the cursor
 // before it ("" for the first entry of a follow from the start); when it fails,
 // Read returns the entries before the failing one, and the next Read, which
-// starts at it, returns the error.
+// starts at it, returns the error — unless the error is a
+// *provider.CorruptError: that entry is skipped and reported, and the follow
+// goes on after it.
 func streamPoller[R any](p *Provider, op, key, cursor string, first func(ctx context.Context, after string) ([]goredis.XMessage, error),
 	decode func(m goredis.XMessage, prev string) (R, error)) provider.Poller[R] {
 	return provider.Poller[R]{
@@ -280,6 +304,10 @@ func streamPoller[R any](p *Provider, op, key, cursor string, first func(ctx con
 			out := make([]R, 0, len(msgs))
 			for _, m := range msgs {
 				r, err := decode(m, cursor)
+				if provider.SkipCorrupt(ctx, p.sig, err) {
+					cursor = m.ID
+					continue
+				}
 				if err != nil {
 					if len(out) > 0 {
 						break
@@ -351,7 +379,20 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 	return ms, seq, ok1 && ok2
 }
 
-func decodeEvent(op string, m goredis.XMessage, ev *types.Event) error {
-	s, _ := m.Values[eventField].(string)
-	return decodeInto(op, s, ev)
+// decodeEvent decodes the entry m of the event log of pipelineID at key into *ev;
+// an entry that does not decode is a *provider.CorruptError.
+func decodeEvent(pipelineID, key string, m goredis.XMessage, ev *types.Event) error {
+	name := func() (string, string) { return pipelineID + ":" + m.ID, where(key, "entry "+m.ID) }
+	s, ok := m.Values[eventField].(string)
+	if !ok {
+		id, key := name()
+		return corrupt(provider.KindEvent, id, key, fmt.Errorf("no field %s", eventField))
+	}
+	return decode(provider.KindEvent, s, ev, name)
+}
+
+// decodeEventOrSkip is decodeEvent for a listing: false (after reporting) skips
+// the entry.
+func decodeEventOrSkip(ctx context.Context, p *Provider, pipelineID, key string, m goredis.XMessage, ev *types.Event) bool {
+	return !provider.SkipCorrupt(ctx, p.sig, decodeEvent(pipelineID, key, m, ev))
 }

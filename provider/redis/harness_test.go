@@ -101,6 +101,9 @@ func (h *miniHarness) harness() providertest.Harness {
 		OpenMaxEvents: func(t *testing.T, n int) provider.Provider {
 			return h.open(t, conformanceMarkerWrites, redis.WithMaxEvents(int64(n)))
 		},
+		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
+			corruptRecord(t, h.env(t).c, redis.DefaultKeyPrefix, kind, id...)
+		},
 	}
 }
 
@@ -184,6 +187,9 @@ func (h *serverHarness) harness() providertest.Harness {
 		MaxMarkerWrites: maxMarkerWrites,
 		OpenMaxEvents: func(t *testing.T, n int) provider.Provider {
 			return h.open(t, conformanceMarkerWrites, redis.WithMaxEvents(int64(n)))
+		},
+		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
+			corruptRecord(t, h.c, h.prefix(t), kind, id...)
 		},
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/signal"
+	"github.com/pipestate/pipestate/provider"
 )
 
 // This file holds the one mechanism behind every list whose records live in another
@@ -49,6 +50,7 @@ import (
 // record is one truth hash as read by fetchRecords.
 type record struct {
 	exists   bool   // the hash exists (has a sequence)
+	bad      error  // why the hash does not decode (its sequence), or nil
 	seq      int64  // s
 	member   string // m
 	pipeline string // p
@@ -242,10 +244,10 @@ func (p *Provider) fetchRecords(ctx context.Context, op string, keys []string) (
 			continue
 		}
 		seq, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, p.wrap(op, fmt.Errorf("corrupt sequence %q at %s", s, keys[i]))
-		}
 		r := record{exists: true, seq: seq}
+		if err != nil {
+			r.bad = fmt.Errorf("sequence field s: %w", err)
+		}
 		r.member, _ = str(1)
 		r.pipeline, _ = str(2)
 		r.json, r.hasJSON = str(3)
@@ -264,13 +266,41 @@ func settled(entry string) bool {
 	return ok && seq != "0" && !strings.Contains(seq, "@")
 }
 
-// listSpec describes how to read one list.
+// listSpec describes how to read one list of records of kind.
 type listSpec struct {
+	kind  provider.RecordKind
 	ix    index
 	desc  bool                   // highest member first
 	timed bool                   // members are timeKey + ID (else the member is the ID)
 	key   func(id string) string // the truth key of a record
 	want  func(r record) string  // the member r wants in this list ("" = none)
+}
+
+// skip reports err, the *provider.CorruptError of the record id of a listing,
+// unless reported already has id, and returns true; any other error returns
+// false (the listing fails with it).
+func (p *Provider) skip(ctx context.Context, err error, id string, reported *map[string]bool) bool {
+	if !errors.Is(err, provider.ErrCorrupt) {
+		return false
+	}
+	if (*reported)[id] {
+		return true
+	}
+	if *reported == nil {
+		*reported = map[string]bool{}
+	}
+	(*reported)[id] = true
+	return provider.SkipCorrupt(ctx, p.sig, err)
+}
+
+// decodeRecord is a listing's decode of the record r of the list entry id,
+// whose truth is at key, into *v: r's own corruption (a sequence that does not
+// parse), or decode's.
+func decodeRecord[T any](s listSpec, r record, id, key string, v *T, decode func(r record, id, key string, v *T) error) error {
+	if r.bad != nil {
+		return corrupt(s.kind, id, where(key, ""), r.bad)
+	}
+	return decode(r, id, key, v)
 }
 
 // pageSize bounds one read of a list index.
@@ -280,10 +310,16 @@ const pageSize = 256
 var errRetry = errors.New("retry")
 
 // listIndexed returns up to limit (all when limit <= 0) visible records of a list,
-// in list order, repairing the entries it skips (listReadOnly instead when p is
-// read-only). See the comment at the top of the file. A listing that re-adds or
-// settles entries (so that the order it read may be stale, or a record that
-// existed is missing) is redone, at most twice.
+// decoded by decode (its key, for a *provider.CorruptError), in list order,
+// repairing the entries it skips (listReadOnly instead when p is read-only). See
+// the comment at the top of the file. A listing that re-adds or settles entries
+// (so that the order it read may be stale, or a record that existed is missing)
+// is redone, at most twice.
+//
+// A record that does not decode (decode's *provider.CorruptError, or a truth
+// whose sequence does not parse) is skipped and reported once per call, however
+// often the listing is redone, and the next record takes its place within limit.
+// Its entry is left as it is: the record is there, only unreadable.
 //
 // One call returns each record at most once, and every record that exists and
 // keeps its member for the whole call is returned (within limit): pages follow each
@@ -292,12 +328,13 @@ var errRetry = errors.New("retry")
 //
 // Each repair is recorded (signal Repair, by list), and each re-read (signal Retry,
 // reason signal.ReasonIndexRepair).
-func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+func listIndexed[T any](ctx context.Context, p *Provider, op string, s listSpec, limit int, decode func(r record, id, key string, v *T) error) ([]T, error) {
+	var reported map[string]bool // the IDs of the corrupt records reported
 	if p.readOnly {
-		return p.listReadOnly(ctx, op, s, limit)
+		return listReadOnly(ctx, p, op, s, limit, decode, &reported)
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := p.listOnce(ctx, op, s, limit)
+		out, err := listOnce(ctx, p, op, s, limit, decode, &reported)
 		if errors.Is(err, errRetry) {
 			if attempt <= 2 {
 				p.sig.Retry(ctx, op, signal.ReasonIndexRepair, attempt)
@@ -309,8 +346,9 @@ func (p *Provider) listIndexed(ctx context.Context, op string, s listSpec, limit
 	}
 }
 
-func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
-	var out []record
+func listOnce[T any](ctx context.Context, p *Provider, op string, s listSpec, limit int, decode func(r record, id, key string, v *T) error,
+	reported *map[string]bool) ([]T, error) {
+	var out []T
 	seen := map[string]bool{}
 	readded := false
 	dir, bound, off := "asc", "-", 0
@@ -342,11 +380,24 @@ func (p *Provider) listOnce(ctx context.Context, op string, s listSpec, limit in
 				fixes = append(fixes, idxCall(s.ix, "d", id, entry, young))
 				continue
 			}
+			if r.bad != nil { // no sequence to repair by: report it where it is listed, leave it
+				if s.want(r) == m && settled(entry) && !seen[id] {
+					p.skip(ctx, corrupt(s.kind, id, where(s.key(id), ""), r.bad), id, reported)
+				}
+				continue
+			}
 			w := s.want(r)
 			if w == m && settled(entry) {
 				if !seen[id] && (limit <= 0 || len(out) < limit) {
+					var v T
+					if err := decode(r, id, s.key(id), &v); err != nil {
+						if !p.skip(ctx, err, id, reported) {
+							return nil, err
+						}
+						continue
+					}
 					seen[id] = true
-					out = append(out, r)
+					out = append(out, v)
 				}
 				continue
 			}
@@ -414,15 +465,20 @@ func (p *Provider) readPage(ctx context.Context, op string, s listSpec, dir, bou
 // pages read reach that place; an entry whose truth is missing or wants no place
 // in the list is skipped (the repair would drop it). So the listing is what a
 // writer's would have been after its repairs, and leaves the entries to the next
-// writer or writing reader that meets them.
-func (p *Provider) listReadOnly(ctx context.Context, op string, s listSpec, limit int) ([]record, error) {
+// writer or writing reader that meets them. A record that does not decode takes
+// no place in the listing (limit counts good records); it is reported, once,
+// when it would have been listed within it.
+func listReadOnly[T any](ctx context.Context, p *Provider, op string, s listSpec, limit int, decode func(r record, id, key string, v *T) error,
+	reported *map[string]bool) ([]T, error) {
 	type found struct {
-		at string // the member the record wants: its place in the list
-		id string
-		r  record
+		at  string // the member the record wants: its place in the list
+		id  string
+		v   T
+		err error // why it does not decode
 	}
 	var (
 		out        []found
+		bad        []found
 		dir, bound = "asc", "-"
 		off        int
 		last       string                                     // the last member read
@@ -467,7 +523,15 @@ func (p *Provider) listReadOnly(ctx context.Context, op string, s listSpec, limi
 				continue
 			}
 			if w := s.want(r); w != "" {
-				out = append(out, found{w, page[3*i+1], r})
+				f := found{at: w, id: page[3*i+1]}
+				if f.err = decodeRecord(s, r, f.id, s.key(f.id), &f.v, decode); f.err != nil {
+					if !errors.Is(f.err, provider.ErrCorrupt) {
+						return nil, f.err
+					}
+					bad = append(bad, f)
+					continue
+				}
+				out = append(out, f)
 			}
 		}
 		if (limit > 0 && placed() >= limit) || count < n {
@@ -483,15 +547,24 @@ func (p *Provider) listReadOnly(ctx context.Context, op string, s listSpec, limi
 		}
 		return 1
 	})
-	recs := make([]record, 0, len(out))
+	recs := make([]T, 0, len(out))
 	seen := map[string]bool{}
+	cutoff := "" // the place of the last record listed, when the limit cut the listing
 	for _, f := range out {
 		if limit > 0 && len(recs) >= limit {
 			break
 		}
 		if !seen[f.id] {
 			seen[f.id] = true
-			recs = append(recs, f.r)
+			recs = append(recs, f.v)
+			if limit > 0 && len(recs) == limit {
+				cutoff = f.at
+			}
+		}
+	}
+	for _, f := range bad {
+		if (cutoff == "" || before(f.at, cutoff)) && !seen[f.id] {
+			p.skip(ctx, f.err, f.id, reported)
 		}
 	}
 	return recs, nil

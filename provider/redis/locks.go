@@ -191,12 +191,13 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	}
 	holder, _, _ := strings.Cut(v, "\n") // a lock's value ends in its call's nonce
 	f, err := fence.Int64()
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, p.wrap("inspect lock", err)
+	if err != nil && !errors.Is(err, goredis.Nil) { // the exec succeeded: the value does not parse
+		return nil, corrupt(provider.KindLock, key, where(fk, ""), fmt.Errorf("fence counter: %w", err))
 	}
 	var expires time.Time
 	if d := ttl.Val(); d >= 0 { // -1: no expiry
 		expires = now.Add(d)
 	}
-	return provider.HolderInfo(key, holder, f, expires)
+	info, err := provider.HolderInfo(key, holder, f, expires)
+	return info, provider.CorruptAt(err, where(lk, ""))
 }

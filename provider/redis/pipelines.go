@@ -45,8 +45,10 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return nil, err
 	}
-	return getJSON[types.PipelineConfig](ctx, p, "get pipeline", func() *goredis.StringCmd {
-		return p.c.HGet(ctx, p.k.config(id), "j")
+	key := p.k.config(id)
+	name := func() (string, string) { return id, where(key, "") }
+	return getJSON[types.PipelineConfig](ctx, p, "get pipeline", provider.KindPipeline, name, func() *goredis.StringCmd {
+		return p.c.HGet(ctx, key, "j")
 	})
 }
 
@@ -57,20 +59,24 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := p.listIndexed(ctx, "list pipelines", listSpec{
-		ix:  p.k.globalPipelines(),
-		key: p.k.config,
+	return listIndexed(ctx, p, "list pipelines", listSpec{
+		kind: provider.KindPipeline,
+		ix:   p.k.globalPipelines(),
+		key:  p.k.config,
 		want: func(r record) string {
 			if !r.hasJSON {
 				return ""
 			}
 			return r.member
 		},
-	}, 0)
-	if err != nil {
-		return nil, err
+	}, 0, decodeJSON[types.PipelineConfig](provider.KindPipeline))
+}
+
+// decodeJSON is listIndexed's decode of a record that is its JSON alone.
+func decodeJSON[T any](kind provider.RecordKind) func(r record, id, key string, v *T) error {
+	return func(r record, id, key string, v *T) error {
+		return decode(kind, r.json, v, func() (string, string) { return id, where(key, "") })
 	}
-	return decodeRecords[types.PipelineConfig]("list pipelines", recs, nil)
 }
 
 // DeletePipeline implements provider.PipelineStore: it deletes the config (one
@@ -187,17 +193,37 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 	out := make([]types.TraitEvaluation, len(vals))
 	n := 0
 	nowUS := now.UnixMicro()
+	var fields map[string][]string // value -> the fields that hold it, read once a value is corrupt
 	for _, v := range vals {
+		name := func() (string, string) {
+			field := traitType
+			if field == "" { // GetTraits: find the field, one more round trip, on this rare path only
+				if fields == nil {
+					fields = p.traitFields(ctx, traits)
+				}
+				if fs := fields[v]; len(fs) > 0 {
+					field, fields[v] = fs[0], fs[1:]
+				}
+			}
+			return pipelineID + ":" + field, where(traits, fieldAt(field))
+		}
 		e, data, ok := strings.Cut(v, "|")
 		expUS, err := strconv.ParseInt(e, 10, 64)
-		if !ok || err != nil {
-			return nil, p.wrap("get traits", errors.New("corrupt stored trait"))
-		}
-		if expUS > 0 && expUS < nowUS {
+		switch {
+		case !ok || err != nil:
+			id, key := name()
+			err = corrupt(provider.KindTrait, id, key, errors.New("value is not <expiry µs>|<JSON>"))
+		case expUS > 0 && expUS < nowUS:
 			continue // expired by the stored expiry, as the index and PutTrait's pruning judge it
+		default:
+			err = decode(provider.KindTrait, data, &out[n], name)
 		}
-		if err := decodeInto("get traits", data, &out[n]); err != nil {
-			return nil, err
+		if err != nil {
+			if traitType != "" || !provider.SkipCorrupt(ctx, p.sig, err) {
+				return nil, err
+			}
+			out[n] = types.TraitEvaluation{}
+			continue
 		}
 		if t := &out[n]; t.ExpiresAt == nil || now.Before(*t.ExpiresAt) {
 			n++
@@ -206,6 +232,20 @@ func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]
 		}
 	}
 	return out[:n], nil
+}
+
+// traitFields maps each value of the traits hash to the fields that hold it, to
+// name a corrupt trait that a read found by value; empty when the read fails.
+func (p *Provider) traitFields(ctx context.Context, traits string) map[string][]string {
+	all, err := p.c.HGetAll(ctx, traits).Result()
+	if err != nil {
+		return map[string][]string{}
+	}
+	out := make(map[string][]string, len(all))
+	for f, v := range all {
+		out[v] = append(out[v], f)
+	}
+	return out
 }
 
 // allTraits returns the values of the pipeline's traits, expired ones included:
@@ -279,7 +319,9 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	return getJSON[types.ReadinessResult](ctx, p, "get readiness", func() *goredis.StringCmd {
-		return p.c.Get(ctx, p.k.readiness(pipelineID))
+	key := p.k.readiness(pipelineID)
+	name := func() (string, string) { return pipelineID, where(key, "") }
+	return getJSON[types.ReadinessResult](ctx, p, "get readiness", provider.KindReadiness, name, func() *goredis.StringCmd {
+		return p.c.Get(ctx, key)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -421,19 +422,41 @@ func (p *Provider) encode(v any) ([]byte, error) {
 	return b, nil
 }
 
-// decode unmarshals a stored value; a value that does not decode is corrupt data,
-// reported as an error rather than skipped.
-func decode[T any](op, s string) (T, error) {
-	var v T
-	return v, decodeInto(op, s, &v)
+// Corrupt records: every stored value is decoded by decode (a Get*) or
+// decodeOrSkip (a List* or an iterator), which apply provider.Decode and
+// provider.DecodeOrSkip: a Get* of a record that does not decode returns a
+// *provider.CorruptError naming it (kind, ID and key); a listing skips it and
+// reports it through p.sig and the caller's provider.OnCorrupt handler.
+
+// decode unmarshals the stored value s of a record of kind into *v; name gives
+// the record's ID and key for the *provider.CorruptError of a value that does not
+// decode (see where).
+func decode[T any](kind provider.RecordKind, s string, v *T, name func() (id, key string)) error {
+	return provider.Decode(kind, []byte(s), v, name)
 }
 
-// decodeInto is decode into *v, for decoding straight into a result slice.
-func decodeInto[T any](op, s string, v *T) error {
-	if err := json.Unmarshal([]byte(s), v); err != nil {
-		return fmt.Errorf("redis: %s: stored value does not decode: %w", op, err)
+// decodeOrSkip is decode for a listing: false (after reporting) skips the record.
+func decodeOrSkip[T any](ctx context.Context, p *Provider, kind provider.RecordKind, s string, v *T, name func() (id, key string)) bool {
+	return provider.DecodeOrSkip(ctx, p.sig, kind, []byte(s), v, name)
+}
+
+// where is the CorruptError.Key of a record kept at key (and, when not "", in
+// the hash field or at the stream entry or list index named by at, e.g. "field
+// \"2026-01-02\\x00daily\"", "entry 1-0").
+func where(key, at string) string {
+	if at == "" {
+		return "redis key " + key
 	}
-	return nil
+	return "redis key " + key + " " + at
+}
+
+// fieldAt is where's at of a hash field (quoted: fields may hold sep).
+func fieldAt(field string) string { return "field " + strconv.Quote(field) }
+
+// corrupt is the *provider.CorruptError of the record of kind named id kept at
+// key (see where) whose stored form is wrong for cause.
+func corrupt(kind provider.RecordKind, id, key string, cause error) error {
+	return &provider.CorruptError{Kind: kind, ID: id, Key: key, Err: cause}
 }
 
 // callMemory is how long a write keeps its call's marker key, so that a call that
@@ -451,8 +474,9 @@ func ceilMillis(d time.Duration) int64 {
 }
 
 // getJSON runs cmd, after the lifecycle checks, and decodes the one stored JSON
-// value it returns; goredis.Nil is (nil, nil).
-func getJSON[T any](ctx context.Context, p *Provider, op string, cmd func() *goredis.StringCmd) (*T, error) {
+// value it returns, a record of kind named by name (see decode); goredis.Nil is
+// (nil, nil).
+func getJSON[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, name func() (id, key string), cmd func() *goredis.StringCmd) (*T, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -463,27 +487,9 @@ func getJSON[T any](ctx context.Context, p *Provider, op string, cmd func() *gor
 	if err != nil {
 		return nil, p.wrap(op, err)
 	}
-	v, err := decode[T](op, s)
-	if err != nil {
+	var v T
+	if err := decode(kind, s, &v, name); err != nil {
 		return nil, err
 	}
 	return &v, nil
-}
-
-// decodeRecords decodes the JSON of records, applying fix to each when not nil.
-func decodeRecords[T any](op string, recs []record, fix func(*T, record) error) ([]T, error) {
-	out := make([]T, 0, len(recs))
-	for _, r := range recs {
-		v, err := decode[T](op, r.json)
-		if err != nil {
-			return nil, err
-		}
-		if fix != nil {
-			if err := fix(&v, r); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }

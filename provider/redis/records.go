@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,8 +48,10 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	return getJSON[types.RunLogEntry](ctx, p, "get run log", func() *goredis.StringCmd {
-		return p.c.HGet(ctx, p.k.runLogs(pipelineID).h, slotField(date, scheduleID))
+	key, field := p.k.runLogs(pipelineID).h, slotField(date, scheduleID)
+	name := func() (string, string) { return slotID(pipelineID, field), where(key, fieldAt(field)) }
+	return getJSON[types.RunLogEntry](ctx, p, "get run log", provider.KindRunLog, name, func() *goredis.StringCmd {
+		return p.c.HGet(ctx, key, field)
 	})
 }
 
@@ -61,11 +64,22 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return zlist[types.RunLogEntry](ctx, p, "list run logs", p.k.runLogs(pipelineID), limit)
+	return zlist[types.RunLogEntry](ctx, p, "list run logs", provider.KindRunLog, pipelineID, p.k.runLogs(pipelineID), limit)
 }
 
-// zlist reads the first limit values of a sorted set + hash pair with one script.
-func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit int) ([]T, error) {
+// slotID is the CorruptError.ID of the record of a pipeline at a (date, schedule)
+// hash field: "pipeline:date:schedule".
+func slotID(pipelineID, field string) string {
+	return pipelineID + ":" + strings.ReplaceAll(field, sep, ":")
+}
+
+// zlist reads the first limit values of a sorted set + hash pair (records of kind
+// of pipelineID, by (date, schedule) field) with one script. When a value does
+// not decode, it reads them again with their fields, a script call more each
+// time, further until it has limit good ones or the set ends, and reports the
+// corrupt ones of its last read: so limit counts good records only, and each
+// read is a snapshot.
+func zlist[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, pipelineID string, ix index, limit int) ([]T, error) {
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -74,12 +88,44 @@ func zlist[T any](ctx context.Context, p *Provider, op string, ix index, limit i
 		return nil, p.wrap(op, err)
 	}
 	out := make([]T, len(vals))
+	unnamed := func() (string, string) { return "", "" }
 	for i, v := range vals {
-		if err := decodeInto(op, v, &out[i]); err != nil {
-			return nil, err
+		if decode(kind, v, &out[i], unnamed) != nil {
+			return zlistNamed[T](ctx, p, op, kind, pipelineID, ix, limit)
 		}
 	}
 	return out, nil
+}
+
+// zlistNamed is zlist's read past corrupt values.
+func zlistNamed[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, pipelineID string, ix index, limit int) ([]T, error) {
+	for stop := limit - 1; ; {
+		pairs, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, 0, stop, "f").StringSlice()
+		if err != nil {
+			return nil, p.wrap(op, err)
+		}
+		out := make([]T, 0, limit)
+		var bad []error
+		for i := 0; i+1 < len(pairs) && len(out) < limit; i += 2 {
+			field := pairs[i]
+			var v T
+			err := decode(kind, pairs[i+1], &v, func() (string, string) {
+				return slotID(pipelineID, field), where(ix.h, fieldAt(field))
+			})
+			if err != nil {
+				bad = append(bad, err)
+				continue
+			}
+			out = append(out, v)
+		}
+		if len(out) == limit || len(pairs)/2 <= stop { // enough, or the set has no more
+			for _, err := range bad {
+				provider.SkipCorrupt(ctx, p.sig, err)
+			}
+			return out, nil
+		}
+		stop += limit - len(out)
+	}
 }
 
 // WriteCascadeMarker implements provider.CascadeStore in two round trips, in
@@ -124,14 +170,25 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 		return provider.Fail[types.CascadeMarkerRecord](provider.Invalidf("malformed marker cursor %q", cursor))
 	}
 	const op = "watch cascade markers"
+	log := p.k.markerLog()
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
-		return streamPoller(p, op, p.k.markerLog(), cursor, nil, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
+		return streamPoller(p, op, log, cursor, nil, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
-			if before, _ := m.Values[markerLogPrev].(string); prev != "" && before != prev {
+			name := func() (string, string) { return m.ID, where(log, "entry "+m.ID) }
+			before, _ := m.Values[markerLogPrev].(string)
+			if _, _, ok := parseStreamID(before); !ok { // written by hand, not by marker_log.lua
+				id, key := name()
+				return r, corrupt(provider.KindMarkerWrite, id, key, fmt.Errorf("field %s %q is not a stream ID", markerLogPrev, before))
+			}
+			if prev != "" && before != prev {
 				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)
 			}
-			s, _ := m.Values[markerLogJSON].(string)
-			return r, decodeInto(op, s, &r.Marker)
+			s, ok := m.Values[markerLogJSON].(string)
+			if !ok {
+				id, key := name()
+				return r, corrupt(provider.KindMarkerWrite, id, key, fmt.Errorf("no field %s", markerLogJSON))
+			}
+			return r, decode(provider.KindMarkerWrite, s, &r.Marker, name)
 		})
 	})
 }
@@ -151,7 +208,7 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return zlist[types.CascadeMarker](ctx, p, "list cascade markers", p.k.markers(pipelineID), limit)
+	return zlist[types.CascadeMarker](ctx, p, "list cascade markers", provider.KindCascadeMarker, pipelineID, p.k.markers(pipelineID), limit)
 }
 
 // PutLateArrival implements provider.LateArrivalStore with one script that runs
@@ -185,16 +242,24 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := p.c.LRange(ctx, p.k.late(pipelineID, date, scheduleID), 0, -1).Result()
+	key := p.k.late(pipelineID, date, scheduleID)
+	vals, err := p.c.LRange(ctx, key, 0, -1).Result()
 	if err != nil {
 		return nil, p.wrap("list late arrivals", err)
 	}
 	out := make([]types.LateArrival, len(vals))
+	n := 0
 	for i, v := range vals {
-		if err := decodeInto("list late arrivals", v, &out[i]); err != nil {
-			return nil, err
+		name := func() (string, string) {
+			return pipelineID + ":" + date + ":" + scheduleID, where(key, "index "+strconv.Itoa(i))
+		}
+		if decodeOrSkip(ctx, p, provider.KindLateArrival, v, &out[n], name) {
+			n++
+		} else {
+			out[n] = types.LateArrival{}
 		}
 	}
+	out = out[:n]
 	slices.SortStableFunc(out, func(a, b types.LateArrival) int { return a.DetectedAt.Compare(b.DetectedAt) })
 	return out, nil
 }
@@ -233,8 +298,10 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	if err := provider.CheckID("rerun ID", rerunID); err != nil {
 		return nil, err
 	}
-	return getJSON[types.RerunRecord](ctx, p, "get rerun", func() *goredis.StringCmd {
-		return p.c.HGet(ctx, p.k.rerun(rerunID), "j")
+	key := p.k.rerun(rerunID)
+	name := func() (string, string) { return rerunID, where(key, "") }
+	return getJSON[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, name, func() *goredis.StringCmd {
+		return p.c.HGet(ctx, key, "j")
 	})
 }
 
@@ -261,7 +328,8 @@ func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, 
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := p.listIndexed(ctx, "list reruns", listSpec{
+	return listIndexed(ctx, p, "list reruns", listSpec{
+		kind:  provider.KindRerun,
 		ix:    ix,
 		desc:  true,
 		timed: true,
@@ -272,11 +340,7 @@ func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, 
 			}
 			return r.member
 		},
-	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	return decodeRecords[types.RerunRecord]("list reruns", recs, nil)
+	}, limit, decodeJSON[types.RerunRecord](provider.KindRerun))
 }
 
 // replayID is the record ID of a replay in the global replay list.
@@ -318,8 +382,10 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	return getJSON[types.ReplayRequest](ctx, p, "get replay", func() *goredis.StringCmd {
-		return p.c.HGet(ctx, p.k.replay(pipelineID, date, scheduleID), "j")
+	key := p.k.replay(pipelineID, date, scheduleID)
+	name := func() (string, string) { return replayID(pipelineID, date, scheduleID), where(key, "") }
+	return getJSON[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, name, func() *goredis.StringCmd {
+		return p.c.HGet(ctx, key, "j")
 	})
 }
 
@@ -332,7 +398,8 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := p.listIndexed(ctx, "list replays", listSpec{
+	return listIndexed(ctx, p, "list replays", listSpec{
+		kind:  provider.KindReplay,
 		ix:    p.k.globalReplays(),
 		desc:  true,
 		timed: true,
@@ -349,9 +416,5 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 			}
 			return r.member
 		},
-	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	return decodeRecords[types.ReplayRequest]("list replays", recs, nil)
+	}, limit, decodeJSON[types.ReplayRequest](provider.KindReplay))
 }

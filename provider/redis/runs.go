@@ -85,30 +85,25 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 		return nil, nil
 	}
 	c, _ := v[1].(string)
-	r, err := decodeRun(record{json: j, created: c})
-	if err != nil {
+	var r types.RunState
+	if err := decodeRun(record{json: j, created: c}, runID, p.k.run(runID), &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-// decodeRun decodes a run and restores its CreatedAt, which CAS never changes and so
-// keeps in its own field.
-func decodeRun(r record) (types.RunState, error) {
-	run, err := decode[types.RunState]("run state", r.json)
-	if err != nil {
-		return run, err
+// decodeRun decodes the run runID kept at key into *run and restores its
+// CreatedAt, which CAS never changes and so keeps in its own field; a JSON or a
+// created time that does not decode is a *provider.CorruptError. It is
+// listIndexed's decode of runs too.
+func decodeRun(r record, runID, key string, run *types.RunState) error {
+	name := func() (string, string) { return runID, where(key, "") }
+	if err := decode(provider.KindRunState, r.json, run, name); err != nil {
+		return err
 	}
-	if err := restoreCreated(&run, r); err != nil {
-		return run, err
-	}
-	return run, nil
-}
-
-func restoreCreated(run *types.RunState, r record) error {
 	c, err := time.Parse(time.RFC3339Nano, r.created)
 	if err != nil {
-		return fmt.Errorf("redis: run state: corrupt created time %q: %w", r.created, err)
+		return corrupt(provider.KindRunState, runID, where(key, ""), fmt.Errorf("created time field c %q: %w", r.created, err))
 	}
 	run.CreatedAt = c
 	return nil
@@ -128,7 +123,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := p.listIndexed(ctx, "list runs", listSpec{
+	return listIndexed(ctx, p, "list runs", listSpec{
+		kind:  provider.KindRunState,
 		ix:    p.k.runs(pipelineID),
 		desc:  true,
 		timed: true,
@@ -139,11 +135,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 			}
 			return r.member
 		},
-	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	return decodeRecords("list runs", recs, restoreCreated)
+	}, limit, decodeRun)
 }
 
 // CompareAndSwapRunState implements provider.RunStore with one script that compares

@@ -134,11 +134,11 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		v, err := decodeBytes(item[attrV])
 		if err != nil {
-			return nil, false, "", s.wrap("decode", err)
+			return nil, false, "", s.corrupt(item, err)
 		}
 		ver, _ := item[attrVer].(*ddbtypes.AttributeValueMemberS)
 		if ver == nil {
-			return nil, false, "", s.wrap("decode", errors.New("item without a version"))
+			return nil, false, "", s.corrupt(item, errors.New("item without a version"))
 		}
 		return v, true, ver.Value, nil
 	}

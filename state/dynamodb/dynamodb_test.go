@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
@@ -283,5 +285,62 @@ func TestFloatRange(t *testing.T) {
 		if err := s.MergeUpdate(t.Context(), state.Key{Entity: "bad"}, d, 0); !errors.Is(err, state.ErrInvalidArgument) {
 			t.Errorf("MergeUpdate(%g): err = %v, want ErrInvalidArgument", d, err)
 		}
+	}
+}
+
+// TestCorruptValues: an item whose v attribute has another type than the
+// store's (written by hand) makes Get and GetMany fail with an error wrapping
+// state.ErrCorrupt that names the item.
+func TestCorruptValues(t *testing.T) {
+	s := openStores(t)
+	e := envFor(t)
+	ctx := t.Context()
+	c := testenv.DynamoDBClient(t)
+	for _, tc := range []struct {
+		name  string
+		table string
+		merge func(k state.Key) error
+		get   func(k state.Key) []error
+	}{
+		{"int64_sum", e.values, func(k state.Key) error { return s.sum.MergeUpdate(ctx, k, 1, 0) }, func(k state.Key) []error {
+			_, _, err1 := s.sum.Get(ctx, k)
+			_, _, err2 := s.sum.GetMany(ctx, []state.Key{{Entity: "other"}, k})
+			return []error{err1, err2}
+		}},
+		{"bytes", e.bytes, func(k state.Key) error { return s.bs.MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0) }, func(k state.Key) []error {
+			_, _, err1 := s.bs.Get(ctx, k)
+			_, _, err2 := s.bs.GetMany(ctx, []state.Key{k})
+			return []error{err1, err2}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := state.Key{Entity: "corrupt-" + tc.name}
+			if err := tc.merge(k); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.Scan(ctx, &ddb.ScanInput{TableName: &tc.table})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var item map[string]ddbtypes.AttributeValue
+			for _, it := range out.Items {
+				if pk, _ := it["pk"].(*ddbtypes.AttributeValueMemberS); pk != nil && strings.HasSuffix(pk.Value, "#"+k.Entity) {
+					item = it
+				}
+			}
+			if item == nil {
+				t.Fatalf("no item of %s in %v", k.Entity, out.Items)
+			}
+			item["v"] = &ddbtypes.AttributeValueMemberS{Value: "written by hand"}
+			if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: &tc.table, Item: item}); err != nil {
+				t.Fatal(err)
+			}
+			for i, err := range tc.get(k) {
+				if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), k.Entity) {
+					t.Errorf("%s of a corrupt item: %v, want an error wrapping state.ErrCorrupt naming %s",
+						[]string{"Get", "GetMany"}[i], err, k.Entity)
+				}
+			}
+		})
 	}
 }

@@ -357,7 +357,7 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 		cond := expression.AttributeNotExists(expression.Name(attrPK)).Or(expiredCond(now))
 		if raw, ok := out.Item[attrV].(*ddbtypes.AttributeValueMemberN); ok && live(out.Item, now) {
 			if cur, err = s.parse(raw.Value); err != nil {
-				return false, s.wrap("decode", err)
+				return false, s.corrupt(out.Item, err)
 			}
 			cond = expression.Name(attrV).Equal(numV(raw.Value)).And(liveCond(now))
 		}

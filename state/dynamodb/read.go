@@ -32,9 +32,24 @@ func decodeItem[V any](b *base, item map[string]av, now int64, decode decoder[V]
 	}
 	v, err := decode(item[attrV])
 	if err != nil {
-		return missing, false, b.wrap("decode", err)
+		return missing, false, b.corrupt(item, err)
 	}
 	return v, true, nil
+}
+
+// corrupt is the error of item, whose v attribute does not decode as the
+// store's type (cause): it wraps state.ErrCorrupt and names the item.
+func (b *base) corrupt(item map[string]av, cause error) error {
+	pk, _ := item[attrPK].(*ddbtypes.AttributeValueMemberS)
+	sk, _ := item[attrSK].(*ddbtypes.AttributeValueMemberS)
+	var key string
+	if pk != nil {
+		key = pk.Value
+	}
+	if sk != nil {
+		key += " " + sk.Value
+	}
+	return b.wrap("decode", fmt.Errorf("item %s: %w: %w", key, state.ErrCorrupt, cause))
 }
 
 // readOne is Get: one strongly consistent GetItem.

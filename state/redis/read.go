@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -41,6 +43,14 @@ func (g getter) cmd(ctx context.Context, line []any, key string) goredis.StringC
 	return *goredis.NewStringCmd(ctx, line...)
 }
 
+// isWrongType reports whether err is Redis's WRONGTYPE reply: the key holds a
+// value of another type than the store's (a string where BytesStore keeps a
+// hash, a hash where a numeric store keeps a string).
+func isWrongType(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE ")
+}
+
 // decoder turns the raw value into a V.
 type decoder[V any] func(raw string) (V, error)
 
@@ -77,9 +87,9 @@ func readMany[V any](ctx context.Context, b *base, kind string, ks []state.Key, 
 	}
 	pipe := b.client.Pipeline()
 	_ = pipe.BatchProcess(ctx, queue...)
-	// Exec reports the first failed command, goredis.Nil included; the loop below
-	// looks at every command instead.
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+	// Exec reports the first failed command, goredis.Nil and WRONGTYPE included;
+	// the loop below looks at every command instead.
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) && !isWrongType(err) {
 		return nil, nil, b.wrap("get many", cmdKey(&cmds[0]), err)
 	}
 	for i := range cmds {
@@ -103,12 +113,15 @@ func decodeCmd[V any](b *base, key string, cmd *goredis.StringCmd, decode decode
 	if errors.Is(err, goredis.Nil) {
 		return missing, false, nil
 	}
+	if isWrongType(err) { // a key of another type, written by hand
+		return missing, false, b.wrap("decode", key, fmt.Errorf("%w: %w", state.ErrCorrupt, err))
+	}
 	if err != nil {
 		return missing, false, b.wrap("get", key, err)
 	}
 	v, err := decode(raw)
 	if err != nil {
-		return missing, false, b.wrap("decode", key, err)
+		return missing, false, b.wrap("decode", key, fmt.Errorf("%w: %w", state.ErrCorrupt, err))
 	}
 	return v, true, nil
 }

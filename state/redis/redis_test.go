@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,4 +207,88 @@ func TestOptionKinds(t *testing.T) {
 			"WithDedupTTL": stores, "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"}, "WithTTL": {"NewDeduper"},
 			"WithMeterProvider": append(stores, "NewDeduper"), "WithLogger": append(stores, "NewDeduper"),
 		})
+}
+
+// TestCorruptValues: a value key written by hand — a non-integer where a sum
+// keeps an integer, a string where BytesStore keeps a hash — makes Get and
+// GetMany fail with an error wrapping state.ErrCorrupt that names the key.
+func TestCorruptValues(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		c := b.client(t)
+		prefix := prefixFor(t)
+		for _, tc := range []struct {
+			name  string
+			get   func(k state.Key) []error // Get's, GetMany's
+			merge func(k state.Key) error
+			raw   func(key string) error
+		}{
+			{"int64_sum_not_an_integer", func(k state.Key) []error {
+				s, _ := redis.NewInt64SumStore(c, prefix+":sum")
+				_, _, err1 := s.Get(ctx, k)
+				_, _, err2 := s.GetMany(ctx, []state.Key{{Entity: "other"}, k})
+				return []error{err1, err2}
+			}, func(k state.Key) error {
+				s, _ := redis.NewInt64SumStore(c, prefix+":sum")
+				return s.MergeUpdate(ctx, k, 1, 0)
+			}, func(key string) error { return c.Set(ctx, key, "12abc", 0).Err() }},
+			{"bytes_wrong_type", func(k state.Key) []error {
+				s, _ := redis.NewBytesStore(c, prefix+":bytes", concat{})
+				_, _, err1 := s.Get(ctx, k)
+				_, _, err2 := s.GetMany(ctx, []state.Key{k, {Entity: "other"}})
+				return []error{err1, err2}
+			}, func(k state.Key) error {
+				s, _ := redis.NewBytesStore(c, prefix+":bytes", concat{})
+				return s.MergeUpdate(ctx, k, []byte("x"), 0)
+			}, func(key string) error {
+				if err := c.Del(ctx, key).Err(); err != nil {
+					return err
+				}
+				return c.Set(ctx, key, "written by hand", 0).Err()
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				k := state.Key{Entity: tc.name}
+				if err := tc.merge(k); err != nil {
+					t.Fatal(err)
+				}
+				key := onlyKey(t, c, prefix, tc.name)
+				if err := tc.raw(key); err != nil {
+					t.Fatal(err)
+				}
+				for i, err := range tc.get(k) {
+					if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), key) {
+						t.Errorf("%s of a corrupt value: %v, want an error wrapping state.ErrCorrupt naming %q",
+							[]string{"Get", "GetMany"}[i], err, key)
+					}
+				}
+			})
+		}
+	})
+}
+
+// onlyKey returns the one key under prefix whose name holds entity.
+func onlyKey(t *testing.T, c goredis.UniversalClient, prefix, entity string) string {
+	t.Helper()
+	var keys []string
+	scan := func(ctx context.Context, c *goredis.Client) error {
+		ks, err := c.Keys(ctx, prefix+"*"+entity+"*").Result()
+		keys = append(keys, ks...)
+		return err
+	}
+	var err error
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		var mu sync.Mutex
+		err = cc.ForEachMaster(t.Context(), func(ctx context.Context, c *goredis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(ctx, c)
+		})
+	} else {
+		err = scan(t.Context(), c.(*goredis.Client))
+	}
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys of %s: %v, %v; want one", entity, keys, err)
+	}
+	return keys[0]
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/pipestate/pipestate/examples/custombackend/sqlite"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/providertest"
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestConformance runs the providertest conformance suite. Each (sub)test gets its
@@ -53,7 +55,67 @@ func TestConformance(t *testing.T) {
 		// event appended so far.
 		ExpireEvents:  func(t *testing.T, _ string) { env(t).sleep(retention) },
 		ExpireMarkers: func(t *testing.T) { env(t).sleep(markerRetention) },
+		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
+			corruptRow(t, env(t).path, kind, id...)
+		},
 	})
+}
+
+// corruptBody is what corruptRow stores: JSON cut short.
+const corruptBody = `{"corrupt": tru`
+
+// corruptRow is the harness's Harness.Corrupt: an SQL UPDATE of a row's body
+// (a lock's holder) to corruptBody, or an INSERT of a row with that body into a
+// log, through a connection of its own to the test's database file, as an
+// operator with the sqlite3 shell would.
+func corruptRow(t *testing.T, path string, kind provider.RecordKind, id ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sched := func() string { return types.ScheduleOrDefault(id[2]) }
+	var q string
+	var args []any
+	switch kind {
+	case provider.KindPipeline:
+		q, args = `UPDATE pipelines SET body = ? WHERE id = ?`, []any{corruptBody, id[0]}
+	case provider.KindTrait:
+		q, args = `UPDATE traits SET body = ? WHERE pipeline_id = ? AND trait_type = ?`, []any{corruptBody, id[0], id[1]}
+	case provider.KindRunState:
+		q, args = `UPDATE runs SET body = ? WHERE run_id = ?`, []any{corruptBody, id[0]}
+	case provider.KindEvent:
+		q, args = `INSERT INTO events (pipeline_id, body) VALUES (?, ?)`, []any{id[0], corruptBody}
+	case provider.KindRunLog:
+		q, args = `UPDATE run_logs SET body = ? WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, []any{corruptBody, id[0], id[1], sched()}
+	case provider.KindRerun:
+		q, args = `UPDATE reruns SET body = ? WHERE rerun_id = ?`, []any{corruptBody, id[0]}
+	case provider.KindReplay:
+		q, args = `UPDATE replays SET body = ? WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, []any{corruptBody, id[0], id[1], sched()}
+	case provider.KindLateArrival:
+		q, args = `INSERT INTO late_arrivals (pipeline_id, date, schedule_id, detected_at, body) VALUES (?, ?, ?, '', ?)`,
+			[]any{id[0], id[1], sched(), corruptBody}
+	case provider.KindCascadeMarker:
+		q, args = `UPDATE cascade_markers SET body = ? WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`,
+			[]any{corruptBody, id[0], id[1], sched()}
+	case provider.KindMarkerWrite:
+		q, args = `INSERT INTO marker_log (pipeline_id, schedule_id, date, written_at, body)
+			SELECT pipeline_id, schedule_id, date, written_at, ? FROM marker_log ORDER BY seq DESC LIMIT 1`, []any{corruptBody}
+	case provider.KindReadiness:
+		q, args = `UPDATE readiness SET body = ? WHERE pipeline_id = ?`, []any{corruptBody, id[0]}
+	case provider.KindLock:
+		q, args = `UPDATE locks SET holder = ? WHERE key = ?`, []any{corruptBody, id[0]}
+	default:
+		t.Fatalf("corrupt: unknown kind %q", kind)
+	}
+	res, err := db.ExecContext(context.Background(), q, args...)
+	if err != nil {
+		t.Fatalf("corrupt %s %v: %v", kind, id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("corrupt %s %v: %d rows changed, want 1", kind, id, n)
+	}
 }
 
 // testEnv is one test's database file and clock. The clock is real time plus an

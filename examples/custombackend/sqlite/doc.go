@@ -22,6 +22,14 @@
 //   - busy_timeout makes a writer wait for the lock instead of failing with
 //     SQLITE_BUSY; WAL lets readers run while a writer holds it.
 //
+// Corrupt rows: a body that does not decode (a byte flipped, a value written by
+// hand or by a newer version) is decoded through provider.Decode and
+// provider.DecodeOrSkip, as providertest's doc asks of every backend: a Get*
+// returns a *provider.CorruptError naming the row ("sqlite table runs row r-1"),
+// and a List* or an iterator skips it, reports it (to the caller's
+// provider.OnCorrupt handler and a Warn record through WithLogger) and goes on;
+// so lists take no SQL LIMIT but stop reading at limit good rows.
+//
 // Times that are compared or ordered are stored as fixed-width UTC text (sortTime),
 // so string order is time order; expires_at is NULL for "never expires", and a row
 // is live while now < expires_at, judged when reading.

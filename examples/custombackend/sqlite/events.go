@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -28,18 +29,25 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	return err
 }
 
-// FollowEvents implements provider.EventFollower: it reads pages with
-// ReadEventsSince (so bad input fails as there, and an expired cursor ends the
-// follow with provider.ErrCursorExpired) and, between pages that find nothing,
-// polls as the package doc says.
-// Since seq order is commit order, a follower never skips an event.
+// FollowEvents implements provider.EventFollower: it reads pages as
+// ReadEventsSince does (bad input fails as there, an expired cursor ends the
+// follow with provider.ErrCursorExpired, and rows that do not decode are skipped
+// and reported once) and, between pages that find nothing, polls as the package
+// doc says. Since seq order is commit order, a follower never skips an event.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+		return provider.Fail[types.EventRecord](err)
+	}
+	start, err := provider.ParseSeqCursor(cursor)
+	if err != nil {
+		return provider.Fail[types.EventRecord](err)
+	}
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
-		since := cursor
+		since, fromOldest := start, cursor == ""
 		return poll(p, func(ctx context.Context) ([]types.EventRecord, error) {
-			recs, err := p.ReadEventsSince(ctx, pipelineID, since, followPage)
-			if len(recs) > 0 {
-				since = recs[len(recs)-1].StreamID
+			recs, last, err := p.readEvents(ctx, pipelineID, fromOldest, since, followPage)
+			if last > since {
+				since, fromOldest = last, false // past corrupt rows too
 			}
 			return recs, err
 		})
@@ -54,10 +62,11 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.Event](ctx, p, "list events",
-		`SELECT body FROM (SELECT seq, body FROM events WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY seq DESC LIMIT ?)
-		 ORDER BY seq`,
-		pipelineID, sortTime(p.now()), limit)
+	out, err := getAll[types.Event](ctx, p, "list events", provider.KindEvent, "events", limit,
+		`SELECT pipeline_id || ':' || seq, body FROM events WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY seq DESC`,
+		pipelineID, sortTime(p.now()))
+	slices.Reverse(out)
+	return out, err
 }
 
 // trimmedSQL is the highest seq deleted from the events of a pipeline (its one
@@ -73,9 +82,9 @@ const trimmedSQL = `(SELECT COALESCE(MAX(seq), 0) FROM events_trimmed WHERE pipe
 // after it is no longer live, or when a row after it was deleted. "" reads from
 // the oldest live row after the last deleted one. A read stops before the first
 // row that is no longer live (rows of writers with different retentions expire
-// out of order), and the read from there fails.
+// out of order), and the read from there fails. A row whose body does not decode
+// is skipped and reported, and the read goes on past it for as many more.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
-	const op = "read events"
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
@@ -86,18 +95,51 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if err != nil {
 		return nil, err
 	}
+	out, _, err := p.readEvents(ctx, pipelineID, sinceID == "", since, count)
+	return out, err
+}
+
+// readEvents is ReadEventsSince after its checks: at most count events after seq
+// since (fromOldest: from the oldest live row), and the seq of the last row it
+// read, skipped ones included (since when none): one statement, and one more
+// after the last row read for as many rows as it skipped because they do not
+// decode.
+func (p *Provider) readEvents(ctx context.Context, pipelineID string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
+	out := []types.EventRecord{}
+	last := since
+	for {
+		want := count - int64(len(out))
+		page, rows, pageLast, stopped, err := p.readEventsOnce(ctx, pipelineID, fromOldest, last, want)
+		if err != nil {
+			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
+				return out, last, nil // the read from the last event returned fails
+			}
+			return nil, since, err
+		}
+		out, last = append(out, page...), max(last, pageLast)
+		if int64(len(out)) == count || rows < want || stopped {
+			return out, last, nil
+		}
+		fromOldest = false
+	}
+}
+
+// readEventsOnce is one statement of readEvents: the good events among the
+// first count rows after since, how many rows it read, the seq of the last, and
+// whether it stopped before a row that is no longer live.
+func (p *Provider) readEventsOnce(ctx context.Context, pipelineID string, fromOldest bool, since, count int64) (out []types.EventRecord, rows, last int64, done bool, err error) {
+	const op = "read events"
 	// One statement, so the deleted seq and the rows come from one snapshot: a
 	// first row with the highest seq deleted (trimmedSQL), then the rows after
 	// the cursor (for "", from the oldest live row after the deleted seq), each
 	// with whether it is live, read in seq order from the index.
 	now := sortTime(p.now())
 	start, args := `seq > ?`, []any{since}
-	if sinceID == "" {
+	if fromOldest {
 		start = `seq >= (SELECT MIN(seq) FROM events WHERE pipeline_id = ? AND seq > ` + trimmedSQL + ` AND ` + liveSQL + `)`
 		args = []any{pipelineID, pipelineID, now}
 	}
-	out := []types.EventRecord{}
-	done := false
+	last = since
 	err = p.each(ctx, op,
 		`SELECT t, seq, body, live FROM (
 		   SELECT 0 AS k, `+trimmedSQL+` AS t, NULL AS seq, NULL AS body, NULL AS live
@@ -116,26 +158,29 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 			}
 			switch {
 			case trimmed.Valid: // the first row
-				if sinceID != "" && since < trimmed.Int64 {
+				if !fromOldest && since < trimmed.Int64 {
 					return fmt.Errorf("sqlite: %s: %w: events of pipeline %s after cursor %d were deleted (up to %d)",
 						op, provider.ErrCursorExpired, pipelineID, since, trimmed.Int64)
 				}
 				return nil
 			case done:
 				return nil
-			case !live.Bool && len(out) == 0 && sinceID != "":
+			case !live.Bool && rows == 0 && !fromOldest:
 				return fmt.Errorf("sqlite: %s: %w: event %d, the next after cursor %d, is no longer retained",
 					op, provider.ErrCursorExpired, seq.Int64, since)
 			case !live.Bool:
 				done = true // stop before it: the read from the event before it fails
 				return nil
 			}
-			ev, err := decode[types.Event](op, body.String)
-			out = append(out, types.EventRecord{StreamID: provider.FormatSeqCursor(seq.Int64), Event: ev})
-			return err
+			rows, last = rows+1, seq.Int64
+			r := types.EventRecord{StreamID: provider.FormatSeqCursor(seq.Int64)}
+			if decodeOrSkip(ctx, p, provider.KindEvent, "events", pipelineID+":"+r.StreamID, body.String, &r.Event) {
+				out = append(out, r)
+			}
+			return nil
 		})
 	if err != nil {
-		return nil, err
+		return nil, 0, since, false, err
 	}
-	return out, nil
+	return out, rows, last, done, nil
 }

@@ -151,13 +151,14 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 			if exp.Valid {
 				t, err := time.Parse(time.RFC3339Nano, exp.String)
 				if err != nil {
-					return fmt.Errorf("sqlite: %s %q: stored expiry: %w", op, key, err)
+					return &provider.CorruptError{Kind: provider.KindLock, ID: key, Key: rowKey("locks", key),
+						Err: fmt.Errorf("expires_at %q: %w", exp.String, err)}
 				}
 				expires = t
 			}
 			var err error
 			info, err = provider.HolderInfo(key, holder, fence, expires)
-			return err
+			return provider.CorruptAt(err, rowKey("locks", key))
 		})
 	if err != nil {
 		return nil, err

@@ -23,12 +23,14 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 	if err := provider.CheckID("pipeline ID", id); err != nil {
 		return nil, err
 	}
-	return getOne[types.PipelineConfig](ctx, p, "get pipeline", `SELECT body FROM pipelines WHERE id = ?`, id)
+	return getOne[types.PipelineConfig](ctx, p, "get pipeline", provider.KindPipeline, "pipelines",
+		`SELECT id, body FROM pipelines WHERE id = ?`, id)
 }
 
 // ListPipelines implements provider.PipelineStore.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
-	return getAll[types.PipelineConfig](ctx, p, "list pipelines", `SELECT body FROM pipelines ORDER BY id`)
+	return getAll[types.PipelineConfig](ctx, p, "list pipelines", provider.KindPipeline, "pipelines", 0,
+		`SELECT id, body FROM pipelines ORDER BY id`)
 }
 
 // DeletePipeline implements provider.PipelineStore. It deletes only the config,
@@ -58,8 +60,8 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	return getAll[types.TraitEvaluation](ctx, p, "get traits",
-		`SELECT body FROM traits WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY trait_type`,
+	return getAll[types.TraitEvaluation](ctx, p, "get traits", provider.KindTrait, "traits", 0,
+		`SELECT pipeline_id || ':' || trait_type, body FROM traits WHERE pipeline_id = ? AND `+liveSQL+` ORDER BY trait_type`,
 		pipelineID, sortTime(p.now()))
 }
 
@@ -68,8 +70,8 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
 		return nil, err
 	}
-	return getOne[types.TraitEvaluation](ctx, p, "get trait",
-		`SELECT body FROM traits WHERE pipeline_id = ? AND trait_type = ? AND `+liveSQL,
+	return getOne[types.TraitEvaluation](ctx, p, "get trait", provider.KindTrait, "traits",
+		`SELECT pipeline_id || ':' || trait_type, body FROM traits WHERE pipeline_id = ? AND trait_type = ? AND `+liveSQL,
 		pipelineID, traitType, sortTime(p.now()))
 }
 
@@ -90,6 +92,6 @@ func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.
 	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
 		return nil, err
 	}
-	return getOne[types.ReadinessResult](ctx, p, "get readiness",
-		`SELECT body FROM readiness WHERE pipeline_id = ? AND `+liveSQL, pipelineID, sortTime(p.now()))
+	return getOne[types.ReadinessResult](ctx, p, "get readiness", provider.KindReadiness, "readiness",
+		`SELECT pipeline_id, body FROM readiness WHERE pipeline_id = ? AND `+liveSQL, pipelineID, sortTime(p.now()))
 }

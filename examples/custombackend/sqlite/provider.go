@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -137,6 +138,19 @@ func WithBusyTimeout(d time.Duration) Option {
 	}
 }
 
+// WithLogger sets the logger of the provider's one signal: a Warn record for
+// each corrupt row a listing or an iterator skips (default: none). nil is
+// invalid.
+func WithLogger(log *slog.Logger) Option {
+	return func(p *Provider) error {
+		if log == nil {
+			return provider.Invalidf("sqlite: WithLogger: nil logger")
+		}
+		p.report = reporter{log}
+		return nil
+	}
+}
+
 // Provider is a provider.Provider on one SQLite database file. Any number of
 // Providers, in one process or several, may open the same file; each is one client
 // with its own lock owner identity. It is safe for concurrent use.
@@ -150,6 +164,7 @@ type Provider struct {
 	markerRetention time.Duration
 	busyTimeout     time.Duration
 	maxPoll         time.Duration
+	report          reporter
 	closed          atomic.Bool
 }
 
@@ -325,14 +340,42 @@ func encode(v any) (string, error) {
 	return string(b), nil
 }
 
-// decode is the value of a stored JSON body.
-func decode[T any](op, body string) (T, error) {
-	var v T
-	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		return v, fmt.Errorf("sqlite: %s: decode stored value: %w", op, err)
+// Corrupt records. A row whose body does not decode (a byte flipped, a value
+// written by a newer version or by hand) must not hide its neighbours: getOne
+// returns a *provider.CorruptError naming it (with provider.Decode), getAll and
+// the iterators skip it and report it (with provider.DecodeOrSkip), which calls
+// the provider's reporter (a Warn record through WithLogger) and the caller's
+// provider.OnCorrupt handler; a List*(limit) reads on until it has limit good
+// rows. This is what providertest's doc asks of every third-party backend.
+
+// reporter is the provider's provider.CorruptReporter: a Warn record per corrupt
+// row skipped, through WithLogger's logger (none by default).
+type reporter struct{ log *slog.Logger }
+
+// ReportCorrupt implements provider.CorruptReporter.
+func (r reporter) ReportCorrupt(ctx context.Context, err *provider.CorruptError) {
+	if r.log != nil {
+		r.log.WarnContext(ctx, "sqlite: skipped a corrupt row", "record.kind", string(err.Kind), "record.id", err.ID,
+			"record.key", err.Key, "error", err.Err)
 	}
-	return v, nil
 }
+
+// rowKey is the CorruptError.Key of the row of table whose identity is id.
+func rowKey(table, id string) string { return "sqlite table " + table + " row " + id }
+
+// decode is the value of the stored JSON body of the row of table whose
+// identity (the key columns joined by ':') is id, a record of kind.
+func decode[T any](kind provider.RecordKind, table, id, body string, v *T) error {
+	return provider.Decode(kind, []byte(body), v, func() (string, string) { return id, rowKey(table, id) })
+}
+
+// decodeOrSkip is decode for a listing: false (after reporting) skips the row.
+func decodeOrSkip[T any](ctx context.Context, p *Provider, kind provider.RecordKind, table, id, body string, v *T) bool {
+	return provider.DecodeOrSkip(ctx, p.report, kind, []byte(body), v, func() (string, string) { return id, rowKey(table, id) })
+}
+
+// errEnough ends an each early without an error.
+var errEnough = errors.New("enough rows")
 
 // each runs query and calls fn with each row's Scan, in order.
 func (p *Provider) each(ctx context.Context, op, query string, args []any, fn func(scan func(dest ...any) error) error) error {
@@ -345,25 +388,35 @@ func (p *Provider) each(ctx context.Context, op, query string, args []any, fn fu
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := fn(rows.Scan); err != nil {
+		if err := fn(rows.Scan); errors.Is(err, errEnough) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 	}
 	return p.fail(ctx, op, rows.Err())
 }
 
-// getAll returns the bodies of the rows query selects, decoded, in order. It never
-// returns a nil slice without an error.
-func getAll[T any](ctx context.Context, p *Provider, op, query string, args ...any) ([]T, error) {
+// getAll returns, in order, the records of kind that query selects from table,
+// each row its identity (the key columns joined by ':') and its body, decoded: at
+// most limit (0: all) good ones. A row that does not decode is skipped and
+// reported, and the next takes its place, so query has no LIMIT: getAll stops
+// reading at limit. It never returns a nil slice without an error.
+func getAll[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, table string, limit int, query string, args ...any) ([]T, error) {
 	out := []T{}
 	err := p.each(ctx, op, query, args, func(scan func(...any) error) error {
-		var body string
-		if err := scan(&body); err != nil {
+		var id, body string
+		if err := scan(&id, &body); err != nil {
 			return p.fail(ctx, op, err)
 		}
-		v, err := decode[T](op, body)
-		out = append(out, v)
-		return err
+		var v T
+		if decodeOrSkip(ctx, p, kind, table, id, body, &v) {
+			out = append(out, v)
+		}
+		if limit > 0 && len(out) == limit {
+			return errEnough
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -371,14 +424,24 @@ func getAll[T any](ctx context.Context, p *Provider, op, query string, args ...a
 	return out, nil
 }
 
-// getOne returns the body of the single row query selects, decoded, or (nil, nil)
-// when there is none.
-func getOne[T any](ctx context.Context, p *Provider, op, query string, args ...any) (*T, error) {
-	all, err := getAll[T](ctx, p, op, query, args...)
-	if err != nil || len(all) == 0 {
-		return nil, err
-	}
-	return &all[0], nil
+// getOne returns the record of kind of the single row query selects from table
+// (its identity and body, as for getAll), decoded, or (nil, nil) when there is
+// none; a body that does not decode is a *provider.CorruptError.
+func getOne[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, table, query string, args ...any) (*T, error) {
+	var out *T
+	err := p.each(ctx, op, query, args, func(scan func(...any) error) error {
+		var id, body string
+		if err := scan(&id, &body); err != nil {
+			return p.fail(ctx, op, err)
+		}
+		var v T
+		if err := decode(kind, table, id, body, &v); err != nil {
+			return err
+		}
+		out = &v
+		return errEnough
+	})
+	return out, err
 }
 
 // sortTime formats t for a TEXT column that is ordered or compared: UTC with a

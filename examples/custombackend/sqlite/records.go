@@ -28,8 +28,8 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	return getOne[types.RunLogEntry](ctx, p, "get run log",
-		`SELECT body FROM run_logs WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+	return getOne[types.RunLogEntry](ctx, p, "get run log", provider.KindRunLog, "run_logs",
+		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
 }
 
 // ListRunLogs implements provider.RunLogStore.
@@ -40,8 +40,8 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.RunLogEntry](ctx, p, "list run logs",
-		`SELECT body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id DESC LIMIT ?`, pipelineID, limit)
+	return getAll[types.RunLogEntry](ctx, p, "list run logs", provider.KindRunLog, "run_logs", limit,
+		`SELECT `+slotSQL+`, body FROM run_logs WHERE pipeline_id = ? ORDER BY date DESC, schedule_id DESC`, pipelineID)
 }
 
 // PutRerun implements provider.RerunStore. The record is one row, so re-putting it
@@ -63,7 +63,8 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 	if err := provider.CheckID("rerun ID", rerunID); err != nil {
 		return nil, err
 	}
-	return getOne[types.RerunRecord](ctx, p, "get rerun", `SELECT body FROM reruns WHERE rerun_id = ?`, rerunID)
+	return getOne[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, "reruns",
+		`SELECT rerun_id, body FROM reruns WHERE rerun_id = ?`, rerunID)
 }
 
 // ListReruns implements provider.RerunStore.
@@ -74,9 +75,8 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.RerunRecord](ctx, p, "list reruns",
-		`SELECT body FROM reruns WHERE pipeline_id = ? ORDER BY requested_at DESC, rerun_id DESC LIMIT ?`,
-		pipelineID, limit)
+	return getAll[types.RerunRecord](ctx, p, "list reruns", provider.KindRerun, "reruns", limit,
+		`SELECT rerun_id, body FROM reruns WHERE pipeline_id = ? ORDER BY requested_at DESC, rerun_id DESC`, pipelineID)
 }
 
 // ListAllReruns implements provider.RerunStore.
@@ -84,8 +84,8 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.RerunRecord](ctx, p, "list all reruns",
-		`SELECT body FROM reruns ORDER BY requested_at DESC, rerun_id DESC LIMIT ?`, limit)
+	return getAll[types.RerunRecord](ctx, p, "list all reruns", provider.KindRerun, "reruns", limit,
+		`SELECT rerun_id, body FROM reruns ORDER BY requested_at DESC, rerun_id DESC`)
 }
 
 // PutReplay implements provider.ReplayStore.
@@ -106,8 +106,8 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 	if err != nil {
 		return nil, err
 	}
-	return getOne[types.ReplayRequest](ctx, p, "get replay",
-		`SELECT body FROM replays WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
+	return getOne[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, "replays",
+		`SELECT `+slotSQL+`, body FROM replays WHERE pipeline_id = ? AND date = ? AND schedule_id = ?`, pipelineID, date, schedule)
 }
 
 // ListReplays implements provider.ReplayStore.
@@ -115,8 +115,8 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.ReplayRequest](ctx, p, "list replays",
-		`SELECT body FROM replays ORDER BY created_at DESC, pipeline_id DESC, date DESC, schedule_id DESC LIMIT ?`, limit)
+	return getAll[types.ReplayRequest](ctx, p, "list replays", provider.KindReplay, "replays", limit,
+		`SELECT `+slotSQL+`, body FROM replays ORDER BY created_at DESC, pipeline_id DESC, date DESC, schedule_id DESC`)
 }
 
 // PutLateArrival implements provider.LateArrivalStore.
@@ -136,8 +136,8 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 	if err != nil {
 		return nil, err
 	}
-	return getAll[types.LateArrival](ctx, p, "list late arrivals",
-		`SELECT body FROM late_arrivals WHERE pipeline_id = ? AND date = ? AND schedule_id = ? ORDER BY detected_at, seq`,
+	return getAll[types.LateArrival](ctx, p, "list late arrivals", provider.KindLateArrival, "late_arrivals", 0,
+		`SELECT `+slotSQL+` || ':' || seq, body FROM late_arrivals WHERE pipeline_id = ? AND date = ? AND schedule_id = ? ORDER BY detected_at, seq`,
 		pipelineID, date, schedule)
 }
 
@@ -241,10 +241,13 @@ func (p *Provider) readMarkerLog(ctx context.Context, since int64) ([]types.Casc
 				next = max(since, trimmed)
 				return nil
 			}
-			m, err := decode[types.CascadeMarker](op, body.String)
-			out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(seq.Int64), Marker: m})
-			next = seq.Int64
-			return err
+			next = seq.Int64 // past a corrupt write too
+			var m types.CascadeMarker
+			cursor := provider.FormatSeqCursor(seq.Int64)
+			if decodeOrSkip(ctx, p, provider.KindMarkerWrite, "marker_log", cursor, body.String, &m) {
+				out = append(out, types.CascadeMarkerRecord{Cursor: cursor, Marker: m})
+			}
+			return nil
 		})
 	if err != nil {
 		return nil, since, err
@@ -261,7 +264,9 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.CascadeMarker](ctx, p, "list cascade markers",
-		`SELECT body FROM cascade_markers WHERE pipeline_id = ? ORDER BY written_at DESC, seq DESC LIMIT ?`,
-		pipelineID, limit)
+	return getAll[types.CascadeMarker](ctx, p, "list cascade markers", provider.KindCascadeMarker, "cascade_markers", limit,
+		`SELECT `+slotSQL+`, body FROM cascade_markers WHERE pipeline_id = ? ORDER BY written_at DESC, seq DESC`, pipelineID)
 }
+
+// slotSQL selects the identity of a row keyed by (pipeline_id, date, schedule_id).
+const slotSQL = `pipeline_id || ':' || date || ':' || schedule_id`

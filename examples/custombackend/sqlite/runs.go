@@ -56,7 +56,8 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 	if err := provider.CheckID("run ID", runID); err != nil {
 		return nil, err
 	}
-	return getOne[types.RunState](ctx, p, "get run state", `SELECT body FROM runs WHERE run_id = ?`, runID)
+	return getOne[types.RunState](ctx, p, "get run state", provider.KindRunState, "runs",
+		`SELECT run_id, body FROM runs WHERE run_id = ?`, runID)
 }
 
 // ListRuns implements provider.RunStore. There is one row per run, so the list
@@ -68,9 +69,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 	if err := provider.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	return getAll[types.RunState](ctx, p, "list runs",
-		`SELECT body FROM runs WHERE pipeline_id = ? ORDER BY created_at DESC, run_id DESC LIMIT ?`,
-		pipelineID, limit)
+	return getAll[types.RunState](ctx, p, "list runs", provider.KindRunState, "runs", limit,
+		`SELECT run_id, body FROM runs WHERE pipeline_id = ? ORDER BY created_at DESC, run_id DESC`, pipelineID)
 }
 
 // CompareAndSwapRunState implements provider.RunStore. In one transaction it reads
@@ -97,8 +97,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		case storedVersion != expectedVersion:
 			return nil
 		}
-		stored, err := decode[types.RunState](op, storedBody)
-		if err != nil {
+		var stored types.RunState
+		if err := decode(provider.KindRunState, "runs", runID, storedBody, &stored); err != nil {
 			return err
 		}
 		newState.Version = expectedVersion + 1

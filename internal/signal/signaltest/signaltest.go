@@ -6,7 +6,10 @@ package signaltest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,4 +175,28 @@ func (s *Signals) CheckRetries(t testing.TB, system string, steps []RetryStep) {
 	if n := s.Logs(slog.LevelWarn, "pipestate: giving up"); int64(n) != giveUps {
 		t.Errorf("%d give-up records logged, want %d:\n%s", n, giveUps, s.LogText())
 	}
+}
+
+// attrKeys returns the attribute keys of every data point of instrument name
+// (a counter), sorted and deduplicated, as fmt.Sprint prints a []attribute.Key.
+func (s *Signals) attrKeys(t testing.TB, name string) string {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[attribute.Key]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range d.DataPoints {
+					for _, kv := range dp.Attributes.ToSlice() {
+						seen[kv.Key] = true
+					}
+				}
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(seen))
+	return fmt.Sprint(keys)
 }

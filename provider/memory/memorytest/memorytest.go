@@ -20,6 +20,7 @@ import (
 	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memory/internal/corrupthook"
 	"github.com/pipestate/pipestate/providertest"
 )
 
@@ -82,6 +83,20 @@ func (b *Backend) Advance(t *testing.T, d time.Duration) { b.env(t).clock.Advanc
 // Now returns t's clock reading.
 func (b *Backend) Now(t *testing.T) time.Time { return b.env(t).clock.Now() }
 
+// CorruptValue is what Corrupt stores: JSON of the wrong shape for every
+// record, as a newer version's layout might be.
+const CorruptValue = `[{"corrupt": true}]`
+
+// Corrupt makes one record of t's data undecodable, as providertest's
+// Harness.Corrupt describes: its stored form becomes CorruptValue (a log's
+// record is appended with it; a lock's holder becomes it).
+func (b *Backend) Corrupt(t *testing.T, kind provider.RecordKind, id ...string) {
+	t.Helper()
+	if err := corrupthook.Corrupt(b.env(t).data, kind, []byte(CorruptValue), id...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Harness returns a providertest.Harness whose providers are wrap(t, Open(t));
 // a nil wrap returns them as they are.
 func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.Provider) providertest.Harness {
@@ -95,5 +110,6 @@ func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.P
 		Now:           b.Now,
 		ExpireEvents:  func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
 		ExpireMarkers: func(t *testing.T) { b.Advance(t, MarkerRetention) },
+		Corrupt:       b.Corrupt,
 	}
 }

@@ -14,9 +14,14 @@
 -- ARGV[4] = JSON
 -- Returns 1.
 -- Expiries stay decimal strings: Redis turns a Lua number into an argument with
--- 14 significant digits, too few for µs.
+-- 14 significant digits, too few for µs. A value not of that form (written by
+-- hand) is kept as never expiring; the caller reports it as corrupt.
 local function expiry(v)
-  return string.sub(v, 1, string.find(v, '|', 1, true) - 1)
+  local bar = string.find(v, '|', 1, true)
+  if not bar then return '0' end
+  local e = string.sub(v, 1, bar - 1)
+  if not tonumber(e) then return '0' end
+  return e
 end
 local function score(e)
   if e == '0' then return '+inf' end

@@ -1,0 +1,201 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/types"
+)
+
+// corruptValue is what corruptRecord writes: JSON cut short, as a flipped or
+// lost byte leaves it.
+const corruptValue = `{"corrupt": tru`
+
+// corruptRecord is the harnesses' Harness.Corrupt: it writes corruptValue over
+// a record's JSON by hand, with the raw commands an operator would use (HSET,
+// SET, RPUSH, XADD) on the keys of the schema in the package doc, leaving the
+// record's other fields and its list entries as they are.
+func corruptRecord(t *testing.T, c goredis.UniversalClient, prefix string, kind provider.RecordKind, id ...string) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := func(pid string) string { return prefix + ":{" + pid + "}" }
+	slot := func() string { return id[1] + "\x00" + types.ScheduleOrDefault(id[2]) }
+	var err error
+	switch kind {
+	case provider.KindPipeline:
+		err = c.HSet(ctx, pipe(id[0])+":config", "j", corruptValue).Err()
+	case provider.KindTrait:
+		// No expiry prefix and no expiry index entry: a value written by hand.
+		err = c.HSet(ctx, pipe(id[0])+":traits", id[1], corruptValue).Err()
+	case provider.KindRunState:
+		err = c.HSet(ctx, prefix+":{run:"+id[0]+"}", "j", corruptValue).Err()
+	case provider.KindEvent:
+		err = c.XAdd(ctx, &goredis.XAddArgs{Stream: pipe(id[0]) + ":events", Values: []any{"e", corruptValue}}).Err()
+	case provider.KindRunLog:
+		err = c.HSet(ctx, pipe(id[0])+":runlogs", slot(), corruptValue).Err()
+	case provider.KindRerun:
+		err = c.HSet(ctx, prefix+":{rerun:"+id[0]+"}", "j", corruptValue).Err()
+	case provider.KindReplay:
+		err = c.HSet(ctx, pipe(id[0])+":replay:"+id[1]+":"+types.ScheduleOrDefault(id[2]), "j", corruptValue).Err()
+	case provider.KindLateArrival:
+		err = c.RPush(ctx, pipe(id[0])+":late:"+id[1]+":"+types.ScheduleOrDefault(id[2]), corruptValue).Err()
+	case provider.KindCascadeMarker:
+		err = c.HSet(ctx, pipe(id[0])+":markers", slot(), corruptValue).Err()
+	case provider.KindMarkerWrite:
+		log := prefix + ":{:markers}"
+		info, ierr := c.XInfoStream(ctx, log).Result()
+		if ierr != nil {
+			t.Fatalf("corrupt %s: %v", kind, ierr)
+		}
+		// The entry keeps the field a watcher's gap check reads; its marker is corrupt.
+		err = c.XAdd(ctx, &goredis.XAddArgs{Stream: log, Values: []any{"m", corruptValue, "p", info.LastGeneratedID}}).Err()
+	case provider.KindReadiness:
+		err = c.SetArgs(ctx, pipe(id[0])+":readiness", corruptValue, goredis.SetArgs{KeepTTL: true}).Err()
+	case provider.KindLock:
+		err = c.SetArgs(ctx, prefix+":{lock:"+id[0]+"}", corruptValue, goredis.SetArgs{KeepTTL: true}).Err()
+	default:
+		t.Fatalf("corrupt: unknown kind %q", kind)
+	}
+	if err != nil {
+		t.Fatalf("corrupt %s %v: %v", kind, id, err)
+	}
+}
+
+// TestCorruptSignals: each corrupt record a listing skips is counted, logged
+// with its key and put on the listing's span, on miniredis and the real servers.
+func TestCorruptSignals(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		client func(t *testing.T) goredis.UniversalClient
+	}{
+		{"miniredis", func(t *testing.T) goredis.UniversalClient {
+			return goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+		}},
+		{"redis", func(t *testing.T) goredis.UniversalClient { return realClient(t) }},
+		{"cluster", func(t *testing.T) goredis.UniversalClient { return clusterClient(t) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := c.client(t)
+			prefix := "pst:" + testenv.RedisPrefix(t)
+			sig := signaltest.NewSignals()
+			p := openProvider(t, client, redis.WithKeyPrefix(prefix), redis.WithMeterProvider(sig.Meter), redis.WithLogger(sig.Log))
+			sig.CheckCorrupt(t, "redis", p, func(kind provider.RecordKind, id ...string) {
+				corruptRecord(t, client, prefix, kind, id...)
+			})
+		})
+	}
+}
+
+// TestCorruptReadOnlyListing: a read-only provider's listing (which repairs
+// nothing) skips a corrupt record as a writer's does: the good records, limit of
+// them when there are that many, and one report.
+func TestCorruptReadOnlyListing(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+	w := openProvider(t, client, redis.WithKeyPrefix("t"))
+	r := openProvider(t, client, redis.WithKeyPrefix("t"), redis.WithReadOnly())
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 4 {
+		run := types.RunState{RunID: fmt.Sprintf("r%d", i), PipelineID: "p", Status: types.RunPending, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+		if err := w.PutRunState(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corruptRecord(t, client, "t", provider.KindRunState, "r2") // second newest
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{{10, "[r3 r1 r0]"}, {2, "[r3 r1]"}} {
+		var reported []*provider.CorruptError
+		list, err := r.ListRuns(provider.OnCorrupt(ctx, func(e *provider.CorruptError) { reported = append(reported, e) }), "p", c.limit)
+		var got []string
+		for _, run := range list {
+			got = append(got, run.RunID)
+		}
+		if err != nil || fmt.Sprint(got) != c.want || len(reported) != 1 || reported[0].ID != "r2" {
+			t.Errorf("read-only ListRuns(%d): %v, %v, reported %v; want %s and r2 reported once", c.limit, got, err, reported, c.want)
+		}
+	}
+}
+
+// TestCorruptFields: besides a record's JSON (the conformance suite's
+// Harness.Corrupt), a truth's sequence, an event entry without its field and a
+// marker log entry whose link to the entry before it is not a stream ID are
+// corrupt records too: skipped and reported, never fatal to the listing.
+func TestCorruptFields(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		put    func(p *redis.Provider) error
+		raw    func(c goredis.UniversalClient) error
+		list   func(ctx context.Context, p *redis.Provider) (int, error)
+		listed int
+	}{
+		{"run sequence", func(p *redis.Provider) error {
+			for _, id := range []string{"r1", "r2"} {
+				if err := p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunPending}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(c goredis.UniversalClient) error { return c.HSet(ctx, "t:{run:r1}", "s", "seven").Err() },
+			func(ctx context.Context, p *redis.Provider) (int, error) {
+				l, err := p.ListRuns(ctx, "p", 10)
+				return len(l), err
+			}, 1},
+		{"event without its field", func(p *redis.Provider) error {
+			return p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p"})
+		}, func(c goredis.UniversalClient) error {
+			return c.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: []any{"x", "y"}}).Err()
+		}, func(ctx context.Context, p *redis.Provider) (int, error) {
+			l, err := p.ListEvents(ctx, "p", 10)
+			return len(l), err
+		}, 1},
+		{"marker write without its link", func(p *redis.Provider) error {
+			return p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up")
+		}, func(c goredis.UniversalClient) error {
+			return c.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{:markers}", Values: []any{"m", "{}"}}).Err()
+		}, func(ctx context.Context, p *redis.Provider) (int, error) {
+			if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-02", "up"); err != nil {
+				return 0, err
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			n := 0
+			for _, err := range p.WatchCascadeMarkers(ctx, "") {
+				if err != nil {
+					return n, err
+				}
+				if n++; n == 2 {
+					break
+				}
+			}
+			return n, nil
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+			p := openProvider(t, client, redis.WithKeyPrefix("t"))
+			if err := c.put(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.raw(client); err != nil {
+				t.Fatal(err)
+			}
+			var reported []*provider.CorruptError
+			n, err := c.list(provider.OnCorrupt(ctx, func(e *provider.CorruptError) { reported = append(reported, e) }), p)
+			if err != nil || n != c.listed || len(reported) != 1 {
+				t.Errorf("listing: %d records, %v, reported %v; want %d, nil and one report", n, err, reported, c.listed)
+			}
+		})
+	}
+}
