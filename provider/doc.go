@@ -208,7 +208,10 @@
 // RunCreator, EventFollower, MarkerWatcher and LockInspector), start each method
 // with the Prepare* and Check* helpers so bad input is rejected and defaults are
 // filled the same way everywhere, decode what you read with Decode and
-// DecodeOrSkip (see "Corrupt records"), and run providertest.Run from your tests:
-// it runs the group of each optional interface your provider implements, and the
-// Corrupt group when your harness can corrupt a stored record.
+// DecodeOrSkip (see "Corrupt records"), keep records for a Retention (an
+// option taking one, DefaultRetention() by default; stamp each write with
+// Expiry and judge reads with Live), and run providertest.Run from your tests:
+// it runs the group of each optional interface your provider implements, the
+// Corrupt group when your harness can corrupt a stored record, and the Retention
+// group when your harness declares its retention (Harness.Retention).
 package provider
