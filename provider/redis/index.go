@@ -57,7 +57,7 @@ type record struct {
 	json     string // j
 	hasJSON  bool
 	created  string // c (runs only)
-	exp      int64  // x: its expiry in Unix µs, 0: never (an expired record is not exists)
+	exp      int64  // x: its expiry in Unix µs, 0: never (fetchRecords reports an expired record as missing)
 }
 
 // call is one script invocation of a batch.
@@ -149,7 +149,7 @@ type indexedRecord struct {
 	// life is the retention the write gives the record (see lifetimeOf).
 	life lifetime
 	// truth, when not nil, is the truth key of a record of the lists by its ID:
-	// the write then prunes each list of expired records (pruneIndex).
+	// the write then prunes each list of expired records (expiredCall, prune).
 	truth func(id string) string
 }
 
