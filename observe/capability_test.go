@@ -59,6 +59,9 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.LockInspector":
 				_, inOK = inner.(provider.LockInspector)
 				_, outOK = wrapped.(provider.LockInspector)
+			case "provider.LockLister":
+				_, inOK = inner.(provider.LockLister)
+				_, outOK = wrapped.(provider.LockLister)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}
