@@ -159,7 +159,9 @@ var (
 		{"run-fail-failed", words("run fail r-0003 --version 4 --reason stuck --as oncall@ops --yes")},
 		{"run-fail-failed-json", words("run fail r-0002 --version 1 --reason stuck --as oncall@ops --yes --json")},
 		{"run-fail-missing", words("run fail r-nosuch --version 1 --reason stuck --as oncall@ops --yes")},
-		{"run-fail-json", words("run fail r-b0 --version 2 --reason stuck --as oncall@ops --yes --json")},
+		{"run-fail-json", words("run fail r-0004 --version 0 --reason stuck --as oncall@ops --yes --json")},
+		{"run-fail-stuck", []string{"run", "fail", "r-b0", "--version", "2", "--reason", "worker lost, INC-42", "--as", "alice@ops", "--yes"}},
+		{"run-history-stuck", words("run history r-b0")},
 		{"run-history-failed", words("run history r-0003")},
 		{"run-history-failed-json", words("run history r-0003 --json")},
 		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --reason gone --as oncall@ops --yes")},
@@ -168,10 +170,10 @@ var (
 		{"lock-show-released", words("lock show eval:orders:daily")},
 		{"lock-release-token-other", words("lock release sched:orders --token t-nosuch --reason gone --as oncall@ops --yes")},
 		{"lock-release-token", []string{"lock", "release", "sched:orders", "--token", "{TOKEN}", "--pipeline", "orders",
-			"--reason", "scheduler OOM-killed, INC-42", "--as", "oncall@ops", "--yes", "--json"}},
+			"--reason", "scheduler OOM-killed, INC-42", "--as", "alice@ops", "--yes"}},
 		{"locks-list-released", words("locks list")},
 		{"events-audit", words("events pipestate-oncall")},
-		{"events-audit-orders", words("events orders --limit 3")},
+		{"events-audit-orders", words("events orders --limit 4")},
 	}
 )
 
@@ -372,18 +374,18 @@ func checkAudit(t *testing.T, h *harness) {
 		return out
 	}
 	orders := events("orders")
-	if len(orders) != 2 {
-		t.Fatalf("%s events of orders: %+v, want run fail's of r-0003 and lock release --token's", auditKind, orders)
+	if len(orders) != 3 {
+		t.Fatalf("%s events of orders: %+v, want run fail's of r-0003 and r-0004 and lock release --token's", auditKind, orders)
 	}
 	if e := orders[0]; e.RunID != "r-0003" || e.Status != "FAILED" || e.Message != want.Reason || !e.Timestamp.Equal(now) {
 		t.Errorf("run fail's event = %+v, want run r-0003, status FAILED, the reason, at now", e)
 	} else if got, ok := auditOf(e.Details); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("run fail's event details = %+v, want %+v", got, want)
 	}
-	lease, ok := auditOf(orders[1].Details)
+	lease, ok := auditOf(orders[2].Details)
 	if !ok || lease.Action != "lock release" || lease.Before["key"] != "sched:orders" || lease.Before["token"] != h.lease.Token ||
 		lease.Before["fence"] != float64(h.lease.Fence) || lease.Reason != "scheduler OOM-killed, INC-42" {
-		t.Errorf("lock release --token's event details = %+v, want the lease's key, token and fence and the reason", orders[1].Details)
+		t.Errorf("lock release --token's event details = %+v, want the lease's key, token and fence and the reason", orders[2].Details)
 	}
 	if oncall := events(auditPipeline); len(oncall) != 1 || oncall[0].Details["before"].(map[string]any)["owner"] != "worker-7" {
 		t.Errorf("%s events of %s = %+v, want lock release --owner worker-7's", auditKind, auditPipeline, oncall)
