@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -28,7 +27,7 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 	now := p.now()
 	keys := make([]string, 0, len(p.s.locks))
 	for key, l := range p.s.locks {
-		if live(l.expires, now) && strings.HasPrefix(key, m.Prefix()) && m.Match(key) {
+		if live(l.expires, now) && m.Match(key) {
 			keys = append(keys, key)
 		}
 	}
