@@ -48,4 +48,12 @@ var (
 	// returns the others and reports it. ErrInvalidArgument stays the error of
 	// bad input: ErrCorrupt is about what is stored, never about the call.
 	ErrCorrupt = errors.New("pipestate: corrupt record")
+	// ErrUnavailable: the backend kept failing (throttling, unreachable,
+	// refusing service) and a circuit breaker (package breaker) refused a
+	// request of the call without sending it. It is safe to retry after the
+	// breaker's open period. A write is known not to have happened only when
+	// its first request was refused; after a lost reply, the breaker may refuse
+	// the call's retry of a write the backend did apply, as any error of that
+	// retry would leave it unknown.
+	ErrUnavailable = errors.New("pipestate: backend unavailable")
 )

@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/breaker"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/observe"
@@ -87,6 +88,9 @@ func TestConstructorsRefuseNils(t *testing.T) {
 		"state.NewCoalescer monoid":                func() error { return err2(state.NewCoalescer[int64](goodStore, sumMonoid)) },
 		"state.WithMeterProvider":                  func() error { return err2(state.NewCoalescer[int64](goodStore, sum, state.WithMeterProvider(mp))) },
 		"state.WithLogger":                         func() error { return err2(state.NewCoalescer[int64](goodStore, sum, state.WithLogger(log))) },
+		"breaker.WithMeterProvider":                func() error { return err2(breaker.New("b", breaker.WithMeterProvider(mp))) },
+		"breaker.WithLogger":                       func() error { return err2(breaker.New("b", breaker.WithLogger(log))) },
+		"breaker.WithFailure":                      func() error { return err2(breaker.New("b", breaker.WithFailure(nil))) },
 		"state/cache.New":                          func() error { return err2(cache.New[int64](memStore)) },
 		"state/cache.WithMeterProvider":            func() error { return err2(cache.New[int64](goodStore, cache.WithMeterProvider(mp))) },
 		"state/cache.WithClock":                    func() error { return err2(cache.New[int64](goodStore, cache.WithClock(clock))) },

@@ -95,4 +95,6 @@
 //	pipestate.coalescer.flush.size      histogram   {key}    none                                  keys taken by one flush
 //	pipestate.coalescer.flush.duration  histogram   s        none                                  duration of one flush
 //	pipestate.coalescer.flush.failures  counter     {flush}  none                                  flushes that returned an error
+//	pipestate.breaker.state             observable  {state}  pipestate.breaker.name                a circuit breaker's state (package breaker): 0
+//	                                    gauge                                                      closed, 1 half-open, 2 open
 package observe

@@ -35,6 +35,9 @@ var (
 	// skip it and report it (see CorruptError and "Corrupt records" in the
 	// package doc).
 	ErrCorrupt = pipestate.ErrCorrupt
+	// ErrUnavailable: a circuit breaker (package breaker) refused a request
+	// of the call without sending it, as the backend kept failing.
+	ErrUnavailable = pipestate.ErrUnavailable
 )
 
 // ReadOnly returns the error of a write refused by a read-only provider: op names

@@ -66,4 +66,7 @@ var (
 	// whose v attribute has the wrong type). Get and GetMany return an error
 	// wrapping it that names the key; see "Corrupt values" in the package doc.
 	ErrCorrupt = pipestate.ErrCorrupt
+	// ErrUnavailable: a circuit breaker (package breaker) refused a request
+	// of the call without sending it, as the backend kept failing.
+	ErrUnavailable = pipestate.ErrUnavailable
 )

@@ -177,3 +177,23 @@ func keysString(ks []ddbtypes.KeySchemaElement) string {
 	}
 	return "[" + s + "]"
 }
+
+// ReplicaRegions returns the regions of the table's Global Tables replicas as
+// DescribeTable reports them (its Replicas), nil for a table that is not
+// replicated. It fails for a table that does not exist.
+func ReplicaRegions(ctx context.Context, api TableAPI, name string) ([]string, error) {
+	t, err := describe(ctx, api, name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("describe table %s: no such table", name)
+	}
+	var regions []string
+	for _, r := range t.Replicas {
+		if r.RegionName != nil {
+			regions = append(regions, *r.RegionName)
+		}
+	}
+	return regions, nil
+}

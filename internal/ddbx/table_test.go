@@ -201,3 +201,26 @@ func TestEnsureTableConcurrent(t *testing.T) {
 		t.Fatalf("ttl: %+v, %v", ttl, err)
 	}
 }
+
+// replicated answers DescribeTable with a Global Table of two replicas.
+type replicated struct{ TableAPI }
+
+func (replicated) DescribeTable(context.Context, *ddb.DescribeTableInput, ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error) {
+	return &ddb.DescribeTableOutput{Table: &ddbtypes.TableDescription{Replicas: []ddbtypes.ReplicaDescription{
+		{RegionName: aws.String("us-east-1")}, {RegionName: aws.String("eu-west-1")}}}}, nil
+}
+
+func TestReplicaRegions(t *testing.T) {
+	ctx := t.Context()
+	got, err := ReplicaRegions(ctx, replicated{}, "t")
+	if err != nil || strings.Join(got, ",") != "us-east-1,eu-west-1" {
+		t.Fatalf("replicated table: %v, %v", got, err)
+	}
+	c, name := newTable(t)
+	if got, err := ReplicaRegions(ctx, c, name); err != nil || got != nil {
+		t.Fatalf("a table of DynamoDB Local: %v, %v; want none", got, err)
+	}
+	if _, err := ReplicaRegions(ctx, c, name+"-missing"); err == nil {
+		t.Fatal("a missing table: no error")
+	}
+}

@@ -23,10 +23,12 @@ import (
 type Net struct {
 	d net.Dialer
 
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	match   func(request []byte) bool // armed DropReply, nil when none
-	dropped int
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	match    func(request []byte) bool // armed DropReply, nil when none
+	dropped  int
+	refuse   bool
+	requests int
 }
 
 // NewNet returns a Net with nothing armed.
@@ -34,6 +36,12 @@ func NewNet() *Net { return &Net{conns: make(map[*conn]struct{})} }
 
 // Dial dials addr and tracks the connection. Its signature is go-redis's Dialer.
 func (n *Net) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	refuse := n.refuse
+	n.mu.Unlock()
+	if refuse {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}
 	c, err := n.d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -79,6 +87,25 @@ func (n *Net) KillAll() {
 	}
 }
 
+// Refuse(true) takes the server away, as a crash or a partition would: every open
+// connection is closed and every dial fails with ECONNREFUSED until Refuse(false).
+func (n *Net) Refuse(on bool) {
+	n.mu.Lock()
+	n.refuse = on
+	n.mu.Unlock()
+	if on {
+		n.KillAll()
+	}
+}
+
+// Requests reports how many writes (requests or pipelines of them) went out on
+// the connections it dialed.
+func (n *Net) Requests() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.requests
+}
+
 // Contains returns a matcher for requests that contain every one of parts, e.g. a
 // key name and a command or script argument. The match is on the raw request bytes
 // and is case-sensitive; go-redis sends command names in lower case ("evalsha",
@@ -98,6 +125,7 @@ func Contains(parts ...string) func([]byte) bool {
 func (n *Net) take(req []byte) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.requests++
 	if n.match == nil || !n.match(req) {
 		return false
 	}

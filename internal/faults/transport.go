@@ -32,6 +32,7 @@ type Transport struct {
 	rate     float64
 	dropped  int
 	rejected int
+	requests int
 }
 
 type reject struct {
@@ -88,6 +89,13 @@ func (t *Transport) Reject(n int, match func(op string, body []byte) bool, errTy
 	t.mu.Unlock()
 }
 
+// StopRejecting cancels what is left of every Reject.
+func (t *Transport) StopRejecting() {
+	t.mu.Lock()
+	t.rejects = nil
+	t.mu.Unlock()
+}
+
 // SetRandom gives every request a chance of rate to meet a fault chosen at random:
 // throttled, transaction conflict or internal error without reaching the server, a
 // connection reset before it is sent, or a response lost after it was applied.
@@ -111,6 +119,14 @@ func (t *Transport) Rejected() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.rejected
+}
+
+// Requests reports how many requests the SDK handed to the Transport, whatever
+// happened to them.
+func (t *Transport) Requests() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.requests
 }
 
 // fault is what happens to one request.
@@ -163,6 +179,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t *Transport) decide(op string, body []byte) (fault, string, func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.requests++
 	if t.dropNext != nil && t.dropNext(op, body) {
 		then := t.dropThen
 		t.dropNext, t.dropThen = nil, nil

@@ -62,6 +62,7 @@ const imports = `import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/breaker"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/observe"

@@ -213,6 +213,30 @@
 //     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
 //     marker-log partition and counter (MARKERLOG); these are low-rate records.
 //
+// # Across regions
+//
+// DynamoDB Global Tables replicate each item to the other regions
+// asynchronously, last writer wins, and evaluate a condition or a transaction
+// only in the region that receives it. Every guarantee above is a guarantee
+// within one region:
+//
+//   - Holds with one writing region: all writers (orchestrators, lock and lease
+//     holders, the CLI with --yes) use one region; the other regions' replicas
+//     are readers that see each item within the replication delay (usually
+//     under a second, with no bound), read-after-write only in the writing
+//     region, and may see the items of one transaction arrive one by one.
+//   - Breaks with writers in two regions: both can swap the same run from the
+//     same version, create the same run, hold the same lock or lease at once
+//     (with the same fence), take the same event or marker sequence number (one
+//     record then overwrites the other: an event is lost), and the expiry and
+//     lease checks read the item of their own region only. Nothing detects it.
+//
+// ReplicaRegions tells at start-up whether a table is replicated, so that a
+// service can refuse one it has not been deployed for. The package does not
+// refuse such tables itself (DescribeTable would cost every New a request and
+// a permission that readers often lack). Multi-region strong consistency
+// (MRSC) tables have not been tested; treat them as unsupported.
+//
 // # Round trips
 //
 // HTTP requests per call, as counted by the package's tests (without SDK retries).

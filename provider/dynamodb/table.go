@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -73,3 +74,20 @@ func CreateTable(ctx context.Context, client TableAPI, table string) error {
 // ErrSchemaMismatch is wrapped by CreateTable's error when the table exists with
 // another schema.
 var ErrSchemaMismatch = ddbx.ErrSchemaMismatch
+
+// ReplicaRegions returns the regions of the table's DynamoDB Global Tables
+// replicas (DescribeTable), nil for a table that is not replicated. Global
+// Tables replicate last-writer-wins across regions, which the provider's
+// guarantees do not survive (see "Across regions" in the package doc): call it
+// at start-up and refuse a replicated table unless every writer uses one
+// region. It needs dynamodb:DescribeTable on the table.
+func ReplicaRegions(ctx context.Context, client TableAPI, table string) ([]string, error) {
+	if nilcheck.IsNil(client) {
+		return nil, provider.Invalidf("dynamodb: ReplicaRegions: nil client")
+	}
+	regions, err := ddbx.ReplicaRegions(ctx, client, table)
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: ReplicaRegions: %w", err)
+	}
+	return regions, nil
+}

@@ -107,6 +107,21 @@
 //   - Reads are strongly consistent. The stores do not own the client: Close only
 //     marks the store closed (later calls return an error wrapping state.ErrClosed).
 //
+// # Across regions
+//
+// DynamoDB Global Tables replicate each item to the other regions
+// asynchronously, last writer wins, and evaluate a condition or a transaction
+// only in the region that receives it. The guarantees above are guarantees
+// within one region. With one writing region the other regions' replicas are
+// readers that see each value within the replication delay (usually under a
+// second, with no bound). With writers in two regions merges are lost, not
+// combined: two sum ADDs to one item in two regions each apply to their own
+// region's copy and replication keeps one of the two results; a smaller
+// maximum can replace a larger one; a MergeUpdateOnce or MarkSeen can claim
+// the same event ID in each region, so a delta is applied twice or lost.
+// ReplicaRegions tells at start-up whether a value or dedup table is
+// replicated; the stores do not check it themselves.
+//
 // # Signals
 //
 // What only the stores know goes to WithMeterProvider (default: the global meter

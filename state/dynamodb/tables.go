@@ -78,3 +78,20 @@ func createTable(ctx context.Context, client TableAPI, table string, ranged bool
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ReplicaRegions returns the regions of the table's DynamoDB Global Tables
+// replicas (DescribeTable), nil for a table that is not replicated. Global
+// Tables replicate last-writer-wins across regions, which the stores'
+// guarantees do not survive (see "Across regions" in the package doc): call it
+// at start-up for the value and dedup tables and refuse a replicated one unless
+// every writer uses one region. It needs dynamodb:DescribeTable on the table.
+func ReplicaRegions(ctx context.Context, client TableAPI, table string) ([]string, error) {
+	if nilcheck.IsNil(client) {
+		return nil, fmt.Errorf("%w: state/dynamodb: ReplicaRegions: nil client", state.ErrInvalidArgument)
+	}
+	regions, err := ddbx.ReplicaRegions(ctx, client, table)
+	if err != nil {
+		return nil, fmt.Errorf("state/dynamodb: ReplicaRegions: %w", err)
+	}
+	return regions, nil
+}
