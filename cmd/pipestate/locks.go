@@ -83,10 +83,12 @@ var locksListCmd = &spec{
 		"lease's token and fence, and when the holding expires. --match keeps the keys that match a\n" +
 		"glob: '*' any characters (':' and '/' too), '?' one, '\\' makes the next one literal.\n" +
 		"It reads through provider.LockLister, which every built-in backend implements. Cost: Redis\n" +
-		"SCANs the whole keyspace of every master (1 round trip per 1,000 keys), DynamoDB Scans the\n" +
-		"whole table (1 request per 1 MB); measured at 1,000 pipelines (go test ./cmd/pipestate\n" +
-		"-run TestCost -cost): see the README. --json prints one types.LockInfo per line with its\n" +
-		"kind, as lock show --json does.",
+		"SCANs the whole keyspace of every master (1 round trip per 1,000 keys), then reads the\n" +
+		"locks in one MULTI (a Cluster: one per lock); DynamoDB Scans the whole table (1 request\n" +
+		"per 1 MB). Measured at 1,000 pipelines with a lease each (go test ./cmd/pipestate -run\n" +
+		"TestCost -cost -v): Redis 14 round trips (13,002 keys) in 22 ms, a 3-master Cluster\n" +
+		"1,016 in 61 ms, DynamoDB Local 2 requests (8,000 items) in 0.2 s. --json prints one\n" +
+		"types.LockInfo per line with its kind, as lock show --json does.",
 	example: "pipestate locks list --redis localhost:6379\npipestate locks list --match 'sched:*' --table pipestate",
 	define: func(in *inv, fs *flag.FlagSet) action {
 		match := fs.String("match", "", "only the keys that match this glob ('*', '?', '\\' to escape)")

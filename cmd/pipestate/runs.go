@@ -37,10 +37,11 @@ var runsCmd = &spec{
 		"given (RUNNING,PENDING) and --older-than D those not updated for D or more (by UpdatedAt:\n" +
 		"stuck work); with either, each pipeline's newest " + strconv.Itoa(scanLimit) + " runs are searched.\n" +
 		"Cost of --all: 1 ListPipelines, then 1 ListRuns per pipeline (" + strconv.Itoa(runsAtOnce) + " at once), each reading\n" +
-		"--limit runs, or " + strconv.Itoa(scanLimit) + " with a filter. Measured at 1,000 pipelines of 3 runs each\n" +
-		"(go test ./cmd/pipestate -run TestCost -cost): 1,001 calls per backend; about 0.1 s on\n" +
-		"Redis, 1.5 s on DynamoDB Local (see the README). Runs of a pipeline that is not registered\n" +
-		"(or was deleted) are not found by --all. --json prints one types.RunState per line.",
+		"--limit runs, or " + strconv.Itoa(scanLimit) + " with a filter. Measured at 1,000 pipelines (go test\n" +
+		"./cmd/pipestate -run TestCost -cost -v): Redis 2,008 round trips in 0.1 s, a 3-master\n" +
+		"Cluster 3,521 in 0.2 s, DynamoDB Local 1,001 requests in 15 s to 107 s (see the README).\n" +
+		"Runs of a pipeline that is not registered (or was deleted) are not found by --all.\n" +
+		"--json prints one types.RunState per line.",
 	example: "pipestate runs orders --status RUNNING --limit 5 --redis localhost:6379\n" +
 		"pipestate runs --all --status RUNNING,PENDING --older-than 1h --redis localhost:6379",
 	define: func(in *inv, fs *flag.FlagSet) action {
