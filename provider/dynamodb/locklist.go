@@ -48,7 +48,11 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": sv(lockPrefix + m.Prefix()), ":sk": sv(skLock)},
 	}
 	now := p.now()
-	first := provider.NewFirstByKey(limit, func(it item) string { return recordID(provider.KindLock, it) })
+	// The first limit live locks that decode, and the first limit that do not:
+	// those among the locks listed are reported (a limit counts good ones only).
+	key := func(info types.LockInfo) string { return info.Key }
+	good := provider.NewFirstByKey(limit, key)
+	bad := provider.NewFirstByKey(limit, func(it item) string { return recordID(provider.KindLock, it) })
 	for {
 		out, err := p.api.Scan(ctx, in, p.sdk(op))
 		if err != nil {
@@ -59,8 +63,15 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 			if err != nil {
 				it = p.badItem(provider.KindLock, av, err)
 			}
-			if it.live(now) && m.Match(recordID(provider.KindLock, it)) {
-				first.Add(it)
+			if !m.Match(recordID(provider.KindLock, it)) {
+				continue
+			}
+			switch info, err := p.lockInfo(it, now); {
+			case err != nil:
+				it.bad = err
+				bad.Add(it)
+			case info != nil:
+				good.Add(*info)
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -68,16 +79,12 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	var list []types.LockInfo
-	for _, it := range first.Items() {
-		info, err := p.lockInfo(it, now)
-		switch {
-		case provider.SkipCorrupt(ctx, p.sig, err):
-		case err != nil:
-			return nil, err
-		case info != nil:
-			list = append(list, *info)
+	list := good.Items()
+	for _, it := range bad.Items() {
+		if len(list) == limit && recordID(provider.KindLock, it) > list[limit-1].Key {
+			break
 		}
+		provider.SkipCorrupt(ctx, p.sig, it.bad)
 	}
 	return list, nil
 }

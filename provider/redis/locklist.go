@@ -32,15 +32,16 @@ var lockUnescaper = strings.NewReplacer("%25", "%", "%7B", "{", "%7D", "}")
 var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`)
 
 // ListLocks implements provider.LockLister. It SCANs the keyspace of every
-// master (a Redis Cluster: each master in turn; one server: it) with a MATCH on
+// master (a Redis Cluster: all masters at once; one server: it) with a MATCH on
 // the lock keys of p's prefix whose keys start with the pattern's literal prefix,
 // lockScanCount keys per round trip, so it costs about keys-in-the-database /
 // lockScanCount round trips per master whatever it finds. Then it reads the
 // first limit matching keys as GetLockInfo does (GET and PTTL of the key, GET of
 // its fence, in a MULTI): on one server all in one MULTI, one round trip; on a
 // Redis Cluster, where a MULTI cannot span slots, one MULTI per key, at most
-// lockReadsAtOnce at once. A key that expires between the two steps is not
-// listed.
+// lockReadsAtOnce at once. A key skipped (corrupt, or expired between the two
+// steps) is made up for by another round of both steps after the last key read,
+// until limit keys are listed or none are left.
 func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	m, err := provider.ParseLockPattern(match)
 	if err != nil {
@@ -52,17 +53,41 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
+	var out []types.LockInfo
+	after := "" // every key listed or skipped so far sorts at or before it
+	for len(out) < limit {
+		want := limit - len(out)
+		keys, err := p.lockKeys(ctx, m, after, want)
+		if err != nil {
+			return nil, p.wrap("list locks", err)
+		}
+		infos, err := p.readLocks(ctx, keys)
+		if err != nil {
+			return nil, p.wrap("list locks", err)
+		}
+		out = append(out, infos...)
+		if len(keys) < want {
+			break
+		}
+		after = keys[len(keys)-1]
+	}
+	return out, nil
+}
+
+// lockKeys SCANs the lock keys of p's prefix that match m and sort after after
+// ("": all) and returns the first n, in order.
+func (p *Provider) lockKeys(ctx context.Context, m *provider.LockPattern, after string, n int) ([]string, error) {
 	head := p.k.prefix + ":{lock:"
 	pattern := globEscaper.Replace(head+lockEscaper.Replace(m.Prefix())) + "*}"
 	var (
 		mu    sync.Mutex // ForEachMaster scans the masters at once
-		first = provider.NewFirstByKey(limit, func(key string) string { return key })
+		first = provider.NewFirstByKey(n, func(key string) string { return key })
 	)
 	scan := func(ctx context.Context, c goredis.Cmdable) error {
 		it := c.Scan(ctx, 0, pattern, lockScanCount).Iterator()
 		for it.Next(ctx) {
 			name := strings.TrimSuffix(strings.TrimPrefix(it.Val(), head), "}")
-			if key := lockUnescaper.Replace(name); m.Match(key) {
+			if key := lockUnescaper.Replace(name); key > after && m.Match(key) {
 				mu.Lock()
 				first.Add(key)
 				mu.Unlock()
@@ -70,15 +95,18 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		}
 		return it.Err()
 	}
+	var err error
 	if cc, ok := p.c.(*goredis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
 	} else {
 		err = scan(ctx, p.c)
 	}
-	if err != nil {
-		return nil, p.wrap("list locks", err)
-	}
-	keys := first.Items()
+	return first.Items(), err
+}
+
+// readLocks reads what holds each of keys as GetLockInfo does, in order: the
+// held ones; a free one is left out, and a corrupt one is reported and left out.
+func (p *Provider) readLocks(ctx context.Context, keys []string) ([]types.LockInfo, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -96,6 +124,7 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		}
 		return err
 	}
+	var err error
 	if _, ok := p.c.(*goredis.ClusterClient); ok { // a MULTI cannot span slots: one per key, at once
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(lockReadsAtOnce)
@@ -107,7 +136,7 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		err = read(ctx, 0, len(keys))
 	}
 	if err != nil {
-		return nil, p.wrap("list locks", err)
+		return nil, err
 	}
 	var out []types.LockInfo
 	for _, r := range reads {
@@ -115,7 +144,7 @@ func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]ty
 		switch {
 		case provider.SkipCorrupt(ctx, p.sig, err):
 		case err != nil:
-			return nil, p.wrap("list locks", err)
+			return nil, err
 		case info != nil:
 			out = append(out, *info)
 		}
