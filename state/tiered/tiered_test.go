@@ -18,7 +18,9 @@ import (
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/cache"
 	"github.com/pipestate/pipestate/state/dynamodb"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/statetest"
@@ -367,3 +369,49 @@ func TestNewRefusesBadArguments(t *testing.T) {
 }
 
 func attrStep(step string) attribute.KeyValue { return attribute.String("pipestate.tiered.step", step) }
+
+// TestComposes: the tier goes over an observed source and under an observed
+// store and an in-process cache, keeping OnceStore and BatchStore throughout.
+func TestComposes(t *testing.T) {
+	e := envFor(t, redisKinds()["miniredis"])
+	src, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, dynamodb.WithDedupTable(e.dedup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed, err := observe.Store[int64](src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, ok := observed.(state.RevisionStore[int64])
+	if !ok {
+		t.Fatal("an observed DynamoDB store is not a RevisionStore")
+	}
+	tier := mustNew(t, e, rs)
+	outer, err := observe.Store[int64](tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := cache.New[int64](outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once, ok := l1.(state.OnceStore[int64])
+	if !ok {
+		t.Fatal("the stack is not an OnceStore")
+	}
+	if _, ok := l1.(state.BatchStore[int64]); !ok {
+		t.Fatal("the stack is not a BatchStore")
+	}
+	ctx, k := t.Context(), state.Key{Entity: "k"}
+	for range 2 {
+		if _, err := once.MergeUpdateOnce(ctx, "ev", k, 3, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok, err := l1.Get(ctx, k); err != nil || !ok || v != 3 {
+		t.Fatalf("Get = %d, %v, %v; want 3", v, ok, err)
+	}
+	if v, _, err := sums(t, e).Get(ctx, k); err != nil || v != 3 {
+		t.Fatalf("another process: %d, %v; want 3", v, err)
+	}
+}
