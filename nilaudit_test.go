@@ -26,6 +26,7 @@ import (
 	sdynamodb "github.com/pipestate/pipestate/state/dynamodb"
 	smemory "github.com/pipestate/pipestate/state/memory"
 	sredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/tiered"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -51,6 +52,11 @@ func TestConstructorsRefuseNils(t *testing.T) {
 		bytesMonoid *hll.Monoid
 	)
 	mini := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	var sdynNil *sdynamodb.Int64SumStore
+	sdynGood, err := sdynamodb.NewInt64SumStore(ddb.New(ddb.Options{Region: "us-east-1"}), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = mini.Close() })
 	dyn := ddb.New(ddb.Options{Region: "us-east-1"})
 	sum := monoid.Sum[int64]{}
@@ -91,6 +97,10 @@ func TestConstructorsRefuseNils(t *testing.T) {
 		"breaker.WithMeterProvider":                func() error { return err2(breaker.New("b", breaker.WithMeterProvider(mp))) },
 		"breaker.WithLogger":                       func() error { return err2(breaker.New("b", breaker.WithLogger(log))) },
 		"breaker.WithFailure":                      func() error { return err2(breaker.New("b", breaker.WithFailure(nil))) },
+		"state/tiered.New source":                  func() error { return err2(tiered.New[int64](sdynNil, mini, "p")) },
+		"state/tiered.New client":                  func() error { return err2(tiered.New[int64](sdynGood, redisClient, "p")) },
+		"state/tiered.WithMeterProvider":           func() error { return err2(tiered.New[int64](sdynGood, mini, "p", tiered.WithMeterProvider(mp))) },
+		"state/tiered.WithClock":                   func() error { return err2(tiered.New[int64](sdynGood, mini, "p", tiered.WithClock(clock))) },
 		"state/cache.New":                          func() error { return err2(cache.New[int64](memStore)) },
 		"state/cache.WithMeterProvider":            func() error { return err2(cache.New[int64](goodStore, cache.WithMeterProvider(mp))) },
 		"state/cache.WithClock":                    func() error { return err2(cache.New[int64](goodStore, cache.WithClock(clock))) },

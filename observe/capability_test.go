@@ -59,6 +59,9 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.LockInspector":
 				_, inOK = inner.(provider.LockInspector)
 				_, outOK = wrapped.(provider.LockInspector)
+			case "provider.LockLister":
+				_, inOK = inner.(provider.LockLister)
+				_, outOK = wrapped.(provider.LockLister)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}
@@ -81,11 +84,19 @@ func (everything) WatchCascadeMarkers(context.Context, string) iter.Seq2[types.C
 	return func(func(types.CascadeMarkerRecord, error) bool) {}
 }
 
+// revisioned is a store with every optional interface of package state.
+type revisioned struct{ *statememory.Store[int64] }
+
+func (revisioned) GetRevisions(context.Context, []state.Key) ([]state.Revision[int64], error) {
+	return nil, nil
+}
+
 func TestStoreKeepsCapabilities(t *testing.T) {
-	full, err := statememory.New[int64](monoid.Sum[int64]{})
+	mem, err := statememory.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	full := revisioned{mem}
 	for mask := range uint(1) << len(restrictStoreCapabilities) {
 		inner := withRestrictStore[int64](mask, full)
 		wrapped, err := Store(inner)
@@ -102,6 +113,11 @@ func TestStoreKeepsCapabilities(t *testing.T) {
 		if want := mask&2 != 0; inOK != want || outOK != want {
 			t.Errorf("mask %b: BatchStore on original %v, decorator %v, want %v", mask, inOK, outOK, want)
 		}
+		_, inOK = inner.(state.RevisionStore[int64])
+		_, outOK = wrapped.(state.RevisionStore[int64])
+		if want := mask&4 != 0; inOK != want || outOK != want {
+			t.Errorf("mask %b: RevisionStore on original %v, decorator %v, want %v", mask, inOK, outOK, want)
+		}
 	}
 }
 
@@ -114,11 +130,12 @@ func TestCapabilityListsAreComplete(t *testing.T) {
 		have     []string
 	}{
 		{"../provider", "provider", restrictProviderCapabilities},
-		// onceMethods[V] and batchMethods[V] are OnceStore's and BatchStore's extra methods.
-		{"../state", "state", []string{"state.BatchStore", "state.OnceStore"}},
+		// onceMethods[V], batchMethods[V] and revisionMethods[V] are OnceStore's,
+		// BatchStore's and RevisionStore's extra methods.
+		{"../state", "state", []string{"state.BatchStore", "state.OnceStore", "state.RevisionStore"}},
 	} {
 		want := optionalInterfaces(t, tc.dir, tc.pkg)
-		if !slices.Equal(restrictStoreCapabilities, []string{"onceMethods[V]", "batchMethods[V]"}) {
+		if !slices.Equal(restrictStoreCapabilities, []string{"onceMethods[V]", "batchMethods[V]", "revisionMethods[V]"}) {
 			t.Fatalf("restrictStoreCapabilities = %v: update this test's list for state", restrictStoreCapabilities)
 		}
 		if !slices.Equal(want, sorted(tc.have)) {

@@ -95,6 +95,10 @@
 //	pipestate.coalescer.flush.size      histogram   {key}    none                                  keys taken by one flush
 //	pipestate.coalescer.flush.duration  histogram   s        none                                  duration of one flush
 //	pipestate.coalescer.flush.failures  counter     {flush}  none                                  flushes that returned an error
+//	pipestate.tiered.hits               counter     {read}   none                                  keys a state/tiered store read from Redis
+//	pipestate.tiered.misses             counter     {read}   none                                  keys it read from its source of truth
+//	pipestate.tiered.failures           counter     {call}   pipestate.tiered.step                 its Redis calls that failed: read (served by the
+//	                                                                                               source) or write (a write-through or fill lost)
 //	pipestate.breaker.state             observable  {state}  pipestate.breaker.name                a circuit breaker's state (package breaker): 0
 //	                                    gauge                                                      closed, 1 half-open, 2 open
 package observe

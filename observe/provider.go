@@ -14,7 +14,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector -import github.com/pipestate/pipestate/provider
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector,provider.LockLister -import github.com/pipestate/pipestate/provider
 
 // Outcomes, the values of AttrOutcome.
 const (
@@ -56,7 +56,7 @@ func lockKind(k string) []attribute.KeyValue { return []attribute.KeyValue{AttrL
 // the outcome counters of the package doc. The result implements exactly the
 // optional provider interfaces (provider.Leaser, provider.CascadeReader,
 // provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
-// provider.LockInspector) that p implements. It fails only on a nil p or a bad
+// provider.LockInspector, provider.LockLister) that p implements. It fails only on a nil p or a bad
 // option (ErrInvalidArgument).
 func Provider(p provider.Provider, opts ...Option) (provider.Provider, error) {
 	if nilcheck.IsNil(p) {
@@ -360,6 +360,13 @@ func (o *observedProvider) CreateRunState(ctx context.Context, run types.RunStat
 func (o *observedProvider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	ctx, c := o.start(ctx, "GetLockInfo", ids{lockKey: key})
 	v, err := o.p.(provider.LockInspector).GetLockInfo(ctx, key)
+	return v, c.done(err)
+}
+
+// ListLocks implements provider.LockLister.
+func (o *observedProvider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
+	ctx, c := o.start(ctx, "ListLocks", ids{})
+	v, err := o.p.(provider.LockLister).ListLocks(ctx, match, limit)
 	return v, c.done(err)
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V],batchMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V],batchMethods[V],revisionMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
 
 // onceMethods is what state.OnceStore adds to state.Store.
 type onceMethods[V any] interface {
@@ -19,6 +19,11 @@ type onceMethods[V any] interface {
 // batchMethods is what state.BatchStore adds to state.Store.
 type batchMethods[V any] interface {
 	MergeMany(ctx context.Context, updates []state.Update[V]) error
+}
+
+// revisionMethods is what state.RevisionStore adds to state.Store.
+type revisionMethods[V any] interface {
+	GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[V], error)
 }
 
 var storeCounters = map[string]instrument{
@@ -32,8 +37,8 @@ var deduperCounters = map[string]instrument{
 }
 
 // Store returns s decorated with a span and a duration measurement per call and the
-// pipestate.merge.once counter. The result implements state.OnceStore and
-// state.BatchStore exactly when s does. It fails only on a nil s or a bad option (ErrInvalidArgument).
+// pipestate.merge.once counter. The result implements state.OnceStore,
+// state.BatchStore and state.RevisionStore exactly when s does. It fails only on a nil s or a bad option (ErrInvalidArgument).
 func Store[V any](s state.Store[V], opts ...Option) (state.Store[V], error) {
 	if nilcheck.IsNil(s) {
 		return nil, invalidf("Store: nil store")
@@ -86,6 +91,14 @@ func (o *observedStore[V]) MergeUpdateOnce(ctx context.Context, eventID string, 
 func (o *observedStore[V]) MergeMany(ctx context.Context, updates []state.Update[V]) error {
 	ctx, c := o.start(ctx, "MergeMany", ids{keys: len(updates)})
 	return c.done(o.s.(batchMethods[V]).MergeMany(ctx, updates))
+}
+
+// GetRevisions implements state.RevisionStore, with the number of keys
+// (pipestate.keys).
+func (o *observedStore[V]) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[V], error) {
+	ctx, c := o.start(ctx, "GetRevisions", ids{keys: len(ks)})
+	revs, err := o.s.(revisionMethods[V]).GetRevisions(ctx, ks)
+	return revs, c.done(err)
 }
 
 // Close implements state.Store.

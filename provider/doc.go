@@ -157,7 +157,7 @@
 //	context        every call honours ctx: a cancelled context returns an error for
 //	               which errors.Is(err, context.Canceled) holds.
 //	reads          reads never write: every Get*, List*, ReadEventsSince,
-//	               FollowEvents, WatchCascadeMarkers, GetLockInfo and Ping works for
+//	               FollowEvents, WatchCascadeMarkers, GetLockInfo, ListLocks and Ping works for
 //	               credentials that allow reads only. A backend that repairs on read
 //	               does so only when it may write; each built-in backend has a
 //	               WithReadOnly option whose every write fails with an error
@@ -185,7 +185,7 @@
 //     panics, and never reports the record as missing.
 //   - A List* or an iterator (ListPipelines, ListRuns, ListEvents,
 //     ReadEventsSince, ListRunLogs, ListReruns, ListAllReruns, ListReplays,
-//     ListLateArrivals, ListCascadeMarkers, GetTraits, FollowEvents,
+//     ListLateArrivals, ListCascadeMarkers, ListLocks, GetTraits, FollowEvents,
 //     WatchCascadeMarkers) skips it and goes on: it returns the other records in
 //     their order, reads on so that a limit counts good records only, and an
 //     iterator's cursor moves past it. It reports each record it skipped, once
@@ -205,7 +205,7 @@
 // # Writing a backend
 //
 // Implement Provider (and, if you can, the optional Leaser, CascadeReader,
-// RunCreator, EventFollower, MarkerWatcher and LockInspector), start each method
+// RunCreator, EventFollower, MarkerWatcher, LockInspector and LockLister), start each method
 // with the Prepare* and Check* helpers so bad input is rejected and defaults are
 // filled the same way everywhere, decode what you read with Decode and
 // DecodeOrSkip (see "Corrupt records"), keep records for a Retention (an

@@ -301,6 +301,13 @@ func corruptCases() []corruptCase {
 				v, err := p.(provider.LockInspector).GetLockInfo(ctx, k.ids[i])
 				return v != nil, err
 			},
+			lists: []corruptList{{call: "ListLocks", limited: true, list: func(ctx context.Context, p provider.Provider, k corruptKeys, limit, _ int) ([]string, error) {
+				l, ok := p.(provider.LockLister)
+				if !ok {
+					return nil, errSkip
+				}
+				return namesOf(l.ListLocks(ctx, "", orAll(limit)))(func(v types.LockInfo) string { return v.Key })
+			}}},
 		},
 	}
 }

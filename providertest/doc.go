@@ -9,7 +9,7 @@
 // named subtest, grouped by interface (PipelineStore, TraitStore, RunStore,
 // EventStore, RunLogStore, RerunStore, CascadeStore, LateArrivalStore,
 // ReplayStore, Locker, Leaser, KeepAlive, CascadeReader, RunCreator,
-// EventFollower, MarkerWatcher, LockInspector, Readiness) and by class of rule
+// EventFollower, MarkerWatcher, LockInspector, LockLister, Readiness) and by class of rule
 // (Expiry, Fidelity, Lists, Limits, Corrupt, Lifecycle), e.g.
 // "RunStore/cas_concurrent_one_winner"; a failure names the rule it breaks.
 // Each group checks, where the rule applies:
@@ -78,7 +78,8 @@
 //     IDs and lease tokens that are prefixes of each other (owners need
 //     Harness.OpenOwner); inspecting a key (LockInspector): the lock's owner,
 //     the lease's token and fence, the expiry, nothing once released or expired
-//     at the exact instant;
+//     at the exact instant; listing the keys held (LockLister): the same, in
+//     bytewise key order within the limit, through every form of pattern;
 //   - every list of IDs (runs, reruns, all reruns, replays, pipelines) read while
 //     writers on two instances create new IDs, and read whole while other items
 //     move across it; lists of 300 pipelines, run logs, markers, late arrivals
@@ -206,15 +207,15 @@
 // # Optional interfaces
 //
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector are
-// detected by type assertion on what Open returns. When present, their groups run
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
+// provider.LockLister are detected by type assertion on what Open returns. When present, their groups run
 // (and the bad-input cases of WriteCascadeMarker also read the markers back); when
 // absent, those groups skip with the reason, as do the after-Stop calls of their
 // methods and the Expiry, Fidelity and Lists subtests of leases and markers.
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 90 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 93 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write

@@ -44,6 +44,7 @@ type full interface {
 	provider.EventFollower
 	provider.MarkerWatcher
 	provider.LockInspector
+	provider.LockLister
 	Owner() string
 }
 
@@ -1836,6 +1837,61 @@ func (b createRefusesExpiredRun) CreateRunState(ctx context.Context, run types.R
 	return ok, err
 }
 
+// listLocksExpiryInclusive judges expiry in ListLocks as now > ExpiresAt: a lock
+// it listed still shows at the exact instant it expires.
+type listLocksExpiryInclusive struct {
+	full
+	s *shared
+}
+
+func (b listLocksExpiryInclusive) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
+	list, err := b.full.ListLocks(ctx, match, limit)
+	if err != nil {
+		return nil, err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	listed := map[string]bool{}
+	for _, info := range list {
+		listed[info.Key] = true
+		if info.ExpiresAt != nil {
+			b.s.expiries[info.Key] = *info.ExpiresAt
+		}
+	}
+	for key, exp := range b.s.expiries {
+		if !listed[key] && !b.s.now().After(exp) {
+			list = append(list, types.LockInfo{Key: key, Owner: b.Owner(), ExpiresAt: &exp})
+		}
+	}
+	slices.SortFunc(list, func(a, b types.LockInfo) int { return strings.Compare(a.Key, b.Key) })
+	return list[:min(limit, len(list))], nil
+}
+
+// listLocksUnordered returns the locks in reverse key order, cut at limit
+// after that: the wrong ones when there are more.
+type listLocksUnordered struct{ full }
+
+func (b listLocksUnordered) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
+	list, err := b.full.ListLocks(ctx, match, max(limit, 1<<20))
+	if err != nil || limit < 1 {
+		return list, err
+	}
+	slices.Reverse(list)
+	return list[:min(limit, len(list))], nil
+}
+
+// listLocksByPrefix matches every key that starts with the pattern's literal
+// prefix, whatever follows it.
+type listLocksByPrefix struct{ full }
+
+func (b listLocksByPrefix) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
+	m, err := provider.ParseLockPattern(match)
+	if err != nil {
+		return nil, err
+	}
+	return b.full.ListLocks(ctx, provider.QuoteLockPattern(m.Prefix())+"*", limit)
+}
+
 var brokenBackends = []brokenBackend{
 	// Retention: a record is expired from the instant now >= its expiry.
 	{"retention_reads_late", "Retention/runs/expires_at_retention", newRetentionReadsLate},
@@ -1878,6 +1934,15 @@ var brokenBackends = []brokenBackend{
 	// LockInspector: the owner shown is the holder's, whoever asks.
 	{"inspect_caller_owner", "LockInspector/owners_per_instance",
 		func(p full, _ *shared) provider.Provider { return inspectCallerOwner{p} }},
+	// LockLister: a lock is gone at the exact instant of its expiry.
+	{"list_locks_expiry_inclusive", "LockLister/expired_at_exact_ttl",
+		func(p full, s *shared) provider.Provider { return listLocksExpiryInclusive{p, s} }},
+	// LockLister: the first limit keys in key order.
+	{"list_locks_unordered", "LockLister/key_order_and_limit",
+		func(p full, _ *shared) provider.Provider { return listLocksUnordered{p} }},
+	// LockLister: the whole pattern matches, not its literal prefix alone.
+	{"list_locks_by_prefix", "LockLister/pattern",
+		func(p full, _ *shared) provider.Provider { return listLocksByPrefix{p} }},
 	// EventFollower: events appended after the follow started are delivered.
 	{"follow_snapshot", "EventFollower/from_start_then_live",
 		func(p full, _ *shared) provider.Provider { return followSnapshot{p} }},

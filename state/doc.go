@@ -48,6 +48,9 @@
 //     atomic, and a failure after the first write is a *MergeError telling each
 //     update's outcome. Lost replies as for MergeUpdate: retry only the failed
 //     updates. Backends without a batch write run MergeEach (bounded concurrency).
+//   - RevisionStore.GetRevisions (optional; the DynamoDB stores) reads values
+//     with their revision, a number every write of the key raises, so a shared
+//     cache (package tiered) can keep the newer of two values it is given.
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
 //     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
 //     is an error). Release deletes the claim, so the next MarkSeen wins again.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"strings"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,52 +14,121 @@ import (
 	"github.com/pipestate/pipestate/provider"
 	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
 	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/types"
 )
 
 var lockReleaseCmd = &spec{
 	name:    "lock release",
-	args:    "KEY --owner OWNER",
-	summary: "release a lock that owner OWNER holds",
+	args:    "KEY (--owner OWNER | --token TOKEN) --reason TEXT",
+	summary: "release a lock that owner OWNER holds, or the lease with token TOKEN, recording why",
 	about: "Releases lock KEY (a Locker lock) if owner OWNER holds it, exactly as that owner's\n" +
-		"ReleaseLock would: OWNER is the identity the holding process gave WithOwner. A lock that\n" +
-		"is free, expired or held by another owner is left alone and the command exits 3. Leases\n" +
-		"(AcquireLease) are not released by this command. --json prints {key, owner, released}.",
-	example: "pipestate lock release eval:orders:daily --owner worker-7 --yes --redis localhost:6379",
+		"ReleaseLock would (OWNER is the identity the holding process gave WithOwner), or with\n" +
+		"--token the lease of KEY whose token is TOKEN, exactly as its holder's ReleaseLease would\n" +
+		"('pipestate lock KEY' and 'pipestate locks list' show it): so the lease of a dead holder\n" +
+		"frees now instead of at its expiry, and its holder, if it lives, can no longer renew it.\n" +
+		"A key that is free, expired or held by another owner or lease is left alone and the\n" +
+		"command exits 3. After the release, an " + auditKind + " event records it in the log of\n" +
+		"pipeline --pipeline (the pipeline whose work the lock guards; default " + auditPipeline + "):\n" +
+		"the key, the owner or token and fence released, operator (--as) and reason (--reason,\n" +
+		"required). The release comes first: a crash between the two leaves it unrecorded, and an\n" +
+		"append that fails is an error (exit 1) that says the lock was released.\n" +
+		"--json prints {key, owner or token, fence, released, pipeline}.",
+	example: "pipestate lock release eval:orders:daily --owner worker-7 --reason 'worker-7 is gone' --yes --redis localhost:6379\n" +
+		"pipestate lock release sched:orders --token 3f2a... --pipeline orders --reason 'holder OOM-killed, INC-123' --yes --redis localhost:6379",
 	write:   true,
+	audited: true,
 	define: func(in *inv, fs *flag.FlagSet) action {
-		owner := fs.String("owner", "", "the owner identity that holds the lock (required)")
+		owner := fs.String("owner", "", "the owner identity that holds the lock (or --token)")
+		token := fs.String("token", "", "the token of the lease to release (or --owner)")
+		pipeline := fs.String("pipeline", auditPipeline, "the pipeline whose event log records the release")
 		return func(ctx context.Context, pos []string) error {
 			a, err := args(pos, "KEY")
 			if err != nil {
 				return err
 			}
+			key := a[0]
+			holder, what := "owner "+*owner, "lock"
 			switch {
-			case *owner == "":
-				return usagef("missing --owner: the owner identity that holds the lock (its process's WithOwner)")
-			case !in.yes:
-				return usagef("this writes: add --yes to release lock %q if owner %s holds it", a[0], *owner)
+			case *owner == "" && *token == "":
+				return usagef("missing --owner OWNER (a lock's, its process's WithOwner) or --token TOKEN (a lease's, as 'pipestate lock %s' shows it)", key)
+			case *owner != "" && *token != "":
+				return usagef("give --owner (a lock) or --token (a lease), not both")
+			case *token != "":
+				holder, what = "token "+*token, "lease"
+			}
+			if err := types.ValidateID("--pipeline", *pipeline); err != nil {
+				return usagef("%v", err)
+			}
+			if err := in.audit.check("release " + key); err != nil {
+				return err
+			}
+			if !in.yes {
+				return usagef("this writes: add --yes to release %s %q if %s holds it", what, key, holder)
+			}
+			if _, err := auditEvent(*pipeline, "", "RELEASED", in.record("lock release", nil, nil)); err != nil {
+				return err
 			}
 			p, err := in.providerOf(ctx, *owner)
 			if err != nil {
 				return err
 			}
-			err = p.ReleaseLock(ctx, a[0])
+			released := map[string]any{"key": key}
+			if *token == "" {
+				released["owner"] = *owner
+				err = p.ReleaseLock(ctx, key)
+			} else {
+				err = releaseLease(ctx, p, key, *token, released)
+			}
 			switch {
 			case errors.Is(err, provider.ErrLockNotHeld):
-				return notFoundf("lock %q is not held by owner %s (it is free, expired or held by another owner): nothing changed", a[0], *owner)
+				return notFoundf("%s %q is not held by %s (it is free, expired or held by another): nothing changed", what, key, holder)
 			case err != nil:
 				return err
-			case in.json:
-				return in.emit(struct {
-					Key      string `json:"key"`
-					Owner    string `json:"owner"`
-					Released bool   `json:"released"`
-				}{a[0], *owner, true})
 			}
-			in.say("released lock %q held by owner %s", a[0], *owner)
+			rec := in.record("lock release", released, map[string]any{"key": key, "free": true})
+			ev, err := auditEvent(*pipeline, "", "RELEASED", rec)
+			if err == nil { // it is: the same event without the lock's details passed before the release
+				err = appendAudit(ctx, p, ev, fmt.Sprintf("%s %q was released", what, key))
+			}
+			if err != nil {
+				return err
+			}
+			if in.json {
+				out := maps.Clone(released)
+				out["released"], out["pipeline"] = true, *pipeline
+				return in.emit(out)
+			}
+			if *token != "" {
+				in.say("released lease %q with token %s (fence %v)", key, *token, released["fence"])
+			} else {
+				in.say("released lock %q held by owner %s", key, *owner)
+			}
+			in.say("recorded: %s by %s, reason %q (%s event in pipeline %s's log)", rec.Action, rec.Operator, rec.Reason, auditKind, *pipeline)
 			return nil
 		}
 	},
+}
+
+// releaseLease releases the lease of key with token as its holder would, and
+// notes in released its token and, where the provider can tell, its fence.
+func releaseLease(ctx context.Context, p provider.Provider, key, token string, released map[string]any) error {
+	l, ok := p.(provider.Leaser)
+	if !ok {
+		return errors.New("this backend's provider has no leases: it does not implement provider.Leaser")
+	}
+	released["token"] = token
+	lease := types.Lease{Key: key, Token: token}
+	if li, ok := p.(provider.LockInspector); ok {
+		info, err := li.GetLockInfo(ctx, key)
+		if err != nil {
+			return err
+		}
+		if info != nil && info.Token == token {
+			lease.Fence = info.Fence
+			released["fence"] = info.Fence
+		}
+	}
+	return l.ReleaseLease(ctx, lease)
 }
 
 var createTablesCmd = &spec{

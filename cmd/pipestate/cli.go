@@ -61,6 +61,7 @@ type spec struct {
 	example string // one or more example command lines
 	conn    connUse
 	write   bool // a write: listed apart, and needs --yes
+	audited bool // a write that needs --reason and records it (--as too): see audit.go
 	// define registers the command's own flags on fs and returns its action, which
 	// gets the positional arguments.
 	define func(in *inv, fs *flag.FlagSet) action
@@ -170,6 +171,9 @@ func (c *cli) exec(ctx context.Context, s *spec, args []string, maybe string) in
 	fs.BoolVar(&in.json, "json", false, "print one JSON object per line instead of tables (errors too, on stderr)")
 	if s.write {
 		fs.BoolVar(&in.yes, "yes", false, "really write (without it the command only says what it would do)")
+	}
+	if s.audited {
+		in.audit.register(fs)
 	}
 	act := s.define(in, fs)
 	pos, err := parseArgs(fs, args)
@@ -428,8 +432,8 @@ func (c *cli) help(w io.Writer, s *spec, fs *flag.FlagSet) {
 // commands is every command, in the order of the overview.
 func commands() []*spec {
 	return []*spec{
-		pipelinesListCmd, pipelinesShowCmd, runsCmd, runShowCmd, eventsCmd, runlogsCmd,
-		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, lockShowCmd, stateGetCmd,
+		pipelinesListCmd, pipelinesShowCmd, runsCmd, runShowCmd, runHistoryCmd, eventsCmd, runlogsCmd,
+		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, lockShowCmd, locksListCmd, stateGetCmd,
 		runFailCmd, lockReleaseCmd, createTablesCmd, versionCmd,
 	}
 }

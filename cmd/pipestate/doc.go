@@ -22,13 +22,34 @@
 //	pipestate traits PIPELINE
 //	pipestate readiness PIPELINE
 //	pipestate lock show KEY | lock KEY
+//	pipestate locks list [--match GLOB]
+//	pipestate runs --all [--status S,S] [--older-than D]
+//	pipestate run history RUN
 //	pipestate state get KIND --entity E [--bucket B | --window W --from T --to T]
 //
 // Writes, which do nothing without --yes and print what they changed:
 //
-//	pipestate run fail RUN --version N --yes       (a compare-and-swap on version N)
-//	pipestate lock release KEY --owner O --yes     (as owner O's ReleaseLock would)
+//	pipestate run fail RUN --version N --reason R --yes       (a compare-and-swap on version N)
+//	pipestate lock release KEY --owner O --reason R --yes     (as owner O's ReleaseLock would)
+//	pipestate lock release KEY --token T --reason R --yes     (as the lease's holder's ReleaseLease would)
 //	pipestate admin create-tables --table T [--store-tables A,B] [--dedup-tables D] --yes
+//
+// Audited writes: run fail and lock release change provider state, so they need
+// --reason (why; an incident tool should not let a destructive write go
+// unexplained) and take --as (who; default $USER@host). Each appends an
+// OPERATOR_WRITE event to a pipeline's log (run fail: the run's pipeline; lock
+// release: --pipeline, default pipestate-oncall) whose Details hold the action,
+// operator, reason, time and what changed (status and version before and after;
+// the key and the owner, or the token and fence, released). The event cannot be
+// one write with the change through the Provider interface, so the order is
+// documented: run fail writes the same record into the run's metadata key
+// pipestate.audit in the compare-and-swap that fails it, then appends the event
+// (a crash between leaves the record on the run, where run history finds it);
+// lock release releases, then appends. Before writing, each checks that its
+// event will be accepted (the pipeline ID, the reason's size), so bad input
+// writes nothing; an append that fails after the write is exit 1 with a message
+// that says the write happened. admin create-tables creates tables, changes no
+// state and is not audited.
 //
 // And pipestate version (or --version): the module version the command was built
 // as ("(devel)" for a build from a source tree without one), the VCS commit and
@@ -141,6 +162,11 @@
 //
 // run fail on a run already FAILED changes nothing and says so, with exit 0,
 // whatever version --version named.
+//
+// runs --all costs one ListPipelines and one ListRuns per pipeline (8 at once);
+// locks list reads through provider.LockLister (a SCAN of every Redis master, a
+// DynamoDB Scan of the table). Both are maintenance reads: the README has their
+// cost measured at 1,000 pipelines.
 //
 // # Stored text
 //

@@ -45,8 +45,8 @@ type harness struct {
 	run func(t *testing.T, args ...string) result
 	// dial is how the command reaches memory in process; nil for the others.
 	dial func(ctx context.Context, t target, now func() time.Time) (backend, error)
-	// token is the fixture lease's token, random, shown as TOKEN in golden files.
-	token string
+	// lease is the fixture lease; its token, random, is shown as TOKEN in golden files.
+	lease types.Lease
 	// expiring opens a provider on the fixtures whose events retention drops an
 	// hour after they are appended (memory, DynamoDB); nil where retention is by
 	// count, and trimEvents drops every event of a pipeline instead (Redis).
@@ -371,6 +371,7 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 			Metadata: map[string]any{"attempt": 2, "host": "worker-7"}},
 		{RunID: "r-0004", PipelineID: "orders", Status: types.RunPending, CreatedAt: at(21, 5, 55), UpdatedAt: at(21, 5, 55)},
 		{RunID: "r-b1", PipelineID: "billing", Status: types.RunPending, Version: 1, CreatedAt: at(21, 5, 10), UpdatedAt: at(21, 5, 10)},
+		{RunID: "r-b0", PipelineID: "billing", Status: types.RunRunning, Version: 2, CreatedAt: at(21, 4, 0), UpdatedAt: at(21, 4, 20)},
 	} {
 		check(p.PutRunState(ctx, r))
 	}
@@ -460,7 +461,7 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 	check(leaser.ReleaseLease(ctx, *first))
 	lease, err := leaser.AcquireLease(ctx, "sched:orders", 12*time.Hour+30*time.Minute)
 	check(err)
-	h.token = lease.Token
+	h.lease = *lease
 	seedStores(t, ss)
 }
 

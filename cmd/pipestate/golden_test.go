@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
 )
 
 // goldenCase is a command line whose output must equal testdata/NAME.golden on
@@ -35,6 +41,18 @@ var (
 		{"runs-limit", words("runs --limit 2 orders")},
 		{"runs-empty", words("runs empty")},
 		{"runs-missing", words("runs nosuch")},
+		{"runs-all", words("runs --all")},
+		{"runs-all-stuck", words("runs --all --status RUNNING,PENDING --older-than 1h")},
+		{"runs-all-statuses", words("runs --all --status running,pending --limit 3")},
+		{"runs-all-none", words("runs --all --status CANCELLED,RUNNING --older-than 3h")},
+		{"runs-all-json", words("runs --all --older-than 1h --json")},
+		{"runs-older-than", words("runs orders --older-than 12m")},
+		{"run-history", words("run history r-0003")},
+		{"run-history-none", words("run history r-0001")},
+		{"locks-list", words("locks list")},
+		{"locks-list-match", words("locks list --match sched:*")},
+		{"locks-list-none", words("locks list --match nosuch*")},
+		{"locks-list-json", words("locks list --match eval:* --json")}, // a lease's expiry is the server's on Redis
 		{"run", words("run r-0003")},
 		{"run-show", words("run show r-0002")},
 		{"run-missing", words("run r-nosuch")},
@@ -99,17 +117,29 @@ var (
 		{"usage-state-window", words("state get hll --entity site --window 1h {STORE}")},
 		{"usage-state-capacity", words("state get topk --entity pages --window 1h --from -1h --to now {STORE}")},
 		{"usage-state-time", words("state get hll --entity site --window 1h --from yesterday --to now {STORE}")},
-		{"usage-fail-yes", words("run fail r-0003 --version 4")},
+		{"usage-fail-yes", words("run fail r-0003 --version 4 --reason stuck")},
 		{"usage-fail-version", words("run fail r-0003 --yes")},
-		{"usage-lock-owner", words("lock release eval:orders:daily --yes")},
-		{"usage-lock-yes", words("lock release eval:orders:daily --owner worker-7")},
+		{"usage-fail-reason", words("run fail r-0003 --version 4 --yes")},
+		{"usage-lock-owner", words("lock release eval:orders:daily --reason gone --yes")},
+		{"usage-lock-yes", words("lock release eval:orders:daily --owner worker-7 --reason gone")},
+		{"usage-lock-reason", words("lock release sched:orders --token t-1 --yes")},
+		{"usage-lock-both", words("lock release sched:orders --owner worker-7 --token t-1 --reason gone --yes")},
+		{"usage-lock-pipeline", words("lock release sched:orders --token t-1 --pipeline a:b --reason gone --yes")},
+		{"usage-runs-all-pipeline", words("runs orders --all")},
+		{"usage-runs-statuses", words("runs --all --status RUNNING,STUCK")},
+		{"usage-older-than", words("runs --all --older-than -1h")},
+		{"usage-locks-match", []string{"locks", "list", "--match", `sched\`}},
 		{"usage-lock-key", []string{"lock", "show", ""}},
 		{"help-runs", words("runs --help")},
+		{"help-run-fail", words("run fail --help")},
+		{"help-run-history", words("run history --help")},
+		{"help-locks-list", words("locks list --help")},
+		{"help-lock-release", words("lock release --help")},
 		{"help-version", words("version --help")},
 		{"help-overview", words("help")},
 		{"usage-did-you-mean", words("runz orders")},
 		{"usage-did-you-mean-sub", words("pipelines shwo orders")},
-		{"usage-did-you-mean-default", words("run fial r-0003 --version 4 --yes")},
+		{"usage-did-you-mean-default", words("run fial r-0003 --version 4 --reason stuck --yes")},
 		{"usage-did-you-mean-flag", words("runs orders --limt 3")},
 		{"usage-single-dash", words("runs orders -bogus")},
 		{"usage-flag-value", words("runs orders --limit many")},
@@ -123,16 +153,27 @@ var (
 		{"lock-show-json", words("lock show eval:orders:daily --json")},
 	}
 	writeCases = []goldenCase{
-		{"run-fail-stale", words("run fail r-0003 --version 3 --yes")},
-		{"run-fail", words("run fail r-0003 --version 4 --yes")},
-		{"run-fail-again", words("run fail r-0003 --version 5 --yes")},
-		{"run-fail-failed", words("run fail r-0003 --version 4 --yes")},
-		{"run-fail-failed-json", words("run fail r-0002 --version 1 --yes --json")},
-		{"run-fail-missing", words("run fail r-nosuch --version 1 --yes")},
-		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --yes")},
-		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --yes")},
-		{"lock-release-again", words("lock release eval:orders:daily --owner worker-7 --yes")},
+		{"run-fail-stale", words("run fail r-0003 --version 3 --reason stuck --as oncall@ops --yes")},
+		{"run-fail", []string{"run", "fail", "r-0003", "--version", "4", "--reason", "worker-7 died, INC-42", "--as", "oncall@ops", "--yes"}},
+		{"run-fail-again", words("run fail r-0003 --version 5 --reason stuck --as oncall@ops --yes")},
+		{"run-fail-failed", words("run fail r-0003 --version 4 --reason stuck --as oncall@ops --yes")},
+		{"run-fail-failed-json", words("run fail r-0002 --version 1 --reason stuck --as oncall@ops --yes --json")},
+		{"run-fail-missing", words("run fail r-nosuch --version 1 --reason stuck --as oncall@ops --yes")},
+		{"run-fail-json", words("run fail r-0004 --version 0 --reason stuck --as oncall@ops --yes --json")},
+		{"run-fail-stuck", []string{"run", "fail", "r-b0", "--version", "2", "--reason", "worker lost, INC-42", "--as", "alice@ops", "--yes"}},
+		{"run-history-stuck", words("run history r-b0")},
+		{"run-history-failed", words("run history r-0003")},
+		{"run-history-failed-json", words("run history r-0003 --json")},
+		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --reason gone --as oncall@ops --yes")},
+		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --reason gone --as oncall@ops --yes")},
+		{"lock-release-again", words("lock release eval:orders:daily --owner worker-7 --reason gone --as oncall@ops --yes")},
 		{"lock-show-released", words("lock show eval:orders:daily")},
+		{"lock-release-token-other", words("lock release sched:orders --token t-nosuch --reason gone --as oncall@ops --yes")},
+		{"lock-release-token", []string{"lock", "release", "sched:orders", "--token", "{TOKEN}", "--pipeline", "orders",
+			"--reason", "scheduler OOM-killed, INC-42", "--as", "alice@ops", "--yes"}},
+		{"locks-list-released", words("locks list")},
+		{"events-audit", words("events pipestate-oncall")},
+		{"events-audit-orders", words("events orders --limit 4")},
 	}
 )
 
@@ -154,6 +195,11 @@ func TestGolden(t *testing.T) {
 		if held, err := h.open(t, "worker-9").AcquireLock(ctx, "eval:orders:daily", 0); !held || err != nil {
 			t.Errorf("after lock release: AcquireLock by another owner = %v, %v; want true, nil", held, err)
 		}
+		// The lease released with its token: its holder can no longer renew it.
+		if renewed, err := h.open(t, "").(provider.Leaser).RenewLease(ctx, h.lease, time.Hour); !errors.Is(err, provider.ErrLockNotHeld) {
+			t.Errorf("after lock release --token: RenewLease by its holder = %+v, %v; want an error wrapping ErrLockNotHeld", renewed, err)
+		}
+		checkAudit(t, h)
 	})
 }
 
@@ -179,6 +225,7 @@ func expand(args []string, h *harness, cursors []string) []string {
 			out = append(out, h.storeFlags...)
 			continue
 		}
+		a = strings.ReplaceAll(a, "{TOKEN}", h.lease.Token)
 		for i, c := range cursors {
 			a = strings.ReplaceAll(a, fmt.Sprintf("{C%d}", i+1), c)
 		}
@@ -214,7 +261,7 @@ func transcript(t *testing.T, c goldenCase, r result, h *harness, cursors []stri
 		b.WriteString("--- stderr\n")
 		b.WriteString(normalize(t, r.stderr, line, cursors, name))
 	}
-	return strings.ReplaceAll(b.String(), h.token, "TOKEN")
+	return strings.ReplaceAll(b.String(), h.lease.Token, "TOKEN")
 }
 
 // quoteArgs quotes the arguments a shell would need quoted.
@@ -292,5 +339,70 @@ func compareGolden(t *testing.T, h *harness, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs on %s:\n--- got\n%s--- want\n%s", path, h.name, got, want)
+	}
+}
+
+// checkAudit reads back what the golden writes recorded: run fail's record on
+// the run and its event in the pipeline's log, and lock release's events.
+func checkAudit(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := context.Background()
+	p := h.open(t, "")
+	run, err := p.GetRunState(ctx, "r-0003")
+	if err != nil || run == nil {
+		t.Fatalf("GetRunState(r-0003) = %+v, %v", run, err)
+	}
+	want := auditRecord{Action: "run fail", Operator: "oncall@ops", Reason: "worker-7 died, INC-42", At: now,
+		Before: map[string]any{"status": "RUNNING", "version": float64(4)}, After: map[string]any{"status": "FAILED", "version": float64(5)}}
+	if got, ok := auditOf(run.Metadata[auditMetadata]); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("run r-0003's %s = %+v, want %+v", auditMetadata, got, want)
+	}
+	if run.Metadata["host"] != "worker-7" {
+		t.Errorf("run r-0003's metadata = %v: run fail lost the run's own keys", run.Metadata)
+	}
+	events := func(pipeline string) []types.Event {
+		evs, err := p.ListEvents(ctx, pipeline, 100)
+		if err != nil {
+			t.Fatalf("ListEvents(%s): %v", pipeline, err)
+		}
+		var out []types.Event
+		for _, e := range evs {
+			if e.Kind == auditKind {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	orders := events("orders")
+	if len(orders) != 3 {
+		t.Fatalf("%s events of orders: %+v, want run fail's of r-0003 and r-0004 and lock release --token's", auditKind, orders)
+	}
+	if e := orders[0]; e.RunID != "r-0003" || e.Status != "FAILED" || e.Message != want.Reason || !e.Timestamp.Equal(now) {
+		t.Errorf("run fail's event = %+v, want run r-0003, status FAILED, the reason, at now", e)
+	} else if got, ok := auditOf(e.Details); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("run fail's event details = %+v, want %+v", got, want)
+	}
+	lease, ok := auditOf(orders[2].Details)
+	if !ok || lease.Action != "lock release" || lease.Before["key"] != "sched:orders" || lease.Before["token"] != h.lease.Token ||
+		lease.Before["fence"] != float64(h.lease.Fence) || lease.Reason != "scheduler OOM-killed, INC-42" {
+		t.Errorf("lock release --token's event details = %+v, want the lease's key, token and fence and the reason", orders[2].Details)
+	}
+	if oncall := events(auditPipeline); len(oncall) != 1 || oncall[0].Details["before"].(map[string]any)["owner"] != "worker-7" {
+		t.Errorf("%s events of %s = %+v, want lock release --owner worker-7's", auditKind, auditPipeline, oncall)
+	}
+}
+
+// TestOperatorDefault: without --as, a write records $USER@host as its
+// operator.
+func TestOperatorDefault(t *testing.T) {
+	h := memoryHarness(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	env := append(slices.Clone(h.env), "USER=alice")
+	r := runInProcess(context.Background(), env, h.dial, words("run fail r-0003 --version 4 --reason stuck --yes")...)
+	if want := "recorded: run fail by alice@" + host + ", "; r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("run fail without --as: exit %d, stdout %q, stderr %q; want exit 0 and %q", r.code, r.stdout, r.stderr, want)
 	}
 }

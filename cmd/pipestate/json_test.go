@@ -135,20 +135,20 @@ var jsonCases = []jsonCase{
 	{"state get float64sum --entity revenue {STORE}", func(t *testing.T, out string) {
 		want(t, "value", decodeLines[stateResult](t, out)[0].Value, any(1234.5))
 	}},
-	{"run fail r-0003 --version 4 --yes", func(t *testing.T, out string) {
+	{"run fail r-0003 --version 4 --reason stuck --yes", func(t *testing.T, out string) {
 		r := decodeLines[types.RunState](t, out)[0]
 		want(t, "status", r.Status, types.RunFailed)
 		want(t, "version", r.Version, 5)
 	}},
-	{"run fail r-0003 --version 5 --yes", func(t *testing.T, out string) {
+	{"run fail r-0003 --version 5 --reason stuck --yes", func(t *testing.T, out string) {
 		want(t, "version", decodeLines[types.RunState](t, out)[0].Version, 5) // already FAILED: unchanged
 	}},
-	{"lock release eval:orders:daily --owner worker-7 --yes", func(t *testing.T, out string) {
+	{"lock release eval:orders:daily --owner worker-7 --reason gone --yes", func(t *testing.T, out string) {
 		type released struct {
-			Key, Owner string
-			Released   bool
+			Key, Owner, Pipeline string
+			Released             bool
 		}
-		want(t, "released", decodeLines[released](t, out)[0], released{"eval:orders:daily", "worker-7", true})
+		want(t, "released", decodeLines[released](t, out)[0], released{"eval:orders:daily", "worker-7", auditPipeline, true})
 	}},
 }
 

@@ -21,6 +21,7 @@ type inv struct {
 	conn    connFlags
 	json    bool
 	yes     bool
+	audit   auditFlags // an audited write's --reason and --as
 	target  target
 	backend backend
 	opened  []provider.Provider

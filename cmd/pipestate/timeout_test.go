@@ -41,7 +41,7 @@ func TestTimeoutBlackHole(t *testing.T) {
 		{"redis", nil, "runs orders --redis " + addr, "redis " + addr, "--timeout"},
 		{"redis follow", nil, "events orders --follow --redis " + addr, "redis " + addr, "--timeout"},
 		{"redis json", nil, "run r-1 --json --redis " + addr, "redis " + addr, "--timeout"},
-		{"redis lock release", nil, "lock release k --owner o --yes --redis " + addr, "redis " + addr, "--timeout"},
+		{"redis lock release", nil, "lock release k --owner o --reason gone --yes --redis " + addr, "redis " + addr, "--timeout"},
 		{"redis state", nil, "state get int64sum --entity e --prefix p --redis " + addr, "redis " + addr, "--timeout"},
 		{"redis url", nil, "pipelines list --redis redis://" + addr + "/0", "redis redis://" + addr + "/0", "--timeout"},
 		{"cluster", nil, "runs orders --redis-cluster " + addr, "redis-cluster " + addr, "--timeout"},

@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestVersion: version prints what the build recorded, with (devel) for a build
@@ -40,7 +42,7 @@ func TestVersion(t *testing.T) {
 			c.stdout, c.stderr = &stdout, &stderr
 			r.code = c.main(context.Background(), words(tc.args))
 			r.stdout, r.stderr = stdout.String(), stderr.String()
-			h := &harness{name: "memory", token: "\x00"} // no token to hide
+			h := &harness{name: "memory", lease: types.Lease{Token: "\x00"}} // no token to hide
 			compareGolden(t, h, tc.name, transcript(t, goldenCase{tc.name, words(tc.args)}, r, h, nil))
 		})
 	}

@@ -121,7 +121,8 @@ type Result struct {
 
 // Read calls every read method of p, and of the optional interfaces p
 // implements (provider.EventFollower, provider.MarkerWatcher,
-// provider.CascadeReader, provider.LockInspector), on what Seed wrote, and fails
+// provider.CascadeReader, provider.LockInspector, provider.LockLister), on what
+// Seed wrote, and fails
 // t on any error.
 func Read(t testing.TB, p provider.Provider) Result {
 	t.Helper()
@@ -224,6 +225,11 @@ func Read(t testing.TB, p provider.Provider) Result {
 		}
 		check("GetLockInfo "+key, info, err)
 	}
+	locks, err := p.(provider.LockLister).ListLocks(ctx, "", 10)
+	for i := range locks {
+		locks[i].ExpiresAt = nil // as for GetLockInfo
+	}
+	check("ListLocks", locks, err)
 	return res
 }
 

@@ -1,6 +1,7 @@
 // Package dynamodb is the DynamoDB backend of pipestate: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) on one
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
+// provider.LockLister) on one
 // table, with strongly consistent reads, atomic multi-item writes through
 // TransactWriteItems, and conditional writes for compare-and-swap, run creation,
 // event and marker-log sequencing, locks and leases. It passes providertest.Run against DynamoDB Local.
@@ -192,6 +193,11 @@
 //     RenewLease as UpdateItem, which returns the new fence. The item is never deleted, so its fence counter survives
 //     release and expiry and fences strictly increase forever; a released key costs
 //     about 60 bytes of storage.
+//   - ListLocks (provider.LockLister) is a Scan of the whole table, filtered to
+//     held lock items: one request per 1 MB of items, whatever they are. Locks
+//     have no index on purpose: one would make every acquire and renew write an
+//     index partition that every lock shares. It is a maintenance read for an
+//     operator (cmd/pipestate locks list), not one for a hot path.
 //   - Items are checked against DynamoDB's 400 KB limit before any write
 //     (internal/ddbx.ItemSize, which never counts less than DynamoDB does); a larger
 //     one is ErrTooLarge and nothing is written. An entity whose JSON does not fit
@@ -286,6 +292,7 @@
 //	AcquireLock, ReleaseLock               1
 //	AcquireLease, RenewLease, ReleaseLease 1
 //	GetLockInfo                            1
+//	ListLocks                              1 per 1 MB of the whole table (a Scan: see Locks above)
 //	Ping                                   1
 //	Start, Stop                            0
 //
@@ -407,9 +414,9 @@
 //
 // Reads never write: every read method (the Get* and List* methods,
 // ReadEventsSince, FollowEvents, WatchCascadeMarkers, GetLockInfo) sends only
-// GetItem and Query, and Ping only DescribeTable; expired items are filtered
-// out, never deleted (DynamoDB's TTL deletes them). So credentials whose IAM
-// policy allows those three actions read everything, and WithReadOnly makes the
+// GetItem and Query, ListLocks only Scan, and Ping only DescribeTable; expired
+// items are filtered out, never deleted (DynamoDB's TTL deletes them). So
+// credentials whose IAM policy allows those four actions read everything, and WithReadOnly makes the
 // writes fail at once with provider.ErrReadOnly instead of AccessDeniedException
 // from the service. TransactWriteItems is authorized by the per-item actions of
 // its items (PutItem, UpdateItem, DeleteItem). With REGION, ACCOUNT and TABLE
@@ -420,7 +427,7 @@
 //	  "Version": "2012-10-17",
 //	  "Statement": [{
 //	    "Effect": "Allow",
-//	    "Action": ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Query"],
+//	    "Action": ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"],
 //	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
 //	  }]
 //	}
@@ -431,7 +438,7 @@
 //	  "Version": "2012-10-17",
 //	  "Statement": [{
 //	    "Effect": "Allow",
-//	    "Action": ["dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+//	    "Action": ["dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"],
 //	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
 //	  }]
 //	}

@@ -262,13 +262,8 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 		return nil, err
 	}
 	it, ok, err := p.getRecord(ctx, "GetLockInfo", provider.KindLock, lockPrefix+key, skLock)
-	if err != nil || !ok || it.Holder == "" || !it.live(p.now()) {
+	if err != nil || !ok {
 		return nil, err
 	}
-	var expires time.Time
-	if it.Exp != 0 {
-		expires = time.Unix(0, it.Exp).UTC()
-	}
-	info, err := provider.HolderInfo(key, it.Holder, it.Fence, expires)
-	return info, provider.CorruptAt(err, p.where(it.PK, it.SK))
+	return p.lockInfo(it, p.now())
 }

@@ -29,6 +29,7 @@ type API interface {
 	UpdateItem(ctx context.Context, in *ddb.UpdateItemInput, optFns ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *ddb.DeleteItemInput, optFns ...func(*ddb.Options)) (*ddb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *ddb.QueryInput, optFns ...func(*ddb.Options)) (*ddb.QueryOutput, error)
+	Scan(ctx context.Context, in *ddb.ScanInput, optFns ...func(*ddb.Options)) (*ddb.ScanOutput, error)
 	TransactWriteItems(ctx context.Context, in *ddb.TransactWriteItemsInput, optFns ...func(*ddb.Options)) (*ddb.TransactWriteItemsOutput, error)
 	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
 }
@@ -228,8 +229,8 @@ func WithLogger(log *slog.Logger) Option {
 }
 
 // Provider is a provider.Provider (plus provider.Leaser, provider.CascadeReader,
-// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher and
-// provider.LockInspector) on one DynamoDB table. It is safe for concurrent use; instances in many processes may
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
+// provider.LockInspector and provider.LockLister) on one DynamoDB table. It is safe for concurrent use; instances in many processes may
 // share a table. See the package doc for the schema and the guarantees.
 type Provider struct {
 	api          API

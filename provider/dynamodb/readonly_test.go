@@ -20,7 +20,7 @@ import (
 	"github.com/pipestate/pipestate/provider/dynamodb"
 )
 
-// readsOnlyAPI is a dynamodb.API that passes the reads (GetItem, Query,
+// readsOnlyAPI is a dynamodb.API that passes the reads (GetItem, Query, Scan,
 // DescribeTable) on and fails every write, unsent, as DynamoDB refuses an
 // action an IAM policy does not allow (DynamoDB Local has no IAM); it records
 // each operation called.
@@ -68,6 +68,11 @@ func (a *readsOnlyAPI) Query(ctx context.Context, in *ddb.QueryInput, o ...func(
 	return a.API.Query(ctx, in, o...)
 }
 
+func (a *readsOnlyAPI) Scan(ctx context.Context, in *ddb.ScanInput, o ...func(*ddb.Options)) (*ddb.ScanOutput, error) {
+	a.call("Scan")
+	return a.API.Scan(ctx, in, o...)
+}
+
 func (a *readsOnlyAPI) DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, o ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error) {
 	a.call("DescribeTable")
 	return a.API.DescribeTable(ctx, in, o...)
@@ -96,7 +101,7 @@ func (a *readsOnlyAPI) TransactWriteItems(context.Context, *ddb.TransactWriteIte
 // TestReadsWithReadCredentials: through an API client that fails every write
 // (an IAM policy with the reader's actions), every read method of a provider,
 // read-only or not, succeeds on a table populated through every write method,
-// expired traits included, calls only GetItem, Query and DescribeTable, and
+// expired traits included, calls only GetItem, Query, Scan and DescribeTable, and
 // returns what a provider with the writer's client returns. Every write fails:
 // with ErrReadOnly, unsent, on a read-only provider; with the client's error
 // otherwise.
@@ -125,8 +130,8 @@ func TestReadsWithReadCredentials(t *testing.T) {
 			}
 			reader := openOn(t, api, e, opts...)
 			got := readcheck.Read(t, reader)
-			if ops := fmt.Sprint(api.ops()); ops != "[DescribeTable GetItem Query]" {
-				t.Errorf("the reads called %s, want [DescribeTable GetItem Query]", ops)
+			if ops := fmt.Sprint(api.ops()); ops != "[DescribeTable GetItem Query Scan]" {
+				t.Errorf("the reads called %s, want [DescribeTable GetItem Query Scan]", ops)
 			}
 			checkPolicy(t, "reader", api.ops())
 			if !reflect.DeepEqual(got, want) {
@@ -153,6 +158,11 @@ func TestReadsWithReadCredentials(t *testing.T) {
 type recordingAPI struct {
 	dynamodb.API
 	opLog
+}
+
+func (a *recordingAPI) Scan(ctx context.Context, in *ddb.ScanInput, o ...func(*ddb.Options)) (*ddb.ScanOutput, error) {
+	a.call("Scan")
+	return a.API.Scan(ctx, in, o...)
 }
 
 func (a *recordingAPI) GetItem(ctx context.Context, in *ddb.GetItemInput, o ...func(*ddb.Options)) (*ddb.GetItemOutput, error) {

@@ -1,6 +1,7 @@
 // Package redis is the Redis backend of pipestate: a provider.Provider (with
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) over any
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
+// provider.LockLister) over any
 // goredis.UniversalClient — a standalone *goredis.Client or a
 // *goredis.ClusterClient. It meets every rule of the semantics table in package
 // provider and passes providertest.Run on miniredis, on a real server and on a
@@ -278,7 +279,7 @@
 // or reader that may write, that meets them. Every other read is one read
 // command (GET, HGET, HMGET, LRANGE, XRANGE, XREVRANGE, XREAD), a read-only
 // script (zlist, idx_page, traits_read, with EVALSHA_RO), or, for GetLockInfo,
-// GET and PTTL in MULTI/EXEC. A read-only provider's Start loads no scripts (a
+// GET and PTTL in MULTI/EXEC (ListLocks: SCAN, then the same per key). A read-only provider's Start loads no scripts (a
 // read script's first run on a node costs NOSCRIPT and EVAL_RO, which caches
 // it), and its writes fail with provider.ErrReadOnly before anything is sent.
 //
@@ -517,6 +518,10 @@
 //	AcquireLease             1
 //	RenewLease, ReleaseLease 1
 //	GetLockInfo              1 (MULTI: GET, PTTL, and the fence counter)
+//	ListLocks                1 per 1,000 keys of the database per master (SCAN
+//	                         COUNT 1000 with a MATCH on the prefix's lock keys:
+//	                         the server looks at every key), then 1 (one MULTI;
+//	                         on a Cluster one MULTI per key, 16 at once)
 //	Ping                     1
 //	PutRunState              3; +2 when its list had expired entries to prune
 //	CreateRunState           3 (2 when the run exists); +2 as PutRunState

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -169,35 +168,19 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
-	lk, fk := p.k.lock(key)
 	now := p.now()
-	var (
-		value, fence *goredis.StringCmd
-		ttl          *goredis.DurationCmd
-	)
+	var r lockRead
 	_, err := p.c.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
-		value, ttl, fence = pipe.Get(ctx, lk), pipe.PTTL(ctx, lk), pipe.Get(ctx, fk)
+		r = p.readLock(ctx, pipe, key)
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) { // Nil: a free key or one never leased
 		return nil, p.wrap("inspect lock", err)
 	}
-	v, err := value.Result()
-	if errors.Is(err, goredis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
+	info, err := r.info(now)
+	var ce *provider.CorruptError
+	if err != nil && !errors.As(err, &ce) {
 		return nil, p.wrap("inspect lock", err)
 	}
-	holder, _, _ := strings.Cut(v, "\n") // a lock's value ends in its call's nonce
-	f, err := fence.Int64()
-	if err != nil && !errors.Is(err, goredis.Nil) { // the exec succeeded: the value does not parse
-		return nil, corrupt(provider.KindLock, key, where(fk, ""), fmt.Errorf("fence counter: %w", err))
-	}
-	var expires time.Time
-	if d := ttl.Val(); d >= 0 { // -1: no expiry
-		expires = now.Add(d)
-	}
-	info, err := provider.HolderInfo(key, holder, f, expires)
-	return info, provider.CorruptAt(err, where(lk, ""))
+	return info, err
 }

@@ -52,8 +52,8 @@ var (
 )
 
 // Provider is a provider.Provider (with provider.Leaser, provider.CascadeReader,
-// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher and
-// provider.LockInspector) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
+// provider.LockInspector and provider.LockLister) kept in Redis. It is safe for concurrent use by many goroutines; several Providers,
 // in one process or many, may share one Redis under the same key prefix. Create it
 // with New.
 type Provider struct {

@@ -87,7 +87,7 @@ type readsOnly struct{}
 // emulatedReads are the commands of the ACL category @read that the provider
 // sends, and the others of the reader's rules (plus the connection's handshake).
 var emulatedReads = map[string]bool{
-	"get": true, "hget": true, "hmget": true, "hscan": true, "lrange": true, "xrange": true, "xrevrange": true,
+	"get": true, "hget": true, "hmget": true, "hscan": true, "scan": true, "lrange": true, "xrange": true, "xrevrange": true,
 	"xread": true, "pttl": true, "evalsha_ro": true, "eval_ro": true, "multi": true, "exec": true, "ping": true,
 	"hello": true, "client": true,
 }

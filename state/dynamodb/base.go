@@ -47,7 +47,7 @@ type base struct {
 }
 
 // operations are the operations whose SDK options newBase makes once.
-var operations = []string{"Get", "GetMany", "MergeUpdate", "MergeUpdateOnce", "MarkSeen", "Release"}
+var operations = []string{"Get", "GetMany", "GetRevisions", "MergeUpdate", "MergeUpdateOnce", "MarkSeen", "Release"}
 
 func newBase(name, kind string, client API, table string, c config) (base, error) {
 	if nilcheck.IsNil(client) {

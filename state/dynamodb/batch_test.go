@@ -26,7 +26,7 @@ func init() {
 		batchRow("Int64MaxStore.MergeMany", func(s lostReplyStores) state.BatchStore[int64] { return s.max }, 5, 5),
 		lostReplyRow{"BytesStore.MergeMany", func(t *testing.T, s lostReplyStores, arm func(func(string, []byte) bool)) {
 			lost, other := state.Key{Entity: "lost-bytes-many"}, state.Key{Entity: "other-bytes-many"}
-			arm(faults.Op("PutItem", "lost-bytes-many"))
+			arm(faults.Op("UpdateItem", "lost-bytes-many"))
 			d := storetest.Counter{}.Of(5)
 			must(t, s.bytes.MergeMany(t.Context(), []state.Update[[]byte]{{Key: lost, Delta: d, TTL: time.Hour}, {Key: other, Delta: d}}))
 			for _, k := range []state.Key{lost, other} {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +23,7 @@ import (
 // BytesStore is a state.OnceStore[[]byte] for any monoid over bytes, typically a
 // sketch from monoid/sketch. An item holds v (B) and ver (S, a random version token);
 // MergeUpdate reads it, combines in Go (TryCombine when the monoid is
-// monoid.Fallible) and writes it back with a PutItem conditioned on the version (or,
+// monoid.Fallible) and writes it back with an UpdateItem conditioned on the version (or,
 // for a missing or expired item, on its absence or expiry), retrying lost races with
 // capped exponential backoff and full jitter. It is safe for concurrent use by any
 // number of processes.
@@ -77,10 +77,17 @@ func (s *BytesStore) GetMany(ctx context.Context, ks []state.Key) ([][]byte, []b
 	return readMany(ctx, &s.base, ks, decodeBytes, s.m.Identity())
 }
 
+// GetRevisions returns one state.Revision per key, in the order of ks: GetMany's
+// requests, reading each item's revision and expiry too. It makes the store a
+// state.RevisionStore, the source of truth under a state/tiered cache.
+func (s *BytesStore) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[[]byte], error) {
+	return readRevisions(ctx, &s.base, ks, decodeBytes, s.m.Identity())
+}
+
 // MergeUpdate combines delta into the value of k and sets its expiry to now+ttl
-// (ttl == 0 clears any expiry). Round trips: GetItem + conditional PutItem when
+// (ttl == 0 clears any expiry). Round trips: GetItem + conditional UpdateItem when
 // uncontended; a lost race returns the current item with the refusal, so each retry
-// costs one PutItem more. After MaxRetries lost races it returns an error wrapping
+// costs one UpdateItem more. After MaxRetries lost races it returns an error wrapping
 // state.ErrContention. A delta or stored value the monoid rejects is an error
 // wrapping monoid.ErrIncompatible (and state.ErrInvalidArgument), and a merged item
 // over DynamoDB's 400 KB limit is an error wrapping state.ErrInvalidArgument; nothing
@@ -147,8 +154,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		item := s.itemKey(k)
 		item[attrV] = &ddbtypes.AttributeValueMemberB{Value: next}
 		item[attrVer] = &ddbtypes.AttributeValueMemberS{Value: storekey.PushToken(ver, tok)}
+		item[attrRev] = numAV(math.MaxInt64) // the room the revision may take
 		if ttl > 0 {
-			item[attrTTL] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(s.expiry(ttl), 10)}
+			item[attrTTL] = numAV(s.expiry(ttl))
 		}
 		if !ddbx.FitsItem(item) {
 			return false, state.Invalidf("%s: merged value of %d bytes does not fit in a DynamoDB item", s.name, len(next))
@@ -157,18 +165,23 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		if found {
 			cond = expression.Name(attrVer).Equal(expression.Value(ddbtypes.AttributeValueMemberS{Value: ver})).And(liveCond(now))
 		}
-		expr, err := expression.NewBuilder().WithCondition(cond).Build()
+		// An update, not a put: it keeps adding to the revision of an item that
+		// expired and starts again.
+		set := expression.Set(expression.Name(attrV), expression.Value(item[attrV])).
+			Set(expression.Name(attrVer), expression.Value(item[attrVer]))
+		expr, err := expression.NewBuilder().WithCondition(cond).
+			WithUpdate(s.setExpiry(set, ttl).Add(expression.Name(attrRev), numValue(1))).Build()
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
-		put := &ddbtypes.Put{
-			TableName: &s.table, Item: item,
-			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(),
-			ExpressionAttributeValues:           expr.Values(),
+		update := &ddbtypes.Update{
+			TableName: &s.table, Key: s.itemKey(k),
+			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if once {
-			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Put: put})
+			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: update})
 			if errors.Is(err, errLostRace) {
 				reason = raceReason(err)
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
@@ -180,10 +193,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			claimed = !applied
 			return true, nil
 		}
-		_, err = s.client.PutItem(ctx, &ddb.PutItemInput{
-			TableName: put.TableName, Item: put.Item,
-			ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
-			ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		_, err = s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
+			TableName: update.TableName, Key: update.Key,
+			UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
+			ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}, s.sdk(op))
 		if err == nil {
@@ -193,7 +206,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			reason = signal.ReasonCASConflict
 			return ownWrite(last, tok), nil
 		}
-		return false, s.wrap("put", err)
+		return false, s.wrap("update", err)
 	}
 	retries, err := storeopt.RetryCAS(ctx, s.sig, op, func() string { return reason }, s.cfg.CAS, s.m, delta, read, write)
 	s.retries.Add(int64(retries))

@@ -14,6 +14,9 @@
 //	       B  the value of BytesStore
 //	  ver  S  BytesStore only: the random tokens of the latest 16 writes, newest first
 //	  ttl  N  expiry in Unix seconds (rounded up); absent = never expires
+//	  rev  N  the revision: every write adds 1 (also one restarting an expired
+//	          item), so GetRevisions tells which of two reads is newer; an item
+//	          written before rev existed starts at 1 with its next write
 //
 //	dedup table (CreateDedupTable): key pk (S, hash)
 //	  pk   S  "seen#" + eventID (Deduper) or
@@ -72,7 +75,7 @@
 //     writing the float64 sum conditioned on the value read. Maxima an UpdateItem SET
 //     conditioned on v < :delta (exact: DynamoDB numbers are decimals of 38 digits);
 //     BytesStore reads value and version, combines in Go (TryCombine when the monoid is
-//     monoid.Fallible) and writes with a PutItem conditioned on the version, retrying
+//     monoid.Fallible) and writes with an UpdateItem conditioned on the version, retrying
 //     lost races with capped exponential backoff and full jitter (WithBackoff) up to
 //     WithMaxRetries times, then failing with an error wrapping
 //     state.ErrContention (nothing written).
@@ -168,7 +171,7 @@
 //	Int64Max MergeUpdate               1 UpdateItem; 2 when the stored value wins and
 //	                                   an expiry must be set or cleared
 //	MergeUpdateOnce (sum, max)         1 TransactWriteItems; 2 in the cases above
-//	BytesStore MergeUpdate(Once)       GetItem + PutItem (TransactWriteItems for Once),
+//	BytesStore MergeUpdate(Once)       GetItem + UpdateItem (TransactWriteItems for Once),
 //	                                   +1 write per lost race
 //	MergeMany(n updates)               n merges as above, WithBatchConcurrency (default
 //	                                   16) at once; 0 for n == 0

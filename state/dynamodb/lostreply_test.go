@@ -96,7 +96,7 @@ var lostReplyRows = []lostReplyRow{
 	mergeRow("Int64MaxStore.MergeUpdate", func(s lostReplyStores) state.Store[int64] { return s.max }, 5, 5),
 	{"BytesStore.MergeUpdate", func(t *testing.T, s lostReplyStores, arm func(func(string, []byte) bool)) {
 		k := state.Key{Entity: "lost-bytes"}
-		arm(faults.Op("PutItem", "lost-bytes"))
+		arm(faults.Op("UpdateItem", "lost-bytes"))
 		must(t, s.bytes.MergeUpdate(t.Context(), k, storetest.Counter{}.Of(5), time.Hour))
 		if got, _, err := s.bytes.Get(t.Context(), k); err != nil || string(got) != c5 {
 			t.Fatalf("Get = %v, %v; want Counter(5)", got, err)

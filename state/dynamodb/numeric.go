@@ -101,8 +101,8 @@ func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) m
 	case s.isMax:
 		c = maxStays
 	}
-	values := make(map[string]av, 4)
-	values[":d"], values[":now"] = &ddbtypes.AttributeValueMemberN{Value: s.format(delta)}, numAV(now)
+	values := make(map[string]av, 5)
+	values[":d"], values[":now"], values[":one"] = &ddbtypes.AttributeValueMemberN{Value: s.format(delta)}, numAV(now), numAV(1)
 	if c == sumLive {
 		switch {
 		case delta > 0:
@@ -144,18 +144,19 @@ const (
 // mergeForms holds the texts of every case of update, removing ttl ([0]) or
 // setting it ([1]); namesMerge their names.
 var (
-	namesMerge = map[string]string{"#v": attrV, "#ttl": attrTTL}
+	namesMerge = map[string]string{"#v": attrV, "#ttl": attrTTL, "#rev": attrRev}
 	mergeForms = func() (f [mergeCases][2]mergeForm) {
 		const live, bound = "(attribute_not_exists(#ttl) OR #ttl > :now)", " AND (attribute_not_exists(#v) OR #v "
 		conds := [mergeCases]string{live, live + bound + "<= :b)", live + bound + ">= :b)", "#ttl <= :now",
 			"attribute_not_exists(#v) OR #v < :d OR #ttl <= :now", "#v >= :d AND " + live}
 		for c, cond := range conds {
-			add, set := "ADD #v :d ", "SET #v = :d"
+			// Every form adds 1 to the revision.
+			add, set := "ADD #v :d, #rev :one ", "ADD #rev :one SET #v = :d"
 			switch c {
 			case sumExpired, maxRises:
 				f[c] = [2]mergeForm{{set + " REMOVE #ttl", cond}, {set + ", #ttl = :ttl", cond}}
 			case maxStays:
-				f[c] = [2]mergeForm{{"REMOVE #ttl", cond}, {"SET #ttl = :ttl", cond}}
+				f[c] = [2]mergeForm{{"ADD #rev :one REMOVE #ttl", cond}, {"ADD #rev :one SET #ttl = :ttl", cond}}
 			default:
 				f[c] = [2]mergeForm{{add + "REMOVE #ttl", cond}, {add + "SET #ttl = :ttl", cond}}
 			}
@@ -275,9 +276,13 @@ type Float64SumStore struct{ n numeric[float64] }
 type Int64MaxStore struct{ n numeric[int64] }
 
 var (
-	_ state.OnceStore[int64]   = (*Int64SumStore)(nil)
-	_ state.OnceStore[float64] = (*Float64SumStore)(nil)
-	_ state.OnceStore[int64]   = (*Int64MaxStore)(nil)
+	_ state.OnceStore[int64]       = (*Int64SumStore)(nil)
+	_ state.OnceStore[float64]     = (*Float64SumStore)(nil)
+	_ state.OnceStore[int64]       = (*Int64MaxStore)(nil)
+	_ state.RevisionStore[int64]   = (*Int64SumStore)(nil)
+	_ state.RevisionStore[float64] = (*Float64SumStore)(nil)
+	_ state.RevisionStore[int64]   = (*Int64MaxStore)(nil)
+	_ state.RevisionStore[[]byte]  = (*BytesStore)(nil)
 )
 
 // NewInt64SumStore returns an Int64SumStore over the table (see CreateStoreTable),
@@ -366,7 +371,8 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 			return false, fmt.Errorf("%s: adding %s to %q: %w", s.typ, s.format(delta), k.Entity, err)
 		}
 		expr, err := expression.NewBuilder().WithCondition(cond).
-			WithUpdate(s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl)).Build()
+			WithUpdate(s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl).
+				Add(expression.Name(attrRev), numValue(1))).Build()
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}

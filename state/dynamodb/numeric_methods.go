@@ -23,6 +23,13 @@ func (s *Int64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, [
 	return s.n.getMany(ctx, ks)
 }
 
+// GetRevisions returns one state.Revision per key, in the order of ks: GetMany's
+// requests, reading each item's revision and expiry too. It makes the store a
+// state.RevisionStore, the source of truth under a state/tiered cache.
+func (s *Int64SumStore) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[int64], error) {
+	return readRevisions(ctx, &s.n.base, ks, s.n.decode, s.n.m.Identity())
+}
+
 // MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl ==
 // 0 clears any expiry), atomically. One UpdateItem (ADD); two when the item has
 // expired but not yet been deleted (the ADD is refused and a SET starts over from the
@@ -60,6 +67,13 @@ func (s *Float64SumStore) Get(ctx context.Context, k state.Key) (float64, bool, 
 // consistent BatchGetItem calls for d distinct keys, plus retries of unprocessed keys.
 func (s *Float64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]float64, []bool, error) {
 	return s.n.getMany(ctx, ks)
+}
+
+// GetRevisions returns one state.Revision per key, in the order of ks: GetMany's
+// requests, reading each item's revision and expiry too. It makes the store a
+// state.RevisionStore, the source of truth under a state/tiered cache.
+func (s *Float64SumStore) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[float64], error) {
+	return readRevisions(ctx, &s.n.base, ks, s.n.decode, s.n.m.Identity())
 }
 
 // MergeUpdate adds delta to the value of k and sets the expiry of k to now+ttl (ttl ==
@@ -100,6 +114,13 @@ func (s *Int64MaxStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 // unprocessed keys.
 func (s *Int64MaxStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
+}
+
+// GetRevisions returns one state.Revision per key, in the order of ks: GetMany's
+// requests, reading each item's revision and expiry too. It makes the store a
+// state.RevisionStore, the source of truth under a state/tiered cache.
+func (s *Int64MaxStore) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[int64], error) {
+	return readRevisions(ctx, &s.n.base, ks, s.n.decode, s.n.m.Identity())
 }
 
 // MergeUpdate keeps the larger of the value of k and delta and sets the expiry of k to

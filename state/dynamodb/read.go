@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -74,12 +75,68 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 	if err := b.life.Enter(ctx, state.CheckKeys(ks)); err != nil {
 		return nil, nil, err
 	}
-	vals, found := make([]V, len(ks)), make([]bool, len(ks))
-	if len(ks) == 0 {
-		return vals, found, nil
+	items, err := fetchMany(ctx, b, "GetMany", ks, readProjection, readNames)
+	if err != nil {
+		return nil, nil, err
 	}
-	// first maps each distinct key to its first position in ks, where its item's
-	// value lands; later positions of the same key copy it.
+	vals, found, now := make([]V, len(ks)), make([]bool, len(ks)), b.now()
+	for i, item := range items {
+		if vals[i], found[i], err = decodeItem(b, item, now, decode, missing); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vals, found, nil
+}
+
+// revisionProjection reads what GetRevisions needs.
+var (
+	revisionProjection = "#pk, #sk, #v, #ttl, #rev"
+	revisionNames      = map[string]string{"#pk": attrPK, "#sk": attrSK, "#v": attrV, "#ttl": attrTTL, "#rev": attrRev}
+)
+
+// readRevisions is GetRevisions: GetMany's requests, reading the revision and
+// the expiry too.
+func readRevisions[V any](ctx context.Context, b *base, ks []state.Key, decode decoder[V], missing V) ([]state.Revision[V], error) {
+	if err := b.life.Enter(ctx, state.CheckKeys(ks)); err != nil {
+		return nil, err
+	}
+	items, err := fetchMany(ctx, b, "GetRevisions", ks, revisionProjection, revisionNames)
+	if err != nil {
+		return nil, err
+	}
+	revs, now := make([]state.Revision[V], len(ks)), b.now()
+	for i, item := range items {
+		r := &revs[i]
+		if r.Value, r.Found, err = decodeItem(b, item, now, decode, missing); err != nil {
+			return nil, err
+		}
+		if n, ok := item[attrRev].(*ddbtypes.AttributeValueMemberN); ok {
+			if r.Rev, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+				return nil, b.corrupt(item, fmt.Errorf("rev: %w", err))
+			}
+		}
+		if r.Found {
+			if n, ok := item[attrTTL].(*ddbtypes.AttributeValueMemberN); ok {
+				sec, err := strconv.ParseInt(n.Value, 10, 64)
+				if err != nil {
+					return nil, b.corrupt(item, fmt.Errorf("ttl: %w", err))
+				}
+				r.Expires = time.Unix(sec, 0)
+			}
+		}
+	}
+	return revs, nil
+}
+
+// fetchMany returns the item of each key of ks (nil for a missing one), reading
+// each distinct key once, with projection, in ceil(n/100) concurrent, strongly
+// consistent BatchGetItem calls (internal/ddbx retries unprocessed keys).
+func fetchMany(ctx context.Context, b *base, op string, ks []state.Key, projection string, names map[string]string) ([]map[string]av, error) {
+	out := make([]map[string]av, len(ks))
+	if len(ks) == 0 {
+		return out, nil
+	}
+	// first maps each distinct key to its first position in ks.
 	first := make(map[state.Key]int, len(ks))
 	keys := make([]map[string]av, 0, len(ks))
 	for i, k := range ks {
@@ -88,9 +145,8 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 			keys = append(keys, b.itemKey(k))
 		}
 	}
-	const op = "GetMany"
 	items, err := ddbx.BatchGet(ctx, b.client, b.table, keys, ddbx.BatchOptions{
-		ConsistentRead: true, ProjectionExpression: readProjection, ExpressionAttributeNames: readNames,
+		ConsistentRead: true, ProjectionExpression: projection, ExpressionAttributeNames: names,
 		OnRetry:    func(ctx context.Context, retry int) { b.sig.Retry(ctx, op, signal.ReasonUnprocessed, retry) },
 		APIOptions: []func(*ddb.Options){b.sdk(op)},
 	})
@@ -98,33 +154,25 @@ func readMany[V any](ctx context.Context, b *base, ks []state.Key, decode decode
 		b.sig.GiveUp(ctx, op, signal.ReasonUnprocessed, ddbx.DefaultMaxRetries+1, err)
 	}
 	if err != nil {
-		return nil, nil, b.wrap("get many", err)
+		return nil, b.wrap("get many", err)
 	}
-	for i := range vals {
-		vals[i] = missing
-	}
-	now := b.now()
 	for _, item := range items {
 		k, err := b.keyOf(item)
 		if err != nil {
-			return nil, nil, b.wrap("get many", err)
+			return nil, b.wrap("get many", err)
 		}
 		i, ok := first[k]
 		if !ok {
-			return nil, nil, b.wrap("get many", fmt.Errorf("item of key %v, which was not asked for", k))
+			return nil, b.wrap("get many", fmt.Errorf("item of key %v, which was not asked for", k))
 		}
-		if vals[i], found[i], err = decodeItem(b, item, now, decode, missing); err != nil {
-			return nil, nil, err
-		}
+		out[i] = item
 	}
 	if len(keys) < len(ks) { // duplicates
 		for i, k := range ks {
-			if j := first[k]; j != i {
-				vals[i], found[i] = vals[j], found[j]
-			}
+			out[i] = out[first[k]]
 		}
 	}
-	return vals, found, nil
+	return out, nil
 }
 
 // keyOf reads the primary key of an item of the store (see itemKey).

@@ -20,6 +20,7 @@ const (
 	attrV   = "v"   // N (numeric stores) or B (BytesStore): the value
 	attrTTL = "ttl" // N: expiry in Unix seconds, absent = never; DynamoDB's TTL attribute
 	attrVer = "ver" // S: BytesStore's version: the tokens of its latest writes (storekey.PushToken)
+	attrRev = "rev" // N: the item's revision, added to by every write (state.Revision)
 	attrTok = "tok" // S: the token of the call that took a claim (dedup tables)
 )
 

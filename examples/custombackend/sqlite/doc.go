@@ -1,6 +1,7 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher and provider.LockInspector) on one
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
+// provider.LockLister) on one
 // SQLite database file, through database/sql and the pure-Go driver
 // modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL

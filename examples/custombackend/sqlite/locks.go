@@ -137,28 +137,11 @@ func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo
 		return nil, err
 	}
 	var info *types.LockInfo
-	err := p.each(ctx, op, `SELECT holder, fence, expires_at FROM locks WHERE key = ? AND `+liveSQL,
+	err := p.each(ctx, op, `SELECT key, holder, fence, expires_at FROM locks WHERE key = ? AND `+liveSQL,
 		[]any{key, sortTime(p.now())}, func(scan func(dest ...any) error) error {
-			var (
-				holder  string
-				fence   int64
-				exp     sql.NullString
-				expires time.Time
-			)
-			if err := scan(&holder, &fence, &exp); err != nil {
-				return p.fail(ctx, op, err)
-			}
-			if exp.Valid {
-				t, err := time.Parse(time.RFC3339Nano, exp.String)
-				if err != nil {
-					return &provider.CorruptError{Kind: provider.KindLock, ID: key, Key: rowKey("locks", key),
-						Err: fmt.Errorf("expires_at %q: %w", exp.String, err)}
-				}
-				expires = t
-			}
 			var err error
-			info, err = provider.HolderInfo(key, holder, fence, expires)
-			return provider.CorruptAt(err, rowKey("locks", key))
+			_, info, err = p.lockRow(ctx, op, scan)
+			return err
 		})
 	if err != nil {
 		return nil, err

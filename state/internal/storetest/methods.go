@@ -8,7 +8,7 @@ import (
 
 // readers are the methods that write nothing; every other exported method of a store
 // or deduper is a write method.
-var readers = []string{"Get", "GetMany", "Close"}
+var readers = []string{"Get", "GetMany", "GetRevisions", "Close"}
 
 // WriteMethods returns "Type.Method" for every exported write method of the types of
 // values (pointers to stores and dedupers), sorted.
