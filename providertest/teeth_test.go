@@ -2201,6 +2201,18 @@ func TestBrokenBackend(t *testing.T) {
 	providertest.Run(t, h)
 }
 
+// TestDocCountsTeeth: the package doc says how many broken backends the suite
+// fails, and the number stays true.
+func TestDocCountsTeeth(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("wrap the memory backend in %d broken", len(brokenBackends)); !strings.Contains(string(doc), want) {
+		t.Errorf("doc.go does not say %q", want)
+	}
+}
+
 func TestTeeth(t *testing.T) {
 	if os.Getenv(brokenEnv) != "" {
 		t.Skip("running as a subprocess")
