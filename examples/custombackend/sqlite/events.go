@@ -13,16 +13,18 @@ import (
 )
 
 // AppendEvent implements provider.EventStore. The event is kept for the provider's
-// event retention (WithEventRetention), forever by default. Once it is committed,
-// the followers of the file in this process are woken.
+// event retention (WithRetention's Events); the append then deletes up to
+// pruneBatch expired events of any pipeline (events_trimmed remembers them, so
+// cursors before them are expired). Once it is committed, the followers of the
+// file in this process are woken.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	e, err := provider.PrepareEvent(ev, now)
 	if err != nil {
 		return err
 	}
-	err = p.put(ctx, "append event", e, `INSERT INTO events (pipeline_id, expires_at, body) VALUES (?, ?, ?)`,
-		e.PipelineID, expiresAt(after(now, p.retention.Events)))
+	err = p.putRetained(ctx, "append event", "events", e, now, p.retention.Events,
+		`INSERT INTO events (pipeline_id, body, expires_at) VALUES (?, ?, ?)`, e.PipelineID)
 	if err == nil {
 		p.wake.notify()
 	}
@@ -75,8 +77,8 @@ const trimmedSQL = `(SELECT COALESCE(MAX(seq), 0) FROM events_trimmed WHERE pipe
 
 // ReadEventsSince implements provider.EventStore. The cursor is the event's seq
 // (provider.ParseSeqCursor, provider.FormatSeqCursor). Retention hides rows
-// without deleting them, and events_trimmed keeps the highest seq ever deleted
-// per pipeline (by hand: see ../README.md, step 6), so one statement tells
+// until an append deletes them, and events_trimmed keeps the highest seq ever
+// deleted per pipeline (by appends, or by hand), so one statement tells
 // exactly whether an event after the cursor is gone: the cursor is expired —
 // an error wrapping provider.ErrCursorExpired — when the pipeline's first row
 // after it is no longer live, or when a row after it was deleted. "" reads from

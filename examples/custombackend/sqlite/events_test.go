@@ -88,3 +88,40 @@ func TestEventCursorExpiry(t *testing.T) {
 	checkRead(t, long, map[string][]string{"": {"11"}, "7": nil, "9": {"11"}})
 	checkRead(t, short, map[string][]string{"": {"11"}, "9": {"11"}})
 }
+
+// TestAppendsPruneExpiredEvents: appends delete expired events (so the table
+// stops growing at about one retention of appends), and a cursor before a
+// deleted event is expired.
+func TestAppendsPruneExpiredEvents(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	now := time.Now()
+	clock := func() time.Time { return now } // only this goroutine reads it
+	p := open(t, path, sqlite.WithClock(clock), sqlite.WithEventRetention(time.Minute))
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// 10 minutes of 20 appends a minute: at most the last minute's 20 rows
+	// stay, plus the one that expires at the instant of the next prune.
+	for range 10 {
+		for range 20 {
+			if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "orders"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(time.Minute)
+	}
+	if n := rows(); n > 20 {
+		t.Fatalf("%d event rows after 200 appends over 10 minutes with a minute's retention, want at most 20", n)
+	}
+	checkRead(t, p, map[string][]string{"0": nil, "100": nil})
+}
