@@ -51,6 +51,11 @@
 // that says the write happened. admin create-tables creates tables, changes no
 // state and is not audited.
 //
+// A write restarts the retention of what it writes (see provider.Retention)
+// with the library's default, provider.DefaultRetention (30 days): the run
+// that run fail swaps and the audit event then expire 30 days after the
+// write, whatever retention the deployment's own services use.
+//
 // And pipestate version (or --version): the module version the command was built
 // as ("(devel)" for a build from a source tree without one), the VCS commit and
 // its time when the build recorded them, and the Go version.
