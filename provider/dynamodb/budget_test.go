@@ -19,7 +19,8 @@ import (
 // counting HTTP requests. The steps run in order on one table.
 func TestRoundTripBudget(t *testing.T) {
 	hc, n := testenv.CountingHTTPClient()
-	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	var units testenv.Capacity
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc }, units.Option())
 	p := openOn(t, e.client, e)
 	other := openOn(t, e.client, e)
 	ctx := context.Background()
@@ -128,13 +129,89 @@ func TestRoundTripBudget(t *testing.T) {
 	}
 	for _, s := range steps {
 		n.Reset()
+		units.Reset()
 		if err := s.call(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		if got := n.Load(); got != s.want {
 			t.Errorf("%s: %d requests, budget %d", s.name, got, s.want)
 		}
+		budget, ok := capacityBudget[s.name]
+		switch got := units.Load(); {
+		case !ok:
+			t.Errorf("%s: no capacity budget (it consumed %v units)", s.name, got)
+		case got > budget:
+			t.Errorf("%s: %v capacity units, budget %v", s.name, got, budget)
+		}
 	}
+}
+
+// capacityBudget is the capacity units each step of TestRoundTripBudget
+// consumes on DynamoDB Local (ReturnConsumedCapacity TOTAL, read and write
+// units together): a step that consumes more fails the test. Local's figures
+// follow AWS's rules for single items, queries and batches (1 unit per 1 KB
+// written, 1 per 4 KB read strongly, half that eventually); it reports a
+// transaction at 2 units per item, as AWS charges, and a refused one at 0,
+// where AWS charges the attempt.
+var capacityBudget = map[string]float64{
+	"register pipeline":           2,
+	"get pipeline":                1,
+	"list pipelines":              0.5,
+	"put trait":                   1,
+	"get trait":                   1,
+	"get traits":                  1,
+	"put readiness":               1,
+	"get readiness":               1,
+	"put run new":                 4,
+	"put run again":               4,
+	"put run moved":               4,
+	"get run":                     1,
+	"list runs":                   1,
+	"create run":                  4,
+	"create run existing":         0,
+	"cas":                         4,
+	"cas lost":                    0,
+	"cas zero created":            5,
+	"cas other created":           4,
+	"append first":                4,
+	"append next":                 4,
+	"append other instance":       4,
+	"list events":                 1,
+	"read events since":           1,
+	"put run log":                 1,
+	"get run log":                 1,
+	"list run logs":               1,
+	"put rerun new":               12,
+	"put rerun again":             4,
+	"put rerun moved":             12,
+	"get rerun":                   1,
+	"list reruns":                 1,
+	"list all reruns":             0.5,
+	"put replay":                  2,
+	"get replay":                  1,
+	"list replays":                0.5,
+	"put late arrival":            1,
+	"list late arrivals":          1,
+	"write marker new":            4,
+	"write marker again":          4,
+	"write marker next":           4,
+	"write marker other instance": 4,
+	"follow events, first page":   1,
+	"watch markers, first page":   1,
+	"list markers":                1,
+	"acquire lock":                4,
+	"release lock":                4,
+	"acquire lease":               1,
+	"inspect lease":               1,
+	"renew lease":                 1,
+	"release lease":               4,
+	"inspect free":                1,
+	"delete pipeline":             2,
+	"ping":                        0,
+	"start":                       0,
+	"bad input":                   0,
+	"stop":                        0,
+	"after stop":                  0,
 }
 
 // first takes the first record of a follower or watcher, which reads one page,

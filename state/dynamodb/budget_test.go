@@ -19,7 +19,8 @@ import (
 func TestRoundTrips(t *testing.T) {
 	e := envFor(t)
 	hc, n := testenv.CountingHTTPClient()
-	c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	var units testenv.Capacity
+	c := testenv.DynamoDBClient(t, func(o *ddb.Options) { o.HTTPClient = hc }, units.Option())
 	opts := []dynamodb.StoreOption{dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup)}
 	sum, err1 := dynamodb.NewInt64SumStore(c, e.values, opts...)
 	max, err2 := dynamodb.NewInt64MaxStore(c, e.values, opts...)
@@ -86,12 +87,43 @@ func TestRoundTrips(t *testing.T) {
 				}
 			}
 			n.Reset()
+			units.Reset()
 			if err := tc.op(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			if got := n.Load(); got != tc.want {
 				t.Errorf("%d round trips, want %d", got, tc.want)
 			}
+			budget, ok := capacityBudget[tc.name]
+			switch got := units.Load(); {
+			case !ok:
+				t.Errorf("no capacity budget (it consumed %v units)", got)
+			case got > budget:
+				t.Errorf("%v capacity units, budget %v", got, budget)
+			}
 		})
 	}
+}
+
+// capacityBudget is the capacity units each case of TestRoundTrips consumes on
+// DynamoDB Local (ReturnConsumedCapacity TOTAL): a case that consumes more
+// fails. Local reports a transaction at 2 units per item and a refused
+// conditional write, or a read of keys that do not exist, at 0 (AWS charges
+// those at least 1 unit).
+var capacityBudget = map[string]float64{
+	"sum merge":           1,
+	"sum merge expired":   1,
+	"sum once":            8,
+	"sum once expired":    8,
+	"get":                 1,
+	"get many 250":        0,
+	"get many duplicates": 0,
+	"get many empty":      0,
+	"max rises":           1,
+	"max stays":           0,
+	"max stays ttl":       1,
+	"bytes merge":         2,
+	"bytes once":          9,
+	"mark seen":           1,
+	"release":             1,
 }
