@@ -177,6 +177,7 @@ func TestRedisRefusals(t *testing.T) {
 		"NOSCRIPT No matching script. Please use EVAL.":                     false,
 		"NOPERM User has no permissions to run the 'set' command":           false,
 		"ERR unknown command 'x'":                                           false,
+		"BUSYKEY Target key name already exists.":                           false,
 	} {
 		c := goredis.NewClient(&goredis.Options{Addr: answering(t, "-"+reply), MaxRetries: -1, Protocol: 2})
 		err := c.Get(t.Context(), "k").Err()

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -48,46 +45,20 @@ func IsFailure(err error) bool {
 	}
 	var re goredis.Error
 	if errors.As(err, &re) {
-		return redisRefusal(re.Error())
+		return redisRefusal(err)
 	}
-	return dynamoDBFailure(err)
+	var resp *smithyhttp.ResponseError
+	return ddbx.IsThrottled(err) || errors.As(err, &resp) && resp.HTTPStatusCode() >= 500
 }
 
-// redisRefusals are the error prefixes of a Redis that cannot serve now.
-var redisRefusals = []string{"LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "READONLY", "OOM"}
+// redisRefusals are the error prefixes of a Redis that cannot serve now (with
+// their space: BUSYKEY is an answer, BUSY a refusal).
+var redisRefusals = []string{"LOADING ", "BUSY ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN ", "READONLY ", "OOM "}
 
-func redisRefusal(msg string) bool {
+func redisRefusal(err error) bool {
 	for _, p := range redisRefusals {
-		if strings.HasPrefix(msg, p+" ") || msg == p {
+		if goredis.HasErrorPrefix(err, p) {
 			return true
-		}
-	}
-	return false
-}
-
-// dynamoDBThrottles are the error codes of a throttled DynamoDB request.
-var dynamoDBThrottles = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"ThrottlingException":                    true,
-	"RequestLimitExceeded":                   true,
-}
-
-func dynamoDBFailure(err error) bool {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) && dynamoDBThrottles[api.ErrorCode()] {
-		return true
-	}
-	var tx *ddbtypes.TransactionCanceledException
-	if errors.As(err, &tx) {
-		for i := range tx.CancellationReasons {
-			code := ddbx.TxReasonCode(err, i)
-			if code == ddbx.ReasonThrottling || code == ddbx.ReasonProvisionedThroughput {
-				return true
-			}
 		}
 	}
 	return false

@@ -6,7 +6,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
@@ -62,13 +61,16 @@ func recordThrottles(ctx context.Context, rec *signal.Recorder, op string, md mi
 }
 
 // isThrottleException reports whether err is a throttling error response, as the
-// SDK's retryer sees it (not a transaction cancelled for throttling).
+// SDK's retryer sees it (not a transaction cancelled for throttling), matched by
+// its error code, typed or not.
 func isThrottleException(err error) bool {
-	if err == nil {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
 		return false
 	}
-	var pte *ddbtypes.ProvisionedThroughputExceededException
-	var rle *ddbtypes.RequestLimitExceeded
-	var api smithy.APIError
-	return errors.As(err, &pte) || errors.As(err, &rle) || (errors.As(err, &api) && api.ErrorCode() == "ThrottlingException")
+	switch api.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ThrottlingException":
+		return true
+	}
+	return false
 }
