@@ -52,6 +52,15 @@
 // Redis client so that a Redis outage costs callers no timeouts: its fast
 // failures are failures like any other here.
 //
+// # Credentials
+//
+// Reads write to Redis: a read that misses fills the entry (put.lua, with
+// EVALSHA). A Redis user allowed only to read still reads correctly, from the
+// source every time, each failed fill counted in pipestate.tiered.failures;
+// give the tier's users read and write on the prefix's keys (~prefix:* with
+// +@read +@write +evalsha +eval +script|load). DynamoDB needs what the source
+// store needs.
+//
 // # Costs
 //
 // A read hit: one Redis round trip, no DynamoDB request. A miss: one Redis

@@ -194,7 +194,8 @@ func (s *store[V]) getMany(ctx context.Context, ks []state.Key) ([]V, []bool, er
 	}
 	var miss []int
 	for i, cmd := range cmds {
-		if err == nil {
+		// Each key on its own: on a cluster one node may fail while others answer.
+		if cmd.Err() == nil {
 			if e, ok := s.fresh(cmd.Val(), start); ok {
 				vals[i], found[i] = e.v, e.found
 				continue

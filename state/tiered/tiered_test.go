@@ -415,3 +415,33 @@ func TestComposes(t *testing.T) {
 		t.Fatalf("another process: %d, %v; want 3", v, err)
 	}
 }
+
+// TestLostReply: a write-through whose reply is lost after Redis applied it is
+// sent again by go-redis; the script's newer-only rule makes the second one a
+// no-op, and every process reads the written value from Redis.
+func TestLostReply(t *testing.T) {
+	n := faults.NewNet()
+	mr := miniredis.RunT(t)
+	e := envFor(t, func(t *testing.T) goredis.UniversalClient {
+		return goredis.NewClient(&goredis.Options{Addr: mr.Addr(), Dialer: n.Dial})
+	})
+	s := sums(t, e)
+	ctx, k := t.Context(), state.Key{Entity: "k"}
+	for i := range 3 {
+		n.DropReply(faults.Contains("evalsha"))
+		if err := s.MergeUpdate(ctx, k, 2, 0); err != nil {
+			t.Fatalf("write %d after a lost reply: %v", i, err)
+		}
+	}
+	if n.Dropped() != 3 {
+		t.Fatalf("%d replies dropped, want 3", n.Dropped())
+	}
+	sig := signaltest.NewSignals()
+	v, _, err := sums(t, e, tiered.WithMeterProvider(sig.Meter)).Get(ctx, k)
+	if err != nil || v != 6 {
+		t.Fatalf("Get = %d, %v; want 6", v, err)
+	}
+	if hits := sig.Collect(t, "pipestate.tiered.hits").Value; hits != 1 {
+		t.Fatalf("the read was not served by Redis (%d hits)", hits)
+	}
+}
