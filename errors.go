@@ -12,7 +12,10 @@
 // The library itself lives in the subpackages; see the README for a tour.
 package pipestate
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors.
 var (
@@ -56,4 +59,10 @@ var (
 	// the call's retry of a write the backend did apply, as any error of that
 	// retry would leave it unknown.
 	ErrUnavailable = errors.New("pipestate: backend unavailable")
+	// ErrFenced: a fenced write (package fence) was refused because a newer
+	// lease of its lease key has already written the record; nothing was
+	// written. It wraps ErrLockNotHeld, so a holder that stops on losing its
+	// lease stops on this too; errors.Is(err, ErrFenced) tells the two apart.
+	// Unlike ErrContention it is never worth retrying with the same lease.
+	ErrFenced = fmt.Errorf("pipestate: fenced by a newer lease (%w)", ErrLockNotHeld)
 )

@@ -29,6 +29,8 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 		{"provider.ErrReadOnly", provider.ErrReadOnly, pipestate.ErrReadOnly},
 		{"provider.ErrCorrupt", provider.ErrCorrupt, pipestate.ErrCorrupt},
 		{"state.ErrCorrupt", state.ErrCorrupt, pipestate.ErrCorrupt},
+		{"provider.ErrFenced", provider.ErrFenced, pipestate.ErrFenced},
+		{"state.ErrFenced", state.ErrFenced, pipestate.ErrFenced},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s is not the library's sentinel %v", tc.name, tc.want)
@@ -36,6 +38,19 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 	}
 	all := []error{pipestate.ErrInvalidArgument, pipestate.ErrTooLarge, pipestate.ErrClosed, pipestate.ErrContention,
 		pipestate.ErrLockHeld, pipestate.ErrLockNotHeld, pipestate.ErrCursorExpired, pipestate.ErrReadOnly, pipestate.ErrCorrupt}
+	// ErrFenced is a kind of ErrLockNotHeld (a holder that stops on losing its
+	// lease stops on it too), and matches no other sentinel.
+	if !errors.Is(pipestate.ErrFenced, pipestate.ErrLockNotHeld) {
+		t.Error("ErrFenced does not match ErrLockNotHeld")
+	}
+	for _, b := range all {
+		if b != pipestate.ErrLockNotHeld && errors.Is(pipestate.ErrFenced, b) {
+			t.Errorf("ErrFenced matches %v", b)
+		}
+		if errors.Is(b, pipestate.ErrFenced) {
+			t.Errorf("%v matches ErrFenced", b)
+		}
+	}
 	for i, a := range all {
 		for j, b := range all {
 			if i != j && errors.Is(a, b) {

@@ -38,6 +38,10 @@ var (
 	// ErrUnavailable: a circuit breaker (package breaker) refused a request
 	// of the call without sending it, as the backend kept failing.
 	ErrUnavailable = pipestate.ErrUnavailable
+	// ErrFenced: a write through a fenced view (package fence) was refused: a
+	// newer lease of its lease key has written the record. Nothing was written.
+	// It wraps ErrLockNotHeld.
+	ErrFenced = pipestate.ErrFenced
 )
 
 // ReadOnly returns the error of a write refused by a read-only provider: op names

@@ -69,4 +69,8 @@ var (
 	// ErrUnavailable: a circuit breaker (package breaker) refused a request
 	// of the call without sending it, as the backend kept failing.
 	ErrUnavailable = pipestate.ErrUnavailable
+	// ErrFenced: a merge through a fenced view (package fence) was refused: a
+	// newer lease of its lease key has merged into the key. Nothing was written.
+	// It wraps pipestate.ErrLockNotHeld.
+	ErrFenced = pipestate.ErrFenced
 )
