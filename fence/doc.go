@@ -1,6 +1,8 @@
 // Package fence makes a lease's fencing token protect data: a write made through
-// a fenced view carries the lease's key and fence, and the storage refuses it once
-// a newer lease of the same key has written the record.
+// a fenced view (provider.Fenced, state.Fenced) carries the lease's key and fence,
+// and the storage refuses it once a newer lease of the same key has written the
+// record. This package holds the token and the rule; the views live beside the
+// interfaces they wrap.
 //
 // A lease (provider.Leaser) guarantees that at most one holder has it at a time
 // by the backend's clock, and its Fence strictly increases from one lease of a
@@ -11,7 +13,7 @@
 //	lease, err := leaser.AcquireLease(ctx, "ingest/orders", time.Minute)
 //	work, stop, err := provider.KeepAlive(ctx, leaser, *lease, time.Minute)
 //	defer stop()
-//	fp, err := fence.Provider(p, *lease)
+//	fp, err := provider.Fenced(p, *lease)
 //	ok, err := fp.CompareAndSwapRunState(work, runID, v, next) // ErrFenced once a newer lease wrote the run
 //
 // # The rule
@@ -29,6 +31,10 @@
 //     record remembers each key apart;
 //   - a write that writes nothing (a CAS on the wrong version, a create that finds
 //     the run, a refused write) remembers nothing;
+//   - the fence is checked before what the write itself checks, so a stale
+//     holder's CAS or create is refused with ErrFenced, not answered false; only
+//     MergeUpdateOnce checks its event's claim first (a repeated event is a
+//     duplicate whatever its fence);
 //   - a retried call after a lost reply gets its first attempt's outcome, as the
 //     write's own lost-reply rule says: the check is part of the write.
 //
@@ -49,9 +55,9 @@
 //
 // # Which writes take a fence
 //
-// Through Provider: PutRunState, CompareAndSwapRunState, CreateRunState,
+// Through provider.Fenced: PutRunState, CompareAndSwapRunState, CreateRunState,
 // AppendEvent, PutLateArrival, PutRunLog, WriteCascadeMarker, PutRerun and
-// PutReplay, the writes a holder makes while it runs a pipeline. Through Store:
+// PutReplay, the writes a holder makes while it runs a pipeline. Through state.Fenced:
 // MergeUpdate, MergeUpdateOnce and MergeMany, so a compaction or backfill job
 // cannot double-write after a takeover. The others go through unfenced:
 // RegisterPipeline and DeletePipeline (configuration, written by deploys and
@@ -61,7 +67,7 @@
 //
 // # Unfenced writes
 //
-// An unfenced write (p itself, not a view) to a record that remembers fences is
+// An unfenced write (p itself, not provider.Fenced(p, lease)) to a record that remembers fences is
 // allowed, and neither checks nor changes what the record remembers: an operator
 // fixing a stuck run with the CLI holds no lease, and during a rolling upgrade
 // the older version writes unfenced. A fence therefore protects a record only

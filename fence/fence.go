@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -31,20 +32,13 @@ func Of(lease types.Lease) (Token, error) {
 	return Token{Key: lease.Key, Fence: lease.Fence}, nil
 }
 
-type ctxKey struct{}
-
 // FromContext returns the token of the fenced write whose context ctx is, and
 // whether there is one. A backend calls it in each write that takes a fence (see
 // the package doc) and applies the rule (Set) atomically with the write. Only
-// the views of this package put a token in a context.
+// the fenced views (provider.Fenced, state.Fenced) put a token in a context.
 func FromContext(ctx context.Context) (Token, bool) {
-	t, ok := ctx.Value(ctxKey{}).(Token)
+	t, ok := fencectx.From(ctx).(Token)
 	return t, ok
-}
-
-// withToken returns ctx carrying t for one call of a view.
-func withToken(ctx context.Context, t Token) context.Context {
-	return context.WithValue(ctx, ctxKey{}, t)
 }
 
 // Set is what one record remembers: for each lease key, the highest fence that

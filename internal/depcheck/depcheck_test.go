@@ -50,7 +50,7 @@ var rules = []struct {
 	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker}},
 	{[]string{"provider/memory", "provider/redis", "state/memory", "state/redis"}, []ban{banAWS}},
 	// The backend-neutral packages (DESIGN.md, section 1).
-	{[]string{"", "types", "provider", "state", "monoid/...", "providertest", "state/statetest"},
+	{[]string{"", "types", "fence", "provider", "state", "monoid/...", "providertest", "state/statetest"},
 		[]ban{banAWS, banRedis, banBackends}},
 }
 

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -78,6 +80,11 @@ type data struct {
 	readiness    map[string]readiness
 	locks        map[string]lock
 	fences       map[string]int64 // survive expiry and release, forever
+	// fenced is what each record remembers of the fenced writes that wrote it
+	// (package fence): a run, run log, rerun, replay or marker until retention
+	// drops it; a pipeline's event log and a late-arrival list for as long as
+	// the data lives.
+	fenced map[rawKey]fence.Set
 	// markerLog is the marker writes retention has not dropped yet: write i
 	// (from 1; its cursor is i) is markerLog[i-1-markerDropped].
 	markerLog     []markerWrite
@@ -196,6 +203,7 @@ func newData() *data {
 		readiness:    map[string]readiness{},
 		locks:        map[string]lock{},
 		fences:       map[string]int64{},
+		fenced:       map[rawKey]fence.Set{},
 		written:      make(chan struct{}),
 		expires:      map[rawKey]time.Time{},
 	}
@@ -260,6 +268,43 @@ func (p *Provider) write(ctx context.Context, set func(s *data)) error {
 	defer p.s.mu.Unlock()
 	set(p.s)
 	return nil
+}
+
+// fencedWrite runs set with the store locked if the fencing rule (package
+// fence) lets ctx's write write the record at ref, and then remembers its fence.
+func (p *Provider) fencedWrite(ctx context.Context, ref rawKey, set func(s *data)) error {
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	defer p.s.mu.Unlock()
+	remember, err := p.s.admit(ctx, ref)
+	if err != nil {
+		return err
+	}
+	set(p.s)
+	remember()
+	return nil
+}
+
+// admit applies the fencing rule to ctx's write of the record at ref: an error
+// wrapping fence.ErrFenced when a newer fence of the write's lease key wrote the
+// record, otherwise the function the write calls once it has written (nothing
+// to do for an unfenced write); d must be locked.
+func (d *data) admit(ctx context.Context, ref rawKey) (remember func(), err error) {
+	t, ok := fence.FromContext(ctx)
+	if !ok {
+		return func() {}, nil
+	}
+	id, _ := ref.name()
+	if err := d.fenced[ref].Check(t, fmt.Sprintf("%s %s", ref.kind, id)); err != nil {
+		return nil, err
+	}
+	return func() {
+		if d.fenced[ref] == nil {
+			d.fenced[ref] = fence.Set{}
+		}
+		d.fenced[ref].Remember(t)
+	}, nil
 }
 
 // load returns the record at k, whose value is v, as a read returns it: a deep
@@ -331,6 +376,7 @@ func put[K comparable, V any](p *Provider, now time.Time, t table[K, V], k K, v 
 			if cur, ok := d.expires[ref]; ok && cur.Equal(exp) { // not written since
 				delete(t.of(d), k)
 				delete(d.expires, ref)
+				delete(d.fenced, ref)
 				d.wrote(ref)
 			}
 		})

@@ -59,23 +59,20 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	log := p.s.events[e.PipelineID]
-	if log == nil {
-		log = &eventLog{}
-		p.s.events[e.PipelineID] = log
-	}
-	now := p.now()
-	log.seq++
-	exp := provider.Expiry(now, p.retention.Events)
-	log.records = append(log.records, record{seq: log.seq, ev: e, expires: exp})
-	p.s.retain(exp, func(_ *data, at time.Time) { log.dropExpired(at) })
-	p.s.prune(now)
-	p.s.wake()
-	return nil
+	return p.fencedWrite(ctx, rawKey{kind: provider.KindEvent, a: e.PipelineID}, func(s *data) {
+		log := s.events[e.PipelineID]
+		if log == nil {
+			log = &eventLog{}
+			s.events[e.PipelineID] = log
+		}
+		now := p.now()
+		log.seq++
+		exp := provider.Expiry(now, p.retention.Events)
+		log.records = append(log.records, record{seq: log.seq, ev: e, expires: exp})
+		s.retain(exp, func(_ *data, at time.Time) { log.dropExpired(at) })
+		s.prune(now)
+		s.wake()
+	})
 }
 
 // FollowEvents implements provider.EventFollower: it reads what ReadEventsSince

@@ -21,7 +21,8 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(*data) { put(p, p.now(), runLogs, slot{e.PipelineID, e.Date, e.ScheduleID}, e) })
+	k := slot{e.PipelineID, e.Date, e.ScheduleID}
+	return p.fencedWrite(ctx, runLogs.ref(k), func(*data) { put(p, p.now(), runLogs, k, e) })
 }
 
 // GetRunLog implements provider.RunLogStore.
@@ -60,7 +61,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(*data) { put(p, p.now(), reruns, r.RerunID, r) })
+	return p.fencedWrite(ctx, reruns.ref(r.RerunID), func(*data) { put(p, p.now(), reruns, r.RerunID, r) })
 }
 
 // GetRerun implements provider.RerunStore.
@@ -99,7 +100,8 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(*data) { put(p, p.now(), replays, slot{r.PipelineID, r.Date, r.ScheduleID}, r) })
+	k := slot{r.PipelineID, r.Date, r.ScheduleID}
+	return p.fencedWrite(ctx, replays.ref(k), func(*data) { put(p, p.now(), replays, k, r) })
 }
 
 // GetReplay implements provider.ReplayStore.
@@ -128,7 +130,8 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	}
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
 	exp := provider.Expiry(now, p.retention.LateArrivals)
-	return p.write(ctx, func(s *data) {
+	ref := rawKey{kind: provider.KindLateArrival, a: k.pipeline, b: k.date, c: k.schedule}
+	return p.fencedWrite(ctx, ref, func(s *data) {
 		s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{la: l, expires: exp})
 		s.retain(exp, func(d *data, at time.Time) { d.dropLateArrivals(k, at) })
 		s.prune(now)
@@ -192,8 +195,9 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) {
-		put(p, now, markers, slot{m.PipelineID, m.Date, m.ScheduleID}, m)
+	k := slot{m.PipelineID, m.Date, m.ScheduleID}
+	return p.fencedWrite(ctx, markers.ref(k), func(s *data) {
+		put(p, now, markers, k, m)
 		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: provider.Expiry(now, p.retention.MarkerLog)})
 		if n := s.expiredMarkers(now); n > 0 {
 			s.markerLog = slices.Delete(s.markerLog, 0, n)

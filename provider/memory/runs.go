@@ -24,7 +24,12 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	if old, ok := found(p, runs, r.RunID, now); ok && old.PipelineID != r.PipelineID {
 		return provider.Invalidf("run %s belongs to pipeline %s, not %s", r.RunID, old.PipelineID, r.PipelineID)
 	}
+	remember, err := p.s.admit(ctx, runs.ref(r.RunID))
+	if err != nil {
+		return err
+	}
 	put(p, now, runs, r.RunID, r)
+	remember()
 	return nil
 }
 
@@ -70,6 +75,10 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if old.PipelineID != r.PipelineID {
 		return false, provider.Invalidf("run %s belongs to pipeline %s, not %s", runID, old.PipelineID, r.PipelineID)
 	}
+	remember, err := p.s.admit(ctx, runs.ref(runID))
+	if err != nil {
+		return false, err
+	}
 	if old.Version != expectedVersion {
 		return false, nil
 	}
@@ -77,6 +86,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	r.CreatedAt = old.CreatedAt
 	r.UpdatedAt = now
 	put(p, now, runs, runID, r)
+	remember()
 	return true, nil
 }
 
@@ -94,9 +104,14 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 		return false, err
 	}
 	defer p.s.mu.Unlock()
+	remember, err := p.s.admit(ctx, runs.ref(r.RunID))
+	if err != nil {
+		return false, err
+	}
 	if _, ok := found(p, runs, r.RunID, now); ok { // an expired run is created again
 		return false, nil
 	}
 	put(p, now, runs, r.RunID, r)
+	remember()
 	return true, nil
 }

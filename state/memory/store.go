@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/lifecycle"
@@ -26,8 +27,9 @@ type Store[V any] struct {
 }
 
 type entry[V any] struct {
-	v   V
-	exp time.Time // zero: no expiry
+	v      V
+	exp    time.Time // zero: no expiry
+	fences fence.Set // what the value remembers of fenced merges; it expires with it
 }
 
 type storeData[V any] struct {
@@ -129,8 +131,9 @@ func (s *Store[V]) MergeMany(ctx context.Context, ups []state.Update[V]) error {
 	defer d.mu.Unlock()
 	now := d.cfg.Now()
 	errs := make([]error, len(ups))
+	t, fenced := fence.FromContext(ctx)
 	for i, u := range ups {
-		_, errs[i] = d.mergeLocked(now, false, "", u.Key, u.Delta, u.TTL)
+		_, errs[i] = d.mergeLocked(now, t, fenced, false, "", u.Key, u.Delta, u.TTL)
 	}
 	return state.MergeErrors(errs)
 }
@@ -143,18 +146,26 @@ func (s *Store[V]) merge(ctx context.Context, once bool, eventID string, k state
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.mergeLocked(d.cfg.Now(), once, eventID, k, delta, ttl)
+	t, fenced := fence.FromContext(ctx)
+	return d.mergeLocked(d.cfg.Now(), t, fenced, once, eventID, k, delta, ttl)
 }
 
-// mergeLocked is one checked merge at now; the caller holds d.mu.
-func (d *storeData[V]) mergeLocked(now time.Time, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+// mergeLocked is one checked merge at now, carrying t when fenced (the fence is
+// checked after the event's claim, so a repeated event is a duplicate, not a
+// refusal); the caller holds d.mu.
+func (d *storeData[V]) mergeLocked(now time.Time, t fence.Token, fenced, once bool, eventID string, k state.Key, delta V, ttl time.Duration) (bool, error) {
 	claim := state.OnceClaimID(k, eventID)
 	if once && d.events.claimed(claim, now) {
 		return false, nil
 	}
-	cur := d.m.Identity()
+	cur, fences := d.m.Identity(), fence.Set(nil)
 	if e, ok := d.values[k]; ok && live(e.exp, now) {
-		cur = e.v
+		cur, fences = e.v, e.fences
+	}
+	if fenced {
+		if err := fences.Check(t, fmt.Sprintf("key %q/%d", k.Entity, k.Bucket)); err != nil {
+			return false, fmt.Errorf("memory: merge: %w", err)
+		}
 	}
 	next, err := state.Combine(d.m, cur, cloneValue(delta))
 	if err != nil {
@@ -163,7 +174,13 @@ func (d *storeData[V]) mergeLocked(now time.Time, once bool, eventID string, k s
 	if once {
 		d.events.set(claim, now, d.cfg.DedupTTL)
 	}
-	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl)}
+	if fenced {
+		if fences == nil {
+			fences = fence.Set{}
+		}
+		fences.Remember(t)
+	}
+	d.values[k] = entry[V]{v: next, exp: expiry(now, ttl), fences: fences}
 	d.sweep(now)
 	return true, nil
 }
