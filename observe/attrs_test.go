@@ -67,12 +67,12 @@ func wantAttrs(t *testing.T, what string, set attribute.Set, want map[string]att
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
 		if !ok || got != v {
-			t.Errorf("%s: %s = %v (present %v), want %v", what, k, got.Emit(), ok, v.Emit())
+			t.Errorf("%s: %s = %v (present %v), want %v", what, k, got.String(), ok, v.String())
 		}
 	}
 	for _, k := range absent {
 		if v, ok := set.Value(attribute.Key(k)); ok {
-			t.Errorf("%s: %s = %v, want none", what, k, v.Emit())
+			t.Errorf("%s: %s = %v, want none", what, k, v.String())
 		}
 	}
 }
@@ -142,7 +142,7 @@ func TestServerAndNamespace(t *testing.T) {
 		}
 		wantAttrs(t, "span", attrs, want, "db.namespace", "pipestate.key_prefix")
 		if v, _ := attrs.Value("aws.dynamodb.table_names"); len(v.AsStringSlice()) != 1 || v.AsStringSlice()[0] != table {
-			t.Errorf("aws.dynamodb.table_names = %v, want [%s]", v.Emit(), table)
+			t.Errorf("aws.dynamodb.table_names = %v, want [%s]", v.String(), table)
 		}
 		for _, set := range durationAttrs(t, reader, "ListPipelines") {
 			wantAttrs(t, "duration", set, want, "aws.dynamodb.table_names")
