@@ -213,6 +213,13 @@
 // absent, those groups skip with the reason, as do the after-Stop calls of their
 // methods and the Expiry, Fidelity and Lists subtests of leases and markers.
 //
+// # Fencing
+//
+// RunFencing runs on every harness: fencing is part of the contract, not an
+// optional interface. It writes through provider.Fenced with made-up leases (any
+// valid key, fences from 1), so it needs no Leaser, except its takeover test,
+// which takes real leases and sleeps past the first one's expiry (Sleep).
+//
 // # Teeth
 //
 // The suite's own tests (teeth_test.go) wrap the memory backend in 102 broken
@@ -225,7 +232,10 @@
 // fails whole on one record that does not decode, counts it toward its limit or
 // skips it without a report, a follow that ends at it, a run still shown at its
 // exact expiry instant, a retention counted from the first write only, a list
-// that keeps expired runs, a create that refuses a run that expired — and
+// that keeps expired runs, a create that refuses a run that expired, fences
+// ignored, refused but written, kept per instance or for one lease key, forgotten
+// by an unfenced write, lowered by a refusal, remembered by a CAS that lost or
+// checked after the version — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.
