@@ -130,7 +130,9 @@ func fencedLostReplies() []lostReply {
 				return one("ListRunLogs", len(ls), err)
 			}), pipeMemory},
 		{"WriteCascadeMarker", "script", evalsha(scriptSlotPut), nil,
-			func(ctx context.Context, p *Provider) error { return p.WriteCascadeMarker(ctx, lrPipe, "", lrDate, "up") },
+			func(ctx context.Context, p *Provider) error {
+				return p.WriteCascadeMarker(ctx, lrPipe, "", lrDate, "up")
+			},
 			checked(func(ctx context.Context, b *Provider) error {
 				ms, err := b.ListCascadeMarkers(ctx, lrPipe, 10)
 				return one("ListCascadeMarkers", len(ms), err)
@@ -260,7 +262,9 @@ func fencedInterleavings() []interleaving {
 			version(2)},
 		{"fenced PutRunLog/newer holder puts between", scriptSlotPut, nil,
 			func(ctx context.Context, _, _, b *Provider) error { return b.PutRunLog(fenced(ctx, 2), runLog(2)) },
-			func(t *testing.T, ctx context.Context, a *Provider) error { return a.PutRunLog(fenced(ctx, 1), runLog(1)) },
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				return a.PutRunLog(fenced(ctx, 1), runLog(1))
+			},
 			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
 				got, err := b.GetRunLog(ctx, lrPipe, lrDate, "")
 				if err != nil || got == nil || got.AttemptNumber != 2 {
@@ -304,7 +308,9 @@ func fencedInterleavings() []interleaving {
 			}},
 		{"fenced PutRerun/newer holder puts between", scriptRecordPut, nil,
 			func(ctx context.Context, _, _, b *Provider) error { return b.PutRerun(fenced(ctx, 2), rerun("newer")) },
-			func(t *testing.T, ctx context.Context, a *Provider) error { return a.PutRerun(fenced(ctx, 1), rerun("older")) },
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				return a.PutRerun(fenced(ctx, 1), rerun("older"))
+			},
 			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
 				got, err := b.GetRerun(ctx, "rerun1")
 				if err != nil || got == nil || got.Reason != "newer" {
@@ -314,8 +320,12 @@ func fencedInterleavings() []interleaving {
 				count("ListAllReruns", 1, len(rs), err)(t)
 			}},
 		{"fenced PutReplay/newer holder puts between", scriptRecordPut, nil,
-			func(ctx context.Context, _, _, b *Provider) error { return b.PutReplay(fenced(ctx, 2), replay("newer")) },
-			func(t *testing.T, ctx context.Context, a *Provider) error { return a.PutReplay(fenced(ctx, 1), replay("older")) },
+			func(ctx context.Context, _, _, b *Provider) error {
+				return b.PutReplay(fenced(ctx, 2), replay("newer"))
+			},
+			func(t *testing.T, ctx context.Context, a *Provider) error {
+				return a.PutReplay(fenced(ctx, 1), replay("older"))
+			},
 			func(t *testing.T, ctx context.Context, _, _, b *Provider) {
 				got, err := b.GetReplay(ctx, lrPipe, lrDate, "")
 				if err != nil || got == nil || got.Reason != "newer" {

@@ -145,7 +145,7 @@ func TestFencedMerges(t *testing.T) {
 					t.Fatalf("refused merges wrote: %s, want %s", got, want)
 				}
 				must(t, o.merge(ctx, o.view(t, "other", 1), k, 4)) // another lease key
-				must(t, o.merge(ctx, o.store, k, 5))                 // unfenced
+				must(t, o.merge(ctx, o.store, k, 5))               // unfenced
 				want = read()
 				if err := o.merge(ctx, o.view(t, "job", 1), k, 6); !errors.Is(err, state.ErrFenced) {
 					t.Fatalf("after an unfenced merge, an older fence's = %v, want ErrFenced", err)
