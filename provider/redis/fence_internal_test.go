@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/provider"
@@ -335,4 +338,63 @@ func fencedInterleavings() []interleaving {
 				count("ListReplays", 1, len(rs), err)(t)
 			}},
 	}
+}
+
+// TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced write
+// gives its hash tag's fence memory the server TTL of the record it wrote when
+// that is longer than the memory's, never a shorter one, and none (PERSIST)
+// when the record never expires (an event stream); refused and unfenced writes
+// leave it as it is.
+func TestFenceMemoryTTL(t *testing.T) {
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	r := provider.DefaultRetention()
+	r.RunLogs, r.LateArrivals, r.Runs = time.Hour, 3*time.Hour, 2*time.Hour
+	p, err := New(c, WithRetention(r))
+	must(t, err)
+	must(t, p.Start(ctx))
+	mem := p.k.fences(p.k.pipeline(lrPipe))
+	ttl := func(key string, want time.Duration) {
+		t.Helper()
+		got, err := c.PTTL(ctx, key).Result()
+		if err != nil || got != want {
+			t.Fatalf("PTTL %s = %v, %v; want %v", key, got, err, want)
+		}
+	}
+	runLog := func(ctx context.Context) error {
+		return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: lrPipe, Date: lrDate, Status: types.RunRunning})
+	}
+	late := func(ctx context.Context) error {
+		return p.PutLateArrival(ctx, types.LateArrival{PipelineID: lrPipe, Date: lrDate, RecordDelta: 1})
+	}
+	must(t, runLog(ctx)) // unfenced: no memory
+	ttl(mem, -2)
+	must(t, runLog(fenced(ctx, 2)))
+	ttl(mem, time.Hour+deleteSlack)
+	must(t, late(fenced(ctx, 2))) // a longer-lived record lengthens it
+	ttl(mem, 3*time.Hour+deleteSlack)
+	m.FastForward(time.Minute)
+	must(t, runLog(fenced(ctx, 3))) // a shorter-lived one does not shorten it
+	ttl(mem, 3*time.Hour+deleteSlack-time.Minute)
+	if err := wantRefused(late(fenced(ctx, 1))); err != nil {
+		t.Fatal(err)
+	}
+	must(t, late(ctx)) // unfenced
+	ttl(mem, 3*time.Hour+deleteSlack-time.Minute)
+	must(t, p.AppendEvent(fenced(ctx, 3), types.Event{Kind: "K", PipelineID: lrPipe})) // a stream never expires
+	ttl(mem, -1)
+	must(t, late(fenced(ctx, 3)))
+	ttl(mem, -1)
+	// A run's memory is its own, with the run's TTL.
+	must(t, p.PutRunState(fenced(ctx, 1), lrRunState(0)))
+	ttl(p.k.fences(p.k.run(lrRun)), 2*time.Hour+deleteSlack)
+	remembered(t, ctx, p, p.k.fences(p.k.run(lrRun)), 1)
+	remembered(t, ctx, p, mem, 3)
+	// A record kept forever keeps its memory forever.
+	forever, err := New(c, WithRetention(provider.Forever()), WithKeyPrefix("forever"))
+	must(t, err)
+	must(t, forever.PutRunState(fenced(ctx, 1), lrRunState(0)))
+	ttl(forever.k.fences(forever.k.run(lrRun)), -1)
 }

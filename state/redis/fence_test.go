@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/redis"
 	"github.com/pipestate/pipestate/types"
 )
@@ -176,4 +177,58 @@ func TestFencedMerges(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced merge
+// gives the memory of its entity's values the value's TTL when that is longer
+// than the memory's, never a shorter one, and none (PERSIST) for a value that
+// never expires; refused and unfenced merges leave it as it is.
+func TestFenceMemoryTTL(t *testing.T) {
+	ctx := t.Context()
+	c := miniBackend.client(t)
+	p := prefixFor(t)
+	s, err := redis.NewInt64SumStore(c, p)
+	must(t, err)
+	view := func(f int64) state.Store[int64] {
+		v, err := state.Fenced[int64](s, types.Lease{Key: "job", Token: "t", Fence: f})
+		must(t, err)
+		return v
+	}
+	mem := p + ":{e}:" + storekey.Int64Sum + ":fences"
+	k1, k2 := state.Key{Entity: "e", Bucket: 1}, state.Key{Entity: "e", Bucket: 2}
+	ttl := func(key string) time.Duration {
+		t.Helper()
+		d, err := c.PTTL(ctx, key).Result()
+		must(t, err)
+		return d
+	}
+	must(t, s.MergeUpdate(ctx, k1, 1, time.Hour)) // unfenced: no memory
+	if got := ttl(mem); got != -2 {
+		t.Fatalf("an unfenced merge made a fence memory (PTTL %v)", got)
+	}
+	must(t, view(2).MergeUpdate(ctx, k1, 1, time.Hour))
+	if got, want := ttl(mem), ttl(p+":{e}:isum:1"); got != want {
+		t.Fatalf("memory PTTL %v, want the value's %v", got, want)
+	}
+	must(t, view(2).MergeUpdate(ctx, k2, 1, 3*time.Hour)) // a longer-lived value lengthens it
+	long := ttl(p + ":{e}:isum:2")
+	if got := ttl(mem); got != long {
+		t.Fatalf("memory PTTL %v, want the longer value's %v", got, long)
+	}
+	must(t, view(2).MergeUpdate(ctx, k1, 1, time.Hour)) // a shorter-lived one does not shorten it
+	if err := view(1).MergeUpdate(ctx, k1, 1, 0); !errors.Is(err, state.ErrFenced) {
+		t.Fatalf("older fence = %v, want ErrFenced", err)
+	}
+	must(t, s.MergeUpdate(ctx, k1, 1, 0)) // unfenced, never expires
+	if got := ttl(mem); got != long {
+		t.Fatalf("memory PTTL %v, want still %v", got, long)
+	}
+	must(t, view(2).MergeUpdate(ctx, k1, 1, 0)) // a value that never expires
+	if got := ttl(mem); got != -1 {
+		t.Fatalf("memory PTTL %v, want none (-1)", got)
+	}
+	must(t, view(2).MergeUpdate(ctx, k2, 1, time.Hour))
+	if got := ttl(mem); got != -1 {
+		t.Fatalf("memory PTTL %v, want still none (-1)", got)
+	}
 }
