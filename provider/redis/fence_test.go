@@ -180,7 +180,7 @@ func TestFencedWrites(t *testing.T) {
 				t.Run(w.name, func(t *testing.T) {
 					ctx := t.Context()
 					c, prefix := target(t)
-					p := openProvider(t, c, redis.WithKeyPrefix(prefix+":"+w.name))
+					p := openProvider(t, c, redis.WithKeyPrefix(prefix)) // a prefix per test
 					read := func() string {
 						t.Helper()
 						s, err := w.read(ctx, p)
