@@ -441,7 +441,8 @@
 //   - Locks, leases, fences, the nonces and call markers that make retries apply
 //     once, the list indexes and run versions are ordinary keys: a server that
 //     evicts keys can drop a held lock (two holders), a fence counter (fences
-//     repeat), a CAS version, a call marker (a retry applies twice) or a list
+//     repeat), a fence memory (a stale holder's fenced write passes), a CAS
+//     version, a call marker (a retry applies twice) or a list
 //     entry. Use maxmemory-policy noeviction, or a database or
 //     server of its own with enough memory. A list index entry lost while its truth
 //     remains comes back with the record's next write; a truth lost and written

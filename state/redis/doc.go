@@ -55,8 +55,8 @@
 //     HLL and a TopK BytesStore, may share a prefix and entity names. Two stores of
 //     the same kind sharing a prefix share values: give each logical store its own
 //     prefix.
-//   - Operating Redis: claims and versions must not be evicted (maxmemory-policy
-//     noeviction); see package state.
+//   - Operating Redis: claims, versions and fence memories must not be evicted
+//     (maxmemory-policy noeviction); see package state.
 //   - A missing key reads as the monoid's identity with found == false (0 for sums,
 //     math.MinInt64 for Int64MaxStore, the monoid's Identity for BytesStore).
 //   - A lost BytesStore race hands the current value and version back with the
