@@ -66,6 +66,12 @@ func RunCascadeStore(t *testing.T, h Harness) {
 	})
 }
 
+func (s *suite) reader(t *testing.T) (provider.Provider, provider.CascadeReader) {
+	t.Helper()
+	p := s.open(t)
+	return p, p.(provider.CascadeReader)
+}
+
 // RunCascadeReader tests the optional provider.CascadeReader together with
 // WriteCascadeMarker: round trip, one marker per (pipeline, schedule, date), a
 // rewrite updating Source and WrittenAt, newest first with limits, the default
@@ -78,13 +84,8 @@ func RunCascadeReader(t *testing.T, h Harness) {
 		if _, ok := s.open(t).(provider.CascadeReader); !ok {
 			t.Skip("the provider does not implement provider.CascadeReader")
 		}
-		reader := func(t *testing.T) (provider.Provider, provider.CascadeReader) {
-			t.Helper()
-			p := s.open(t)
-			return p, p.(provider.CascadeReader)
-		}
 		test(t, "write_list_round_trip", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			before := s.now(t, p)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "hourly", k.date, k.other), "WriteCascadeMarker")
@@ -96,12 +97,12 @@ func RunCascadeReader(t *testing.T, h Harness) {
 			wantWithin(t, "WrittenAt", list[0].WrittenAt, before, after)
 		})
 		test(t, "list_empty", func(t *testing.T) {
-			_, r := reader(t)
+			_, r := s.reader(t)
 			list, err := r.ListCascadeMarkers(t.Context(), newIDs(t).pipeline, 10)
 			wantLen(t, list, err, 0, "ListCascadeMarkers without markers")
 		})
 		test(t, "rewrite_updates_source_and_written_at", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, "first"), "WriteCascadeMarker")
 			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
@@ -117,7 +118,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "rewrite_identical_updates_written_at", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, k.other), "WriteCascadeMarker")
 			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
@@ -135,7 +136,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 			wantWithin(t, "WrittenAt of the rewrite", list[0].WrittenAt, before, after)
 		})
 		test(t, "list_newest_first", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			writes := [][2]string{{"", "2026-03-01"}, {"hourly", "2026-03-01"}, {"", "2026-02-01"}, {"", "2026-03-01"}, {"weekly", "2026-01-01"}}
 			for i, w := range writes {
@@ -153,7 +154,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 			same(t, "ListCascadeMarkers(limit 2)", []string{"src-4", "src-3"}, markerSources(list))
 		})
 		test(t, "empty_schedule_is_default", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, "first"), "WriteCascadeMarker")
 			s.sleep(t, markerGap)
@@ -165,7 +166,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "adversarial_keys", func(t *testing.T) {
-			p, r := reader(t)
+			p, r := s.reader(t)
 			k := newIDs(t)
 			checkDistinct(t, adversarialTuples(k.pipeline, 3),
 				func(key []string, tag int) error {

@@ -10,6 +10,12 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
+func (s *suite) creator(t *testing.T) (provider.Provider, provider.RunCreator) {
+	t.Helper()
+	p := s.open(t)
+	return p, p.(provider.RunCreator)
+}
+
 // RunRunCreator tests provider.RunCreator: a run is created once, concurrent
 // creates of one RunID have exactly one winner whose run is stored and listed once,
 // an existing run is left alone, and bad input writes nothing. It skips when the
@@ -20,13 +26,8 @@ func RunRunCreator(t *testing.T, h Harness) {
 		if _, ok := s.open(t).(provider.RunCreator); !ok {
 			t.Skip("provider is not a provider.RunCreator")
 		}
-		creator := func(t *testing.T) (provider.Provider, provider.RunCreator) {
-			t.Helper()
-			p := s.open(t)
-			return p, p.(provider.RunCreator)
-		}
 		test(t, "create_once", func(t *testing.T) {
-			p, c := creator(t)
+			p, c := s.creator(t)
 			k := newIDs(t)
 			run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Metadata: map[string]any{"by": "first"}}
 			created, err := c.CreateRunState(t.Context(), run)
@@ -52,7 +53,7 @@ func RunRunCreator(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "put_then_create", func(t *testing.T) {
-			p, c := creator(t)
+			p, c := s.creator(t)
 			k := newIDs(t)
 			run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunRunning, Version: 3}
 			noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
@@ -66,12 +67,12 @@ func RunRunCreator(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "concurrent_creates_one_winner", func(t *testing.T) {
-			p, _ := creator(t)
+			p, _ := s.creator(t)
 			k := newIDs(t)
 			const n = 32
 			instances := make([]provider.RunCreator, 4)
 			for i := range instances {
-				_, instances[i] = creator(t)
+				_, instances[i] = s.creator(t)
 			}
 			var wins atomic.Int64
 			winner := make(chan int, n)

@@ -9,6 +9,15 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
+func leaserOf(t *testing.T, p provider.Provider) provider.Leaser {
+	t.Helper()
+	l, ok := p.(provider.Leaser)
+	if !ok {
+		t.Skip("the provider does not implement provider.Leaser")
+	}
+	return l
+}
+
 // RunLockInspector tests the optional provider.LockInspector: a free key, a lock
 // (its owner, seen from every instance, and its expiry; none for ttl 0), a lease
 // (its token, fence and expiry, following renewals and new leases), nothing after
@@ -23,14 +32,6 @@ func RunLockInspector(t *testing.T, h Harness) {
 		s.probe = probeTraits
 		if _, ok := s.open(t).(provider.LockInspector); !ok {
 			t.Skip("the provider does not implement provider.LockInspector")
-		}
-		leaser := func(t *testing.T, p provider.Provider) provider.Leaser {
-			t.Helper()
-			l, ok := p.(provider.Leaser)
-			if !ok {
-				t.Skip("the provider does not implement provider.Leaser")
-			}
-			return l
 		}
 		test(t, "free_key", func(t *testing.T) {
 			p, k := s.open(t), newIDs(t)
@@ -95,26 +96,26 @@ func RunLockInspector(t *testing.T, h Harness) {
 		})
 		test(t, "lease_held", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
-			lease := mustLease(t, leaser(t, p), k.lock, longTTL)
+			lease := mustLease(t, leaserOf(t, p), k.lock, longTTL)
 			wantLeaseInfo(t, q, lease, "GetLockInfo of a lease by another instance")
-			renewed, err := leaser(t, p).RenewLease(t.Context(), lease, 2*longTTL)
+			renewed, err := leaserOf(t, p).RenewLease(t.Context(), lease, 2*longTTL)
 			wantLeaseInfo(t, q, mustGet(t, renewed, err, "RenewLease"), "GetLockInfo after RenewLease")
-			noErr(t, leaser(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
-			next := mustLease(t, leaser(t, q), k.lock, longTTL)
+			noErr(t, leaserOf(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
+			next := mustLease(t, leaserOf(t, q), k.lock, longTTL)
 			wantLeaseInfo(t, p, next, "GetLockInfo of the next lease")
 		})
 		test(t, "lease_after_expiry", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
-			mustLease(t, leaser(t, p), k.lock, shortTTL)
+			mustLease(t, leaserOf(t, p), k.lock, shortTTL)
 			s.sleepToExpiry(t, shortTTL)
 			wantFree(t, q, k.lock, "GetLockInfo exactly at the lease's expiry")
-			next := mustLease(t, leaser(t, q), k.lock, longTTL)
+			next := mustLease(t, leaserOf(t, q), k.lock, longTTL)
 			wantLeaseInfo(t, p, next, "GetLockInfo of the lease taken after the expiry")
 		})
 		test(t, "lock_after_lease", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
-			lease := mustLease(t, leaser(t, p), k.lock, longTTL)
-			noErr(t, leaser(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
+			lease := mustLease(t, leaserOf(t, p), k.lock, longTTL)
+			noErr(t, leaserOf(t, p).ReleaseLease(t.Context(), lease), "ReleaseLease")
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock after the lease's release")
 			if info := mustInspect(t, p, k.lock, "GetLockInfo of a lock taken after a lease"); info.Token != "" || info.Fence != 0 || info.Owner == "" {
 				t.Errorf("GetLockInfo of a lock taken after a lease = %+v, want an owner and no token or fence", info)
@@ -137,17 +138,17 @@ func RunLockInspector(t *testing.T, h Harness) {
 		})
 		test(t, "lease_renewals_move_expiry", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
-			lease := mustLease(t, leaser(t, p), k.lock, shortTTL)
-			longer, err := leaser(t, p).RenewLease(t.Context(), lease, longTTL)
+			lease := mustLease(t, leaserOf(t, p), k.lock, shortTTL)
+			longer, err := leaserOf(t, p).RenewLease(t.Context(), lease, longTTL)
 			lease = mustGet(t, longer, err, "RenewLease for longer")
 			s.sleepToExpiry(t, shortTTL)
 			wantLeaseInfo(t, q, lease, "GetLockInfo at the first ttl's end of a lease renewed for longer")
-			shorter, err := leaser(t, p).RenewLease(t.Context(), lease, shortTTL)
+			shorter, err := leaserOf(t, p).RenewLease(t.Context(), lease, shortTTL)
 			lease = mustGet(t, shorter, err, "RenewLease for shorter")
 			wantLeaseInfo(t, q, lease, "GetLockInfo of a lease renewed for shorter")
 			s.sleepToExpiry(t, shortTTL)
 			wantFree(t, q, k.lock, "GetLockInfo at the expiry of a lease renewed for shorter")
-			next := mustLease(t, leaser(t, q), k.lock, longTTL)
+			next := mustLease(t, leaserOf(t, q), k.lock, longTTL)
 			if next.Fence <= lease.Fence {
 				t.Errorf("AcquireLease after the renewed lease expired: fence %d, want more than %d", next.Fence, lease.Fence)
 			}
@@ -155,7 +156,7 @@ func RunLockInspector(t *testing.T, h Harness) {
 		})
 		test(t, "lock_ttl_zero_after_lease", func(t *testing.T) {
 			p, q, k := s.open(t), s.open(t), newIDs(t)
-			mustLease(t, leaser(t, p), k.lock, shortTTL)
+			mustLease(t, leaserOf(t, p), k.lock, shortTTL)
 			s.sleepToExpiry(t, shortTTL)
 			wantAcquire(t, q, k.lock, 0, true, "AcquireLock with ttl 0 of an expired lease's key")
 			info := mustInspect(t, p, k.lock, "GetLockInfo of a ttl-0 lock taken after a lease")

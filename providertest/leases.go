@@ -11,6 +11,11 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
+func (s *suite) leaser(t *testing.T) provider.Leaser {
+	t.Helper()
+	return s.open(t).(provider.Leaser)
+}
+
 // RunLeaser tests the optional provider.Leaser: acquire while held, release and
 // renew only of the current lease, renew extending past the old expiry, fences
 // strictly increasing across holders, expiries and releases (also after a day
@@ -24,10 +29,6 @@ func RunLeaser(t *testing.T, h Harness) {
 		if _, ok := s.open(t).(provider.Leaser); !ok {
 			t.Skip("the provider does not implement provider.Leaser")
 		}
-		leaser := func(t *testing.T) provider.Leaser {
-			t.Helper()
-			return s.open(t).(provider.Leaser)
-		}
 		test(t, "acquire_returns_lease", func(t *testing.T) {
 			p := s.open(t)
 			l, k := p.(provider.Leaser), newIDs(t)
@@ -40,31 +41,31 @@ func RunLeaser(t *testing.T, h Harness) {
 			wantWithin(t, "ExpiresAt", lease.ExpiresAt, before.Add(longTTL), after.Add(longTTL))
 		})
 		test(t, "acquire_held_by_other_instance", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			mustLease(t, a, k.lock, longTTL)
 			_, err := b.AcquireLease(t.Context(), k.lock, longTTL)
 			wantErr(t, err, provider.ErrLockHeld, "AcquireLease of a key leased by another instance")
 		})
 		test(t, "acquire_held_by_self", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			mustLease(t, a, k.lock, longTTL)
 			_, err := a.AcquireLease(t.Context(), k.lock, longTTL)
 			wantErr(t, err, provider.ErrLockHeld, "AcquireLease of a key this instance leased")
 		})
 		test(t, "release_frees", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
 			mustLease(t, b, k.lock, longTTL)
 		})
 		test(t, "release_twice", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
 			wantErr(t, a.ReleaseLease(t.Context(), lease), provider.ErrLockNotHeld, "ReleaseLease a second time")
 		})
 		test(t, "release_stale_lease", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			old := mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			cur := mustLease(t, b, k.lock, longTTL)
@@ -74,7 +75,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, b.ReleaseLease(t.Context(), cur), "ReleaseLease of the current lease")
 		})
 		test(t, "forged_token_rejected", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			forged := lease
 			forged.Token = lease.Token + "x"
@@ -85,7 +86,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after forged calls (the lease must still hold)")
 		})
 		test(t, "token_prefix_rejected", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			for _, tok := range []string{lease.Token[:len(lease.Token)-1], lease.Token[:1], ""} {
 				forged := lease
@@ -106,7 +107,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease with the real token")
 		})
 		test(t, "expired_at_exact_ttl", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)
 			s.sleepToExpiry(t, shortTTL) // expired when now >= the expiry
 			_, err := a.RenewLease(t.Context(), lease, longTTL)
@@ -117,14 +118,14 @@ func RunLeaser(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "release_expired_lease", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			wantErr(t, a.ReleaseLease(t.Context(), lease), provider.ErrLockNotHeld, "ReleaseLease of an expired lease")
 			mustLease(t, a, k.lock, longTTL)
 		})
 		test(t, "stale_lease_reused_by_own_instance", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			old := mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			cur := mustLease(t, a, k.lock, longTTL)
@@ -136,7 +137,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, a.ReleaseLease(t.Context(), cur), "ReleaseLease of the current lease")
 		})
 		test(t, "renew_extends", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)
 			renewed, err := a.RenewLease(t.Context(), lease, longTTL)
 			noErr(t, err, "RenewLease")
@@ -150,7 +151,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, err, "RenewLease again past the original ttl")
 		})
 		test(t, "renew_keeps_identity", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			renewed, err := a.RenewLease(t.Context(), lease, 2*longTTL)
 			noErr(t, err, "RenewLease")
@@ -160,14 +161,14 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, a.ReleaseLease(t.Context(), *renewed), "ReleaseLease of the renewed lease")
 		})
 		test(t, "renew_after_expiry", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			_, err := a.RenewLease(t.Context(), lease, longTTL)
 			wantErr(t, err, provider.ErrLockNotHeld, "RenewLease after expiry")
 		})
 		test(t, "renew_after_takeover", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			old := mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			cur := mustLease(t, b, k.lock, longTTL)
@@ -177,7 +178,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			noErr(t, err, "RenewLease by the current holder")
 		})
 		test(t, "renew_after_release", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			lease := mustLease(t, a, k.lock, longTTL)
 			noErr(t, a.ReleaseLease(t.Context(), lease), "ReleaseLease")
 			_, err := a.RenewLease(t.Context(), lease, longTTL)
@@ -212,7 +213,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			// of an expired or released lease is deleted (a TTL sweeper, an
 			// eviction), which may happen long after the expiry: fences increase
 			// forever, also after a day without a lease.
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			expired := mustLease(t, a, k.lock, shortTTL)
 			released := mustLease(t, a, k.other, longTTL)
 			noErr(t, a.ReleaseLease(t.Context(), released), "ReleaseLease")
@@ -226,7 +227,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "fences_per_key", func(t *testing.T) {
-			a, k := leaser(t), newIDs(t)
+			a, k := s.leaser(t), newIDs(t)
 			first := mustLease(t, a, k.lock, longTTL)
 			other := mustLease(t, a, k.lock+"-other", longTTL)
 			noErr(t, a.ReleaseLease(t.Context(), first), "ReleaseLease")
@@ -236,7 +237,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			}
 		})
 		test(t, "concurrent_one_winner", func(t *testing.T) {
-			insts := []provider.Leaser{leaser(t), leaser(t)}
+			insts := []provider.Leaser{s.leaser(t), s.leaser(t)}
 			k := newIDs(t)
 			const n = 16
 			for round, start := 0, time.Now(); raceAgain(round, start); round++ {
@@ -324,7 +325,7 @@ func RunLeaser(t *testing.T, h Harness) {
 			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock after the lease was released")
 		})
 		test(t, "lease_expiry_frees", func(t *testing.T) {
-			a, b, k := leaser(t), leaser(t), newIDs(t)
+			a, b, k := s.leaser(t), s.leaser(t), newIDs(t)
 			mustLease(t, a, k.lock, shortTTL)
 			s.sleep(t, expireWait)
 			mustLease(t, b, k.lock, longTTL)
