@@ -26,87 +26,9 @@ func RunRunCreator(t *testing.T, h Harness) {
 		if _, ok := s.open(t).(provider.RunCreator); !ok {
 			t.Skip("provider is not a provider.RunCreator")
 		}
-		test(t, "create_once", func(t *testing.T) {
-			p, c := s.creator(t)
-			k := newIDs(t)
-			run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Metadata: map[string]any{"by": "first"}}
-			created, err := c.CreateRunState(t.Context(), run)
-			noErr(t, err, "CreateRunState")
-			if !created {
-				t.Fatal("CreateRunState of a new run: created = false")
-			}
-			got := getRun(t, p, k.run)
-			if got.Version != 0 || got.Status != types.RunPending || got.CreatedAt.IsZero() || got.UpdatedAt.IsZero() {
-				t.Errorf("created run %+v: want version 0, PENDING, filled times", got)
-			}
-			again := run
-			again.Status, again.Metadata = types.RunRunning, map[string]any{"by": "second"}
-			created, err = c.CreateRunState(t.Context(), again)
-			noErr(t, err, "CreateRunState of an existing run")
-			if created {
-				t.Error("CreateRunState of an existing run: created = true")
-			}
-			same(t, "run after a second create", got, getRun(t, p, k.run))
-			ok, err := p.CompareAndSwapRunState(t.Context(), k.run, 0, again)
-			if noErr(t, err, "CAS after create"); !ok {
-				t.Error("CAS from version 0 after create failed")
-			}
-		})
-		test(t, "put_then_create", func(t *testing.T) {
-			p, c := s.creator(t)
-			k := newIDs(t)
-			run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunRunning, Version: 3}
-			noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
-			created, err := c.CreateRunState(t.Context(), types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending})
-			noErr(t, err, "CreateRunState")
-			if created {
-				t.Error("CreateRunState over a run PutRunState stored: created = true")
-			}
-			if got := getRun(t, p, k.run); got.Version != 3 || got.Status != types.RunRunning {
-				t.Errorf("run after the refused create: %+v, want version 3 RUNNING", got)
-			}
-		})
-		test(t, "concurrent_creates_one_winner", func(t *testing.T) {
-			p, _ := s.creator(t)
-			k := newIDs(t)
-			const n = 32
-			instances := make([]provider.RunCreator, 4)
-			for i := range instances {
-				_, instances[i] = s.creator(t)
-			}
-			var wins atomic.Int64
-			winner := make(chan int, n)
-			var start, done sync.WaitGroup
-			start.Add(1)
-			for i := range n {
-				done.Add(1)
-				go func() {
-					defer done.Done()
-					start.Wait()
-					run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Metadata: map[string]any{"by": float64(i)}}
-					created, err := instances[i%len(instances)].CreateRunState(context.Background(), run)
-					if err != nil {
-						t.Errorf("CreateRunState %d: %v", i, err)
-						return
-					}
-					if created {
-						wins.Add(1)
-						winner <- i
-					}
-				}()
-			}
-			start.Done()
-			done.Wait()
-			if wins.Load() != 1 {
-				t.Fatalf("%d creates reported created, want exactly 1", wins.Load())
-			}
-			w := <-winner
-			if got := getRun(t, p, k.run); got.Metadata["by"] != float64(w) {
-				t.Errorf("stored run was written by %v, but create %d reported created", got.Metadata["by"], w)
-			}
-			list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
-			wantLen(t, list, err, 1, "ListRuns after concurrent creates")
-		})
+		s.run(t, "create_once", testRunCreatorCreateOnce)
+		s.run(t, "put_then_create", testRunCreatorPutThenCreate)
+		s.run(t, "concurrent_creates_one_winner", testRunCreatorConcurrentCreatesOneWinner)
 		s.checkBadInput(t, []badCase{
 			{name: "nonzero_version", call: func(ctx context.Context, p provider.Provider, k ids) error {
 				return createRun(ctx, p, types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Version: 1})
@@ -123,6 +45,90 @@ func RunRunCreator(t *testing.T, h Harness) {
 			wantNil(t, r, err, "GetRunState after a rejected create")
 		})
 	})
+}
+
+func testRunCreatorCreateOnce(t *testing.T, s *suite) {
+	p, c := s.creator(t)
+	k := newIDs(t)
+	run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Metadata: map[string]any{"by": "first"}}
+	created, err := c.CreateRunState(t.Context(), run)
+	noErr(t, err, "CreateRunState")
+	if !created {
+		t.Fatal("CreateRunState of a new run: created = false")
+	}
+	got := getRun(t, p, k.run)
+	if got.Version != 0 || got.Status != types.RunPending || got.CreatedAt.IsZero() || got.UpdatedAt.IsZero() {
+		t.Errorf("created run %+v: want version 0, PENDING, filled times", got)
+	}
+	again := run
+	again.Status, again.Metadata = types.RunRunning, map[string]any{"by": "second"}
+	created, err = c.CreateRunState(t.Context(), again)
+	noErr(t, err, "CreateRunState of an existing run")
+	if created {
+		t.Error("CreateRunState of an existing run: created = true")
+	}
+	same(t, "run after a second create", got, getRun(t, p, k.run))
+	ok, err := p.CompareAndSwapRunState(t.Context(), k.run, 0, again)
+	if noErr(t, err, "CAS after create"); !ok {
+		t.Error("CAS from version 0 after create failed")
+	}
+}
+
+func testRunCreatorPutThenCreate(t *testing.T, s *suite) {
+	p, c := s.creator(t)
+	k := newIDs(t)
+	run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunRunning, Version: 3}
+	noErr(t, p.PutRunState(t.Context(), run), "PutRunState")
+	created, err := c.CreateRunState(t.Context(), types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending})
+	noErr(t, err, "CreateRunState")
+	if created {
+		t.Error("CreateRunState over a run PutRunState stored: created = true")
+	}
+	if got := getRun(t, p, k.run); got.Version != 3 || got.Status != types.RunRunning {
+		t.Errorf("run after the refused create: %+v, want version 3 RUNNING", got)
+	}
+}
+
+func testRunCreatorConcurrentCreatesOneWinner(t *testing.T, s *suite) {
+	p, _ := s.creator(t)
+	k := newIDs(t)
+	const n = 32
+	instances := make([]provider.RunCreator, 4)
+	for i := range instances {
+		_, instances[i] = s.creator(t)
+	}
+	var wins atomic.Int64
+	winner := make(chan int, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			run := types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Metadata: map[string]any{"by": float64(i)}}
+			created, err := instances[i%len(instances)].CreateRunState(context.Background(), run)
+			if err != nil {
+				t.Errorf("CreateRunState %d: %v", i, err)
+				return
+			}
+			if created {
+				wins.Add(1)
+				winner <- i
+			}
+		}()
+	}
+	start.Done()
+	done.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d creates reported created, want exactly 1", wins.Load())
+	}
+	w := <-winner
+	if got := getRun(t, p, k.run); got.Metadata["by"] != float64(w) {
+		t.Errorf("stored run was written by %v, but create %d reported created", got.Metadata["by"], w)
+	}
+	list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
+	wantLen(t, list, err, 1, "ListRuns after concurrent creates")
 }
 
 // createRun calls CreateRunState on p, a RunCreator (the group skips otherwise).

@@ -119,73 +119,77 @@ func RunFidelity(t *testing.T, h Harness) {
 				}
 			})
 		}
-		test(t, "prefix_ids/follow_events", func(t *testing.T) {
-			f, ok := s.open(t).(provider.EventFollower)
-			if !ok {
-				t.Skip("the provider does not implement provider.EventFollower")
-			}
-			// Followers started before anything is written see the writes live; the
-			// ones started after see them stored. Every ID's tagged event is written
-			// before any ID's last event, so a follower that yields another ID's
-			// events in commit order yields them before its own last one.
-			live := make([]<-chan item[types.EventRecord], len(prefixFamily))
-			for i, id := range prefixFamily {
-				live[i] = consume(f.FollowEvents(t.Context(), id, ""))
-			}
-			w := s.open(t)
-			for _, msg := range []func(tag int) string{strconv.Itoa, func(int) string { return "end" }} {
-				for tag, id := range prefixFamily {
-					ev := newEvent(id, tag)
-					ev.Message = msg(tag)
-					noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
-				}
-			}
-			for tag, id := range prefixFamily {
-				checkFollowed(t, live[tag], tag, "FollowEvents started before the writes")
-				checkFollowed(t, consume(f.FollowEvents(t.Context(), id, "")), tag, "FollowEvents started after the writes")
-			}
-		})
-		test(t, "prefix_ids/watch_markers", func(t *testing.T) {
-			p := s.open(t)
-			mw, ok := p.(provider.MarkerWatcher)
-			if !ok {
-				t.Skip("the provider does not implement provider.MarkerWatcher")
-			}
-			ch := consume(mw.WatchCascadeMarkers(t.Context(), ""))
-			// Each ID of the family in each position of a marker write; a watch
-			// delivers every write as written, never attributed to a neighbour.
-			want := map[string]bool{}
-			for tag, id := range prefixFamily {
-				for _, m := range []types.CascadeMarker{
-					{PipelineID: id, ScheduleID: "s", Date: "d", Source: fmt.Sprintf("a%d", tag)},
-					{PipelineID: "x", ScheduleID: id, Date: "d", Source: fmt.Sprintf("b%d", tag)},
-					{PipelineID: "x", ScheduleID: "s", Date: id, Source: fmt.Sprintf("c%d", tag)},
-					{PipelineID: "y", ScheduleID: "s", Date: "d", Source: id},
-				} {
-					noErr(t, p.WriteCascadeMarker(t.Context(), m.PipelineID, m.ScheduleID, m.Date, m.Source), "WriteCascadeMarker "+markerKey(m))
-					want[markerKey(m)] = true
-				}
-			}
-			seen := map[string]bool{}
-			timeout := time.After(deliveryWait)
-			for len(seen) < len(want) {
-				select {
-				case it, ok := <-ch:
-					if !ok || it.err != nil {
-						t.Fatalf("watch ended (%v) with %d of %d writes delivered", it.err, len(seen), len(want))
-					}
-					key := markerKey(it.r.Marker)
-					if !want[key] {
-						t.Fatalf("watch delivered %q (pipeline|schedule|date|source), a marker nobody wrote: "+
-							"prefix-related IDs must never be taken for one another", key)
-					}
-					seen[key] = true
-				case <-timeout:
-					t.Fatalf("%d of %d writes delivered after %v", len(seen), len(want), deliveryWait)
-				}
-			}
-		})
+		s.run(t, "prefix_ids/follow_events", testFidelityPrefixIDsFollowEvents)
+		s.run(t, "prefix_ids/watch_markers", testFidelityPrefixIDsWatchMarkers)
 	})
+}
+
+func testFidelityPrefixIDsFollowEvents(t *testing.T, s *suite) {
+	f, ok := s.open(t).(provider.EventFollower)
+	if !ok {
+		t.Skip("the provider does not implement provider.EventFollower")
+	}
+	// Followers started before anything is written see the writes live; the
+	// ones started after see them stored. Every ID's tagged event is written
+	// before any ID's last event, so a follower that yields another ID's
+	// events in commit order yields them before its own last one.
+	live := make([]<-chan item[types.EventRecord], len(prefixFamily))
+	for i, id := range prefixFamily {
+		live[i] = consume(f.FollowEvents(t.Context(), id, ""))
+	}
+	w := s.open(t)
+	for _, msg := range []func(tag int) string{strconv.Itoa, func(int) string { return "end" }} {
+		for tag, id := range prefixFamily {
+			ev := newEvent(id, tag)
+			ev.Message = msg(tag)
+			noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
+		}
+	}
+	for tag, id := range prefixFamily {
+		checkFollowed(t, live[tag], tag, "FollowEvents started before the writes")
+		checkFollowed(t, consume(f.FollowEvents(t.Context(), id, "")), tag, "FollowEvents started after the writes")
+	}
+}
+
+func testFidelityPrefixIDsWatchMarkers(t *testing.T, s *suite) {
+	p := s.open(t)
+	mw, ok := p.(provider.MarkerWatcher)
+	if !ok {
+		t.Skip("the provider does not implement provider.MarkerWatcher")
+	}
+	ch := consume(mw.WatchCascadeMarkers(t.Context(), ""))
+	// Each ID of the family in each position of a marker write; a watch
+	// delivers every write as written, never attributed to a neighbour.
+	want := map[string]bool{}
+	for tag, id := range prefixFamily {
+		for _, m := range []types.CascadeMarker{
+			{PipelineID: id, ScheduleID: "s", Date: "d", Source: fmt.Sprintf("a%d", tag)},
+			{PipelineID: "x", ScheduleID: id, Date: "d", Source: fmt.Sprintf("b%d", tag)},
+			{PipelineID: "x", ScheduleID: "s", Date: id, Source: fmt.Sprintf("c%d", tag)},
+			{PipelineID: "y", ScheduleID: "s", Date: "d", Source: id},
+		} {
+			noErr(t, p.WriteCascadeMarker(t.Context(), m.PipelineID, m.ScheduleID, m.Date, m.Source), "WriteCascadeMarker "+markerKey(m))
+			want[markerKey(m)] = true
+		}
+	}
+	seen := map[string]bool{}
+	timeout := time.After(deliveryWait)
+	for len(seen) < len(want) {
+		select {
+		case it, ok := <-ch:
+			if !ok || it.err != nil {
+				t.Fatalf("watch ended (%v) with %d of %d writes delivered", it.err, len(seen), len(want))
+			}
+			key := markerKey(it.r.Marker)
+			if !want[key] {
+				t.Fatalf("watch delivered %q (pipeline|schedule|date|source), a marker nobody wrote: "+
+					"prefix-related IDs must never be taken for one another", key)
+			}
+			seen[key] = true
+		case <-timeout:
+			t.Fatalf("%d of %d writes delivered after %v", len(seen), len(want), deliveryWait)
+		}
+	}
 }
 
 // prefixFamily are IDs that share prefixes, differ in case, or end in or contain a
