@@ -22,42 +22,46 @@ func RunCascadeStore(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "CascadeStore", h, func(t *testing.T, s *suite) {
 		s.run(t, "write_and_rewrite", testCascadeStoreWriteAndRewrite)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.WriteCascadeMarker(ctx, b.id, "", k.date, k.other)
-				}},
-				badCase{name: "date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.WriteCascadeMarker(ctx, k.pipeline, "", b.id, k.other)
-				}},
-				badCase{name: "source_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, b.id)
-				}})
-			if b.id != "" {
-				bad = append(bad, badCase{name: "schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.WriteCascadeMarker(ctx, k.pipeline, b.id, k.date, k.other)
-				}})
-			}
-		}
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			if r, ok := p.(provider.CascadeReader); ok {
-				list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
-				wantLen(t, list, err, 0, "ListCascadeMarkers after a rejected call")
-			}
-		})
-		s.checkCancelled(t, []call{
-			{"WriteCascadeMarker", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, k.other)
+		testCascadeStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testCascadeStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.WriteCascadeMarker(ctx, b.id, "", k.date, k.other)
 			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			if r, ok := p.(provider.CascadeReader); ok {
-				list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
-				wantLen(t, list, err, 0, "ListCascadeMarkers after a cancelled WriteCascadeMarker")
-			}
-		})
+			badCase{name: "date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.WriteCascadeMarker(ctx, k.pipeline, "", b.id, k.other)
+			}},
+			badCase{name: "source_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, b.id)
+			}})
+		if b.id != "" {
+			bad = append(bad, badCase{name: "schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.WriteCascadeMarker(ctx, k.pipeline, b.id, k.date, k.other)
+			}})
+		}
+	}
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		if r, ok := p.(provider.CascadeReader); ok {
+			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 0, "ListCascadeMarkers after a rejected call")
+		}
+	})
+	s.checkCancelled(t, []call{
+		{"WriteCascadeMarker", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, k.other)
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		if r, ok := p.(provider.CascadeReader); ok {
+			list, err := r.ListCascadeMarkers(t.Context(), k.pipeline, 10)
+			wantLen(t, list, err, 0, "ListCascadeMarkers after a cancelled WriteCascadeMarker")
+		}
 	})
 }
 
@@ -93,25 +97,29 @@ func RunCascadeReader(t *testing.T, h Harness) {
 		s.run(t, "list_newest_first", testCascadeReaderListNewestFirst)
 		s.run(t, "empty_schedule_is_default", testCascadeReaderEmptyScheduleIsDefault)
 		s.run(t, "adversarial_keys", testCascadeReaderAdversarialKeys)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad, badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, b.id, 10)
-				return err
-			}})
-		}
-		bad = append(bad, badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-			_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, 0)
+		testCascadeReaderBadInputAndCancelled(t, s)
+	})
+}
+
+func testCascadeReaderBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad, badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, b.id, 10)
 			return err
 		}})
-		s.checkBadInput(t, bad, nil)
-		s.checkCancelled(t, []call{
-			{"ListCascadeMarkers", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, 10)
-				return err
-			}},
-		}, nil, nil)
-	})
+	}
+	bad = append(bad, badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+		_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, 0)
+		return err
+	}})
+	s.checkBadInput(t, bad, nil)
+	s.checkCancelled(t, []call{
+		{"ListCascadeMarkers", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, k.pipeline, 10)
+			return err
+		}},
+	}, nil, nil)
 }
 
 func testCascadeReaderWriteListRoundTrip(t *testing.T, s *suite) {

@@ -29,21 +29,25 @@ func RunRunCreator(t *testing.T, h Harness) {
 		s.run(t, "create_once", testRunCreatorCreateOnce)
 		s.run(t, "put_then_create", testRunCreatorPutThenCreate)
 		s.run(t, "concurrent_creates_one_winner", testRunCreatorConcurrentCreatesOneWinner)
-		s.checkBadInput(t, []badCase{
-			{name: "nonzero_version", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return createRun(ctx, p, types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Version: 1})
-			}},
-			{name: "bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return createRun(ctx, p, types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: "NOPE"})
-			}},
-			{name: "bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return createRun(ctx, p, types.RunState{RunID: "a:b", PipelineID: k.pipeline, Status: types.RunPending})
-			}},
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			r, err := p.GetRunState(t.Context(), k.run)
-			wantNil(t, r, err, "GetRunState after a rejected create")
-		})
+		testRunCreatorBadInput(t, s)
+	})
+}
+
+func testRunCreatorBadInput(t *testing.T, s *suite) {
+	s.checkBadInput(t, []badCase{
+		{name: "nonzero_version", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return createRun(ctx, p, types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: types.RunPending, Version: 1})
+		}},
+		{name: "bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return createRun(ctx, p, types.RunState{RunID: k.run, PipelineID: k.pipeline, Status: "NOPE"})
+		}},
+		{name: "bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return createRun(ctx, p, types.RunState{RunID: "a:b", PipelineID: k.pipeline, Status: types.RunPending})
+		}},
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		r, err := p.GetRunState(t.Context(), k.run)
+		wantNil(t, r, err, "GetRunState after a rejected create")
 	})
 }
 

@@ -45,107 +45,115 @@ func RunEventStore(t *testing.T, h Harness) {
 		s.run(t, "retention_by_count_expires_old_cursor", testEventStoreRetentionByCountExpiresOldCursor)
 		s.run(t, "concurrent_append_paging", testEventStoreConcurrentAppendPaging)
 		s.run(t, "no_aliasing", testEventStoreNoAliasing)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				ev := newEvent(k.pipeline, 1)
-				ev.Details["payload"] = payload
-				return p.AppendEvent(ctx, ev)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				list, err := p.ListEvents(t.Context(), k.pipeline, 1)
-				noErr(t, err, "ListEvents")
-				if len(list) == 0 {
-					return "", false
-				}
-				return payloadOf(list[0].Details), true
-			},
-		})
+		testEventStoreSizes(t, s)
 		s.run(t, "adversarial_pipeline_ids", testEventStoreAdversarialPipelineIDs)
-		setupEvent := func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			ev := newEvent(k.pipeline, 0)
-			ev.Message = "setup"
-			noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
-		}
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "append_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.AppendEvent(ctx, newEvent(b.id, 1))
-				}},
-				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListEvents(ctx, b.id, 10)
-					return err
-				}},
-				badCase{name: "read_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ReadEventsSince(ctx, b.id, "", 10)
-					return err
-				}})
-		}
-		for _, c := range []struct{ name, cursor string }{{"words", "not a cursor!"}, {"nul", "\x00"}, {"delimiters", "{}#:|"}} {
-			cursor := c.cursor
-			bad = append(bad, badCase{name: "read_malformed_cursor_" + c.name, setup: setupEvent,
-				call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ReadEventsSince(ctx, k.pipeline, cursor, 10)
-					return err
-				}})
-		}
-		bad = append(bad,
-			badCase{name: "append_empty_kind", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				ev := newEvent(k.pipeline, 1)
-				ev.Kind = ""
-				return p.AppendEvent(ctx, ev)
-			}},
-			badCase{name: "append_kind_too_long", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				ev := newEvent(k.pipeline, 1)
-				ev.Kind = strings.Repeat("K", types.MaxEventKindLen+1)
-				return p.AppendEvent(ctx, ev)
-			}},
-			badCase{name: "append_bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				ev := newEvent(k.pipeline, 1)
-				ev.RunID = "run#1"
-				return p.AppendEvent(ctx, ev)
-			}},
-			badCase{name: "list_limit_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListEvents(ctx, k.pipeline, 0)
-				return err
-			}},
-			badCase{name: "read_count_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ReadEventsSince(ctx, k.pipeline, "", 0)
-				return err
-			}},
-			badCase{name: "read_count_negative", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ReadEventsSince(ctx, k.pipeline, "", -1)
-				return err
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+		testEventStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testEventStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			ev := newEvent(k.pipeline, 1)
+			ev.Details["payload"] = payload
+			return p.AppendEvent(ctx, ev)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+			list, err := p.ListEvents(t.Context(), k.pipeline, 1)
 			noErr(t, err, "ListEvents")
-			for _, ev := range list {
-				if ev.Message != "setup" {
-					t.Errorf("a rejected call appended %+v", ev)
-				}
+			if len(list) == 0 {
+				return "", false
 			}
-		})
-		s.checkCancelled(t, []call{
-			{"AppendEvent", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.AppendEvent(ctx, newEvent(k.pipeline, 1))
+			return payloadOf(list[0].Details), true
+		},
+	})
+}
+
+func testEventStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	setupEvent := func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		ev := newEvent(k.pipeline, 0)
+		ev.Message = "setup"
+		noErr(t, p.AppendEvent(t.Context(), ev), "AppendEvent")
+	}
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "append_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.AppendEvent(ctx, newEvent(b.id, 1))
 			}},
-			{"ListEvents", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListEvents(ctx, k.pipeline, 10)
+			badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListEvents(ctx, b.id, 10)
 				return err
 			}},
-			{"ReadEventsSince", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ReadEventsSince(ctx, k.pipeline, "", 10)
+			badCase{name: "read_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ReadEventsSince(ctx, b.id, "", 10)
 				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListEvents(t.Context(), k.pipeline, 10)
-			wantLen(t, list, err, 0, "ListEvents after a cancelled AppendEvent")
-		})
+			}})
+	}
+	for _, c := range []struct{ name, cursor string }{{"words", "not a cursor!"}, {"nul", "\x00"}, {"delimiters", "{}#:|"}} {
+		cursor := c.cursor
+		bad = append(bad, badCase{name: "read_malformed_cursor_" + c.name, setup: setupEvent,
+			call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ReadEventsSince(ctx, k.pipeline, cursor, 10)
+				return err
+			}})
+	}
+	bad = append(bad,
+		badCase{name: "append_empty_kind", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			ev := newEvent(k.pipeline, 1)
+			ev.Kind = ""
+			return p.AppendEvent(ctx, ev)
+		}},
+		badCase{name: "append_kind_too_long", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			ev := newEvent(k.pipeline, 1)
+			ev.Kind = strings.Repeat("K", types.MaxEventKindLen+1)
+			return p.AppendEvent(ctx, ev)
+		}},
+		badCase{name: "append_bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			ev := newEvent(k.pipeline, 1)
+			ev.RunID = "run#1"
+			return p.AppendEvent(ctx, ev)
+		}},
+		badCase{name: "list_limit_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListEvents(ctx, k.pipeline, 0)
+			return err
+		}},
+		badCase{name: "read_count_zero", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ReadEventsSince(ctx, k.pipeline, "", 0)
+			return err
+		}},
+		badCase{name: "read_count_negative", setup: setupEvent, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ReadEventsSince(ctx, k.pipeline, "", -1)
+			return err
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+		noErr(t, err, "ListEvents")
+		for _, ev := range list {
+			if ev.Message != "setup" {
+				t.Errorf("a rejected call appended %+v", ev)
+			}
+		}
+	})
+	s.checkCancelled(t, []call{
+		{"AppendEvent", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.AppendEvent(ctx, newEvent(k.pipeline, 1))
+		}},
+		{"ListEvents", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListEvents(ctx, k.pipeline, 10)
+			return err
+		}},
+		{"ReadEventsSince", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ReadEventsSince(ctx, k.pipeline, "", 10)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListEvents(t.Context(), k.pipeline, 10)
+		wantLen(t, list, err, 0, "ListEvents after a cancelled AppendEvent")
 	})
 }
 

@@ -47,20 +47,24 @@ func RunLockInspector(t *testing.T, h Harness) {
 		s.run(t, "lock_ttl_zero_after_lease", testLockInspectorLockTTLZeroAfterLease)
 		s.run(t, "takeover_shows_new_holder", testLockInspectorTakeoverShowsNewHolder)
 		s.run(t, "adversarial_keys", testLockInspectorAdversarialKeys)
-		var bad []badCase
-		for _, b := range badLockKeys {
-			bad = append(bad, badCase{name: "key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.LockInspector).GetLockInfo(ctx, b.key)
-				return err
-			}})
-		}
-		s.checkBadInput(t, bad, nil)
-		s.checkCancelled(t, []call{{"GetLockInfo", func(ctx context.Context, p provider.Provider, k ids) error {
-			_, err := p.(provider.LockInspector).GetLockInfo(ctx, k.lock)
-			return err
-		}}}, nil, nil)
+		testLockInspectorBadInputAndCancelled(t, s)
 		s.run(t, "after_stop", testLockInspectorAfterStop)
 	})
+}
+
+func testLockInspectorBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badLockKeys {
+		bad = append(bad, badCase{name: "key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.LockInspector).GetLockInfo(ctx, b.key)
+			return err
+		}})
+	}
+	s.checkBadInput(t, bad, nil)
+	s.checkCancelled(t, []call{{"GetLockInfo", func(ctx context.Context, p provider.Provider, k ids) error {
+		_, err := p.(provider.LockInspector).GetLockInfo(ctx, k.lock)
+		return err
+	}}}, nil, nil)
 }
 
 func testLockInspectorFreeKey(t *testing.T, s *suite) {

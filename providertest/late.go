@@ -27,53 +27,57 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 		s.run(t, "empty_schedule_is_default", testLateArrivalStoreEmptyScheduleIsDefault)
 		s.run(t, "keyed_by_pipeline_date_schedule", testLateArrivalStoreKeyedByPipelineDateSchedule)
 		s.run(t, "adversarial_keys", testLateArrivalStoreAdversarialKeys)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutLateArrival(ctx, newLateArrival(b.id, k.date, "", at(0), 1))
-				}},
-				badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutLateArrival(ctx, newLateArrival(k.pipeline, b.id, "", at(0), 1))
-				}},
-				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListLateArrivals(ctx, b.id, k.date, "")
-					return err
-				}},
-				badCase{name: "list_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListLateArrivals(ctx, k.pipeline, b.id, "")
-					return err
-				}})
-			if b.id != "" {
-				bad = append(bad,
-					badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-						return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, b.id, at(0), 1))
-					}},
-					badCase{name: "put_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-						la := newLateArrival(k.pipeline, k.date, "", at(0), 1)
-						la.TraitType = b.id
-						return p.PutLateArrival(ctx, la)
-					}})
-			}
-		}
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
-			wantLen(t, list, err, 0, "ListLateArrivals after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"PutLateArrival", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, "", at(0), 1))
+		testLateArrivalStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testLateArrivalStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutLateArrival(ctx, newLateArrival(b.id, k.date, "", at(0), 1))
 			}},
-			{"ListLateArrivals", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListLateArrivals(ctx, k.pipeline, k.date, "")
+			badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutLateArrival(ctx, newLateArrival(k.pipeline, b.id, "", at(0), 1))
+			}},
+			badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListLateArrivals(ctx, b.id, k.date, "")
 				return err
 			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
-			wantLen(t, list, err, 0, "ListLateArrivals after a cancelled PutLateArrival")
-		})
+			badCase{name: "list_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListLateArrivals(ctx, k.pipeline, b.id, "")
+				return err
+			}})
+		if b.id != "" {
+			bad = append(bad,
+				badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, b.id, at(0), 1))
+				}},
+				badCase{name: "put_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					la := newLateArrival(k.pipeline, k.date, "", at(0), 1)
+					la.TraitType = b.id
+					return p.PutLateArrival(ctx, la)
+				}})
+		}
+	}
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
+		wantLen(t, list, err, 0, "ListLateArrivals after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"PutLateArrival", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, "", at(0), 1))
+		}},
+		{"ListLateArrivals", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListLateArrivals(ctx, k.pipeline, k.date, "")
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListLateArrivals(t.Context(), k.pipeline, k.date, "")
+		wantLen(t, list, err, 0, "ListLateArrivals after a cancelled PutLateArrival")
 	})
 }
 

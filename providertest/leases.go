@@ -55,71 +55,75 @@ func RunLeaser(t *testing.T, h Harness) {
 		s.run(t, "lock_blocks_lease", testLeaserLockBlocksLease)
 		s.run(t, "lease_blocks_lock", testLeaserLeaseBlocksLock)
 		s.run(t, "lease_expiry_frees", testLeaserLeaseExpiryFrees)
-		var bad []badCase
-		leaseOf := func(k ids) types.Lease {
-			return types.Lease{Key: k.lock, Token: "token", Fence: 1, ExpiresAt: at(0)}
-		}
-		for _, b := range badLockKeys {
-			bad = append(bad,
-				badCase{name: "acquire_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.(provider.Leaser).AcquireLease(ctx, b.key, longTTL)
-					return err
-				}},
-				badCase{name: "renew_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					l := leaseOf(k)
-					l.Key = b.key
-					_, err := p.(provider.Leaser).RenewLease(ctx, l, longTTL)
-					return err
-				}},
-				badCase{name: "release_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					l := leaseOf(k)
-					l.Key = b.key
-					return p.(provider.Leaser).ReleaseLease(ctx, l)
-				}})
-		}
-		for _, ttl := range []struct {
-			name string
-			d    time.Duration
-		}{{"zero", 0}, {"negative", -time.Second}} {
-			bad = append(bad,
-				badCase{name: "acquire_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, ttl.d)
-					return err
-				}},
-				badCase{name: "renew_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.(provider.Leaser).RenewLease(ctx, leaseOf(k), ttl.d)
-					return err
-				}})
-		}
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
-		})
-		var held types.Lease // the cancelled renew and release target it; setup takes it
-		s.checkCancelled(t, []call{
-			{"AcquireLease", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, longTTL)
+		testLeaserBadInputAndCancelled(t, s)
+	})
+}
+
+func testLeaserBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	leaseOf := func(k ids) types.Lease {
+		return types.Lease{Key: k.lock, Token: "token", Fence: 1, ExpiresAt: at(0)}
+	}
+	for _, b := range badLockKeys {
+		bad = append(bad,
+			badCase{name: "acquire_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.(provider.Leaser).AcquireLease(ctx, b.key, longTTL)
 				return err
 			}},
-			{"RenewLease", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.Leaser).RenewLease(ctx, held, longTTL)
+			badCase{name: "renew_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				l := leaseOf(k)
+				l.Key = b.key
+				_, err := p.(provider.Leaser).RenewLease(ctx, l, longTTL)
 				return err
 			}},
-			{"ReleaseLease", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.(provider.Leaser).ReleaseLease(ctx, held)
+			badCase{name: "release_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				l := leaseOf(k)
+				l.Key = b.key
+				return p.(provider.Leaser).ReleaseLease(ctx, l)
+			}})
+	}
+	for _, ttl := range []struct {
+		name string
+		d    time.Duration
+	}{{"zero", 0}, {"negative", -time.Second}} {
+		bad = append(bad,
+			badCase{name: "acquire_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, ttl.d)
+				return err
 			}},
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			held = mustLease(t, p.(provider.Leaser), k.lock+"-held", shortTTL)
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			q := s.open(t).(provider.Leaser)
-			mustLease(t, q, k.lock, longTTL) // the cancelled acquire took nothing
-			_, err := q.AcquireLease(t.Context(), held.Key, longTTL)
-			wantErr(t, err, provider.ErrLockHeld, "AcquireLease after a cancelled ReleaseLease (the lease must still hold)")
-			s.sleep(t, expireWait)
-			mustLease(t, q, held.Key, longTTL) // the cancelled renew extended nothing
-		})
+			badCase{name: "renew_ttl_" + ttl.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.(provider.Leaser).RenewLease(ctx, leaseOf(k), ttl.d)
+				return err
+			}})
+	}
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
+	})
+	var held types.Lease // the cancelled renew and release target it; setup takes it
+	s.checkCancelled(t, []call{
+		{"AcquireLease", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.Leaser).AcquireLease(ctx, k.lock, longTTL)
+			return err
+		}},
+		{"RenewLease", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.Leaser).RenewLease(ctx, held, longTTL)
+			return err
+		}},
+		{"ReleaseLease", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.(provider.Leaser).ReleaseLease(ctx, held)
+		}},
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		held = mustLease(t, p.(provider.Leaser), k.lock+"-held", shortTTL)
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		q := s.open(t).(provider.Leaser)
+		mustLease(t, q, k.lock, longTTL) // the cancelled acquire took nothing
+		_, err := q.AcquireLease(t.Context(), held.Key, longTTL)
+		wantErr(t, err, provider.ErrLockHeld, "AcquireLease after a cancelled ReleaseLease (the lease must still hold)")
+		s.sleep(t, expireWait)
+		mustLease(t, q, held.Key, longTTL) // the cancelled renew extended nothing
 	})
 }
 

@@ -19,10 +19,7 @@ func RunLifecycle(t *testing.T, h Harness) {
 		s.run(t, "stop_idempotent", testLifecycleStopIdempotent)
 		s.run(t, "stop_leaves_other_instances", testLifecycleStopLeavesOtherInstances)
 		s.run(t, "stop_keeps_data", testLifecycleStopKeepsData)
-		s.checkCancelled(t, []call{
-			{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
-			{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
-		}, nil, nil)
+		testLifecycleCancelled(t, s)
 		t.Run("after_stop", func(t *testing.T) {
 			t.Parallel()
 			p, k := s.open(t), newIDs(t)
@@ -42,6 +39,13 @@ func RunLifecycle(t *testing.T, h Harness) {
 			}
 		})
 	})
+}
+
+func testLifecycleCancelled(t *testing.T, s *suite) {
+	s.checkCancelled(t, []call{
+		{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
+		{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
+	}, nil, nil)
 }
 
 func testLifecyclePing(t *testing.T, s *suite) {

@@ -32,26 +32,30 @@ func RunLockLister(t *testing.T, h Harness) {
 		s.run(t, "pattern", testLockListerPattern)
 		s.run(t, "adversarial_keys", testLockListerAdversarialKeys)
 		s.run(t, "expired_at_exact_ttl", testLockListerExpiredAtExactTTL)
-		s.checkBadInput(t, []badCase{
-			{name: "limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.LockLister).ListLocks(ctx, "", 0)
-				return err
-			}},
-			{name: "limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.LockLister).ListLocks(ctx, "", -1)
-				return err
-			}},
-			{name: "pattern_unfinished_escape", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.(provider.LockLister).ListLocks(ctx, k.lock+`\`, 10)
-				return err
-			}},
-		}, nil)
-		s.checkCancelled(t, []call{{"ListLocks", func(ctx context.Context, p provider.Provider, k ids) error {
-			_, err := p.(provider.LockLister).ListLocks(ctx, "", 10)
-			return err
-		}}}, nil, nil)
+		testLockListerBadInputAndCancelled(t, s)
 		s.run(t, "after_stop", testLockListerAfterStop)
 	})
+}
+
+func testLockListerBadInputAndCancelled(t *testing.T, s *suite) {
+	s.checkBadInput(t, []badCase{
+		{name: "limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.LockLister).ListLocks(ctx, "", 0)
+			return err
+		}},
+		{name: "limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.LockLister).ListLocks(ctx, "", -1)
+			return err
+		}},
+		{name: "pattern_unfinished_escape", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.(provider.LockLister).ListLocks(ctx, k.lock+`\`, 10)
+			return err
+		}},
+	}, nil)
+	s.checkCancelled(t, []call{{"ListLocks", func(ctx context.Context, p provider.Provider, k ids) error {
+		_, err := p.(provider.LockLister).ListLocks(ctx, "", 10)
+		return err
+	}}}, nil, nil)
 }
 
 func testLockListerHeldListed(t *testing.T, s *suite) {

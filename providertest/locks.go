@@ -36,42 +36,46 @@ func RunLocker(t *testing.T, h Harness) {
 		s.run(t, "release_visible_to_waiting_instance", testLockerReleaseVisibleToWaitingInstance)
 		s.run(t, "mutual_exclusion_rounds", testLockerMutualExclusionRounds)
 		s.run(t, "adversarial_keys", testLockerAdversarialKeys)
-		var bad []badCase
-		for _, b := range badLockKeys {
-			bad = append(bad,
-				badCase{name: "acquire_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.AcquireLock(ctx, b.key, longTTL)
-					return err
-				}},
-				badCase{name: "release_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.ReleaseLock(ctx, b.key)
-				}})
-		}
-		bad = append(bad, badCase{name: "acquire_negative_ttl", call: func(ctx context.Context, p provider.Provider, k ids) error {
-			_, err := p.AcquireLock(ctx, k.lock, -time.Second)
-			return err
-		}})
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"AcquireLock", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.AcquireLock(ctx, k.lock, longTTL)
+		testLockerBadInputAndCancelled(t, s)
+	})
+}
+
+func testLockerBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badLockKeys {
+		bad = append(bad,
+			badCase{name: "acquire_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.AcquireLock(ctx, b.key, longTTL)
 				return err
 			}},
-			{"ReleaseLock", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.ReleaseLock(ctx, k.lock+"-held")
-			}},
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			wantAcquire(t, p, k.lock+"-held", longTTL, true, "AcquireLock")
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			q := s.open(t)
-			wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by another instance after a cancelled AcquireLock")
-			wantAcquire(t, q, k.lock+"-held", longTTL, false, "AcquireLock by another instance after a cancelled ReleaseLock")
-		})
+			badCase{name: "release_key_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.ReleaseLock(ctx, b.key)
+			}})
+	}
+	bad = append(bad, badCase{name: "acquire_negative_ttl", call: func(ctx context.Context, p provider.Provider, k ids) error {
+		_, err := p.AcquireLock(ctx, k.lock, -time.Second)
+		return err
+	}})
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		wantAcquire(t, p, k.lock, longTTL, true, "AcquireLock after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"AcquireLock", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.AcquireLock(ctx, k.lock, longTTL)
+			return err
+		}},
+		{"ReleaseLock", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.ReleaseLock(ctx, k.lock+"-held")
+		}},
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		wantAcquire(t, p, k.lock+"-held", longTTL, true, "AcquireLock")
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		q := s.open(t)
+		wantAcquire(t, q, k.lock, longTTL, true, "AcquireLock by another instance after a cancelled AcquireLock")
+		wantAcquire(t, q, k.lock+"-held", longTTL, false, "AcquireLock by another instance after a cancelled ReleaseLock")
 	})
 }
 

@@ -29,89 +29,97 @@ func RunPipelineStore(t *testing.T, h Harness) {
 		s.run(t, "register_identical_twice", testPipelineStoreRegisterIdenticalTwice)
 		s.run(t, "delete_missing", testPipelineStoreDeleteMissing)
 		s.run(t, "no_aliasing", testPipelineStoreNoAliasing)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				cfg := newPipeline(k.pipeline)
-				cfg.Metadata["payload"] = payload
-				return p.RegisterPipeline(ctx, cfg)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetPipeline(t.Context(), k.pipeline)
-				noErr(t, err, "GetPipeline")
-				if got == nil {
-					return "", false
-				}
-				return payloadOf(got.Metadata), true
-			},
-		})
+		testPipelineStoreSizes(t, s)
 		s.run(t, "list_large_items", testPipelineStoreListLargeItems)
 		s.run(t, "adversarial_ids", testPipelineStoreAdversarialIDs)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "register_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.RegisterPipeline(ctx, types.PipelineConfig{ID: b.id})
-				}},
-				badCase{name: "get_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetPipeline(ctx, b.id)
-					return err
-				}},
-				badCase{name: "delete_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.DeletePipeline(ctx, b.id)
-				}})
-		}
-		bad = append(bad,
-			badCase{name: "register_negative_tier", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Tier: -1})
-			}},
-			badCase{name: "register_bad_downstream", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Downstream: []string{"a#b"}})
-			}},
-			badCase{name: "register_bad_trait_type", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Traits: map[string]types.TraitConfig{"": {}}})
-			}},
-			badCase{name: "register_over_existing", setup: func(t *testing.T, p provider.Provider, k ids) {
-				t.Helper()
-				noErr(t, p.RegisterPipeline(t.Context(), types.PipelineConfig{ID: k.other}), "RegisterPipeline")
-			}, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.other, Archetype: "changed", Tier: -5})
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListPipelines(t.Context())
-			noErr(t, err, "ListPipelines")
-			for _, c := range list {
-				if c.ID != k.other || c.Archetype != "" {
-					t.Errorf("a rejected call wrote pipeline %+v", c)
-				}
-			}
-		})
-		s.checkCancelled(t, []call{
-			{"RegisterPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.RegisterPipeline(ctx, newPipeline(k.pipeline))
-			}},
-			{"GetPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetPipeline(ctx, k.pipeline)
-				return err
-			}},
-			{"ListPipelines", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListPipelines(ctx)
-				return err
-			}},
-			{"DeletePipeline", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.DeletePipeline(ctx, k.other)
-			}},
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.other)), "RegisterPipeline")
-		}, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
+		testPipelineStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testPipelineStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			cfg := newPipeline(k.pipeline)
+			cfg.Metadata["payload"] = payload
+			return p.RegisterPipeline(ctx, cfg)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
 			got, err := p.GetPipeline(t.Context(), k.pipeline)
-			wantNil(t, got, err, "GetPipeline after a cancelled RegisterPipeline")
-			got, err = p.GetPipeline(t.Context(), k.other)
-			mustGet(t, got, err, "GetPipeline after a cancelled DeletePipeline")
-		})
+			noErr(t, err, "GetPipeline")
+			if got == nil {
+				return "", false
+			}
+			return payloadOf(got.Metadata), true
+		},
+	})
+}
+
+func testPipelineStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "register_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: b.id})
+			}},
+			badCase{name: "get_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetPipeline(ctx, b.id)
+				return err
+			}},
+			badCase{name: "delete_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.DeletePipeline(ctx, b.id)
+			}})
+	}
+	bad = append(bad,
+		badCase{name: "register_negative_tier", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Tier: -1})
+		}},
+		badCase{name: "register_bad_downstream", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Downstream: []string{"a#b"}})
+		}},
+		badCase{name: "register_bad_trait_type", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.pipeline, Traits: map[string]types.TraitConfig{"": {}}})
+		}},
+		badCase{name: "register_over_existing", setup: func(t *testing.T, p provider.Provider, k ids) {
+			t.Helper()
+			noErr(t, p.RegisterPipeline(t.Context(), types.PipelineConfig{ID: k.other}), "RegisterPipeline")
+		}, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.RegisterPipeline(ctx, types.PipelineConfig{ID: k.other, Archetype: "changed", Tier: -5})
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListPipelines(t.Context())
+		noErr(t, err, "ListPipelines")
+		for _, c := range list {
+			if c.ID != k.other || c.Archetype != "" {
+				t.Errorf("a rejected call wrote pipeline %+v", c)
+			}
+		}
+	})
+	s.checkCancelled(t, []call{
+		{"RegisterPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.RegisterPipeline(ctx, newPipeline(k.pipeline))
+		}},
+		{"GetPipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetPipeline(ctx, k.pipeline)
+			return err
+		}},
+		{"ListPipelines", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListPipelines(ctx)
+			return err
+		}},
+		{"DeletePipeline", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.DeletePipeline(ctx, k.other)
+		}},
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.other)), "RegisterPipeline")
+	}, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		got, err := p.GetPipeline(t.Context(), k.pipeline)
+		wantNil(t, got, err, "GetPipeline after a cancelled RegisterPipeline")
+		got, err = p.GetPipeline(t.Context(), k.other)
+		mustGet(t, got, err, "GetPipeline after a cancelled DeletePipeline")
 	})
 }
 

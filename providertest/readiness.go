@@ -21,58 +21,66 @@ func RunReadiness(t *testing.T, h Harness) {
 		s.run(t, "kept_within_readiness_ttl", testReadinessKeptWithinReadinessTTL)
 		s.run(t, "expires_after_readiness_ttl", testReadinessExpiresAfterReadinessTTL)
 		s.run(t, "expired_at_exact_readiness_ttl", testReadinessExpiredAtExactReadinessTTL)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				r := newReadiness(k.pipeline)
-				r.Traits[0].Value["payload"] = payload
-				return p.PutReadiness(ctx, r)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetReadiness(t.Context(), k.pipeline)
-				noErr(t, err, "GetReadiness")
-				if got == nil || len(got.Traits) == 0 {
-					return "", got != nil
-				}
-				return payloadOf(got.Traits[0].Value), true
-			},
-		})
+		testReadinessSizes(t, s)
 		s.run(t, "adversarial_pipeline_ids", testReadinessAdversarialPipelineIDs)
 		s.run(t, "no_aliasing", testReadinessNoAliasing)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					r := newReadiness(b.id)
-					return p.PutReadiness(ctx, r)
-				}},
-				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetReadiness(ctx, b.id)
-					return err
-				}})
-		}
-		bad = append(bad, badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+		testReadinessBadInputAndCancelled(t, s)
+	})
+}
+
+func testReadinessSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
 			r := newReadiness(k.pipeline)
-			r.Status = "MAYBE"
+			r.Traits[0].Value["payload"] = payload
 			return p.PutReadiness(ctx, r)
-		}})
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
 			got, err := p.GetReadiness(t.Context(), k.pipeline)
-			wantNil(t, got, err, "GetReadiness after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"PutReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutReadiness(ctx, newReadiness(k.pipeline))
+			noErr(t, err, "GetReadiness")
+			if got == nil || len(got.Traits) == 0 {
+				return "", got != nil
+			}
+			return payloadOf(got.Traits[0].Value), true
+		},
+	})
+}
+
+func testReadinessBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				r := newReadiness(b.id)
+				return p.PutReadiness(ctx, r)
 			}},
-			{"GetReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetReadiness(ctx, k.pipeline)
+			badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetReadiness(ctx, b.id)
 				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			got, err := p.GetReadiness(t.Context(), k.pipeline)
-			wantNil(t, got, err, "GetReadiness after a cancelled PutReadiness")
-		})
+			}})
+	}
+	bad = append(bad, badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+		r := newReadiness(k.pipeline)
+		r.Status = "MAYBE"
+		return p.PutReadiness(ctx, r)
+	}})
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		got, err := p.GetReadiness(t.Context(), k.pipeline)
+		wantNil(t, got, err, "GetReadiness after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"PutReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutReadiness(ctx, newReadiness(k.pipeline))
+		}},
+		{"GetReadiness", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetReadiness(ctx, k.pipeline)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		got, err := p.GetReadiness(t.Context(), k.pipeline)
+		wantNil(t, got, err, "GetReadiness after a cancelled PutReadiness")
 	})
 }
 

@@ -26,88 +26,96 @@ func RunReplayStore(t *testing.T, h Harness) {
 		s.run(t, "put_fills_zero_created_at", testReplayStorePutFillsZeroCreatedAt)
 		s.run(t, "put_identical_twice", testReplayStorePutIdenticalTwice)
 		s.run(t, "re_put_fills_zero_created_at_again", testReplayStoreRePutFillsZeroCreatedAtAgain)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				r := newReplay(k.pipeline, k.date, "", at(0))
-				r.Reason = payload
-				return p.PutReplay(ctx, r)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
-				noErr(t, err, "GetReplay")
-				list, lerr := p.ListReplays(t.Context(), 10)
-				noErr(t, lerr, "ListReplays")
-				if got == nil {
-					if len(list) != 0 {
-						t.Errorf("ListReplays has %d requests, GetReplay none", len(list))
-					}
-					return "", false
-				}
-				if len(list) != 1 || list[0].Reason != got.Reason {
-					t.Errorf("ListReplays disagrees with GetReplay (%d requests)", len(list))
-				}
-				return got.Reason, true
-			},
-		})
+		testReplayStoreSizes(t, s)
 		s.run(t, "list_newest_first_across_pipelines", testReplayStoreListNewestFirstAcrossPipelines)
 		s.run(t, "upsert_moves_in_list", testReplayStoreUpsertMovesInList)
 		s.run(t, "adversarial_keys", testReplayStoreAdversarialKeys)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutReplay(ctx, newReplay(b.id, k.date, "", at(0)))
-				}},
-				badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutReplay(ctx, newReplay(k.pipeline, b.id, "", at(0)))
-				}},
-				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetReplay(ctx, b.id, k.date, "")
-					return err
-				}},
-				badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetReplay(ctx, k.pipeline, b.id, "")
-					return err
-				}})
-			if b.id != "" {
-				bad = append(bad, badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutReplay(ctx, newReplay(k.pipeline, k.date, b.id, at(0)))
-				}})
+		testReplayStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testReplayStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			r := newReplay(k.pipeline, k.date, "", at(0))
+			r.Reason = payload
+			return p.PutReplay(ctx, r)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+			got, err := p.GetReplay(t.Context(), k.pipeline, k.date, "")
+			noErr(t, err, "GetReplay")
+			list, lerr := p.ListReplays(t.Context(), 10)
+			noErr(t, lerr, "ListReplays")
+			if got == nil {
+				if len(list) != 0 {
+					t.Errorf("ListReplays has %d requests, GetReplay none", len(list))
+				}
+				return "", false
 			}
-		}
+			if len(list) != 1 || list[0].Reason != got.Reason {
+				t.Errorf("ListReplays disagrees with GetReplay (%d requests)", len(list))
+			}
+			return got.Reason, true
+		},
+	})
+}
+
+func testReplayStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
 		bad = append(bad,
-			badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				r := newReplay(k.pipeline, k.date, "", at(0))
-				r.Status = ""
-				return p.PutReplay(ctx, r)
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutReplay(ctx, newReplay(b.id, k.date, "", at(0)))
 			}},
-			badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListReplays(ctx, 0)
+			badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutReplay(ctx, newReplay(k.pipeline, b.id, "", at(0)))
+			}},
+			badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetReplay(ctx, b.id, k.date, "")
 				return err
 			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListReplays(t.Context(), 10)
-			wantLen(t, list, err, 0, "ListReplays after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"PutReplay", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutReplay(ctx, newReplay(k.pipeline, k.date, "", at(0)))
-			}},
-			{"GetReplay", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetReplay(ctx, k.pipeline, k.date, "")
+			badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetReplay(ctx, k.pipeline, b.id, "")
 				return err
-			}},
-			{"ListReplays", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListReplays(ctx, 10)
-				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListReplays(t.Context(), 10)
-			wantLen(t, list, err, 0, "ListReplays after a cancelled PutReplay")
-		})
+			}})
+		if b.id != "" {
+			bad = append(bad, badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutReplay(ctx, newReplay(k.pipeline, k.date, b.id, at(0)))
+			}})
+		}
+	}
+	bad = append(bad,
+		badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			r := newReplay(k.pipeline, k.date, "", at(0))
+			r.Status = ""
+			return p.PutReplay(ctx, r)
+		}},
+		badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListReplays(ctx, 0)
+			return err
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListReplays(t.Context(), 10)
+		wantLen(t, list, err, 0, "ListReplays after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"PutReplay", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutReplay(ctx, newReplay(k.pipeline, k.date, "", at(0)))
+		}},
+		{"GetReplay", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetReplay(ctx, k.pipeline, k.date, "")
+			return err
+		}},
+		{"ListReplays", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListReplays(ctx, 10)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListReplays(t.Context(), 10)
+		wantLen(t, list, err, 0, "ListReplays after a cancelled PutReplay")
 	})
 }
 

@@ -32,108 +32,116 @@ func RunRerunStore(t *testing.T, h Harness) {
 		s.run(t, "lists_match_record_after_updates", testRerunStoreListsMatchRecordAfterUpdates)
 		s.run(t, "lists_match_record_after_concurrent_updates", testRerunStoreListsMatchRecordAfterConcurrentUpdates)
 		s.run(t, "no_aliasing", testRerunStoreNoAliasing)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				r := newRerun(k.rerun, k.pipeline, at(0))
-				r.Metadata["payload"] = payload
-				return p.PutRerun(ctx, r)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetRerun(t.Context(), k.rerun)
-				noErr(t, err, "GetRerun")
-				list, lerr := p.ListReruns(t.Context(), k.pipeline, 10)
-				noErr(t, lerr, "ListReruns")
-				if got == nil {
-					if len(list) != 0 {
-						t.Errorf("ListReruns has %d reruns, GetRerun none", len(list))
-					}
-					return "", false
-				}
-				if len(list) != 1 || payloadOf(list[0].Metadata) != payloadOf(got.Metadata) {
-					t.Errorf("ListReruns disagrees with GetRerun (%d reruns)", len(list))
-				}
-				return payloadOf(got.Metadata), true
-			},
-		})
+		testRerunStoreSizes(t, s)
 		s.run(t, "list_large_items", testRerunStoreListLargeItems)
 		s.run(t, "adversarial_ids", testRerunStoreAdversarialIDs)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_rerun_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRerun(ctx, newRerun(b.id, k.pipeline, at(0)))
-				}},
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRerun(ctx, newRerun(k.rerun, b.id, at(0)))
-				}},
-				badCase{name: "put_original_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					r := newRerun(k.rerun, k.pipeline, at(0))
-					r.OriginalDate = b.id
-					return p.PutRerun(ctx, r)
-				}},
-				badCase{name: "get_rerun_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetRerun(ctx, b.id)
-					return err
-				}},
-				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListReruns(ctx, b.id, 10)
-					return err
-				}})
-		}
+		testRerunStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testRerunStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			r := newRerun(k.rerun, k.pipeline, at(0))
+			r.Metadata["payload"] = payload
+			return p.PutRerun(ctx, r)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+			got, err := p.GetRerun(t.Context(), k.rerun)
+			noErr(t, err, "GetRerun")
+			list, lerr := p.ListReruns(t.Context(), k.pipeline, 10)
+			noErr(t, lerr, "ListReruns")
+			if got == nil {
+				if len(list) != 0 {
+					t.Errorf("ListReruns has %d reruns, GetRerun none", len(list))
+				}
+				return "", false
+			}
+			if len(list) != 1 || payloadOf(list[0].Metadata) != payloadOf(got.Metadata) {
+				t.Errorf("ListReruns disagrees with GetRerun (%d reruns)", len(list))
+			}
+			return payloadOf(got.Metadata), true
+		},
+	})
+}
+
+func testRerunStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
 		bad = append(bad,
-			badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			badCase{name: "put_rerun_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRerun(ctx, newRerun(b.id, k.pipeline, at(0)))
+			}},
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRerun(ctx, newRerun(k.rerun, b.id, at(0)))
+			}},
+			badCase{name: "put_original_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
 				r := newRerun(k.rerun, k.pipeline, at(0))
-				r.Status = "DONE"
+				r.OriginalDate = b.id
 				return p.PutRerun(ctx, r)
 			}},
-			badCase{name: "put_bad_rerun_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				r := newRerun(k.rerun, k.pipeline, at(0))
-				r.RerunRunID = "run{1}"
-				return p.PutRerun(ctx, r)
-			}},
-			badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListReruns(ctx, k.pipeline, 0)
+			badCase{name: "get_rerun_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetRerun(ctx, b.id)
 				return err
 			}},
-			badCase{name: "list_all_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListAllReruns(ctx, 0)
+			badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListReruns(ctx, b.id, 10)
 				return err
-			}},
-			badCase{name: "list_all_limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListAllReruns(ctx, -3)
-				return err
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			all, err := p.ListAllReruns(t.Context(), 10)
-			wantLen(t, all, err, 0, "ListAllReruns after a rejected call")
-			got, err := p.GetRerun(t.Context(), k.rerun)
-			wantNil(t, got, err, "GetRerun after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"PutRerun", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutRerun(ctx, newRerun(k.rerun, k.pipeline, at(0)))
-			}},
-			{"GetRerun", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetRerun(ctx, k.rerun)
-				return err
-			}},
-			{"ListReruns", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListReruns(ctx, k.pipeline, 10)
-				return err
-			}},
-			{"ListAllReruns", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListAllReruns(ctx, 10)
-				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			got, err := p.GetRerun(t.Context(), k.rerun)
-			wantNil(t, got, err, "GetRerun after a cancelled PutRerun")
-			all, err := p.ListAllReruns(t.Context(), 10)
-			wantLen(t, all, err, 0, "ListAllReruns after a cancelled PutRerun")
-		})
+			}})
+	}
+	bad = append(bad,
+		badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			r := newRerun(k.rerun, k.pipeline, at(0))
+			r.Status = "DONE"
+			return p.PutRerun(ctx, r)
+		}},
+		badCase{name: "put_bad_rerun_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			r := newRerun(k.rerun, k.pipeline, at(0))
+			r.RerunRunID = "run{1}"
+			return p.PutRerun(ctx, r)
+		}},
+		badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListReruns(ctx, k.pipeline, 0)
+			return err
+		}},
+		badCase{name: "list_all_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListAllReruns(ctx, 0)
+			return err
+		}},
+		badCase{name: "list_all_limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListAllReruns(ctx, -3)
+			return err
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		all, err := p.ListAllReruns(t.Context(), 10)
+		wantLen(t, all, err, 0, "ListAllReruns after a rejected call")
+		got, err := p.GetRerun(t.Context(), k.rerun)
+		wantNil(t, got, err, "GetRerun after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"PutRerun", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutRerun(ctx, newRerun(k.rerun, k.pipeline, at(0)))
+		}},
+		{"GetRerun", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetRerun(ctx, k.rerun)
+			return err
+		}},
+		{"ListReruns", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListReruns(ctx, k.pipeline, 10)
+			return err
+		}},
+		{"ListAllReruns", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListAllReruns(ctx, 10)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		got, err := p.GetRerun(t.Context(), k.rerun)
+		wantNil(t, got, err, "GetRerun after a cancelled PutRerun")
+		all, err := p.ListAllReruns(t.Context(), 10)
+		wantLen(t, all, err, 0, "ListAllReruns after a cancelled PutRerun")
 	})
 }
 

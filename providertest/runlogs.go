@@ -23,110 +23,118 @@ func RunRunLogStore(t *testing.T, h Harness) {
 		s.run(t, "schedules_independent", testRunLogStoreSchedulesIndependent)
 		s.run(t, "put_replaces", testRunLogStorePutReplaces)
 		s.run(t, "put_identical_twice", testRunLogStorePutIdenticalTwice)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				e := newRunLog(k.pipeline, k.date, "")
-				e.FailureMessage = payload
-				return p.PutRunLog(ctx, e)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetRunLog(t.Context(), k.pipeline, k.date, "")
-				noErr(t, err, "GetRunLog")
-				list, lerr := p.ListRunLogs(t.Context(), k.pipeline, 10)
-				noErr(t, lerr, "ListRunLogs")
-				if got == nil {
-					if len(list) != 0 {
-						t.Errorf("ListRunLogs has %d entries, GetRunLog none", len(list))
-					}
-					return "", false
-				}
-				if len(list) != 1 || list[0].FailureMessage != got.FailureMessage {
-					t.Errorf("ListRunLogs disagrees with GetRunLog (%d entries)", len(list))
-				}
-				return got.FailureMessage, true
-			},
-		})
+		testRunLogStoreSizes(t, s)
 		s.run(t, "list_newest_date_first", testRunLogStoreListNewestDateFirst)
 		s.run(t, "list_ties_by_schedule", testRunLogStoreListTiesBySchedule)
 		s.run(t, "list_limit", testRunLogStoreListLimit)
 		s.run(t, "list_per_pipeline", testRunLogStoreListPerPipeline)
 		s.run(t, "no_aliasing", testRunLogStoreNoAliasing)
 		s.run(t, "adversarial_keys", testRunLogStoreAdversarialKeys)
-		var bad []badCase
-		for _, b := range badIDs {
+		testRunLogStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testRunLogStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			e := newRunLog(k.pipeline, k.date, "")
+			e.FailureMessage = payload
+			return p.PutRunLog(ctx, e)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+			got, err := p.GetRunLog(t.Context(), k.pipeline, k.date, "")
+			noErr(t, err, "GetRunLog")
+			list, lerr := p.ListRunLogs(t.Context(), k.pipeline, 10)
+			noErr(t, lerr, "ListRunLogs")
+			if got == nil {
+				if len(list) != 0 {
+					t.Errorf("ListRunLogs has %d entries, GetRunLog none", len(list))
+				}
+				return "", false
+			}
+			if len(list) != 1 || list[0].FailureMessage != got.FailureMessage {
+				t.Errorf("ListRunLogs disagrees with GetRunLog (%d entries)", len(list))
+			}
+			return got.FailureMessage, true
+		},
+	})
+}
+
+func testRunLogStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRunLog(ctx, newRunLog(b.id, k.date, ""))
+			}},
+			badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRunLog(ctx, newRunLog(k.pipeline, b.id, ""))
+			}},
+			badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetRunLog(ctx, b.id, k.date, "")
+				return err
+			}},
+			badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetRunLog(ctx, k.pipeline, b.id, "")
+				return err
+			}},
+			badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListRunLogs(ctx, b.id, 10)
+				return err
+			}})
+		if b.id != "" { // an empty schedule is the default one
 			bad = append(bad,
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRunLog(ctx, newRunLog(b.id, k.date, ""))
+				badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					return p.PutRunLog(ctx, newRunLog(k.pipeline, k.date, b.id))
 				}},
-				badCase{name: "put_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRunLog(ctx, newRunLog(k.pipeline, b.id, ""))
-				}},
-				badCase{name: "get_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetRunLog(ctx, b.id, k.date, "")
-					return err
-				}},
-				badCase{name: "get_date_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetRunLog(ctx, k.pipeline, b.id, "")
-					return err
-				}},
-				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListRunLogs(ctx, b.id, 10)
+				badCase{name: "get_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+					_, err := p.GetRunLog(ctx, k.pipeline, k.date, b.id)
 					return err
 				}})
-			if b.id != "" { // an empty schedule is the default one
-				bad = append(bad,
-					badCase{name: "put_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-						return p.PutRunLog(ctx, newRunLog(k.pipeline, k.date, b.id))
-					}},
-					badCase{name: "get_schedule_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-						_, err := p.GetRunLog(ctx, k.pipeline, k.date, b.id)
-						return err
-					}})
-			}
 		}
-		bad = append(bad,
-			badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				e := newRunLog(k.pipeline, k.date, "")
-				e.Status = "OK"
-				return p.PutRunLog(ctx, e)
-			}},
-			badCase{name: "put_negative_attempt", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				e := newRunLog(k.pipeline, k.date, "")
-				e.AttemptNumber = -1
-				return p.PutRunLog(ctx, e)
-			}},
-			badCase{name: "put_bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				e := newRunLog(k.pipeline, k.date, "")
-				e.RunID = "run:1"
-				return p.PutRunLog(ctx, e)
-			}},
-			badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListRunLogs(ctx, k.pipeline, 0)
-				return err
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
-			wantLen(t, list, err, 0, "ListRunLogs after a rejected call")
-		})
-		s.checkCancelled(t, []call{
-			{"PutRunLog", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutRunLog(ctx, newRunLog(k.pipeline, k.date, ""))
-			}},
-			{"GetRunLog", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetRunLog(ctx, k.pipeline, k.date, "")
-				return err
-			}},
-			{"ListRunLogs", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListRunLogs(ctx, k.pipeline, 10)
-				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
-			wantLen(t, list, err, 0, "ListRunLogs after a cancelled PutRunLog")
-		})
+	}
+	bad = append(bad,
+		badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			e := newRunLog(k.pipeline, k.date, "")
+			e.Status = "OK"
+			return p.PutRunLog(ctx, e)
+		}},
+		badCase{name: "put_negative_attempt", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			e := newRunLog(k.pipeline, k.date, "")
+			e.AttemptNumber = -1
+			return p.PutRunLog(ctx, e)
+		}},
+		badCase{name: "put_bad_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			e := newRunLog(k.pipeline, k.date, "")
+			e.RunID = "run:1"
+			return p.PutRunLog(ctx, e)
+		}},
+		badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListRunLogs(ctx, k.pipeline, 0)
+			return err
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
+		wantLen(t, list, err, 0, "ListRunLogs after a rejected call")
+	})
+	s.checkCancelled(t, []call{
+		{"PutRunLog", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutRunLog(ctx, newRunLog(k.pipeline, k.date, ""))
+		}},
+		{"GetRunLog", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetRunLog(ctx, k.pipeline, k.date, "")
+			return err
+		}},
+		{"ListRunLogs", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListRunLogs(ctx, k.pipeline, 10)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.ListRunLogs(t.Context(), k.pipeline, 10)
+		wantLen(t, list, err, 0, "ListRunLogs after a cancelled PutRunLog")
 	})
 }
 

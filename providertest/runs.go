@@ -46,144 +46,152 @@ func RunRunStore(t *testing.T, h Harness) {
 		s.run(t, "cas_concurrent_one_winner", testRunStoreCASConcurrentOneWinner)
 		s.run(t, "cas_concurrent_no_lost_update", testRunStoreCASConcurrentNoLostUpdate)
 		s.run(t, "no_aliasing", testRunStoreNoAliasing)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				run := newRun(k.pipeline, k.run, at(0))
-				run.Metadata["payload"] = payload
-				return p.PutRunState(ctx, run)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetRunState(t.Context(), k.run)
-				noErr(t, err, "GetRunState")
-				list, lerr := p.ListRuns(t.Context(), k.pipeline, listAll)
-				noErr(t, lerr, "ListRuns")
-				if got == nil {
-					if len(list) != 0 {
-						t.Errorf("ListRuns has %d runs, GetRunState none", len(list))
-					}
-					return "", false
-				}
-				if len(list) != 1 || payloadOf(list[0].Metadata) != payloadOf(got.Metadata) {
-					t.Errorf("ListRuns disagrees with GetRunState (%d runs)", len(list))
-				}
-				return payloadOf(got.Metadata), true
-			},
-		})
+		testRunStoreSizes(t, s)
 		s.run(t, "list_runs_large_items", testRunStoreListRunsLargeItems)
 		s.run(t, "huge_cas_keeps_old_value", testRunStoreHugeCASKeepsOldValue)
 		s.run(t, "adversarial_ids", testRunStoreAdversarialIDs)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRunState(ctx, newRun(k.pipeline, b.id, at(0)))
-				}},
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutRunState(ctx, newRun(b.id, k.run, at(0)))
-				}},
-				badCase{name: "get_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetRunState(ctx, b.id)
-					return err
-				}},
-				badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.ListRuns(ctx, b.id, 10)
-					return err
-				}},
-				badCase{name: "cas_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.CompareAndSwapRunState(ctx, b.id, 0, newRun(k.pipeline, b.id, at(0)))
-					return err
-				}})
-		}
-		setupRun := func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
-		}
-		bad = append(bad,
-			badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				run := newRun(k.pipeline, k.run, at(0))
-				run.Status = "DONE"
-				return p.PutRunState(ctx, run)
-			}},
-			badCase{name: "put_negative_version", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				run := newRun(k.pipeline, k.run, at(0))
-				run.Version = -1
-				return p.PutRunState(ctx, run)
-			}},
-			badCase{name: "put_over_existing_bad_status", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				run := newRun(k.pipeline, k.run, at(0))
-				run.Status = ""
-				return p.PutRunState(ctx, run)
-			}},
-			badCase{name: "put_under_other_pipeline", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutRunState(ctx, newRun(k.other, k.run, at(1)))
-			}},
-			badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListRuns(ctx, k.pipeline, 0)
-				return err
-			}},
-			badCase{name: "list_limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListRuns(ctx, k.pipeline, -1)
-				return err
-			}},
-			badCase{name: "cas_bad_status", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				next := newRun(k.pipeline, k.run, at(0))
-				next.Status = "DONE"
-				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, next)
-				return err
-			}},
-			badCase{name: "cas_new_run_id_differs", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, newRun(k.pipeline, k.run+"-x", at(0)))
-				return err
-			}},
-			badCase{name: "cas_new_pipeline_differs", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, newRun(k.other, k.run, at(0)))
-				return err
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			// The only run allowed is the unchanged one setup wrote, if any.
-			want := jsonRoundTrip(t, newRun(k.pipeline, k.run, at(0)))
+		testRunStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testRunStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			run := newRun(k.pipeline, k.run, at(0))
+			run.Metadata["payload"] = payload
+			return p.PutRunState(ctx, run)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
 			got, err := p.GetRunState(t.Context(), k.run)
 			noErr(t, err, "GetRunState")
-			if got != nil {
-				same(t, "run after a rejected call", want, *got)
-			}
-			for _, pid := range []string{k.pipeline, k.other} {
-				list, err := p.ListRuns(t.Context(), pid, listAll)
-				noErr(t, err, "ListRuns")
-				for _, r := range list {
-					same(t, "ListRuns after a rejected call", want, r)
+			list, lerr := p.ListRuns(t.Context(), k.pipeline, listAll)
+			noErr(t, lerr, "ListRuns")
+			if got == nil {
+				if len(list) != 0 {
+					t.Errorf("ListRuns has %d runs, GetRunState none", len(list))
 				}
+				return "", false
 			}
-		})
-		s.checkCancelled(t, []call{
-			{"PutRunState", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutRunState(ctx, newRun(k.pipeline, k.run+"-new", at(1)))
+			if len(list) != 1 || payloadOf(list[0].Metadata) != payloadOf(got.Metadata) {
+				t.Errorf("ListRuns disagrees with GetRunState (%d runs)", len(list))
+			}
+			return payloadOf(got.Metadata), true
+		},
+	})
+}
+
+func testRunStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "put_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRunState(ctx, newRun(k.pipeline, b.id, at(0)))
 			}},
-			{"GetRunState", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetRunState(ctx, k.run)
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutRunState(ctx, newRun(b.id, k.run, at(0)))
+			}},
+			badCase{name: "get_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetRunState(ctx, b.id)
 				return err
 			}},
-			{"ListRuns", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.ListRuns(ctx, k.pipeline, 10)
+			badCase{name: "list_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.ListRuns(ctx, b.id, 10)
 				return err
 			}},
-			{"CompareAndSwapRunState", func(ctx context.Context, p provider.Provider, k ids) error {
-				next := newRun(k.pipeline, k.run, at(0))
-				next.Status = types.RunFailed
-				_, err := p.CompareAndSwapRunState(ctx, k.run, 0, next)
+			badCase{name: "cas_run_id_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.CompareAndSwapRunState(ctx, b.id, 0, newRun(k.pipeline, b.id, at(0)))
 				return err
-			}},
-		}, setupRun, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			got, err := p.GetRunState(t.Context(), k.run)
-			same(t, "GetRunState after a cancelled CompareAndSwapRunState", jsonRoundTrip(t, newRun(k.pipeline, k.run, at(0))), mustGet(t, got, err, "GetRunState"))
-			got, err = p.GetRunState(t.Context(), k.run+"-new")
-			wantNil(t, got, err, "GetRunState after a cancelled PutRunState")
-			list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
-			wantLen(t, list, err, 1, "ListRuns after cancelled writes")
-		})
+			}})
+	}
+	setupRun := func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
+	}
+	bad = append(bad,
+		badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			run := newRun(k.pipeline, k.run, at(0))
+			run.Status = "DONE"
+			return p.PutRunState(ctx, run)
+		}},
+		badCase{name: "put_negative_version", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			run := newRun(k.pipeline, k.run, at(0))
+			run.Version = -1
+			return p.PutRunState(ctx, run)
+		}},
+		badCase{name: "put_over_existing_bad_status", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			run := newRun(k.pipeline, k.run, at(0))
+			run.Status = ""
+			return p.PutRunState(ctx, run)
+		}},
+		badCase{name: "put_under_other_pipeline", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutRunState(ctx, newRun(k.other, k.run, at(1)))
+		}},
+		badCase{name: "list_limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListRuns(ctx, k.pipeline, 0)
+			return err
+		}},
+		badCase{name: "list_limit_negative", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListRuns(ctx, k.pipeline, -1)
+			return err
+		}},
+		badCase{name: "cas_bad_status", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			next := newRun(k.pipeline, k.run, at(0))
+			next.Status = "DONE"
+			_, err := p.CompareAndSwapRunState(ctx, k.run, 0, next)
+			return err
+		}},
+		badCase{name: "cas_new_run_id_differs", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.CompareAndSwapRunState(ctx, k.run, 0, newRun(k.pipeline, k.run+"-x", at(0)))
+			return err
+		}},
+		badCase{name: "cas_new_pipeline_differs", setup: setupRun, call: func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.CompareAndSwapRunState(ctx, k.run, 0, newRun(k.other, k.run, at(0)))
+			return err
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		// The only run allowed is the unchanged one setup wrote, if any.
+		want := jsonRoundTrip(t, newRun(k.pipeline, k.run, at(0)))
+		got, err := p.GetRunState(t.Context(), k.run)
+		noErr(t, err, "GetRunState")
+		if got != nil {
+			same(t, "run after a rejected call", want, *got)
+		}
+		for _, pid := range []string{k.pipeline, k.other} {
+			list, err := p.ListRuns(t.Context(), pid, listAll)
+			noErr(t, err, "ListRuns")
+			for _, r := range list {
+				same(t, "ListRuns after a rejected call", want, r)
+			}
+		}
+	})
+	s.checkCancelled(t, []call{
+		{"PutRunState", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutRunState(ctx, newRun(k.pipeline, k.run+"-new", at(1)))
+		}},
+		{"GetRunState", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetRunState(ctx, k.run)
+			return err
+		}},
+		{"ListRuns", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.ListRuns(ctx, k.pipeline, 10)
+			return err
+		}},
+		{"CompareAndSwapRunState", func(ctx context.Context, p provider.Provider, k ids) error {
+			next := newRun(k.pipeline, k.run, at(0))
+			next.Status = types.RunFailed
+			_, err := p.CompareAndSwapRunState(ctx, k.run, 0, next)
+			return err
+		}},
+	}, setupRun, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		got, err := p.GetRunState(t.Context(), k.run)
+		same(t, "GetRunState after a cancelled CompareAndSwapRunState", jsonRoundTrip(t, newRun(k.pipeline, k.run, at(0))), mustGet(t, got, err, "GetRunState"))
+		got, err = p.GetRunState(t.Context(), k.run+"-new")
+		wantNil(t, got, err, "GetRunState after a cancelled PutRunState")
+		list, err := p.ListRuns(t.Context(), k.pipeline, listAll)
+		wantLen(t, list, err, 1, "ListRuns after cancelled writes")
 	})
 }
 

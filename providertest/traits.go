@@ -33,79 +33,87 @@ func RunTraitStore(t *testing.T, h Harness) {
 		s.run(t, "get_traits_sorted_by_trait_type", testTraitStoreGetTraitsSortedByTraitType)
 		s.run(t, "pipelines_independent", testTraitStorePipelinesIndependent)
 		s.run(t, "no_aliasing", testTraitStoreNoAliasing)
-		s.checkSizes(t, sizeCheck{
-			put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
-				tr := newTrait(k.trait)
-				tr.Value["payload"] = payload
-				return p.PutTrait(ctx, k.pipeline, tr, 0)
-			},
-			read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
-				got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
-				noErr(t, err, "GetTrait")
-				if got == nil {
-					return "", false
-				}
-				return payloadOf(got.Value), true
-			},
-		})
+		testTraitStoreSizes(t, s)
 		s.run(t, "adversarial_keys", testTraitStoreAdversarialKeys)
-		var bad []badCase
-		for _, b := range badIDs {
-			bad = append(bad,
-				badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutTrait(ctx, b.id, newTrait(k.trait), 0)
-				}},
-				badCase{name: "put_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					return p.PutTrait(ctx, k.pipeline, newTrait(b.id), 0)
-				}},
-				badCase{name: "get_traits_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetTraits(ctx, b.id)
-					return err
-				}},
-				badCase{name: "get_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
-					_, err := p.GetTrait(ctx, k.pipeline, b.id)
-					return err
-				}})
-		}
-		bad = append(bad,
-			badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				tr := newTrait(k.trait)
-				tr.Status = "MAYBE"
-				return p.PutTrait(ctx, k.pipeline, tr, 0)
-			}},
-			badCase{name: "put_negative_ttl", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutTrait(ctx, k.pipeline, newTrait(k.trait), -time.Second)
-			}},
-			badCase{name: "put_other_pipeline_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
-				tr := newTrait(k.trait)
-				tr.PipelineID = k.other
-				return p.PutTrait(ctx, k.pipeline, tr, 0)
-			}},
-		)
-		s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			for _, pid := range []string{k.pipeline, k.other} {
-				list, err := p.GetTraits(t.Context(), pid)
-				wantLen(t, list, err, 0, "GetTraits after a rejected call")
+		testTraitStoreBadInputAndCancelled(t, s)
+	})
+}
+
+func testTraitStoreSizes(t *testing.T, s *suite) {
+	s.checkSizes(t, sizeCheck{
+		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
+			tr := newTrait(k.trait)
+			tr.Value["payload"] = payload
+			return p.PutTrait(ctx, k.pipeline, tr, 0)
+		},
+		read: func(t *testing.T, p provider.Provider, k ids) (string, bool) {
+			got, err := p.GetTrait(t.Context(), k.pipeline, k.trait)
+			noErr(t, err, "GetTrait")
+			if got == nil {
+				return "", false
 			}
-		})
-		s.checkCancelled(t, []call{
-			{"PutTrait", func(ctx context.Context, p provider.Provider, k ids) error {
-				return p.PutTrait(ctx, k.pipeline, newTrait(k.trait), 0)
+			return payloadOf(got.Value), true
+		},
+	})
+}
+
+func testTraitStoreBadInputAndCancelled(t *testing.T, s *suite) {
+	var bad []badCase
+	for _, b := range badIDs {
+		bad = append(bad,
+			badCase{name: "put_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutTrait(ctx, b.id, newTrait(k.trait), 0)
 			}},
-			{"GetTraits", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetTraits(ctx, k.pipeline)
+			badCase{name: "put_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return p.PutTrait(ctx, k.pipeline, newTrait(b.id), 0)
+			}},
+			badCase{name: "get_traits_pipeline_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetTraits(ctx, b.id)
 				return err
 			}},
-			{"GetTrait", func(ctx context.Context, p provider.Provider, k ids) error {
-				_, err := p.GetTrait(ctx, k.pipeline, k.trait)
+			badCase{name: "get_trait_type_" + b.name, call: func(ctx context.Context, p provider.Provider, k ids) error {
+				_, err := p.GetTrait(ctx, k.pipeline, b.id)
 				return err
-			}},
-		}, nil, func(t *testing.T, p provider.Provider, k ids) {
-			t.Helper()
-			list, err := p.GetTraits(t.Context(), k.pipeline)
-			wantLen(t, list, err, 0, "GetTraits after a cancelled PutTrait")
-		})
+			}})
+	}
+	bad = append(bad,
+		badCase{name: "put_bad_status", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			tr := newTrait(k.trait)
+			tr.Status = "MAYBE"
+			return p.PutTrait(ctx, k.pipeline, tr, 0)
+		}},
+		badCase{name: "put_negative_ttl", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutTrait(ctx, k.pipeline, newTrait(k.trait), -time.Second)
+		}},
+		badCase{name: "put_other_pipeline_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+			tr := newTrait(k.trait)
+			tr.PipelineID = k.other
+			return p.PutTrait(ctx, k.pipeline, tr, 0)
+		}},
+	)
+	s.checkBadInput(t, bad, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		for _, pid := range []string{k.pipeline, k.other} {
+			list, err := p.GetTraits(t.Context(), pid)
+			wantLen(t, list, err, 0, "GetTraits after a rejected call")
+		}
+	})
+	s.checkCancelled(t, []call{
+		{"PutTrait", func(ctx context.Context, p provider.Provider, k ids) error {
+			return p.PutTrait(ctx, k.pipeline, newTrait(k.trait), 0)
+		}},
+		{"GetTraits", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetTraits(ctx, k.pipeline)
+			return err
+		}},
+		{"GetTrait", func(ctx context.Context, p provider.Provider, k ids) error {
+			_, err := p.GetTrait(ctx, k.pipeline, k.trait)
+			return err
+		}},
+	}, nil, func(t *testing.T, p provider.Provider, k ids) {
+		t.Helper()
+		list, err := p.GetTraits(t.Context(), k.pipeline)
+		wantLen(t, list, err, 0, "GetTraits after a cancelled PutTrait")
 	})
 }
 
