@@ -36,92 +36,100 @@ func RunFidelity(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Fidelity", h, func(t *testing.T, s *suite) {
 		for _, kind := range timeKinds() {
-			test(t, "times/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				times := fidelityTimes()
-				n := len(times)
-				// Item i has the i-th oldest time and an ID that sorts against time
-				// order, so that a tie (a truncated time) breaks the wrong way.
-				id := func(i int) string { return fmt.Sprintf("t%02d", n-i) }
-				for _, i := range []int{3, 9, 0, 5, 7, 1, 8, 2, 6, 4} {
-					noErr(t, kind.put(t.Context(), p, k, id(i), times[i]), kind.name+": put at "+times[i].String())
-				}
-				got, err := kind.list(t.Context(), p, k)
-				noErr(t, err, kind.name+": list")
-				var wantIDs []string
-				var wantTimes []time.Time
-				for i := range n {
-					wantIDs = append(wantIDs, id(i))
-					wantTimes = append(wantTimes, times[i])
-				}
-				if kind.newestFirst {
-					slices.Reverse(wantIDs)
-					slices.Reverse(wantTimes)
-				}
-				if kind.sorted {
-					same(t, kind.name+": IDs in list order", wantIDs, got.ids)
-				} else {
-					got.ids, got.times = wantIDs, sortedTimes(got.times, kind.newestFirst)
-				}
-				same(t, kind.name+": times in list order (each Equal to what was put)", wantTimes, got.times)
-			})
+			test(t, "times/"+kind.name, func(t *testing.T) { testFidelityTimes(t, s, kind) })
 		}
 		for _, kind := range zeroKinds() {
-			test(t, "zero_times/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				for _, err := range kind.roundTrip(t.Context(), p, k) {
-					if err != nil {
-						t.Errorf("%s: %v", kind.name, err)
-					}
-				}
-			})
+			test(t, "zero_times/"+kind.name, func(t *testing.T) { testFidelityZeroTimes(t, s, kind) })
 		}
 		for _, kind := range idKinds() {
-			test(t, "valid_ids/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				if kind.reader {
-					if _, ok := p.(provider.CascadeReader); !ok {
-						t.Skip("the provider does not implement provider.CascadeReader")
-					}
-				}
-				for _, id := range validIDs() {
-					if err := kind.roundTrip(t.Context(), p, k, id); err != nil {
-						t.Errorf("%s with every ID %q (%d bytes, valid): %v", kind.name, id, len(id), err)
-					}
-				}
-			})
+			test(t, "valid_ids/"+kind.name, func(t *testing.T) { testFidelityValidIDs(t, s, kind) })
 		}
 		for _, kind := range prefixKinds() {
-			test(t, "prefix_ids/"+kind.name, func(t *testing.T) {
-				p := s.open(t)
-				if kind.reader {
-					if _, ok := p.(provider.CascadeReader); !ok {
-						t.Skip("the provider does not implement provider.CascadeReader")
-					}
-				}
-				family := prefixFamily
-				for tag, id := range family {
-					noErr(t, kind.put(t.Context(), p, id, tag), fmt.Sprintf("%s: put %q", kind.name, id))
-				}
-				for tag, id := range family {
-					for _, read := range kind.reads {
-						got, err := read.do(t.Context(), p, id)
-						noErr(t, err, read.name)
-						if !slices.Equal(got, []int{tag}) {
-							names := make([]string, len(got))
-							for i, g := range got {
-								names[i] = fmt.Sprintf("%q", family[g])
-							}
-							t.Errorf("%s(%q) found the data of %v, want only its own: prefix-related IDs must never see each other's data",
-								read.name, id, names)
-						}
-					}
-				}
-			})
+			test(t, "prefix_ids/"+kind.name, func(t *testing.T) { testFidelityPrefixIDs(t, s, kind) })
 		}
 		s.run(t, "prefix_ids/follow_events", testFidelityPrefixIDsFollowEvents)
 		s.run(t, "prefix_ids/watch_markers", testFidelityPrefixIDsWatchMarkers)
 	})
+}
+
+func testFidelityTimes(t *testing.T, s *suite, kind timeKind) {
+	p, k := s.open(t), newIDs(t)
+	times := fidelityTimes()
+	n := len(times)
+	// Item i has the i-th oldest time and an ID that sorts against time
+	// order, so that a tie (a truncated time) breaks the wrong way.
+	id := func(i int) string { return fmt.Sprintf("t%02d", n-i) }
+	for _, i := range []int{3, 9, 0, 5, 7, 1, 8, 2, 6, 4} {
+		noErr(t, kind.put(t.Context(), p, k, id(i), times[i]), kind.name+": put at "+times[i].String())
+	}
+	got, err := kind.list(t.Context(), p, k)
+	noErr(t, err, kind.name+": list")
+	var wantIDs []string
+	var wantTimes []time.Time
+	for i := range n {
+		wantIDs = append(wantIDs, id(i))
+		wantTimes = append(wantTimes, times[i])
+	}
+	if kind.newestFirst {
+		slices.Reverse(wantIDs)
+		slices.Reverse(wantTimes)
+	}
+	if kind.sorted {
+		same(t, kind.name+": IDs in list order", wantIDs, got.ids)
+	} else {
+		got.ids, got.times = wantIDs, sortedTimes(got.times, kind.newestFirst)
+	}
+	same(t, kind.name+": times in list order (each Equal to what was put)", wantTimes, got.times)
+}
+
+func testFidelityZeroTimes(t *testing.T, s *suite, kind zeroKind) {
+	p, k := s.open(t), newIDs(t)
+	for _, err := range kind.roundTrip(t.Context(), p, k) {
+		if err != nil {
+			t.Errorf("%s: %v", kind.name, err)
+		}
+	}
+}
+
+func testFidelityValidIDs(t *testing.T, s *suite, kind idKind) {
+	p, k := s.open(t), newIDs(t)
+	if kind.reader {
+		if _, ok := p.(provider.CascadeReader); !ok {
+			t.Skip("the provider does not implement provider.CascadeReader")
+		}
+	}
+	for _, id := range validIDs() {
+		if err := kind.roundTrip(t.Context(), p, k, id); err != nil {
+			t.Errorf("%s with every ID %q (%d bytes, valid): %v", kind.name, id, len(id), err)
+		}
+	}
+}
+
+func testFidelityPrefixIDs(t *testing.T, s *suite, kind prefixKind) {
+	p := s.open(t)
+	if kind.reader {
+		if _, ok := p.(provider.CascadeReader); !ok {
+			t.Skip("the provider does not implement provider.CascadeReader")
+		}
+	}
+	family := prefixFamily
+	for tag, id := range family {
+		noErr(t, kind.put(t.Context(), p, id, tag), fmt.Sprintf("%s: put %q", kind.name, id))
+	}
+	for tag, id := range family {
+		for _, read := range kind.reads {
+			got, err := read.do(t.Context(), p, id)
+			noErr(t, err, read.name)
+			if !slices.Equal(got, []int{tag}) {
+				names := make([]string, len(got))
+				for i, g := range got {
+					names[i] = fmt.Sprintf("%q", family[g])
+				}
+				t.Errorf("%s(%q) found the data of %v, want only its own: prefix-related IDs must never see each other's data",
+					read.name, id, names)
+			}
+		}
+	}
 }
 
 func testFidelityPrefixIDsFollowEvents(t *testing.T, s *suite) {
