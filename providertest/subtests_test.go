@@ -2,10 +2,12 @@ package providertest_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pipestate/pipestate/provider"
@@ -46,27 +48,58 @@ func TestSubtestList(t *testing.T) {
 	})
 }
 
-func TestSubtestNames(t *testing.T) {
+// suiteList is what a run of TestSubtestList shows: the subtests that ran and
+// those that skipped, without the "TestSubtestList/" prefix, sorted.
+type suiteList struct {
+	ran, skipped []string
+}
+
+var (
+	listOnce sync.Once
+	listed   suiteList
+	listErr  string
+)
+
+// listSuite runs TestSubtestList in a subprocess (once per test binary) and
+// returns its subtests.
+func listSuite(t *testing.T) suiteList {
+	t.Helper()
 	if os.Getenv(subtestsEnv) != "" || os.Getenv(brokenEnv) != "" || os.Getenv(harnessEnv) != "" {
 		t.Skip("running as a subprocess")
 	}
 	if testing.Short() {
 		t.Skip("runs the whole suite in a subprocess")
 	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSubtestList$", "-test.count=1", "-test.v", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), subtestsEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the suite on the memory backend: %v\n%s", err, tail(string(out), 60))
-	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "=== RUN   TestSubtestList/"); ok {
-			names = append(names, name)
+	listOnce.Do(func() {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSubtestList$", "-test.count=1", "-test.v", "-test.timeout=5m")
+		cmd.Env = append(os.Environ(), subtestsEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			listErr = fmt.Sprintf("the suite on the memory backend: %v\n%s", err, tail(string(out), 60))
+			return
 		}
+		for _, line := range strings.Split(string(out), "\n") {
+			line = strings.TrimSpace(line)
+			if name, ok := strings.CutPrefix(line, "=== RUN   TestSubtestList/"); ok {
+				listed.ran = append(listed.ran, name)
+			}
+			if name, ok := strings.CutPrefix(line, "--- SKIP: TestSubtestList/"); ok {
+				listed.skipped = append(listed.skipped, strings.Fields(name)[0])
+			}
+		}
+		for _, l := range []*[]string{&listed.ran, &listed.skipped} {
+			slices.Sort(*l)
+			*l = slices.Compact(*l)
+		}
+	})
+	if listErr != "" {
+		t.Fatal(listErr)
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	return listed
+}
+
+func TestSubtestNames(t *testing.T) {
+	names := listSuite(t).ran
 	got := strings.Join(names, "\n") + "\n"
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
