@@ -26,6 +26,7 @@ func RunCascadeStore(t *testing.T, h Harness) {
 	})
 }
 
+// testCascadeStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the CascadeStore group.
 func testCascadeStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {
@@ -101,6 +102,7 @@ func RunCascadeReader(t *testing.T, h Harness) {
 	})
 }
 
+// testCascadeReaderBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the CascadeReader group.
 func testCascadeReaderBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -33,6 +33,7 @@ func RunRunCreator(t *testing.T, h Harness) {
 	})
 }
 
+// testRunCreatorBadInput runs the bad-input table (bad_input/...) of the RunCreator group.
 func testRunCreatorBadInput(t *testing.T, s *suite) {
 	s.checkBadInput(t, []badCase{
 		{name: "nonzero_version", call: func(ctx context.Context, p provider.Provider, k ids) error {

@@ -51,6 +51,7 @@ func RunEventStore(t *testing.T, h Harness) {
 	})
 }
 
+// testEventStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the EventStore group.
 func testEventStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -69,6 +70,7 @@ func testEventStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testEventStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the EventStore group.
 func testEventStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	setupEvent := func(t *testing.T, p provider.Provider, k ids) {
 		t.Helper()

@@ -249,6 +249,7 @@ func testEventFollowerEndsOnCancel(t *testing.T, s *suite) {
 	endsWith(t, ch, context.Canceled, "follow after cancel")
 }
 
+// testEventFollowerBadInput runs the bad-input table (bad_input/...) of the EventFollower group.
 func testEventFollowerBadInput(t *testing.T, s *suite) {
 	p, k := s.open(t), newIDs(t)
 	for _, b := range badIDs {

@@ -52,6 +52,7 @@ func RunLockInspector(t *testing.T, h Harness) {
 	})
 }
 
+// testLockInspectorBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the LockInspector group.
 func testLockInspectorBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badLockKeys {

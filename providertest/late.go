@@ -31,6 +31,7 @@ func RunLateArrivalStore(t *testing.T, h Harness) {
 	})
 }
 
+// testLateArrivalStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the LateArrivalStore group.
 func testLateArrivalStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -59,6 +59,7 @@ func RunLeaser(t *testing.T, h Harness) {
 	})
 }
 
+// testLeaserBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the Leaser group.
 func testLeaserBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	leaseOf := func(k ids) types.Lease {

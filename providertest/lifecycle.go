@@ -41,6 +41,7 @@ func RunLifecycle(t *testing.T, h Harness) {
 	})
 }
 
+// testLifecycleCancelled runs the cancelled-context subtest of the Lifecycle group.
 func testLifecycleCancelled(t *testing.T, s *suite) {
 	s.checkCancelled(t, []call{
 		{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},

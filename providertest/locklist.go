@@ -37,6 +37,7 @@ func RunLockLister(t *testing.T, h Harness) {
 	})
 }
 
+// testLockListerBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the LockLister group.
 func testLockListerBadInputAndCancelled(t *testing.T, s *suite) {
 	s.checkBadInput(t, []badCase{
 		{name: "limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {

@@ -40,6 +40,7 @@ func RunLocker(t *testing.T, h Harness) {
 	})
 }
 
+// testLockerBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the Locker group.
 func testLockerBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badLockKeys {

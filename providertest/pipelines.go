@@ -36,6 +36,7 @@ func RunPipelineStore(t *testing.T, h Harness) {
 	})
 }
 
+// testPipelineStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the PipelineStore group.
 func testPipelineStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -54,6 +55,7 @@ func testPipelineStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testPipelineStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the PipelineStore group.
 func testPipelineStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -28,6 +28,7 @@ func RunReadiness(t *testing.T, h Harness) {
 	})
 }
 
+// testReadinessSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the Readiness group.
 func testReadinessSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -46,6 +47,7 @@ func testReadinessSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testReadinessBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the Readiness group.
 func testReadinessBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -34,6 +34,7 @@ func RunReplayStore(t *testing.T, h Harness) {
 	})
 }
 
+// testReplayStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the ReplayStore group.
 func testReplayStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -60,6 +61,7 @@ func testReplayStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testReplayStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the ReplayStore group.
 func testReplayStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -39,6 +39,7 @@ func RunRerunStore(t *testing.T, h Harness) {
 	})
 }
 
+// testRerunStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the RerunStore group.
 func testRerunStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -65,6 +66,7 @@ func testRerunStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testRerunStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the RerunStore group.
 func testRerunStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

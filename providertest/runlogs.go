@@ -34,6 +34,7 @@ func RunRunLogStore(t *testing.T, h Harness) {
 	})
 }
 
+// testRunLogStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the RunLogStore group.
 func testRunLogStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -60,6 +61,7 @@ func testRunLogStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testRunLogStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the RunLogStore group.
 func testRunLogStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

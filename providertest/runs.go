@@ -54,6 +54,7 @@ func RunRunStore(t *testing.T, h Harness) {
 	})
 }
 
+// testRunStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the RunStore group.
 func testRunStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -80,6 +81,7 @@ func testRunStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testRunStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the RunStore group.
 func testRunStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {

@@ -39,6 +39,7 @@ func RunTraitStore(t *testing.T, h Harness) {
 	})
 }
 
+// testTraitStoreSizes runs the size subtests (large_value_round_trips, huge_value_too_large_or_stored, huge_update_keeps_old_value) of the TraitStore group.
 func testTraitStoreSizes(t *testing.T, s *suite) {
 	s.checkSizes(t, sizeCheck{
 		put: func(ctx context.Context, p provider.Provider, k ids, payload string) error {
@@ -57,6 +58,7 @@ func testTraitStoreSizes(t *testing.T, s *suite) {
 	})
 }
 
+// testTraitStoreBadInputAndCancelled runs the bad-input table (bad_input/...) and the cancelled-context subtest of the TraitStore group.
 func testTraitStoreBadInputAndCancelled(t *testing.T, s *suite) {
 	var bad []badCase
 	for _, b := range badIDs {
