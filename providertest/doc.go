@@ -141,7 +141,9 @@
 //	}
 //
 // Run one group with RunRunStore, RunLocker, RunExpiry, RunFidelity and so on, or
-// one test with go test -run 'TestConformance/RunStore/cas_match'.
+// one test with go test -run 'TestConformance/RunStore/cas_match'. The subtest
+// names are stable: a group lists one function per behaviour under its name, and
+// the suite's own TestSubtestNames compares every name with a golden file.
 //
 // # The Harness contract
 //
@@ -152,7 +154,9 @@
 // provider and registers its own cleanup with t.Cleanup; the suite stops some
 // providers itself, so Stop must be idempotent (it is in the contract).
 //
-// The other fields are optional; each enables or sharpens tests:
+// The other fields are optional; each enables or sharpens tests. Harness.Features
+// lists them in one table, each with the subtests it enables (they skip without
+// it) and whether your harness sets it; t.Log(h.Features()) prints it:
 //
 //   - OpenOwner opens an instance with a chosen owner identity. It enables
 //     Locker/owner_prefix_cannot_release (owners that are prefixes of each
@@ -173,6 +177,9 @@
 //   - ReadinessTTL tells the suite the readiness TTL your providers were opened
 //     with (zero: the default 5 minutes); with real sleeps, open them with a
 //     short one and say so here.
+//   - ListPage tells the suite the most items your backend reads in one
+//     internal page of a list; the Lists/long tests then span three pages or
+//     more (zero: lists of 300 items).
 //   - ExpireEvents drops, by the backend's own retention, every event appended
 //     so far to a pipeline (advance the clock past a time-based retention, or
 //     trim a log kept by count). It enables EventStore/retention_drops_old_events,
@@ -191,6 +198,9 @@
 //     the backend's own client (an SQL UPDATE of a row's JSON, a raw HSET, an
 //     appended log entry): the id arguments of each provider.RecordKind are in
 //     its field doc. It enables the Corrupt group; nil skips it.
+//   - Retention is the record retention your providers were built with; with
+//     Sleep it enables the Retention group for each kind with a positive
+//     retention; zero skips the group.
 //
 // Before anything else, Run and each Run* group check the harness: two
 // providers opened with one t must share storage. When they do not, the group
