@@ -50,7 +50,8 @@
 //     keys of one slot. Claims live for WithDedupTTL (default state.DefaultDedupTTL),
 //     independent of the value's ttl.
 //   - The key prefix is a required constructor argument (no default, so two stores
-//     never share keys by accident). Key names carry the store kind, and for a
+//     never share keys by accident; the library's rule for namespaces is under
+//     provider/redis.WithKeyPrefix). Key names carry the store kind, and for a
 //     BytesStore the monoid's Kind, so an Int64SumStore and an Int64MaxStore, or an
 //     HLL and a TopK BytesStore, may share a prefix and entity names. Two stores of
 //     the same kind sharing a prefix share values: give each logical store its own
