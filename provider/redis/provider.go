@@ -115,6 +115,13 @@ func (h *hints) remove(id string) {
 
 // Option configures a Provider; see New. An option given a bad value makes New
 // fail with an error wrapping provider.ErrInvalidArgument.
+//
+// Why providers and stores configure two ways: a provider backend has one
+// constructor, so every Option applies to it and a plain func(*Provider) error
+// lets a wrong option no room to hide; the stores have several constructors per
+// backend (four stores and a Deduper), and their typed options
+// (state/redis.StoreOption, BytesOption, DeduperOption) make an option that a
+// constructor does not use a compile error rather than a silent no-op.
 type Option func(*Provider) error
 
 // WithKeyPrefix sets the prefix of every key the provider writes (default
