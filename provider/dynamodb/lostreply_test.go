@@ -237,7 +237,7 @@ func TestLostReply(t *testing.T) {
 				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})
 			},
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
-		{method: "PutRunLog", fault: drop("PutItem"),
+		{method: "PutRunLog", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RunRunning})
 			},
@@ -288,7 +288,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("late arrivals %+v, %v; want one", got, err)
 				}
 			}},
-		{method: "PutReplay", fault: drop("PutItem"),
+		{method: "PutReplay", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RequestPending})
 			},
