@@ -117,6 +117,12 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		return false, err
 	}
 	key, tok, op := s.itemKey(k), storekey.Token(), storeopt.MergeOp(once)
+	g := guardOf(ctx, k)
+	projection, names := &casProjection, casNames
+	if g.on { // the read sees the fence too: a stale merge is refused before its write
+		p := casProjection + ", " + fenceName
+		projection, names = &p, g.names(casNames)
+	}
 	var (
 		last     map[string]av // the item a lost race saw
 		haveLast bool
@@ -128,7 +134,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		if !haveLast {
 			out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
 				TableName: &s.table, Key: key, ConsistentRead: ptr(true),
-				ProjectionExpression: &casProjection, ExpressionAttributeNames: casNames,
+				ProjectionExpression: projection, ExpressionAttributeNames: names,
 			}, s.sdk(op))
 			if err != nil {
 				return nil, false, "", s.wrap("get", err)
@@ -136,6 +142,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			item = out.Item
 		}
 		last, haveLast = nil, false
+		if err := g.refused(s.name, item); err != nil {
+			return nil, false, "", err
+		}
 		if item == nil || !live(item, s.now()) {
 			return nil, false, "", nil
 		}
@@ -169,6 +178,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		// expired and starts again.
 		set := expression.Set(expression.Name(attrV), expression.Value(item[attrV])).
 			Set(expression.Name(attrVer), expression.Value(item[attrVer]))
+		cond, set = g.builder(cond, set)
 		expr, err := expression.NewBuilder().WithCondition(cond).
 			WithUpdate(s.setExpiry(set, ttl).Add(expression.Name(attrRev), numValue(1))).Build()
 		if err != nil {
@@ -185,7 +195,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			if errors.Is(err, errLostRace) {
 				reason = raceReason(err)
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
-				return ownWrite(last, tok), nil
+				if own := ownWrite(last, tok); own || !haveLast {
+					return own, nil
+				}
+				return false, g.refused(s.name, last)
 			}
 			if err != nil {
 				return false, err
@@ -204,7 +217,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		if last, haveLast = ddbx.ConditionFailedItem(err); haveLast {
 			reason = signal.ReasonCASConflict
-			return ownWrite(last, tok), nil
+			if ownWrite(last, tok) {
+				return true, nil
+			}
+			return false, g.refused(s.name, last)
 		}
 		return false, s.wrap("update", err)
 	}
