@@ -9,6 +9,11 @@
 #                              (internal/benchpair/benchtable); output in .bench/out.txt
 #   make bench-readme          the README's performance table from .bench/out.txt
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
+#   make api                   api/current.txt: the exported API snapshot of both modules
+#   make api-check             fails when api/current.txt is stale, or when an identifier
+#                              changed since the last release's api/vX.Y.Z.txt is not
+#                              named in CHANGELOG.md's Unreleased section (scripts/api.sh)
+#   make api-release V=v0.2.0  api/v0.2.0.txt at a release
 #   make servers               start servers for local work; then: source .servers/env
 #   make servers-stop
 
@@ -21,7 +26,7 @@ COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
 
-.PHONY: all test bench bench-readme lint servers servers-stop
+.PHONY: all test bench bench-readme lint api api-check api-release servers servers-stop
 
 all: lint test
 
@@ -40,6 +45,15 @@ bench-readme:
 
 lint:
 	bash scripts/lint.sh $(LINT_PKGS)
+
+api:
+	bash scripts/api.sh write
+
+api-check:
+	bash scripts/api.sh check
+
+api-release:
+	bash scripts/api.sh release $(V)
 
 servers:
 	bash scripts/servers.sh start $(SERVERS_DIR)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 )
@@ -181,7 +182,7 @@ func New(name string, opts ...Option) (*Breaker, error) {
 	})
 	attrs := metric.WithAttributes(AttrName.String(name))
 	// Instrument creation fails only for invalid names; this one is constant.
-	_, _ = c.meter.Meter(signal.ScopeName).Int64ObservableGauge("pipestate.breaker.state",
+	_, _ = c.meter.Meter(signal.ScopeName, metric.WithInstrumentationVersion(modversion.Version())).Int64ObservableGauge("pipestate.breaker.state",
 		metric.WithUnit("{state}"),
 		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

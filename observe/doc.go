@@ -26,7 +26,8 @@
 // # Spans
 //
 // One client span per call, named after the method (CompareAndSwapRunState), with
-// db.system.name, db.operation.name, the IDs of the call where present
+// db.system.name, db.operation.name, where the backend is (below), the IDs of the
+// call where present
 // (pipestate.pipeline.id, pipestate.run.id, pipestate.lock.key, pipestate.entity,
 // pipestate.event.id; pipestate.keys, the key count of GetMany or the update
 // count of MergeMany), pipestate.outcome for the calls listed below, and on
@@ -34,13 +35,48 @@
 // error and sets status Error, except a held lock or lease and a lease no longer
 // held, which are outcomes, not failures.
 //
+// # Where the backend is
+//
+// The attributes of the OpenTelemetry database-client conventions that name the
+// backend's server and data, on every span of a decorator; the bounded ones
+// (server.address, server.port, db.namespace, db.collection.name: one value per
+// decorator) also on its db.client.operation.duration measurements:
+//
+//	attribute                  from
+//	server.address             WithServer or WithEndpoint: the address the client
+//	server.port                dials ("localhost:6379", "http://127.0.0.1:8000"); a
+//	                           decorator cannot see the backend's client
+//	db.namespace               WithNamespace: for Redis the database index ("0"), as
+//	                           the Redis conventions define it
+//	pipestate.key_prefix       a Redis provider's KeyPrefix(), or WithKeyPrefix (spans only)
+//	db.collection.name,        a DynamoDB provider's Table(), or WithTable
+//	aws.dynamodb.table_names   (table_names on spans only)
+//
+// So, for a provider on Redis:
+//
+//	p, err := observe.Provider(rp, observe.WithEndpoint(addr), observe.WithNamespace("0"))
+//
+// A value with a KeyPrefix() string or Table() string method of its own, such as
+// a third-party backend, gets the same attributes without the option.
+//
+// # Instrumentation scope
+//
+// Every tracer and meter of this package is named ScopeName, with version
+// ScopeVersion(): the version of the github.com/pipestate/pipestate module the
+// program was built with, read from its build information, so a release needs no
+// constant updated. The backends' own meters (below) use the scope
+// github.com/pipestate/pipestate with the same version.
+//
 // # Metrics
 //
 // Attribute values are bounded: IDs go on spans, never on metrics.
 //
 //	instrument                     kind       unit    attributes                                 meaning
 //	db.client.operation.duration   histogram  s       db.system.name, db.operation.name,         duration of every call
-//	                                                  error.type (failed calls only)
+//	                                                  error.type (failed calls only),
+//	                                                  server.address, server.port,
+//	                                                  db.namespace, db.collection.name
+//	                                                  (where known, see above)
 //	pipestate.run.cas              counter    {call}  db.system.name, pipestate.outcome          CompareAndSwapRunState: swapped | conflict
 //	                                                                                             (conflict includes a missing run)
 //	pipestate.lock.acquire         counter    {call}  db.system.name, pipestate.lock.kind,       AcquireLock, AcquireLease: acquired | held

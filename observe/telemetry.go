@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
+	"net/url"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +21,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 )
 
 // ScopeName is the instrumentation scope of every tracer and meter of this package.
+// The scope's version is ScopeVersion().
 const ScopeName = "github.com/pipestate/pipestate/observe"
+
+// ScopeVersion returns the version of the instrumentation scope of every tracer and
+// meter of this package: the version of the github.com/pipestate/pipestate module
+// the program was built with, from its build information (v0.1.0 in a program that
+// requires v0.1.0; "(devel)" when the build recorded none, as in this repository's
+// own tests).
+func ScopeVersion() string { return modversion.Version() }
 
 // Attribute keys of the pipestate namespace (the db.* and error.type keys are the
 // OpenTelemetry semantic conventions').
@@ -35,6 +48,9 @@ const (
 	AttrEventID  = attribute.Key("pipestate.event.id")
 	AttrKeys     = attribute.Key("pipestate.keys")    // number of keys of a GetMany, or of updates of a MergeMany
 	AttrRecords  = attribute.Key("pipestate.records") // records a follow or watch yielded
+	// AttrKeyPrefix is the key prefix of a Redis backend (spans only): the Redis
+	// conventions reserve db.namespace for the database index.
+	AttrKeyPrefix = attribute.Key("pipestate.key_prefix")
 )
 
 // Option configures a decorator.
@@ -44,6 +60,12 @@ type config struct {
 	tp     trace.TracerProvider
 	mp     metric.MeterProvider
 	system string
+	// Where the backend is, for the server.*, db.* and aws.dynamodb.* attributes.
+	address   string
+	port      int
+	namespace string
+	keyPrefix string
+	table     string
 }
 
 // WithTracerProvider sets the tracer provider (default: otel.GetTracerProvider()
@@ -81,6 +103,149 @@ func WithSystem(name string) Option {
 		c.system = name
 		return nil
 	}
+}
+
+// WithServer sets server.address and server.port, the server the backend talks to
+// (a host name or IP address; port 0 leaves server.port out). A decorator cannot
+// see the backend's client, so without this option (or WithEndpoint) its spans
+// and duration measurements carry no server.address.
+func WithServer(address string, port int) Option {
+	return func(c *config) error {
+		if address == "" || port < 0 || port > 65535 {
+			return invalidf("WithServer: address %q, port %d", address, port)
+		}
+		c.address, c.port = address, port
+		return nil
+	}
+}
+
+// WithEndpoint is WithServer for an address as clients take it: "host:port" (a
+// go-redis Addr), "host", or a URL ("http://127.0.0.1:8000", a DynamoDB endpoint;
+// "redis://host:6379/0"), whose port defaults to its scheme's (443 for https, 80
+// for http, 6379 for redis and rediss).
+func WithEndpoint(endpoint string) Option {
+	return func(c *config) error {
+		host, port, err := parseEndpoint(endpoint)
+		if err != nil {
+			return invalidf("WithEndpoint: %q: %v", endpoint, err)
+		}
+		c.address, c.port = host, port
+		return nil
+	}
+}
+
+// defaultPorts are the ports of the URL schemes WithEndpoint knows.
+var defaultPorts = map[string]int{"http": 80, "https": 443, "redis": 6379, "rediss": 6379}
+
+func parseEndpoint(endpoint string) (string, int, error) {
+	hostport := endpoint
+	port := 0
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return "", 0, err
+		}
+		hostport, port = u.Host, defaultPorts[u.Scheme]
+		if u.Port() == "" {
+			if h := u.Hostname(); h != "" {
+				return h, port, nil
+			}
+			return "", 0, errors.New("no host")
+		}
+	}
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if strings.Contains(hostport, ":") && !strings.HasPrefix(hostport, "[") {
+			return "", 0, err // an IPv6 address needs brackets, or a bad port
+		}
+		host, p = strings.Trim(hostport, "[]"), ""
+	}
+	if p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 0 || port > 65535 {
+			return "", 0, fmt.Errorf("bad port %q", p)
+		}
+	}
+	if host == "" {
+		return "", 0, errors.New("no host")
+	}
+	return host, port, nil
+}
+
+// WithNamespace sets db.namespace, the database within the server: for Redis the
+// database index the client selects ("0"), as the Redis conventions define it
+// (the key prefix goes on pipestate.key_prefix); for any other backend what its
+// conventions name. Without it, db.namespace is left out.
+func WithNamespace(namespace string) Option {
+	return func(c *config) error {
+		if namespace == "" {
+			return invalidf("WithNamespace: empty namespace")
+		}
+		c.namespace = namespace
+		return nil
+	}
+}
+
+// WithKeyPrefix sets pipestate.key_prefix, the key prefix of a Redis backend, for a
+// value that does not report one (a state store; a Redis provider has a KeyPrefix
+// method, which the decorator reads).
+func WithKeyPrefix(prefix string) Option {
+	return func(c *config) error {
+		if prefix == "" {
+			return invalidf("WithKeyPrefix: empty prefix")
+		}
+		c.keyPrefix = prefix
+		return nil
+	}
+}
+
+// WithTable sets the DynamoDB table of the backend (db.collection.name and
+// aws.dynamodb.table_names), for a value that does not report one (a state store;
+// a DynamoDB provider has a Table method, which the decorator reads).
+func WithTable(table string) Option {
+	return func(c *config) error {
+		if table == "" {
+			return invalidf("WithTable: empty table")
+		}
+		c.table = table
+		return nil
+	}
+}
+
+// describe fills what the options left unset from what backend reports about
+// itself: KeyPrefix() string (the Redis provider), Table() string (the DynamoDB
+// provider).
+func (c *config) describe(backend any) {
+	if p, ok := backend.(interface{ KeyPrefix() string }); ok && c.keyPrefix == "" {
+		c.keyPrefix = p.KeyPrefix()
+	}
+	if p, ok := backend.(interface{ Table() string }); ok && c.table == "" {
+		c.table = p.Table()
+	}
+}
+
+// attrs returns the attributes of every span (span) and every duration
+// measurement (metric, bounded: one value per decorator) of the decorator.
+func (c *config) attrs() (span, measure []attribute.KeyValue) {
+	if c.address != "" {
+		measure = append(measure, semconv.ServerAddressKey.String(c.address))
+		if c.port > 0 {
+			measure = append(measure, semconv.ServerPortKey.Int(c.port))
+		}
+	}
+	if c.namespace != "" {
+		measure = append(measure, semconv.DBNamespaceKey.String(c.namespace))
+	}
+	if c.table != "" {
+		measure = append(measure, semconv.DBCollectionNameKey.String(c.table))
+	}
+	span = slices.Clone(measure)
+	if c.table != "" {
+		span = append(span, semconv.AWSDynamoDBTableNamesKey.StringSlice([]string{c.table}))
+	}
+	if c.keyPrefix != "" {
+		span = append(span, AttrKeyPrefix.String(c.keyPrefix))
+	}
+	return span, measure
 }
 
 func invalidf(format string, args ...any) error {
@@ -164,12 +329,13 @@ type telemetry struct {
 	// global: the tracer came from the global provider, so a call skips the span
 	// while no SDK is installed (the global tracer's no-op Start costs a few
 	// hundred nanoseconds and two allocations).
-	global   bool
-	tracer   trace.Tracer
-	system   attribute.KeyValue
-	duration metric.Float64Histogram
-	counters map[string]metric.Int64Counter
-	ops      map[string]*operation
+	global                 bool
+	tracer                 trace.Tracer
+	system                 attribute.KeyValue
+	spanAttrs, metricAttrs []attribute.KeyValue // where the backend is; see config.attrs
+	duration               metric.Float64Histogram
+	counters               map[string]metric.Int64Counter
+	ops                    map[string]*operation
 }
 
 // operation is what one method records, with its attribute sets built once.
@@ -213,9 +379,12 @@ func newTelemetry(backend any, api reflect.Type, opts []Option, counters map[str
 	if c.system == "" {
 		c.system = systemOf(backend)
 	}
-	meter := c.mp.Meter(ScopeName)
-	t := &telemetry{global: global, tracer: c.tp.Tracer(ScopeName), system: semconv.DBSystemNameKey.String(c.system),
-		counters: map[string]metric.Int64Counter{}, ops: map[string]*operation{}}
+	c.describe(backend)
+	version := ScopeVersion()
+	meter := c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(version))
+	t := &telemetry{global: global, tracer: c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version)),
+		system: semconv.DBSystemNameKey.String(c.system), counters: map[string]metric.Int64Counter{}, ops: map[string]*operation{}}
+	t.spanAttrs, t.metricAttrs = c.attrs()
 	var err error
 	t.duration, err = meter.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of pipestate calls."), metric.WithExplicitBucketBoundaries(durationBuckets...))
@@ -248,9 +417,9 @@ func newTelemetry(backend any, api reflect.Type, opts []Option, counters map[str
 func (t *telemetry) newOp(name string) {
 	opAttr := semconv.DBOperationNameKey.String(name)
 	o := &operation{name: name, spanOpts: []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(t.system, opAttr)}}
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(append([]attribute.KeyValue{t.system, opAttr}, t.spanAttrs...)...)}}
 	for k := errNone; k < numErrKinds; k++ {
-		attrs := []attribute.KeyValue{t.system, opAttr}
+		attrs := append([]attribute.KeyValue{t.system, opAttr}, t.metricAttrs...)
 		if k != errNone {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errKindNames[k]))
 		}

@@ -193,6 +193,7 @@ func Run(t *testing.T, h Harness) {
 	RunLists(t, h)
 	RunLimits(t, h)
 	RunCorrupt(t, h)
+	RunFencing(t, h)
 	RunLifecycle(t, h)
 }
 

@@ -69,6 +69,7 @@ type shared struct {
 	// countedLogs is eventsByCount's event log per pipeline.
 	countedLogs map[string][]countedEvent
 	runs        map[string]types.RunState // listKeepsExpiredRuns's index
+	fenceSets   *ownFences                // the Fencing teeth's memory of fences
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -1892,7 +1893,7 @@ func (b listLocksByPrefix) ListLocks(ctx context.Context, match string, limit in
 	return b.full.ListLocks(ctx, provider.QuoteLockPattern(m.Prefix())+"*", limit)
 }
 
-var brokenBackends = []brokenBackend{
+var brokenBackends = append([]brokenBackend{
 	// Retention: a record is expired from the instant now >= its expiry.
 	{"retention_reads_late", "Retention/runs/expires_at_retention", newRetentionReadsLate},
 	// Retention: every write restarts a record's retention.
@@ -2172,7 +2173,7 @@ var brokenBackends = []brokenBackend{
 	// Retention: so does one whose cursor a log kept by count left behind.
 	{"marker_log_by_count", "MarkerWatcher/count_retention_expires_old_cursor",
 		func(p full, s *shared) provider.Provider { return markerLogByCount{p, s} }},
-}
+}, fencingTeeth...)
 
 // TestBrokenBackend runs the suite on the broken backend named by brokenEnv; it
 // is meant to fail, and runs only as TestTeeth's subprocess.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pipestate/pipestate/fence"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -136,18 +137,30 @@ func (s *Sharded[V]) GetMany(ctx context.Context, ks []Key) ([]V, []bool, error)
 }
 
 // MergeUpdate merges delta into one shard of k, chosen at random, with the
-// underlying store's MergeUpdate (so with its atomicity and errors).
+// underlying store's MergeUpdate (so with its atomicity and errors). A fenced
+// merge (Fenced) goes to shard 0: what a key remembers of fences must live in
+// one sub-key for the rule to hold, so fenced writers do not spread.
 func (s *Sharded[V]) MergeUpdate(ctx context.Context, k Key, delta V, ttl time.Duration) error {
 	if err := s.life.Enter(ctx, s.checkKey(k)); err != nil {
 		return err
 	}
-	return s.store.MergeUpdate(ctx, ShardKey(k, rand.IntN(s.n)), delta, ttl)
+	return s.store.MergeUpdate(ctx, ShardKey(k, fencedShard(ctx, rand.IntN(s.n))), delta, ttl)
+}
+
+// fencedShard returns shard 0 for a fenced write, otherwise shard.
+func fencedShard(ctx context.Context, shard int) int {
+	if _, ok := fence.FromContext(ctx); ok {
+		return 0
+	}
+	return shard
 }
 
 // MergeUpdateOnce merges delta into one shard of k with the underlying store's
 // MergeUpdateOnce. The shard is a hash of eventID, not a random one: claims are per
 // (event ID, key), so every redelivery of an event must reach the same sub-key to be
-// caught. If the underlying store is not a OnceStore it returns an error wrapping
+// caught. A fenced merge goes to shard 0, as MergeUpdate's does: deliver each
+// event either always fenced or always unfenced, or a redelivery may reach
+// another sub-key and apply again. If the underlying store is not a OnceStore it returns an error wrapping
 // errors.ErrUnsupported.
 func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key, delta V, ttl time.Duration) (bool, error) {
 	if err := s.life.Enter(ctx); err != nil {
@@ -165,7 +178,7 @@ func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key,
 	}
 	h := fnv.New32a()
 	h.Write([]byte(eventID))
-	return os.MergeUpdateOnce(ctx, eventID, ShardKey(k, int(h.Sum32()%uint32(s.n))), delta, ttl)
+	return os.MergeUpdateOnce(ctx, eventID, ShardKey(k, fencedShard(ctx, int(h.Sum32()%uint32(s.n)))), delta, ttl)
 }
 
 // Close marks the Sharded view closed (later calls return ErrClosed); it does not

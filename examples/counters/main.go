@@ -10,11 +10,14 @@
 //   - state.ReadRange merges a range of windows with one read: the views of the last
 //     hour, and the visitors of both hours (a sketch union, not a sum).
 //
-// It runs on an embedded miniredis; -redis host:port uses a real server. Run it twice
-// against one server and the second run applies nothing:
+// It runs on an embedded miniredis; -redis host:port uses a real server and
+// -dynamodb URL DynamoDB (the stores of state/dynamodb, tables PREFIX-views,
+// PREFIX-visitors and PREFIX-dedup, created when missing). Run it twice against one
+// server and the second run applies nothing:
 //
 //	go run ./examples/counters
 //	go run ./examples/counters -redis localhost:6379
+//	go run ./examples/counters -dynamodb http://127.0.0.1:8000
 package main
 
 import (
@@ -28,14 +31,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/dynamodb"
 	"github.com/pipestate/pipestate/state/redis"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 const (
@@ -50,55 +54,64 @@ var (
 )
 
 func main() {
-	addr := flag.String("redis", "", "Redis host:port (default: an embedded miniredis)")
-	prefix := flag.String("prefix", "counters", "key prefix")
-	timeout := flag.Duration("timeout", defaultTimeout, "how long a call waits for a server that does not answer")
+	var cfg exbackend.Config
+	cfg.Register(flag.CommandLine, "counters", false)
 	flag.Parse()
-	if err := connectAndRun(os.Stdout, *addr, *prefix, *timeout); err != nil {
+	if err := connectAndRun(os.Stdout, cfg); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// defaultTimeout bounds each call to Redis unless -timeout says otherwise: a
-// dead server fails the example instead of hanging it.
-const defaultTimeout = 5 * time.Second
-
-// connectAndRun counts on the Redis server at addr, or on an embedded miniredis
-// when addr is empty, each wait for the server (dialing, each read and write)
-// bounded by timeout.
-func connectAndRun(w io.Writer, addr, prefix string, timeout time.Duration) error {
-	if addr == "" {
-		mr := miniredis.NewMiniRedis()
-		if err := mr.Start(); err != nil {
-			return err
-		}
-		defer mr.Close()
-		addr = mr.Addr()
-	}
-	client := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
-	defer client.Close()
+// connectAndRun counts on the backend cfg names (an embedded miniredis by
+// default), each wait for the server bounded by cfg.Timeout.
+func connectAndRun(w io.Writer, cfg exbackend.Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return run(ctx, w, client, prefix)
-}
-
-// run consumes the demo stream in batches, as a queue consumer would, and prints
-// the totals it reads back from the stores.
-func run(ctx context.Context, w io.Writer, client goredis.UniversalClient, prefix string) error {
-	views, err := redis.NewInt64SumStore(client, prefix+":views")
-	if err != nil {
-		return err
-	}
-	defer views.Close()
 	sketch, err := hll.New(hll.DefaultPrecision)
 	if err != nil {
 		return err
 	}
-	visitors, err := redis.NewBytesStore(client, prefix+":visitors", sketch)
-	if err != nil {
-		return err
+	var views state.OnceStore[int64]
+	var visitors state.Store[[]byte]
+	if cfg.DynamoDB != "" {
+		client := cfg.DynamoDBClient()
+		viewsT, visitorsT, dedupT := cfg.Prefix+"-views", cfg.Prefix+"-visitors", cfg.Prefix+"-dedup"
+		for _, create := range []func() error{
+			func() error { return dynamodb.CreateStoreTable(ctx, client, viewsT) },
+			func() error { return dynamodb.CreateStoreTable(ctx, client, visitorsT) },
+			func() error { return dynamodb.CreateDedupTable(ctx, client, dedupT) },
+		} {
+			if err := create(); err != nil {
+				return fmt.Errorf("create tables: %w", err)
+			}
+		}
+		if views, err = dynamodb.NewInt64SumStore(client, viewsT, dynamodb.WithDedupTable(dedupT)); err != nil {
+			return err
+		}
+		if visitors, err = dynamodb.NewBytesStore(client, visitorsT, sketch); err != nil {
+			return err
+		}
+	} else {
+		client, closeClient, err := cfg.RedisClient()
+		if err != nil {
+			return err
+		}
+		defer closeClient()
+		if views, err = redis.NewInt64SumStore(client, cfg.Prefix+":views"); err != nil {
+			return err
+		}
+		if visitors, err = redis.NewBytesStore(client, cfg.Prefix+":visitors", sketch); err != nil {
+			return err
+		}
 	}
+	defer views.Close()
 	defer visitors.Close()
+	return run(ctx, w, views, visitors, sketch)
+}
+
+// run consumes the demo stream in batches, as a queue consumer would, and prints
+// the totals it reads back from the stores.
+func run(ctx context.Context, w io.Writer, views state.OnceStore[int64], visitors state.Store[[]byte], sketch hll.Monoid) error {
 	// The coalescer merges the sketch deltas of a batch in memory and writes each
 	// hour's sketch once per Flush. It trades two things: deltas buffered when the
 	// process dies are lost, so the batch is acknowledged to the queue only after

@@ -14,6 +14,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/pipestate/pipestate/internal/testenv"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 )
 
@@ -158,18 +160,25 @@ func check(t *testing.T, tr truth, p printed) {
 	}
 }
 
-// backends are the Redis servers the tests run on: a miniredis per test, and the
-// real server in REDIS_ADDR (`make test` sets it). Without REDIS_ADDR the real-server
-// case is skipped, or fails under PIPESTATE_REQUIRE_SERVERS=1.
+// backends are the servers the tests run on: a miniredis per test, the real Redis
+// in REDIS_ADDR and DynamoDB Local at DYNAMODB_ENDPOINT (`make test` sets them).
+// Without them the real-server cases are skipped, or fail under
+// PIPESTATE_REQUIRE_SERVERS=1.
 type backend struct {
 	name string
-	addr func(t *testing.T) (addr, prefix string)
+	cfg  func(t *testing.T) exbackend.Config
 }
 
 var backends = []backend{
-	{"miniredis", func(t *testing.T) (string, string) { return miniredis.RunT(t).Addr(), "counters" }},
-	{"redis", func(t *testing.T) (string, string) {
-		return testenv.RedisAddr(t), testenv.RedisPrefix(t)
+	{"miniredis", func(t *testing.T) exbackend.Config {
+		return exbackend.Config{Redis: miniredis.RunT(t).Addr(), Prefix: "counters"}
+	}},
+	{"redis", func(t *testing.T) exbackend.Config {
+		return exbackend.Config{Redis: testenv.RedisAddr(t), Prefix: testenv.RedisPrefix(t)}
+	}},
+	{"dynamodb", func(t *testing.T) exbackend.Config {
+		// DynamoDB Local on a loaded machine can take seconds a call (creating tables).
+		return exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: testenv.DynamoDBPrefix(t), Timeout: time.Minute}
 	}},
 }
 
@@ -180,12 +189,11 @@ func TestCountsAreExact(t *testing.T) {
 	}
 	// "embedded" is main's default path (no -redis flag: its own miniredis); the
 	// rerun test covers a miniredis given by address.
-	embedded := backend{"embedded", func(*testing.T) (string, string) { return "", "counters" }}
-	for _, b := range []backend{embedded, backends[1]} {
+	embedded := backend{"embedded", func(*testing.T) exbackend.Config { return exbackend.Config{Prefix: "counters"} }}
+	for _, b := range []backend{embedded, backends[1], backends[2]} {
 		t.Run(b.name, func(t *testing.T) {
-			addr, prefix := b.addr(t)
 			var out bytes.Buffer
-			if err := connectAndRun(&out, addr, prefix, defaultTimeout); err != nil {
+			if err := connectAndRun(&out, b.cfg(t)); err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
 			p := parse(t, out.String())
@@ -204,11 +212,11 @@ func TestRerunDoesNotDouble(t *testing.T) {
 	tr := groundTruth(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			addr, prefix := b.addr(t)
+			cfg := b.cfg(t)
 			var runs [2]printed
 			for i := range runs {
 				var out bytes.Buffer
-				if err := connectAndRun(&out, addr, prefix, defaultTimeout); err != nil {
+				if err := connectAndRun(&out, cfg); err != nil {
 					t.Fatalf("run %d: %v\n%s", i+1, err, out.String())
 				}
 				runs[i] = parse(t, out.String())
@@ -233,7 +241,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestDeadServer(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	start := time.Now()
-	err := connectAndRun(&bytes.Buffer{}, testenv.BlackHole(t), "counters", timeout)
+	err := connectAndRun(&bytes.Buffer{}, exbackend.Config{Redis: testenv.BlackHole(t), Prefix: "counters", Timeout: timeout})
 	if took := time.Since(start); err == nil || took > timeout+4*time.Second {
 		t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
 	}

@@ -12,6 +12,7 @@
 //
 //	go run ./examples/observability                        # in-memory backend
 //	go run ./examples/observability -redis 127.0.0.1:6379  # a Redis server
+//	go run ./examples/observability -dynamodb http://127.0.0.1:8000  # DynamoDB (table PREFIX)
 //	go run ./examples/observability -trace                 # also print every span
 //
 // It prints the address of /metrics (-listen sets it) and serves it until
@@ -39,30 +40,24 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipestate/pipestate/observe"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
 
 // config is what the flags set.
 type config struct {
-	listen    string        // address of the /metrics server
-	redisAddr string        // "": the in-memory backend
-	prefix    string        // Redis key prefix
-	trace     bool          // print the spans to the output
-	timeout   time.Duration // each Redis call's bound on a server that does not answer; 0: defaultTimeout
+	listen  string // address of the /metrics server
+	backend exbackend.Config
+	trace   bool // print the spans to the output
 }
-
-// defaultTimeout bounds each call to Redis unless -timeout says otherwise: a
-// dead server fails the example instead of hanging it.
-const defaultTimeout = 5 * time.Second
 
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.listen, "listen", "127.0.0.1:0", "address of the /metrics server (port 0: any free port)")
-	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: the in-memory backend)")
-	flag.StringVar(&cfg.prefix, "prefix", "observability", "Redis key prefix")
+	cfg.backend.Register(flag.CommandLine, "observability", false)
 	flag.BoolVar(&cfg.trace, "trace", false, "print every span (stdout trace exporter)")
-	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a Redis call waits for a server that does not answer")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -108,9 +103,12 @@ func run(ctx context.Context, w io.Writer, cfg config) (ex *example, err error) 
 		opts = append(opts, observe.WithTracerProvider(tp))
 	}
 
-	instances, err := open(ex, cfg)
+	instances, err := open(ctx, ex, cfg.backend)
 	if err != nil {
 		return ex, err
+	}
+	if ep := endpoint(cfg.backend); ep != "" { // server.address and server.port on spans and durations
+		opts = append(opts, observe.WithEndpoint(ep))
 	}
 	for i, p := range instances {
 		if instances[i], err = observe.Provider(p, opts...); err != nil {

@@ -12,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/pipestate/pipestate/internal/testenv"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 // TestObservability runs the example, scrapes its /metrics over HTTP and checks
@@ -29,8 +32,14 @@ func TestObservability(t *testing.T) {
 	}{
 		{"memory", "memory", func(t *testing.T) config { return config{} }},
 		{"memory-trace", "memory", func(t *testing.T) config { return config{trace: true} }},
+		{"miniredis", "redis", func(t *testing.T) config {
+			return config{backend: exbackend.Config{Redis: miniredis.RunT(t).Addr(), Prefix: "observability"}}
+		}},
 		{"redis", "redis", func(t *testing.T) config {
-			return config{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
+			return config{backend: exbackend.Config{Redis: testenv.RedisAddr(t), Prefix: testenv.RedisPrefix(t)}}
+		}},
+		{"dynamodb", "aws.dynamodb", func(t *testing.T) config {
+			return config{backend: exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: testenv.DynamoDBPrefix(t), Timeout: time.Minute}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +195,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestDeadServer(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	start := time.Now()
-	ex, err := run(t.Context(), &bytes.Buffer{}, config{listen: "127.0.0.1:0", redisAddr: testenv.BlackHole(t), prefix: "observability", timeout: timeout})
+	ex, err := run(t.Context(), &bytes.Buffer{}, config{listen: "127.0.0.1:0", backend: exbackend.Config{Redis: testenv.BlackHole(t), Prefix: "observability", Timeout: timeout}})
 	if err == nil {
 		_ = ex.close(context.Background())
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 
-	goredis "github.com/redis/go-redis/v9"
+	"fmt"
 
 	"github.com/pipestate/pipestate/provider"
+	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/provider/memory"
 	redisprovider "github.com/pipestate/pipestate/provider/redis"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 // example is a started example: the address of its /metrics server and what close
@@ -32,21 +35,36 @@ func (ex *example) close(ctx context.Context) error {
 }
 
 // open returns the two orchestrator instances' providers: two handles of one
-// in-memory store, or two Redis providers (each with its own lock owner) on one
-// client of cfg.redisAddr under cfg.prefix, whose close ex.close calls.
-func open(ex *example, cfg config) ([]provider.Provider, error) {
-	if cfg.redisAddr == "" {
-		a, err := memory.New()
+// in-memory store, two Redis providers (each with its own lock owner) on one client
+// of cfg.Redis under cfg.Prefix, or two DynamoDB providers on the table cfg.Prefix
+// at cfg.DynamoDB (created when missing); ex.close closes the client.
+func open(ctx context.Context, ex *example, cfg exbackend.Config) ([]provider.Provider, error) {
+	switch {
+	case cfg.DynamoDB != "":
+		client := cfg.DynamoDBClient()
+		if err := ddbprovider.CreateTable(ctx, client, cfg.Prefix); err != nil {
+			return nil, fmt.Errorf("create table: %w", err)
+		}
+		a, errA := ddbprovider.New(client, cfg.Prefix)
+		b, errB := ddbprovider.New(client, cfg.Prefix)
+		return []provider.Provider{a, b}, errors.Join(errA, errB)
+	case cfg.Redis != "":
+		client, closeClient, err := cfg.RedisClient()
 		if err != nil {
 			return nil, err
 		}
-		b, err := a.NewHandle()
-		return []provider.Provider{a, b}, err
+		ex.onClose(func(context.Context) error { closeClient(); return nil })
+		a, errA := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
+		b, errB := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
+		return []provider.Provider{a, b}, errors.Join(errA, errB)
 	}
-	timeout := cmp.Or(cfg.timeout, defaultTimeout) // dialing, each read and write
-	client := goredis.NewClient(&goredis.Options{Addr: cfg.redisAddr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
-	ex.onClose(func(context.Context) error { return client.Close() })
-	a, errA := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
-	b, errB := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
-	return []provider.Provider{a, b}, errors.Join(errA, errB)
+	a, err := memory.New()
+	if err != nil {
+		return nil, err
+	}
+	b, err := a.NewHandle()
+	return []provider.Provider{a, b}, err
 }
+
+// endpoint is where the backend of cfg is, for observe.WithEndpoint ("": in memory).
+func endpoint(cfg exbackend.Config) string { return cmp.Or(cfg.DynamoDB, cfg.Redis) }

@@ -39,39 +39,90 @@ func main() {
 func run(ctx context.Context, w io.Writer, b *backend) error {
 	p, now, lock := b.provider, time.Now(), "eval:orders:daily"
 	run := types.RunState{RunID: "orders-2026-11-21", PipelineID: "orders", Status: types.RunPending}
-	advance := func(version int, to types.RunStatus) error {
+	// readRun prints the run as the store has it now, with arrow before the status.
+	readRun := func(arrow string) (string, error) {
+		got, err := p.GetRunState(ctx, run.RunID)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("run %s%s (version %d)", arrow, got.Status, got.Version), nil
+	}
+	advance := func(version int, to types.RunStatus) (string, error) {
 		run.Status = to
 		if ok, err := p.CompareAndSwapRunState(ctx, run.RunID, version, run); err != nil || !ok {
-			return fmt.Errorf("swapped=%v: %w", ok, err)
+			return "", fmt.Errorf("swapped=%v: %w", ok, err)
 		}
-		return p.AppendEvent(ctx, types.Event{Kind: "RUN_STATE_CHANGED", PipelineID: "orders", RunID: run.RunID, Status: string(to)})
+		if err := p.AppendEvent(ctx, types.Event{Kind: "RUN_STATE_CHANGED", PipelineID: "orders", RunID: run.RunID, Status: string(to)}); err != nil {
+			return "", err
+		}
+		return readRun("-> ")
 	}
+	// Each step writes, then prints what it reads back from the store.
 	steps := []struct {
-		say string
-		do  func() error
+		what string
+		do   func() (string, error)
 	}{
-		{"registered pipeline orders", func() error { return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "orders"}) }},
-		{"trait freshness: PASS", func() error {
-			return p.PutTrait(ctx, "orders", types.TraitEvaluation{TraitType: "freshness", Status: types.TraitPass, EvaluatedAt: now}, time.Hour)
+		{"register", func() (string, error) {
+			if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "orders"}); err != nil {
+				return "", err
+			}
+			cfg, err := p.GetPipeline(ctx, "orders")
+			if err != nil {
+				return "", err
+			}
+			return "registered pipeline " + cfg.ID, nil
 		}},
-		{"readiness: READY", func() error {
-			return p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "orders", Status: types.Ready, EvaluatedAt: now})
+		{"trait", func() (string, error) {
+			if err := p.PutTrait(ctx, "orders", types.TraitEvaluation{TraitType: "freshness", Status: types.TraitPass, EvaluatedAt: now}, time.Hour); err != nil {
+				return "", err
+			}
+			tr, err := p.GetTrait(ctx, "orders", "freshness")
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("trait %s: %s", tr.TraitType, tr.Status), nil
 		}},
-		{"took lock " + lock, func() error { return acquired(p.AcquireLock(ctx, lock, time.Minute)) }},
-		{"run PENDING", func() error { return p.PutRunState(ctx, run) }},
-		{"run -> TRIGGERING (version 1)", func() error { return advance(0, types.RunTriggering) }},
-		{"run -> RUNNING (version 2)", func() error { return advance(1, types.RunRunning) }},
-		{"run -> COMPLETED (version 3)", func() error { return advance(2, types.RunCompleted) }},
-		{"run log 2026-11-21: COMPLETED", func() error {
-			return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "orders", Date: "2026-11-21", Status: types.RunCompleted, RunID: run.RunID, AttemptNumber: 1, StartedAt: now})
+		{"readiness", func() (string, error) {
+			if err := p.PutReadiness(ctx, types.ReadinessResult{PipelineID: "orders", Status: types.Ready, EvaluatedAt: now}); err != nil {
+				return "", err
+			}
+			r, err := p.GetReadiness(ctx, "orders")
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("readiness: %s", r.Status), nil
 		}},
-		{"released lock " + lock, func() error { return p.ReleaseLock(ctx, lock) }},
+		{"lock", func() (string, error) {
+			return "took lock " + lock, acquired(p.AcquireLock(ctx, lock, time.Minute))
+		}},
+		{"run", func() (string, error) {
+			if err := p.PutRunState(ctx, run); err != nil {
+				return "", err
+			}
+			return readRun("")
+		}},
+		{"trigger", func() (string, error) { return advance(0, types.RunTriggering) }},
+		{"start", func() (string, error) { return advance(1, types.RunRunning) }},
+		{"complete", func() (string, error) { return advance(2, types.RunCompleted) }},
+		{"run log", func() (string, error) {
+			err := p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "orders", Date: "2026-11-21", Status: types.RunCompleted, RunID: run.RunID, AttemptNumber: 1, StartedAt: now})
+			if err != nil {
+				return "", err
+			}
+			e, err := p.GetRunLog(ctx, "orders", "2026-11-21", "")
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("run log %s: %s", e.Date, e.Status), nil
+		}},
+		{"unlock", func() (string, error) { return "released lock " + lock, p.ReleaseLock(ctx, lock) }},
 	}
 	for _, s := range steps {
-		if err := s.do(); err != nil {
-			return fmt.Errorf("%s: %w", s.say, err)
+		said, err := s.do()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
 		}
-		fmt.Fprintln(w, s.say)
+		fmt.Fprintln(w, said)
 	}
 	for cursor, more := "", true; more; { // page the event log, two events at a time
 		page, err := p.ReadEventsSince(ctx, "orders", cursor, 2)

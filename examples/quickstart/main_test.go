@@ -14,7 +14,7 @@ const transcript = `registered pipeline orders
 trait freshness: PASS
 readiness: READY
 took lock eval:orders:daily
-run PENDING
+run PENDING (version 0)
 run -> TRIGGERING (version 1)
 run -> RUNNING (version 2)
 run -> COMPLETED (version 3)

@@ -49,7 +49,9 @@ var rules = []struct {
 }{
 	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker}},
 	{[]string{"provider/memory", "provider/redis", "state/memory", "state/redis"}, []ban{banAWS}},
-	// The backend-neutral packages (DESIGN.md, section 1).
+	// The backend-neutral packages: the contract (types, fence, provider, state, the
+	// root sentinels), the monoids and the conformance suites import no client library and
+	// no backend, so a third-party backend pulls in neither Redis nor the AWS SDK.
 	{[]string{"", "types", "fence", "provider", "state", "monoid/...", "providertest", "state/statetest"},
 		[]ban{banAWS, banRedis, banBackends}},
 }

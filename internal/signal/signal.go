@@ -19,10 +19,12 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/provider"
 )
 
-// ScopeName is the instrumentation scope of the backends' meters.
+// ScopeName is the instrumentation scope of the backends' meters; its version is
+// the module's (internal/modversion).
 const ScopeName = "github.com/pipestate/pipestate"
 
 // Reasons for a retry, the values of AttrReason.
@@ -72,7 +74,7 @@ func New(mp metric.MeterProvider, log *slog.Logger, system string) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := mp.Meter(ScopeName)
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(modversion.Version()))
 	r := &Recorder{system: semconv.DBSystemNameKey.String(system), log: log.With("db.system.name", system)}
 	// Instrument creation fails only for invalid names; these are constants.
 	r.retries, _ = m.Int64Counter("pipestate.retries", metric.WithUnit("{retry}"),

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -39,6 +40,9 @@ func TestRecorder(t *testing.T) {
 	}
 	got := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != ScopeName || sm.Scope.Version != modversion.Version() {
+			t.Errorf("scope %s %q, want %s %q", sm.Scope.Name, sm.Scope.Version, ScopeName, modversion.Version())
+		}
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:

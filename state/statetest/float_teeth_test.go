@@ -2,6 +2,7 @@ package statetest_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -19,6 +20,7 @@ import (
 type floatToy struct {
 	mu       *sync.Mutex
 	values   map[state.Key]float64
+	fences   toyFences
 	places17 bool // keeps 17 decimal places, not 17 significant digits
 	noRange  bool // stores sums outside the float range
 	closed   bool
@@ -64,6 +66,10 @@ func (s *floatToy) MergeUpdate(ctx context.Context, k state.Key, delta float64, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	remember, err := s.fences.admit(ctx, fmt.Sprint(k), flaws{})
+	if err != nil {
+		return err
+	}
 	sum := s.values[k] + delta
 	if s.places17 {
 		sum = math.Round(sum*1e17) / 1e17
@@ -74,6 +80,7 @@ func (s *floatToy) MergeUpdate(ctx context.Context, k state.Key, delta float64, 
 		}
 	}
 	s.values[k] = sum
+	remember()
 	return nil
 }
 
@@ -82,14 +89,15 @@ func (s *floatToy) Close() error { s.closed = true; return nil }
 func floatHarness(places17, noRange bool) statetest.Harness[float64] {
 	var mu sync.Mutex
 	byTest := map[string]map[state.Key]float64{}
+	fences := map[string]toyFences{}
 	return statetest.Harness[float64]{
 		Open: func(t *testing.T) state.Store[float64] {
 			mu.Lock()
 			defer mu.Unlock()
 			if byTest[t.Name()] == nil {
-				byTest[t.Name()] = map[state.Key]float64{}
+				byTest[t.Name()], fences[t.Name()] = map[state.Key]float64{}, toyFences{}
 			}
-			return &floatToy{mu: &mu, values: byTest[t.Name()], places17: places17, noRange: noRange}
+			return &floatToy{mu: &mu, values: byTest[t.Name()], fences: fences[t.Name()], places17: places17, noRange: noRange}
 		},
 		SkipTTL: true, Monoid: monoid.Sum[float64]{},
 		Delta: func(i int) float64 { return float64(i%5) + 0.5 },

@@ -27,6 +27,7 @@ const (
 type sketchToy struct {
 	mu     *sync.Mutex
 	values map[state.Key][]byte
+	fences toyFences
 	m      hll.Monoid
 	f      flaws
 	closed bool
@@ -72,6 +73,10 @@ func (s *sketchToy) MergeUpdate(ctx context.Context, k state.Key, delta []byte, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	remember, err := s.fences.admit(ctx, fmt.Sprint(k), s.f)
+	if err != nil {
+		return err
+	}
 	old := s.values[k]
 	if s.f.sketchLost {
 		s.mu.Unlock() // no I/O between the read and the write, only a preemption point
@@ -86,6 +91,7 @@ func (s *sketchToy) MergeUpdate(ctx context.Context, k state.Key, delta []byte, 
 		return nil
 	}
 	s.values[k] = v
+	remember()
 	return nil
 }
 
@@ -101,6 +107,7 @@ func sketchToyHarness(f flaws) statetest.Harness[[]byte] {
 	}
 	var mu sync.Mutex
 	byTest := map[string]map[state.Key][]byte{}
+	fences := map[string]toyFences{}
 	equal := func(a, b []byte) bool {
 		ok, err := hll.Equal(a, b)
 		return err == nil && ok
@@ -110,9 +117,9 @@ func sketchToyHarness(f flaws) statetest.Harness[[]byte] {
 			mu.Lock()
 			defer mu.Unlock()
 			if byTest[t.Name()] == nil {
-				byTest[t.Name()] = map[state.Key][]byte{}
+				byTest[t.Name()], fences[t.Name()] = map[state.Key][]byte{}, toyFences{}
 			}
-			return &sketchToy{mu: &mu, values: byTest[t.Name()], m: m, f: f}
+			return &sketchToy{mu: &mu, values: byTest[t.Name()], fences: fences[t.Name()], m: m, f: f}
 		},
 		SkipTTL: true, Monoid: m,
 		Delta:     func(i int) []byte { return m.Delta(fmt.Sprint("item-", i%16)) },

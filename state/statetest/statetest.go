@@ -1,6 +1,6 @@
 // Package statetest is the conformance suite for state stores: every backend, built
 // in or third-party, runs it to prove it behaves like the reference (state/memory).
-// It imports only the standard library, testing, monoid and state.
+// It imports only the standard library, testing, monoid, state and types.
 //
 // Wire it up in a backend's tests:
 //
@@ -71,6 +71,14 @@
 //     int64 overflow fails alone in a *state.MergeError; sum overflows in the
 //     second and third round trip of a batch are reported at their index in
 //     the whole batch.
+//   - Fencing (RunFencing, on every store): a merge through state.Fenced
+//     carrying a lower fence of a lease key than one that merged into the key
+//     is refused with ErrFenced from any instance, writing nothing (MergeUpdate,
+//     MergeUpdateOnce, MergeMany); equal and newer fences pass; lease keys are
+//     remembered apart; unfenced merges pass and forget nothing; refusals
+//     remember nothing; a redelivered event is a duplicate whatever its fence
+//     and a refused event claims nothing; MergeMany reports a refusal at its
+//     index and applies the rest.
 //
 // RunDeduper checks first-seen-once across instances, distinct IDs, simultaneous
 // MarkSeen from a barrier in repeated rounds, Release, claim expiry (a repeated

@@ -97,6 +97,7 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 	if _, ok := probe.(state.BatchStore[V]); ok {
 		t.Run("batch", func(t *testing.T) { RunBatchStore(t, h) })
 	}
+	t.Run("fencing", func(t *testing.T) { RunFencing(t, h) })
 }
 
 // mustGet reads k and fails the test on error.

@@ -2,6 +2,7 @@ package statetest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,6 +68,14 @@ type flaws struct {
 	sketchCapped     bool // sketch: a merged value over sketchCap bytes is dropped silently
 	cacheOthers      bool // each instance serves what it read while the value lives, missing others' writes
 	cacheOwn         bool // cacheOthers, and the instance's own writes do not drop what it read
+
+	fenceIgnored         bool // fenced merges are merged as unfenced ones
+	fenceEqualRefused    bool // a fence equal to the one remembered is refused
+	fenceKeysShared      bool // one fence per key, whatever the lease key
+	fenceUnfencedForgets bool // an unfenced merge forgets the key's fences
+	fenceBeforeClaim     bool // MergeUpdateOnce checks the fence before the event's claim
+	fenceRefusedClaims   bool // a refused MergeUpdateOnce claims its event
+	batchFenceAborts     bool // MergeMany stops at a refused update
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -76,6 +85,7 @@ type world struct {
 	values map[string]item
 	events map[string]time.Time // Deduper claims and their expiry (zero: none)
 	claims map[string]time.Time // MergeUpdateOnce claims and their expiry (zero: none)
+	fences toyFences
 }
 
 // toyDedupTTL is the claim TTL of the toy OnceStore.
@@ -213,7 +223,7 @@ func (s *toy) MergeMany(ctx context.Context, ups []state.Update[int64]) error {
 			u.TTL = ttl
 		}
 		_, err := s.merge(ctx, "", u.Key, u.Delta, u.TTL)
-		if err != nil && s.f.batchPartial {
+		if err != nil && (s.f.batchPartial || s.f.batchFenceAborts && errors.Is(err, state.ErrFenced)) {
 			return err
 		}
 		if err != nil && s.f.batchChunkIndex {
@@ -260,6 +270,20 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	case s.f.naiveClaimID:
 		claim = fmt.Sprintf("%s:%s:%d", id, k.Entity, k.Bucket)
 	}
+	admit := func() (func(), error) {
+		remember, err := s.w.fences.admit(ctx, s.key(k), s.f)
+		if err != nil && id != "" && s.f.fenceRefusedClaims {
+			s.w.claims[claim] = s.claimExpiry(ttl)
+		}
+		return remember, err
+	}
+	var remember func()
+	if s.f.fenceBeforeClaim {
+		var err error
+		if remember, err = admit(); err != nil {
+			return false, err
+		}
+	}
 	if id != "" && !s.f.noDedupe {
 		if exp, ok := s.w.claims[claim]; ok && (exp.IsZero() || s.w.now.Before(exp)) {
 			if s.f.onceRefreshClaim {
@@ -271,6 +295,12 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 			s.w.mu.Unlock() // no I/O between the check and the claim, only a preemption point
 			runtime.Gosched()
 			s.w.mu.Lock()
+		}
+	}
+	if remember == nil {
+		var err error
+		if remember, err = admit(); err != nil {
+			return false, err
 		}
 	}
 	it, ok := s.w.values[s.key(k)]
@@ -331,6 +361,7 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	if id != "" {
 		s.w.claims[claim] = s.claimExpiry(ttl)
 	}
+	remember()
 	return true, nil
 }
 
@@ -425,7 +456,8 @@ func (ws *worlds) get(t *testing.T) *world {
 	}
 	w, ok := ws.m[t.Name()]
 	if !ok {
-		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]time.Time{}, claims: map[string]time.Time{}}
+		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]time.Time{}, claims: map[string]time.Time{},
+			fences: toyFences{}}
 		ws.m[t.Name()] = w
 	}
 	return w
@@ -589,6 +621,20 @@ var broken = []struct {
 	// instance's within Harness.Staleness (the toys declare none: at once).
 	{"read cache misses own writes", flaws{cacheOwn: true}, sumToy, "read_your_writes"},
 	{"read cache misses others' writes", flaws{cacheOthers: true}, sumToy, "others'_writes_within_staleness"},
+	// Rule: a merge carrying a fence below the one the key remembers is refused.
+	{"fence ignored", flaws{fenceIgnored: true}, sumToy, "fencing/MergeUpdate/older_refused"},
+	// Rule: equal fences pass.
+	{"fence equal refused", flaws{fenceEqualRefused: true}, maxToy, "fencing/MergeUpdate/equal_and_newer_pass"},
+	// Rule: lease keys are remembered apart.
+	{"fence keys shared", flaws{fenceKeysShared: true}, sumToy, "fencing/MergeMany/keys_apart"},
+	// Rule: an unfenced merge leaves the key's fences as they were.
+	{"fence forgot by unfenced", flaws{fenceUnfencedForgets: true}, sumToy, "fencing/MergeUpdateOnce/unfenced_passes_and_forgets_nothing"},
+	// Rule: a redelivered event is a duplicate whatever its fence.
+	{"fence before the claim", flaws{fenceBeforeClaim: true}, sumToy, "fencing/MergeUpdateOnce/claim_before_fence"},
+	// Rule: a refused event claims nothing.
+	{"fence refusal claims", flaws{fenceRefusedClaims: true}, sumToy, "fencing/MergeUpdateOnce/claim_before_fence"},
+	// Rule: a refused update of a batch fails alone.
+	{"batch stops at a fence", flaws{batchFenceAborts: true}, sumToy, "fencing/MergeMany/refusal_at_its_index"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
