@@ -119,9 +119,14 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	key, tok, op := s.itemKey(k), storekey.Token(), storeopt.MergeOp(once)
 	g := guardOf(ctx, k)
 	projection, names := &casProjection, casNames
-	if g.on { // the read sees the fence too: a stale merge is refused before its write
+	// A plain merge's read sees the fence too, so a stale merge is refused
+	// before its write; MergeUpdateOnce's is refused by its transaction, after
+	// the event's claim.
+	early := g
+	early.on = g.on && !once
+	if early.on {
 		p := casProjection + ", " + fenceName
-		projection, names = &p, g.names(casNames)
+		projection, names = &p, early.names(casNames)
 	}
 	var (
 		last     map[string]av // the item a lost race saw
@@ -142,7 +147,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			item = out.Item
 		}
 		last, haveLast = nil, false
-		if err := g.refused(s.name, item); err != nil {
+		if err := early.refused(s.name, item); err != nil {
 			return nil, false, "", err
 		}
 		if item == nil || !live(item, s.now()) {
