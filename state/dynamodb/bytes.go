@@ -183,16 +183,16 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		// expired and starts again.
 		set := expression.Set(expression.Name(attrV), expression.Value(item[attrV])).
 			Set(expression.Name(attrVer), expression.Value(item[attrVer]))
-		cond, set = g.builder(cond, set)
 		expr, err := expression.NewBuilder().WithCondition(cond).
 			WithUpdate(s.setExpiry(set, ttl).Add(expression.Name(attrRev), numValue(1))).Build()
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
+		ut, ct, names, values := g.expr(expr)
 		update := &ddbtypes.Update{
 			TableName: &s.table, Key: s.itemKey(k),
-			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			UpdateExpression: ut, ConditionExpression: ct,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if once {

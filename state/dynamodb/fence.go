@@ -110,12 +110,15 @@ func fenced(f mergeForm) mergeForm {
 	return mergeForm{update: u, cond: "(" + f.cond + ") AND " + fenceCond}
 }
 
-// builder adds g's condition and SET to an expression builder's parts.
-func (g guard) builder(cond expression.ConditionBuilder, u expression.UpdateBuilder) (expression.ConditionBuilder, expression.UpdateBuilder) {
+// expr returns the texts and maps of e, a built condition and update, with g's
+// condition and SET added (by text: the expression package would read a lease
+// key's dots and brackets as a document path).
+func (g guard) expr(e expression.Expression) (update, cond *string, names map[string]string, values map[string]av) {
+	update, cond, names, values = e.Update(), e.Condition(), e.Names(), e.Values()
 	if !g.on {
-		return cond, u
+		return update, cond, names, values
 	}
-	f := expression.Name(g.attr())
-	cond = cond.And(expression.AttributeNotExists(f).Or(f.LessThanEqual(numValue(g.t.Fence))))
-	return cond, u.Set(f, numValue(g.t.Fence))
+	f := fenced(mergeForm{update: *update, cond: *cond})
+	names, values = g.names(names), g.values(values)
+	return &f.update, &f.cond, names, values
 }

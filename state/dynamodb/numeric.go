@@ -394,16 +394,17 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 		if err != nil {
 			return false, fmt.Errorf("%s: adding %s to %q: %w", s.typ, s.format(delta), k.Entity, err)
 		}
-		cond, set := g.builder(cond, s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl))
 		expr, err := expression.NewBuilder().WithCondition(cond).
-			WithUpdate(set.Add(expression.Name(attrRev), numValue(1))).Build()
+			WithUpdate(s.setExpiry(expression.Set(expression.Name(attrV), numV(s.format(sum))), ttl).
+				Add(expression.Name(attrRev), numValue(1))).Build()
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
+		ut, ct, names, values := g.expr(expr)
 		update := &ddbtypes.Update{
 			TableName: &s.table, Key: key,
-			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			UpdateExpression: ut, ConditionExpression: ct,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		}
 		if g.on { // the refusal carries the fence
 			update.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
