@@ -50,7 +50,7 @@
 //	rerun (list copy)  PIPELINE#{id}      RERUN#T(requestedAt)#{rerun}
 //	replay             PIPELINE#{id}      REPLAY#{date}#{schedule}            REPLAYS    T(createdAt)#{id}#{date}#{schedule}
 //	late arrival       PIPELINE#{id}      LATE#{date}#{schedule}#T(detectedAt)#{stamp}
-//	late-arrival fences PIPELINE#{id}     FENCE#LATE#{date}#{schedule}
+//	late list fences   PIPELINE#{id}      FENCE#LATE#{date}#{schedule}
 //	cascade marker     MARKER#{id}        {date}#{schedule}
 //	marker (by time)   MARKER#{id}        #BYTIME#T(writtenAt)#{date}#{schedule}
 //	marker log entry   MARKERLOG          ENTRY#N(seq)

@@ -209,12 +209,3 @@ func (p *Provider) txUpdate(av map[string]ddbtypes.AttributeValue, cond expr, g 
 	}
 	return ddbtypes.TransactWriteItem{Update: up}
 }
-
-// fenceSize is the bytes g's fence attribute adds to an item (DynamoDB's size
-// rules: the name's length and about 21 bytes for a number), 0 when unfenced.
-func (g guard) size() int {
-	if !g.on {
-		return 0
-	}
-	return len(g.attr()) + 21
-}
