@@ -284,7 +284,12 @@
 // from the GetItem it makes anyway, without a write. Lost replies keep the
 // first attempt's outcome as they do unfenced (the SDK's idempotency token on
 // transactions, the call tokens on CAS and create, the counter's token on
-// appends, an equal fence passing on a retried single-item update).
+// appends, an equal fence passing on a retried single-item update). One case
+// differs: when a newer fence writes the record between a lost reply and the
+// SDK's retry, a transaction's retry still reports the first attempt's success
+// (its idempotency token), but a PutRunLog's or PutReplay's retry is refused
+// with ErrFenced although its first attempt landed, before the newer write
+// superseded it (TestLostReplyTakeover).
 //
 // Capacity: the attribute adds 2 + len(lease key) bytes of name and a number
 // to the item (about 25 bytes for a short key), which changes its write units

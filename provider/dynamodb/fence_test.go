@@ -13,6 +13,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -143,5 +144,41 @@ func mustNil(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLostReplyTakeover: a fenced write whose reply is lost while a newer fence
+// writes the record before the SDK's retry. A transaction's retry carries the
+// first attempt's idempotency token, so it reports the first attempt's success
+// (the newer write stays); a single-item update (PutRunLog, PutReplay) has no
+// such token, and its retry is refused: ErrFenced, though its first attempt
+// landed before the newer write superseded it (see Fencing in the package doc).
+func TestLostReplyTakeover(t *testing.T) {
+	ft := faults.NewTransport()
+	e := faultEnv(t, ft, 3)
+	p := openOn(t, e.client, e)
+	other := openOn(t, e.client, e)
+	ctx := context.Background()
+	run := func(i int) types.RunState {
+		return types.RunState{RunID: "r1", PipelineID: "p1", Status: types.RunPending, CreatedAt: e.clock.Now(), Metadata: map[string]any{"i": i}}
+	}
+	ft.DropReplyThen(faults.Op("TransactWriteItems", `"#f"`), func() {
+		mustNil(t, fencedBy(t, other, "x", 6).PutRunState(ctx, run(6)))
+	})
+	mustNil(t, fencedBy(t, p, "x", 5).PutRunState(ctx, run(5)))
+	if r, err := p.GetRunState(ctx, "r1"); err != nil || r == nil || r.Metadata["i"] != float64(6) {
+		t.Fatalf("run %+v, %v; want the newer write's", r, err)
+	}
+	log := func(i int) types.RunLogEntry {
+		return types.RunLogEntry{PipelineID: "p1", Date: "2026-01-01", Status: types.RunRunning, AttemptNumber: i}
+	}
+	ft.DropReplyThen(faults.Op("UpdateItem", `"#f"`), func() {
+		mustNil(t, fencedBy(t, other, "x", 6).PutRunLog(ctx, log(6)))
+	})
+	if err := fencedBy(t, p, "x", 5).PutRunLog(ctx, log(5)); !errors.Is(err, provider.ErrFenced) {
+		t.Fatalf("PutRunLog: %v, want ErrFenced", err)
+	}
+	if l, err := p.GetRunLog(ctx, "p1", "2026-01-01", ""); err != nil || l == nil || l.AttemptNumber != 6 {
+		t.Fatalf("run log %+v, %v; want the newer write's", l, err)
 	}
 }
