@@ -128,9 +128,10 @@
 // the first attempt's outcome as unfenced: an equal fence passes a retried
 // update, and the tokens of BytesStore writes and claims are unchanged. Only
 // when a newer fence merges into the key between a lost reply and the SDK's
-// retry does a plain MergeUpdate's retry report ErrFenced although its first
-// attempt landed (a MergeUpdateOnce's transaction reports its success, by its
-// idempotency token and claim).
+// retry does a numeric store's MergeUpdate report ErrFenced although its first
+// attempt landed (a BytesStore finds its token in the item's version, and a
+// MergeUpdateOnce's transaction its idempotency token and claim: both report
+// success).
 //
 // Costs: the attribute adds 2 + len(lease key) bytes of name and a number to
 // the item, which changes write units only across a 1 KB boundary; on DynamoDB
