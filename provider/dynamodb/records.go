@@ -124,7 +124,9 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		queryIn{kind: provider.KindReplay, index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
-// PutLateArrival implements provider.LateArrivalStore with one PutItem. Each record
+// PutLateArrival implements provider.LateArrivalStore with one PutItem (fenced,
+// one TransactWriteItems that also checks the list's fences; see Fencing in the
+// package doc). Each record
 // is a new item whose sort key ends with DetectedAt and an insertion stamp, so
 // records with equal DetectedAt list in insertion order (within one process;
 // across processes, by wall clock).
@@ -163,7 +165,7 @@ func lateGuardSK(date, scheduleID string) string { return skLateGuard + slotSK(d
 
 // putLateFenced writes it, a late arrival, fenced by g: one TransactWriteItems
 // of the list's guard item (lateGuardSK), which checks and remembers g's fence
-// and takes it's expiry (the list lives as long as its newest record), and it.
+// and takes its expiry (the list lives as long as its newest record), and it.
 // The SDK's idempotency token makes a retry after a lost reply answer the first
 // attempt's outcome; a retry the token no longer covers writes the same item
 // again (its key is set once per call).
