@@ -50,8 +50,9 @@
 // MergeUpdate, MergeUpdateOnce and MergeMany. A backend may remember fences for a
 // larger group of records (the Redis provider: everything stored under one hash
 // tag, so a pipeline's run logs, markers, replays, late arrivals and events share
-// one memory), which refuses more stale writes, never fewer: a fence below a
-// newer one of the same key is stale everywhere.
+// one memory; the Redis stores: every bucket of an entity), which refuses more
+// stale writes, never fewer: a fence below a newer one of the same key is stale
+// everywhere.
 //
 // # Which writes take a fence
 //
