@@ -262,10 +262,11 @@
 // A trait is expired when the clock reads its ExpiresAt or later; so is a
 // retained record at its expiry (see "Retention"), judged the same way by the
 // scripts and the reads, at microsecond granularity. Locks, leases and
-// readiness results are keys with a server-side TTL (PX, rounded up to whole
-// milliseconds) and expire by the server's clock, never before the ExpiresAt the
-// call returned (now + ttl by the provider's clock, taken before the call) when
-// the clocks agree. WrittenAt of a cascade
+// readiness results are keys with a server-side TTL (PX, internal/redisx.Millis)
+// and expire by the server's millisecond clock at its first reading >= the
+// write's + ttl, never later; when the clocks agree that is less than 1 ms before
+// the ExpiresAt the call returned (now + ttl by the provider's clock, taken before
+// the call) at the earliest, as the server keeps time in whole milliseconds. WrittenAt of a cascade
 // marker is truncated to the microsecond, the precision of its sort score.
 //
 // # Retries

@@ -166,15 +166,14 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 	// XRANGE first: when it finds nothing and events_check then finds a new
 	// entry, the read returns nothing and the next read sees the new entry's p.
 	rng := goredis.NewXMessageSliceCmd(ctx, "xrange", key, "("+cursor, "+", "count", count)
-	last := scriptEventsCheck.cmd(ctx, false, scriptEventsCheck.ro && !p.noRO.Load(), []string{key}, []any{"last"})
+	checkKeys, checkArgs := []string{key}, []any{"last"}
+	last := p.scripts.Cmd(ctx, scriptEventsCheck, checkKeys, checkArgs)
 	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		_ = pipe.Process(ctx, rng)
 		_ = pipe.Process(ctx, last)
 		return nil
 	})
-	if isNoScript(last.Err()) || isUnknownCommand(last.Err()) { // run reloads it, or falls back to EVALSHA
-		last = p.run(ctx, scriptEventsCheck, []string{key}, "last")
-	}
+	last = p.scripts.Retry(ctx, scriptEventsCheck, last, checkKeys, checkArgs) // reloads it, or falls back to EVALSHA
 	msgs, err := rng.Result()
 	if err != nil {
 		return nil, p.wrap(op, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
@@ -68,9 +69,10 @@ type call struct {
 	args []any
 }
 
-// runBatch runs calls in one pipeline (one round trip per node), falling back to
-// EVAL for a script the server does not have. The calls must not depend on each
-// other's order: on a cluster they run on several nodes at once.
+// runBatch runs calls in one pipeline (one round trip per node), then the calls
+// whose script the server did not have with EVAL in a second (redisx.RunMany).
+// The calls must not depend on each other's order: on a cluster they run on
+// several nodes at once.
 func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*goredis.Cmd, error) {
 	cmds := make([]*goredis.Cmd, len(calls))
 	if len(calls) == 1 || p.readOnly { // run refuses the write scripts of a read-only provider
@@ -82,17 +84,12 @@ func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*go
 		}
 		return cmds, nil
 	}
-	_, _ = p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = c.s.cmd(ctx, false, c.s.ro && !p.noRO.Load(), c.keys, c.args)
-			_ = pipe.Process(ctx, cmds[i])
-		}
-		return nil
-	})
+	rc := make([]redisx.Call, len(calls))
 	for i, c := range calls {
-		if isNoScript(cmds[i].Err()) {
-			cmds[i] = p.reload(ctx, c.s, c.keys, c.args...)
-		}
+		rc[i] = redisx.Call{Script: c.s, Keys: c.keys, Args: c.args}
+	}
+	cmds = p.scripts.RunMany(ctx, rc)
+	for i := range cmds {
 		if err := cmds[i].Err(); err != nil {
 			return cmds, p.wrap(op, err)
 		}

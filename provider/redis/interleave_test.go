@@ -349,7 +349,7 @@ func TestRetryAfterInterleaving(t *testing.T) {
 					if il.setup != nil {
 						must(t, il.setup(ctx, a))
 					}
-					err := e.lose(t, faults.Contains("evalsha", il.script.lua.Hash()),
+					err := e.lose(t, faults.Contains("evalsha", il.script.Hash()),
 						func() {
 							if err := il.between(ctx, a, a2, b); err != nil {
 								t.Errorf("between the attempt and the retry: %v", err)
@@ -379,7 +379,7 @@ func (h hookFunc) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 // when arg is not "".
 func isScript(cmd goredis.Cmder, s script, i int, arg string) bool {
 	args := cmd.Args()
-	if len(args) < 2 || args[0] != "evalsha" || args[1] != s.lua.Hash() {
+	if len(args) < 2 || args[0] != "evalsha" || args[1] != s.Hash() {
 		return false
 	}
 	return arg == "" || (len(args) > i && args[i] == arg)
@@ -519,7 +519,7 @@ func TestListIsSnapshot(t *testing.T) {
 							}
 							data, _ := w.encode(x) // x's step 2
 							key := w.k.run("x")
-							if err := scriptRecordPut.lua.Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000, 0, 0, 0,
+							if err := lua(scriptRecordPut).Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000, 0, 0, 0,
 								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
 								t.Error(err)
 							}

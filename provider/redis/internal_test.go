@@ -157,7 +157,7 @@ func TestRunCrashWindows(t *testing.T) {
 		r := run("pipe", "r1", t2)
 		data, _ := p.encode(r)
 		m2 := ids.TimeKey(t2) + "r1"
-		if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000, 0, 0, 0,
+		if err := lua(scriptRecordPut).Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000, 0, 0, 0,
 			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func TestCreateRunLoserKeepsEntry(t *testing.T) {
 			if isScript(cmd, scriptRecordPut, 0, "") {
 				once.Do(func() { // the winner's truth, just before the loser's
 					key := p.k.run("r1")
-					if err := scriptRecordPut.lua.Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000, 0, 0, 0,
+					if err := lua(scriptRecordPut).Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000, 0, 0, 0,
 						"v", 0, "c", winner.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
 						t.Error(err)
 					}
@@ -282,7 +282,7 @@ func TestRerunMoveCrash(t *testing.T) {
 	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordPut.lua.Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000, 0, 0, 0).Err(); err != nil {
+	if err := lua(scriptRecordPut).Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000, 0, 0, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for pid, want := range map[string]int{"a": 0, "b": 1} {
@@ -308,7 +308,7 @@ func TestPipelineDeleteCrash(t *testing.T) {
 	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := scriptRecordDel.lua.Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000, 60000).Err(); err != nil {
+	if err := lua(scriptRecordDel).Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000, 60000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := p.ListPipelines(ctx)
@@ -336,11 +336,11 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	lk, fk := p.k.lock("k")
 	mine := p.lockHolder() + "\nnonce1"
 	for i, want := range []int64{1, 1} {
-		if n, err := scriptLockAcquire.lua.Run(ctx, c, []string{lk, p.k.call(lk, "nonce1")}, mine, 0, 60000).Int64(); err != nil || n != want {
+		if n, err := lua(scriptLockAcquire).Run(ctx, c, []string{lk, p.k.call(lk, "nonce1")}, mine, 0, 60000).Int64(); err != nil || n != want {
 			t.Fatalf("lock attempt %d = %d, %v; want %d", i, n, err, want)
 		}
 	}
-	if n, _ := scriptLockAcquire.lua.Run(ctx, c, []string{lk, p.k.call(lk, "nonce2")}, p.lockHolder()+"\nnonce2", 0, 60000).Int64(); n != 0 {
+	if n, _ := lua(scriptLockAcquire).Run(ctx, c, []string{lk, p.k.call(lk, "nonce2")}, p.lockHolder()+"\nnonce2", 0, 60000).Int64(); n != 0 {
 		t.Fatalf("a second call of the same owner acquired a held lock: not re-entrant expected")
 	}
 	if err := p.ReleaseLock(ctx, "k"); err != nil {
@@ -348,8 +348,8 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 	}
 
 	lease := leaseHolder("tok")
-	f1, err := scriptLeaseAcquire.lua.Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
-	f2, err2 := scriptLeaseAcquire.lua.Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
+	f1, err := lua(scriptLeaseAcquire).Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
+	f2, err2 := lua(scriptLeaseAcquire).Run(ctx, c, []string{lk, fk, p.k.call(lk, "tok")}, lease, 1000, 60000).Int64()
 	if err != nil || err2 != nil || f1 == 0 || f1 != f2 {
 		t.Fatalf("lease replay: fences %d, %d (%v, %v); want the same, non-zero", f1, f2, err, err2)
 	}
@@ -361,7 +361,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cas := func(nonce string) (int64, error) {
-		return scriptRunCAS.lua.Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000, 0, 0, 0).Int64()
+		return lua(scriptRunCAS).Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000, 0, 0, 0).Int64()
 	}
 	for i := range 2 {
 		n, err := cas("n1")
@@ -435,3 +435,6 @@ func TestRecreatedAfterServerDeletion(t *testing.T) {
 		}
 	}
 }
+
+// lua returns s as a go-redis script, for tests that run it on a client of their own.
+func lua(s script) *goredis.Script { return goredis.NewScript(s.Source()) }

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -21,8 +22,9 @@ func (p *Provider) lockHolder() string { return provider.LockHolder(p.owner) }
 func leaseHolder(token string) string  { return provider.LeaseHolder(token) }
 
 // AcquireLock implements provider.Locker with one script: SET key owner NX [PX ttl];
-// ttl is rounded up to whole milliseconds and 0 means until released. Expiry is
-// judged by the server. A call that go-redis retried after a lost reply reports
+// ttl is sent as internal/redisx.Millis (the key is gone at the server's first
+// millisecond >= now + ttl) and 0 means until released. Expiry is judged by the
+// server. A call that go-redis retried after a lost reply reports
 // its first attempt's outcome (see "Retries" in the package doc).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := p.writing(ctx, "acquire lock"); err != nil {
@@ -39,7 +41,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	}
 	lk, _ := p.k.lock(key)
 	nonce := ids.Random()
-	n, err := p.run(ctx, scriptLockAcquire, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, ceilMillis(ttl),
+	n, err := p.run(ctx, scriptLockAcquire, []string{lk, p.k.call(lk, nonce)}, p.lockHolder()+"\n"+nonce, redisx.Millis(ttl),
 		callMemory.Milliseconds()).Int64()
 	if err != nil {
 		return false, p.wrap("acquire lock", err)
@@ -79,8 +81,8 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 // AcquireLease implements provider.Leaser with one script: SET NX PX on the key
 // shared with locks, then INCR of the key's fence counter, which has no TTL, so
 // fences strictly increase forever. The key expires on the server after ttl
-// (rounded up to whole milliseconds); the returned ExpiresAt is the clock's now +
-// ttl, taken before the call. A call that go-redis retried after a lost reply
+// (internal/redisx.Millis); the returned ExpiresAt is the clock's now + ttl, taken
+// before the call. A call that go-redis retried after a lost reply
 // returns the lease its first attempt took, with its fence (see "Retries" in the
 // package doc).
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
@@ -98,7 +100,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	}
 	lk, fk := p.k.lock(key)
 	token := ids.Random()
-	ms := ceilMillis(ttl)
+	ms := redisx.Millis(ttl)
 	now := p.now()
 	fence, err := p.run(ctx, scriptLeaseAcquire, []string{lk, fk, p.k.call(lk, token)}, leaseHolder(token), ms,
 		callMemory.Milliseconds()).Int64()
@@ -128,7 +130,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 		return nil, err
 	}
 	lk, _ := p.k.lock(lease.Key)
-	ms := ceilMillis(ttl)
+	ms := redisx.Millis(ttl)
 	now := p.now()
 	n, err := p.run(ctx, scriptLeaseRenew, []string{lk}, leaseHolder(lease.Token), ms).Int64()
 	if err != nil {

@@ -44,7 +44,7 @@ const (
 // script requests and MULTI blocks, as go-redis writes them (lower-case names).
 func evalsha(s script, parts ...string) func(p *Provider) func([]byte) bool {
 	return func(*Provider) func([]byte) bool {
-		return faults.Contains(append([]string{"evalsha", s.lua.Hash()}, parts...)...)
+		return faults.Contains(append([]string{"evalsha", s.Hash()}, parts...)...)
 	}
 }
 
@@ -54,7 +54,7 @@ func resp(arg string) string { return fmt.Sprintf("\r\n$%d\r\n%s\r\n", len(arg),
 // idxStep matches the idx_apply request of mode on the list ix(p).
 func idxStep(mode string, ix func(p *Provider) index) func(p *Provider) func([]byte) bool {
 	return func(p *Provider) func([]byte) bool {
-		return faults.Contains("evalsha", scriptIdxApply.lua.Hash(), ix(p).h, resp(mode))
+		return faults.Contains("evalsha", scriptIdxApply.Hash(), ix(p).h, resp(mode))
 	}
 }
 
@@ -317,7 +317,7 @@ func lostReplies() []lostReply {
 				}
 			}},
 		{"RenewLease", "script", keyed(func(p *Provider) []string {
-			return []string{"evalsha", scriptLeaseRenew.lua.Hash(), lockKey("lease")(p)}
+			return []string{"evalsha", scriptLeaseRenew.Hash(), lockKey("lease")(p)}
 		}),
 			acquireLease,
 			func(ctx context.Context, a *Provider) error {

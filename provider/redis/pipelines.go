@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -311,7 +312,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	ttl := time.Duration(ceilMillis(p.readinessTTL)) * time.Millisecond
+	ttl := time.Duration(redisx.Millis(p.readinessTTL)) * time.Millisecond
 	return p.wrap("put readiness", p.c.Set(ctx, p.k.readiness(result.PipelineID), data, ttl).Err())
 }
 

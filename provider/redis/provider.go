@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/nilcheck"
-	"github.com/pipestate/pipestate/internal/rediskey"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 )
@@ -70,9 +70,8 @@ type Provider struct {
 	// readOnly: every write fails with ErrReadOnly and reads repair nothing (see
 	// WithReadOnly).
 	readOnly bool
-	// noRO is set once the server answered that it has no EVALSHA_RO (before
-	// Redis 7.0): read scripts run with EVALSHA from then on.
-	noRO    atomic.Bool
+	// scripts runs the Lua scripts on c (see run).
+	scripts redisx.Runner
 	closed  atomic.Bool
 	stopped chan struct{} // closed by Stop: ends followers at once
 	meter   metric.MeterProvider
@@ -140,7 +139,7 @@ type Option func(*Provider) error
 // a table, as an argument.
 func WithKeyPrefix(prefix string) Option {
 	return func(p *Provider) error {
-		if err := rediskey.CheckPrefix(prefix); err != nil {
+		if err := redisx.CheckPrefix(prefix); err != nil {
 			return provider.Invalidf("redis: WithKeyPrefix: %v", err)
 		}
 		p.k = keys{prefix: prefix}
@@ -318,6 +317,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		}
 	}
 	p.sig = signal.New(p.meter, p.log, "redis")
+	p.scripts.Client, p.scripts.Reloaded = p.c, p.sig.ScriptLoad
 	return p, nil
 }
 
@@ -485,11 +485,6 @@ const callMemory = 2 * time.Minute
 // callMemoryMS is callMemory in milliseconds, a constant so that passing it as a
 // script argument allocates nothing.
 const callMemoryMS = int64(callMemory / time.Millisecond)
-
-// ceilMillis returns d in whole milliseconds, rounded up (PX takes milliseconds).
-func ceilMillis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
-}
 
 // getJSON runs cmd, after the lifecycle checks, and decodes the one stored JSON
 // value it returns, a record of kind named by name (see decode); goredis.Nil is

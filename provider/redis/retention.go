@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -53,7 +54,7 @@ type lifetime struct{ now, exp, ttl int64 }
 func lifetimeOf(now time.Time, d time.Duration) lifetime {
 	l := lifetime{now: now.UnixMicro()}
 	if exp := provider.Expiry(now, d); !exp.IsZero() {
-		l.exp, l.ttl = exp.UnixMicro(), ceilMillis(d+deleteSlack)
+		l.exp, l.ttl = exp.UnixMicro(), redisx.Millis(d+deleteSlack)
 	}
 	return l
 }

@@ -8,7 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/nilcheck"
-	"github.com/pipestate/pipestate/internal/rediskey"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/lifecycle"
@@ -17,14 +17,15 @@ import (
 // system is the db.system.name of the signals.
 const system = "redis"
 
-// base is what every store and the deduper share: the client (not owned), the key
-// schema, the closed flag and the signal recorder.
+// base is what every store and the deduper share: the client (not owned), the
+// script runner on it, the key schema, the closed flag and the signal recorder.
 type base struct {
-	client goredis.UniversalClient
-	keys   keyspace
-	name   string // type name for errors, e.g. "Int64SumStore"
-	life   *lifecycle.Flag
-	sig    *signal.Recorder
+	client  goredis.UniversalClient
+	scripts *redisx.Runner
+	keys    keyspace
+	name    string // type name for errors, e.g. "Int64SumStore"
+	life    *lifecycle.Flag
+	sig     *signal.Recorder
 }
 
 // newBase checks what every constructor requires: a client that is not nil (also not
@@ -35,10 +36,12 @@ func newBase(c *config, name string, client goredis.UniversalClient, prefix stri
 	if nilcheck.IsNil(client) {
 		return base{}, state.Invalidf("New%s: nil client", name)
 	}
-	if err := rediskey.CheckPrefix(prefix); err != nil {
+	if err := redisx.CheckPrefix(prefix); err != nil {
 		return base{}, state.Invalidf("New%s: %v", name, err)
 	}
-	return base{client: client, keys: keyspace{prefix: prefix}, name: name, life: lifecycle.New("state/redis: " + name), sig: c.Signal(system)}, nil
+	sig := c.Signal(system)
+	return base{client: client, scripts: &redisx.Runner{Client: client, Reloaded: sig.ScriptLoad}, keys: keyspace{prefix: prefix},
+		name: name, life: lifecycle.New("state/redis: " + name), sig: sig}, nil
 }
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -17,14 +18,14 @@ var luaBatch string
 // called per key by the batch wrapper (lua/batch.lua): every key is merged by the
 // very code of MergeUpdate.
 func batchScript(name, body string) script {
-	return script{"batch_" + name, goredis.NewScript("local function merge(KEYS, ARGV)\n" + head(numericArgs) + body + "\nend\n" + luaBatch)}
+	return newEvalScript("batch_"+name, "local function merge(KEYS, ARGV)\n"+head(numericArgs)+body+"\nend\n"+luaBatch)
 }
 
 // batchScripts are the batch scripts, by the name of their single-key script.
 var batchScripts = map[string]script{
-	scriptIncrBy.name:   batchScript(scriptIncrBy.name, luaIncrBy),
-	scriptFloatSum.name: batchScript(scriptFloatSum.name, luaFloatSum),
-	scriptMax.name:      batchScript(scriptMax.name, luaMax),
+	scriptIncrBy.Name():   batchScript(scriptIncrBy.Name(), luaIncrBy),
+	scriptFloatSum.Name(): batchScript(scriptFloatSum.Name(), luaFloatSum),
+	scriptMax.Name():      batchScript(scriptMax.Name(), luaMax),
 }
 
 var (
@@ -92,7 +93,7 @@ type batchCall struct {
 // know (NOSCRIPT: nothing ran) is sent again with EVAL, which caches them: one
 // more round trip.
 func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs []error) {
-	sc := batchScripts[s.script.name]
+	sc := batchScripts[s.script.Name()]
 	t, fenced := tokenOf(ctx)
 	calls := s.group(ups, fenced)
 	for _, c := range calls {
@@ -102,24 +103,12 @@ func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs
 			c.args = append(c.args, "", "")
 		}
 	}
-	pipe := s.client.Pipeline()
-	for _, c := range calls {
-		c.cmd = sc.lua.EvalSha(ctx, pipe, c.keys, c.args...)
+	rc := make([]redisx.Call, len(calls))
+	for i, c := range calls {
+		rc[i] = redisx.Call{Script: sc, Keys: c.keys, Args: c.args}
 	}
-	// Exec reports the first failed command; the loops below look at each.
-	_, _ = pipe.Exec(ctx)
-	var again goredis.Pipeliner
-	for _, c := range calls {
-		if goredis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
-			if again == nil {
-				again = s.client.Pipeline()
-			}
-			s.sig.ScriptLoad(ctx, sc.name)
-			c.cmd = sc.lua.Eval(ctx, again, c.keys, c.args...)
-		}
-	}
-	if again != nil {
-		_, _ = again.Exec(ctx)
+	for i, cmd := range s.scripts.RunMany(ctx, rc) {
+		calls[i].cmd = cmd
 	}
 	for _, c := range calls {
 		replies, err := c.cmd.Slice()
@@ -178,7 +167,7 @@ func (s *numeric[V]) group(ups []state.Update[V], fenced bool) []*batchCall {
 		}
 		c.idx = append(c.idx, i)
 		c.keys = append(c.keys, s.keys.valueKey(s.kind, u.Key))
-		c.args = append(c.args, millis(u.TTL), s.arg(u.Delta))
+		c.args = append(c.args, redisx.Millis(u.TTL), s.arg(u.Delta))
 		if fenced {
 			c.fences = append(c.fences, s.keys.fenceKey(s.kind, u.Key))
 		}

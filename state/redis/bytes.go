@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
@@ -27,7 +28,7 @@ type BytesStore struct {
 	m        monoid.Monoid[[]byte]
 	kind     string // key segment: storekey.Bytes(m.Kind())
 	cas      state.CASPolicy
-	dedupArg any          // millis(dedup TTL), boxed once
+	dedupArg any          // redisx.Millis(dedup TTL), boxed once
 	retries  atomic.Int64 // lost races since creation, for benchmarks
 }
 
@@ -51,7 +52,7 @@ func NewBytesStore(client goredis.UniversalClient, prefix string, m monoid.Monoi
 	if err != nil {
 		return nil, err
 	}
-	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupArg: millis(c.DedupTTL)}, nil
+	return &BytesStore{base: b, m: m, kind: storekey.Bytes(m.Kind()), cas: c.CAS, dedupArg: redisx.Millis(c.DedupTTL)}, nil
 }
 
 func decodeBytes(raw string) ([]byte, error) { return []byte(raw), nil }
@@ -106,7 +107,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		claim, nkeys = s.keys.onceKey(s.kind, k, eventID), 2
 	}
 	var (
-		ttlArg  any     = millis(ttl)
+		ttlArg  any     = redisx.Millis(ttl)
 		tok             = storekey.Token()
 		last    casRead // set by a lost race
 		lost    bool    // last is set
@@ -130,7 +131,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		nkeys, fenceKey = nkeys+1, s.keys.fenceKey(s.kind, k)
 	}
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
-		args := append(scriptCAS.args(nkeys, nkeys+8), key)
+		args := append(s.args(scriptCAS, nkeys, nkeys+8), key)
 		if once {
 			args = append(args, claim)
 		}

@@ -5,6 +5,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
 )
@@ -17,7 +18,7 @@ import (
 // concurrent use.
 type Deduper struct {
 	base
-	ttlArg any // millis(claim ttl), boxed once
+	ttlArg any // redisx.Millis(claim ttl), boxed once
 }
 
 var _ state.Deduper = (*Deduper)(nil)
@@ -35,18 +36,19 @@ func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOp
 	if err != nil {
 		return nil, err
 	}
-	return &Deduper{base: b, ttlArg: millis(c.TTL)}, nil
+	return &Deduper{base: b, ttlArg: redisx.Millis(c.TTL)}, nil
 }
 
 // MarkSeen claims eventID with one Lua script (one round trip); firstSeen is true for
-// exactly one caller until the claim expires or is released. The ttl is rounded up
-// to whole milliseconds.
+// exactly one caller until the claim expires or is released. The ttl is sent as
+// internal/redisx.Millis: the claim is gone at the server's first millisecond >=
+// now + ttl.
 func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	key, err := d.key(ctx, eventID)
 	if err != nil {
 		return false, err
 	}
-	args := append(scriptDedup.args(1, 3), key, d.ttlArg, storekey.Token())
+	args := append(d.args(scriptDedup, 1, 3), key, d.ttlArg, storekey.Token())
 	n, err := d.run(ctx, scriptDedup, args).Int()
 	if err != nil {
 		return false, d.wrap("mark seen", key, err)

@@ -26,7 +26,8 @@
 //     expiry), set in the merge script, so an expired value is gone for every reader
 //     and the next merge starts from the identity. TTLs are rounded up to whole
 //     milliseconds and sent one millisecond short (Redis expires a key once its clock
-//     is past the expiry), so a value is expired when now >= now_at_merge+ttl.
+//     is past the expiry), so a value is expired when now >= now_at_merge+ttl on
+//     the server's clock (internal/redisx.Millis, shared with provider/redis).
 //   - Bad input returns an error wrapping state.ErrInvalidArgument before any I/O: a
 //     Float64SumStore delta outside state.CheckFloat64's range is bad input. An int64
 //     sum that would overflow, or a float sum that would leave the range, is refused

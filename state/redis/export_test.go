@@ -14,8 +14,8 @@ func LostRaces(s *BytesStore) int64 { return s.retries.Load() }
 // EVALSHA is applied (no NOSCRIPT round trip).
 func LoadScripts(ctx context.Context, c goredis.UniversalClient) error {
 	load := func(ctx context.Context, c goredis.Scripter) error {
-		for _, s := range []script{scriptIncrBy.script, scriptFloatSum.script, scriptMax.script, scriptCAS.script, scriptDedup.script} {
-			if err := s.lua.Load(ctx, c).Err(); err != nil {
+		for _, s := range []script{scriptIncrBy, scriptFloatSum, scriptMax, scriptCAS, scriptDedup} {
+			if err := c.ScriptLoad(ctx, s.Source()).Err(); err != nil {
 				return err
 			}
 		}

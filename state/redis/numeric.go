@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
@@ -18,7 +19,7 @@ type numericKind[V int64 | float64] struct {
 	name   string           // type name, for errors
 	kind   string           // key segment
 	m      monoid.Monoid[V] // checks deltas; its Identity is the value of a missing key
-	script evalScript       // the merge
+	script script           // the merge
 	format func(V) string   // a delta or bound as the script reads it
 	arg    func(V) any      // a delta as merge sends it: format's text, or what go-redis writes as it
 	parse  func(string) (V, error)
@@ -29,7 +30,7 @@ type numericKind[V int64 | float64] struct {
 type numeric[V int64 | float64] struct {
 	base
 	numericKind[V]
-	dedupArg any // millis(dedup TTL), boxed once
+	dedupArg any // redisx.Millis(dedup TTL), boxed once
 }
 
 func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalClient, prefix string, opts []StoreOption) (numeric[V], error) {
@@ -41,7 +42,7 @@ func newNumeric[V int64 | float64](nk numericKind[V], client goredis.UniversalCl
 	if err != nil {
 		return numeric[V]{}, err
 	}
-	return numeric[V]{base: b, numericKind: nk, dedupArg: millis(c.DedupTTL)}, nil
+	return numeric[V]{base: b, numericKind: nk, dedupArg: redisx.Millis(c.DedupTTL)}, nil
 }
 
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
@@ -67,14 +68,14 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	if fenced {
 		nkeys, nargs = nkeys+1, nargs+2
 	}
-	args := append(s.script.args(nkeys, nkeys+nargs), key)
+	args := append(s.args(s.script, nkeys, nkeys+nargs), key)
 	if once {
 		args = append(args, s.keys.onceKey(s.kind, k, eventID))
 	}
 	if fenced {
 		args = append(args, s.keys.fenceKey(s.kind, k))
 	}
-	args = append(args, millis(ttl), s.dedupArg, tok, s.arg(delta))
+	args = append(args, redisx.Millis(ttl), s.dedupArg, tok, s.arg(delta))
 	if fenced {
 		args = append(args, t.Key, t.Fence)
 	}

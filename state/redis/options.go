@@ -83,19 +83,3 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 func WithLogger(log *slog.Logger) Option {
 	return storeopt.Any(func(c *config) error { return c.SetLogger(log) })
 }
-
-// millis converts a ttl to the milliseconds Redis takes: whole milliseconds, a
-// positive sub-millisecond remainder rounded up so that a positive ttl never becomes
-// 0 (no expiry), then one less above 1 ms: Redis treats a key as expired only once
-// its clock is past the expiry millisecond, and the contract says expired when now
-// >= expiry.
-func millis(d time.Duration) int64 {
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond > 0 {
-		ms++
-	}
-	if ms > 1 {
-		ms--
-	}
-	return ms
-}

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -29,24 +30,10 @@ var (
 // constants (compiled once with the script, not sent and parsed per call).
 var luaFloatSum = "local minFloat, maxFloat = " + formatFloat(state.MinFloat64) + ", " + formatFloat(state.MaxFloat64) + "\n" + luaFloatSumBody
 
-// script is a Lua script and its name, for the reload signal.
-type script struct {
-	name string
-	lua  *goredis.Script
-}
+// script is a Lua script, run through base.run (internal/redisx).
+type script = *redisx.Script
 
-// evalScript is a script run one call at a time (run), with the heads of its
-// command lines boxed once: a call allocates no interface for them.
-type evalScript struct {
-	script
-	sha any // the SHA1 of the source, EVALSHA's argument
-	src any // the source, EVAL's argument
-}
-
-func newEvalScript(name, src string) evalScript {
-	s := goredis.NewScript(src)
-	return evalScript{script: script{name, s}, sha: s.Hash(), src: src}
-}
+func newEvalScript(name, src string) script { return redisx.NewScript(name, src, false) }
 
 // The merge scripts: the common head (claim check, the fence rule and finish)
 // followed by one body.
@@ -73,31 +60,12 @@ func head(n int) string { return "local fenceAt = " + strconv.Itoa(n+1) + "\n" +
 // args starts a command line of s with nkeys keys, with room for nargs arguments
 // after them: EVALSHA, the SHA1, nkeys. The caller appends the keys and the
 // arguments, and hands it to run.
-func (s evalScript) args(nkeys, nargs int) []any {
-	a := make([]any, 3, 3+nkeys+nargs)
-	a[0], a[1], a[2] = "evalsha", s.sha, nkeys
-	return a
-}
+func (b *base) args(s script, nkeys, nargs int) []any { return b.scripts.Line(s, nkeys, nargs) }
 
-// run sends the command line args (from s.args) and, when the server answers
+// run sends the command line args (from b.args) and, when the server answers
 // NOSCRIPT (its script cache is empty: a restart, a failover, SCRIPT FLUSH), sends
-// it again as EVAL of the source, which also caches it, recording the reload (as
-// goredis.Script.Run does, plus the record). go-redis takes args as they are: no
-// copy, no boxing again.
-func (b *base) run(ctx context.Context, s evalScript, args []any) *goredis.Cmd {
-	r := b.eval(ctx, args)
-	if err := r.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		b.sig.ScriptLoad(ctx, s.name)
-		args[0], args[1] = "eval", s.src
-		return b.eval(ctx, args)
-	}
-	return r
-}
-
-// eval sends one EVAL or EVALSHA command line, routed on a cluster by its first key.
-func (b *base) eval(ctx context.Context, args []any) *goredis.Cmd {
-	cmd := goredis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3)
-	_ = b.client.Process(ctx, cmd)
-	return cmd
+// it again as EVAL of the source, which also caches it, recording the reload.
+// go-redis takes args as they are: no copy, no boxing again.
+func (b *base) run(ctx context.Context, s script, args []any) *goredis.Cmd {
+	return b.scripts.RunLine(ctx, s, args)
 }

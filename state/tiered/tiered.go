@@ -15,7 +15,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
-	"github.com/pipestate/pipestate/internal/rediskey"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/lifecycle"
@@ -100,7 +100,7 @@ func New[V int64 | float64 | []byte](source state.RevisionStore[V], client gored
 	if nilcheck.IsNil(client) {
 		return nil, state.Invalidf("tiered: nil Redis client")
 	}
-	if err := rediskey.CheckPrefix(prefix); err != nil {
+	if err := redisx.CheckPrefix(prefix); err != nil {
 		return nil, fmt.Errorf("%w: tiered: %w", state.ErrInvalidArgument, err)
 	}
 	cfg := config{ttl: DefaultTTL, now: time.Now}

@@ -1,4 +1,4 @@
-package rediskey
+package redisx
 
 import (
 	"strings"

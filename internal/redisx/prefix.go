@@ -1,6 +1,4 @@
-// Package rediskey holds the key rules both Redis packages (provider/redis and
-// state/redis) share.
-package rediskey
+package redisx
 
 import (
 	"fmt"
