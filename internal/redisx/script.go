@@ -167,18 +167,13 @@ type Call struct {
 	Args   []any
 }
 
-// RunMany runs calls in one pipeline (one round trip per node), then sends the
-// calls the server answered NOSCRIPT (or "unknown command", for read scripts)
-// again in a second pipeline: one more round trip. cmds[i] is the answer of
+// RunMany runs calls in one pipeline (one round trip per node; a pipeline even
+// for one call), then sends the calls the server answered NOSCRIPT (or "unknown
+// command", for read scripts) again in a second pipeline: one more round trip. cmds[i] is the answer of
 // calls[i]. The calls must not depend on each other's order: on a cluster they
 // run on several nodes at once.
 func (r *Runner) RunMany(ctx context.Context, calls []Call) []*goredis.Cmd {
 	cmds := make([]*goredis.Cmd, len(calls))
-	if len(calls) == 1 {
-		c := calls[0]
-		cmds[0] = r.Run(ctx, c.Script, c.Keys, c.Args...)
-		return cmds
-	}
 	_, _ = r.Client.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, c := range calls {
 			cmds[i] = r.Cmd(ctx, c.Script, c.Keys, c.Args)
