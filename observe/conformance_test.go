@@ -6,7 +6,7 @@ import (
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 )
 

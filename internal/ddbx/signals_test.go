@@ -17,7 +17,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory/internal/corrupthook"
+	"github.com/pipestate/pipestate/internal/corrupthook"
 	"github.com/pipestate/pipestate/types"
 )
 
