@@ -13,8 +13,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	idgen "github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )

@@ -8,8 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
