@@ -6,7 +6,7 @@
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
 #   make bench [COUNT=5]       real servers up, the paired benchmarks (scripts/bench.sh: each
 #                              call beside raw client code), then their table
-#                              (internal/benchpair/benchtable); output in .bench/out.txt
+#                              (internal/testkit/benchpair/benchtable); output in .bench/out.txt
 #   make bench-readme          the README's performance table from .bench/out.txt
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make api                   api/current.txt: the exported API snapshot of both modules
@@ -38,10 +38,10 @@ bench:
 	bash scripts/ensure-cc.sh
 	mkdir -p .bench
 	set -o pipefail; GO=$(GO) COUNT=$(COUNT) bash scripts/with-servers.sh bash scripts/bench.sh | tee .bench/out.txt
-	$(GO) run ./internal/benchpair/benchtable < .bench/out.txt
+	$(GO) run ./internal/testkit/benchpair/benchtable < .bench/out.txt
 
 bench-readme:
-	$(GO) run ./internal/benchpair/benchtable -readme README.md < .bench/out.txt
+	$(GO) run ./internal/testkit/benchpair/benchtable -readme README.md < .bench/out.txt
 
 lint:
 	bash scripts/lint.sh $(LINT_PKGS)

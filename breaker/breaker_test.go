@@ -22,7 +22,7 @@ import (
 	"github.com/pipestate/pipestate"
 	"github.com/pipestate/pipestate/breaker"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -10,7 +10,7 @@
 // a placeholder that the replace overrides. A copy of an example outside this
 // repository drops the replace and requires a released version instead.
 //
-// The tests use the repository's internal/testenv (the real servers, and deleting
+// The tests use the repository's internal/testkit/testenv (the real servers, and deleting
 // the keys and tables they create); its requirements (testcontainers-go and what it
 // pulls) are the indirect ones below that no example program needs.
 module github.com/pipestate/pipestate/examples

@@ -3,10 +3,10 @@ package observe_test
 import (
 	"testing"
 
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 )
 

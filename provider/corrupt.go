@@ -98,8 +98,15 @@ func (e *CorruptError) Unwrap() []error {
 // name is called only then, so building them costs nothing on the common path.
 // The built-in backends decode every stored record through Decode (a Get*) or
 // DecodeOrSkip (a List* or an iterator); a third-party backend should too.
+//
+// A record whose format (see FormatVersion) is newer than this release's does
+// not decode either: Decode reports it as corrupt, naming its format.
 func Decode[T any](kind RecordKind, data []byte, v *T, name func() (id, key string)) error {
-	if err := json.Unmarshal(data, v); err != nil {
+	err := checkFormat(data)
+	if err == nil {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
 		id, key := name()
 		return &CorruptError{Kind: kind, ID: id, Key: key, Err: err}
 	}

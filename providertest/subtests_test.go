@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 )
 

@@ -19,9 +19,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/types"
 )

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the paired benchmarks of the README's performance table (each library
 # call beside the hand-written client code doing the same work; see
-# internal/benchpair), on the servers of REDIS_ADDR and DYNAMODB_ENDPOINT. make bench
+# internal/testkit/benchpair), on the servers of REDIS_ADDR and DYNAMODB_ENDPOINT. make bench
 # runs it under with-servers.sh and prints the table.
 #
 #   COUNT=5 REDIS_BENCHTIME=3000x DYNAMODB_BENCHTIME=200x bash scripts/bench.sh

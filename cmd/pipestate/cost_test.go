@@ -14,7 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"

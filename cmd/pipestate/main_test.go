@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the memory backend's output")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
 // blackHoleTimeout is the --timeout of the black-hole tests, and blackHoleSlack

@@ -13,7 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"

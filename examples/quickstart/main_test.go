@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 )
 
 // TestThrottleSignals sends GetItem calls through a fault transport to a server that

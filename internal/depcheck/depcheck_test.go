@@ -35,8 +35,12 @@ var (
 	banYAML   = ban{"YAML", contains("yaml")}
 	banDocker = ban{"Docker or testcontainers", under("github.com/docker", "github.com/moby", "github.com/containerd",
 		"github.com/testcontainers")}
-	banAWS      = ban{"the AWS SDK", under("github.com/aws")}
-	banRedis    = ban{"a Redis client", under("github.com/redis", "github.com/alicebob/miniredis")}
+	banAWS   = ban{"the AWS SDK", under("github.com/aws")}
+	banRedis = ban{"a Redis client", under("github.com/redis", "github.com/alicebob/miniredis")}
+	// banTestkit: the test kits (internal/testkit/...: lincheck, faults, testenv,
+	// fakeclock, benchpair, steadyload, memorytest) sit above what they test:
+	// only tests and other test kits import them.
+	banTestkit  = ban{"a test kit", under(module + "/internal/testkit")}
 	banBackends = ban{"a built-in backend", under(module+"/provider/memory", module+"/provider/redis",
 		module+"/provider/dynamodb", module+"/state/memory", module+"/state/redis", module+"/state/dynamodb")}
 )
@@ -47,7 +51,7 @@ var rules = []struct {
 	pkgs []string
 	bans []ban
 }{
-	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker}},
+	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker, banTestkit}},
 	{[]string{"provider/memory", "provider/redis", "state/memory", "state/redis"}, []ban{banAWS}},
 	// The backend-neutral packages: the contract (types, fence, provider, state, the
 	// root sentinels), the monoids and the conformance suites import no client library and
@@ -73,8 +77,8 @@ func TestLibraryDependencies(t *testing.T) {
 			t.Fatalf("go list %v lists no package", patterns)
 		}
 		for _, p := range pkgs {
-			if r.pkgs[0] == "all" && strings.Contains(p.ImportPath+"/", "/internal/") {
-				continue // test helpers such as internal/testenv may use Docker
+			if r.pkgs[0] == "all" && strings.HasPrefix(p.ImportPath+"/", module+"/internal/testkit/") {
+				continue // the test kits may use Docker, and import each other
 			}
 			for _, b := range r.bans {
 				if bad := slices.DeleteFunc(slices.Clone(p.Deps), func(d string) bool { return !b.match(d) }); len(bad) > 0 {
@@ -105,6 +109,7 @@ func TestBansMatch(t *testing.T) {
 		{banAWS, []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/aws/smithy-go"}},
 		{banRedis, []string{"github.com/redis/go-redis/v9", "github.com/alicebob/miniredis/v2"}},
 		{banBackends, []string{module + "/provider/redis", module + "/state/dynamodb"}},
+		{banTestkit, []string{module + "/internal/testkit/testenv", module + "/internal/testkit/memorytest"}},
 	} {
 		for _, h := range c.hits {
 			if !c.b.match(h) {

@@ -13,15 +13,15 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
 	idgen "github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
 
 // The benchmarks run each hot call against DynamoDB Local beside the raw SDK calls
 // that do the same work (the same requests with the same conditions and tokens, the
-// same JSON encoding and decoding), interleaved in rounds (internal/benchpair), so
+// same JSON encoding and decoding), interleaved in rounds (internal/testkit/benchpair), so
 // the library's overhead reads as a ratio and its allocations per call beside the
 // raw code's:
 //

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
-	"github.com/pipestate/pipestate/internal/faults"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 )
 

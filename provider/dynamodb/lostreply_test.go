@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"

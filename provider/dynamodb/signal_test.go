@@ -7,9 +7,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
 	"github.com/pipestate/pipestate/providertest"
 )
 

@@ -3,8 +3,8 @@ package memory
 import (
 	"fmt"
 
+	"github.com/pipestate/pipestate/internal/corrupthook"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory/internal/corrupthook"
 	"github.com/pipestate/pipestate/types"
 )
 

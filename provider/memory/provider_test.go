@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/memorytest"
 )
 
 // TestNewRejectsBadOptions passes a nil option and each bad option value to New and

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
 	"github.com/pipestate/pipestate/internal/readcheck"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
 	"github.com/pipestate/pipestate/types"

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
-	"github.com/pipestate/pipestate/internal/steadyload"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/steadyload"
 )
 
 // size is how many records the data holds, expired ones included, and how long

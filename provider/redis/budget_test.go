@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/fencectx"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
 )

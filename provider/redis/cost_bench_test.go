@@ -8,9 +8,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
 	"github.com/pipestate/pipestate/internal/ids"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
 // BenchmarkServerCost takes the Redis provider's write scripts apart, to show

@@ -3,7 +3,7 @@ package redis_test
 import (
 	"testing"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 )
 
 // TestMain fails the package when its tests leave tables or keys behind.

@@ -8,7 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/steadyload"
+	"github.com/pipestate/pipestate/internal/testkit/steadyload"
 	"github.com/pipestate/pipestate/provider/redis"
 )
 

@@ -12,8 +12,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
@@ -24,7 +24,7 @@ import (
 // Benchmarks run against DynamoDB Local when DYNAMODB_ENDPOINT is set (or Docker
 // answers). Each library call runs beside the raw client sending the same requests
 // (the same conditions on the expiry and the bounds, the same tokens), interleaved
-// in rounds (internal/benchpair), sequentially ("seq") and on 64 goroutines
+// in rounds (internal/testkit/benchpair), sequentially ("seq") and on 64 goroutines
 // ("parallel64", one key per worker, so that they never conflict):
 //
 //	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 go test -run '^$' -bench . -benchtime 2000x ./state/dynamodb

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/state/dynamodb"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
 	"github.com/pipestate/pipestate/state/internal/storetest"

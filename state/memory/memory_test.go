@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"

@@ -12,8 +12,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
@@ -23,7 +23,7 @@ import (
 // The benchmarks run each hot call against miniredis and, when REDIS_ADDR is set (or
 // Docker answers), a real Redis, beside the hand-written go-redis code a careful
 // client would write for the same contract (the same round trips, the same atomicity,
-// the same expiry), interleaved in rounds (internal/benchpair), so the library's
+// the same expiry), interleaved in rounds (internal/testkit/benchpair), so the library's
 // overhead reads as a ratio and its allocations per call beside the raw code's:
 //
 //	go test -run '^$' -bench . -benchtime 3000x ./state/redis

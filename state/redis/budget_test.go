@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/fencectx"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"

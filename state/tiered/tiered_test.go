@@ -13,10 +13,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
-	"github.com/pipestate/pipestate/internal/faults"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
-	"github.com/pipestate/pipestate/internal/testenv"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/state"

@@ -21,7 +21,7 @@
 // the time per call of the whole round (wall time / calls), so its ns/op is the
 // inverse of throughput.
 //
-// The command internal/benchpair/benchtable turns `go test -bench` output of such
+// The command internal/testkit/benchpair/benchtable turns `go test -bench` output of such
 // benchmarks into the table of the README (make bench).
 package benchpair
 

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/fakeclock"
+	"github.com/pipestate/pipestate/internal/corrupthook"
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/memory/internal/corrupthook"
 	"github.com/pipestate/pipestate/providertest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/faults"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 )
 
 // A dropped reply reaches the server and go-redis retries it: INCR runs twice.

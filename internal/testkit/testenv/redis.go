@@ -15,7 +15,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
 // RedisAddr returns the host:port of a standalone Redis server: REDIS_ADDR if set,

@@ -9,7 +9,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/pipestate/pipestate/internal/fencectx"
-	"github.com/pipestate/pipestate/internal/lincheck"
+	"github.com/pipestate/pipestate/internal/testkit/lincheck"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/types"

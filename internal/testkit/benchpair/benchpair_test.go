@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipestate/pipestate/internal/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
 // sinks keeps each worker's allocations on the heap.

@@ -29,7 +29,7 @@
 // together from a barrier, and returns the recorded history. Config sizes it and
 // bounds its time. The tests of this package run every workload on provider/memory
 // and state/memory, miniredis, redis-server, a Redis Cluster and DynamoDB Local,
-// with faults from internal/faults, and prove on memory, through deliberately
+// with faults from internal/testkit/faults, and prove on memory, through deliberately
 // broken wrappers, that each check can fail.
 //
 // Unknown outcomes: a call that returned an error other than a documented answer

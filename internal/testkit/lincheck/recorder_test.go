@@ -6,7 +6,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/pipestate/pipestate/internal/lincheck"
+	"github.com/pipestate/pipestate/internal/testkit/lincheck"
 	"github.com/pipestate/pipestate/types"
 )
 
