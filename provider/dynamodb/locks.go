@@ -37,10 +37,12 @@ var _ provider.LockInspector = (*Provider)(nil)
 // A lock request is one of these updates under one of two conditions: free (the
 // key is free or its holder expired at :now) or heldBy (:h holds the key, unexpired
 // at :now). Acquire and release add that the call's token :t is not on the item
-// yet (a comparison with an absent attribute is false, so NOT makes it true):
-// once it is, the call has been applied and a retry only reads the outcome. Their
-// texts are package variables shared by every request; values are the request's
-// own.
+// yet, in tok or rtok (a comparison with an absent attribute is false, so NOT
+// makes it true): once it is, the call has been applied and a retry only reads the
+// outcome. An acquire's token leaves tok only when another acquire takes the key,
+// which it can only once the key was released (the token is in rfreed then) or
+// expired. Their texts are package variables shared by every request; values are
+// the request's own.
 const (
 	condFree   = "attribute_not_exists(#h) OR #e <= :now"
 	condHeldBy = "#h = :h AND (attribute_not_exists(#e) OR #e > :now)"
@@ -56,10 +58,10 @@ type lockUpdate struct {
 }
 
 var (
-	namesLock    = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#f": attrFreed}
+	namesLock    = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok}
 	namesRelease = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#r": attrRelTok, "#f": attrFreed}
 	namesHeld    = map[string]string{"#h": attrHolder, "#e": attrExp}
-	takeCond     = "(" + condFree + ") AND NOT (#t = :t OR #f = :t)"
+	takeCond     = "(" + condFree + ") AND NOT (#t = :t)"
 	takeExpiring = &lockUpdate{"SET #h = :h, #t = :t, #e = :e", takeCond, namesLock, []string{attrTok, attrFreed}}
 	takeForever  = &lockUpdate{"SET #h = :h, #t = :t REMOVE #e", takeCond, namesLock, []string{attrTok, attrFreed}}
 	takeLease    = &lockUpdate{"SET #h = :h, #t = :t, #e = :e ADD #f :one", condFree, map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#f": attrFence}, []string{attrTok}}
