@@ -232,11 +232,10 @@
 //     there fails it and reads the outcome from the item the failure returns): an
 //     acquire's token stays readable as "tok" until the key is taken again and as
 //     "rfreed" until it is released again, a release's as "rtok" until the next
-//     release. So a lock call whose retry comes after the key was taken and
-//     released again by others (two more holds for an acquire, one for a
-//     release; the SDK retries within its backoff, milliseconds to seconds)
-//     reports the key as it finds it: false or ErrLockNotHeld, never
-//     a second take or release. The one-action transactions these calls used
+//     release. Only a retry that comes after its hold (an acquire's) or its
+//     release was followed by another call's hold and that hold's release (the
+//     SDK retries within its backoff: milliseconds to seconds) reports the key
+//     as it finds it, false or ErrLockNotHeld; none takes or frees twice. The one-action transactions these calls used
 //     before (2 WCU) had DynamoDB remember the token for 10 minutes instead.
 //     Plain puts and deletes are idempotent. The package's lost-reply test drops the
 //     response of every write method once and checks these outcomes.
