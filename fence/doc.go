@@ -50,8 +50,9 @@
 // MergeUpdate, MergeUpdateOnce and MergeMany. A backend may remember fences for a
 // larger group of records (the Redis provider: everything stored under one hash
 // tag, so a pipeline's run logs, markers, replays, late arrivals and events share
-// one memory), which refuses more stale writes, never fewer: a fence below a
-// newer one of the same key is stale everywhere.
+// one memory; the Redis stores: every bucket of an entity), which refuses more
+// stale writes, never fewer: a fence below a newer one of the same key is stale
+// everywhere.
 //
 // # Which writes take a fence
 //
@@ -87,10 +88,11 @@
 //
 // # Lifetime
 //
-// What a record remembers lives and expires with the record (its retention, the
-// key's TTL of a store). A record written again after it expired remembers from
-// scratch: a holder paused for longer than the record's retention can write it
-// again. Each lease key that ever wrote a record adds one small entry to it (a
+// What a record remembers lives as long as the record (its retention, the key's
+// TTL of a store) and no longer, so it adds no unbounded growth: once the backend
+// has deleted an expired record, the record written again remembers from scratch,
+// and a holder paused for longer than the record's retention can write it again
+// (a backend may remember longer, which only refuses more). Each lease key that ever wrote a record adds one small entry to it (a
 // hash field on Redis, an attribute on DynamoDB), so use a bounded set of lease
 // keys per record (one per pipeline or job, not one per run).
 //

@@ -165,6 +165,13 @@
 //	               sending nothing, and whose reads return what a writer's return.
 //	               (Checked by each built-in backend's tests with read-only
 //	               credentials, not by providertest, which cannot take them away.)
+//	fencing        a write through Fenced(p, lease) (package fence) carries the
+//	               lease's key and fence; the backend refuses it, atomically with
+//	               the write and with an error wrapping ErrFenced, once a newer
+//	               fence of that key has written the record, and otherwise writes
+//	               it and remembers the fence. The writes, what "the record" is
+//	               for each, and what a fence does not protect are in the fence
+//	               package doc; fencing is not optional.
 //	corrupt        a stored record that does not decode: a Get* of it returns an
 //	               error wrapping ErrCorrupt (a *CorruptError) that names it; every
 //	               List* and iterator skips it, returns the others (a List*(limit)
@@ -208,7 +215,10 @@
 // RunCreator, EventFollower, MarkerWatcher, LockInspector and LockLister), start each method
 // with the Prepare* and Check* helpers so bad input is rejected and defaults are
 // filled the same way everywhere, decode what you read with Decode and
-// DecodeOrSkip (see "Corrupt records"), keep records for a Retention (an
+// DecodeOrSkip (see "Corrupt records"), honour fenced writes (read the token
+// with fence.FromContext in each write that takes one and apply fence.Set's rule
+// in the write's critical section, script or condition), keep records for a
+// Retention (an
 // option taking one, DefaultRetention() by default; stamp each write with
 // Expiry and judge reads with Live), and run providertest.Run from your tests:
 // it runs the group of each optional interface your provider implements, the

@@ -141,7 +141,9 @@
 //	}
 //
 // Run one group with RunRunStore, RunLocker, RunExpiry, RunFidelity and so on, or
-// one test with go test -run 'TestConformance/RunStore/cas_match'.
+// one test with go test -run 'TestConformance/RunStore/cas_match'. The subtest
+// names are stable: a group lists one function per behaviour under its name, and
+// the suite's own TestSubtestNames compares every name with a golden file.
 //
 // # The Harness contract
 //
@@ -152,7 +154,9 @@
 // provider and registers its own cleanup with t.Cleanup; the suite stops some
 // providers itself, so Stop must be idempotent (it is in the contract).
 //
-// The other fields are optional; each enables or sharpens tests:
+// The other fields are optional; each enables or sharpens tests. Harness.Features
+// lists them in one table, each with the subtests it enables (they skip without
+// it) and whether your harness sets it; t.Log(h.Features()) prints it:
 //
 //   - OpenOwner opens an instance with a chosen owner identity. It enables
 //     Locker/owner_prefix_cannot_release (owners that are prefixes of each
@@ -173,6 +177,9 @@
 //   - ReadinessTTL tells the suite the readiness TTL your providers were opened
 //     with (zero: the default 5 minutes); with real sleeps, open them with a
 //     short one and say so here.
+//   - ListPage tells the suite the most items your backend reads in one
+//     internal page of a list; the Lists/long tests then span three pages or
+//     more (zero: lists of 300 items).
 //   - ExpireEvents drops, by the backend's own retention, every event appended
 //     so far to a pipeline (advance the clock past a time-based retention, or
 //     trim a log kept by count). It enables EventStore/retention_drops_old_events,
@@ -191,6 +198,9 @@
 //     the backend's own client (an SQL UPDATE of a row's JSON, a raw HSET, an
 //     appended log entry): the id arguments of each provider.RecordKind are in
 //     its field doc. It enables the Corrupt group; nil skips it.
+//   - Retention is the record retention your providers were built with; with
+//     Sleep it enables the Retention group for each kind with a positive
+//     retention; zero skips the group.
 //
 // Before anything else, Run and each Run* group check the harness: two
 // providers opened with one t must share storage. When they do not, the group
@@ -213,6 +223,13 @@
 // absent, those groups skip with the reason, as do the after-Stop calls of their
 // methods and the Expiry, Fidelity and Lists subtests of leases and markers.
 //
+// # Fencing
+//
+// RunFencing runs on every harness: fencing is part of the contract, not an
+// optional interface. It writes through provider.Fenced with made-up leases (any
+// valid key, fences from 1), so it needs no Leaser, except its takeover test,
+// which takes real leases and sleeps past the first one's expiry (Sleep).
+//
 // # Teeth
 //
 // The suite's own tests (teeth_test.go) wrap the memory backend in 102 broken
@@ -225,7 +242,10 @@
 // fails whole on one record that does not decode, counts it toward its limit or
 // skips it without a report, a follow that ends at it, a run still shown at its
 // exact expiry instant, a retention counted from the first write only, a list
-// that keeps expired runs, a create that refuses a run that expired — and
+// that keeps expired runs, a create that refuses a run that expired, fences
+// ignored, refused but written, kept per instance or for one lease key, forgotten
+// by an unfenced write, lowered by a refusal, remembered by a CAS that lost or
+// checked after the version — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.

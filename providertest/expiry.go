@@ -107,6 +107,25 @@ func ttlKinds() []ttlKind {
 	}
 }
 
+// ttlOf is the ttl an entity of kind is written with when a test asks for ttl:
+// the readiness TTL for a kind whose ttl is fixed.
+func (s *suite) ttlOf(kind ttlKind, ttl time.Duration) time.Duration {
+	if kind.fixedTTL {
+		return s.readinessTTL()
+	}
+	return ttl
+}
+
+// bothLive fails the test unless e is live (want) as both p and q see it.
+func bothLive(t *testing.T, e ttlEntity, want bool, what string, p, q provider.Provider) {
+	t.Helper()
+	for i, inst := range []provider.Provider{p, q} {
+		if got := e.live(inst); got != want {
+			t.Fatalf("%s: live = %v as instance %d sees it, want %v", what, got, i, want)
+		}
+	}
+}
+
 // RunExpiry tests TTLs beyond the single-ttl tests of each group, on traits,
 // readiness results, locks and leases: sub-second ttls honoured to the
 // millisecond, a shorter ttl after a longer one, a re-put part-way through a ttl
@@ -120,76 +139,70 @@ func RunExpiry(t *testing.T, h Harness) {
 			if kind.leaser && !hasLeaser {
 				continue
 			}
-			ttlOf := func(ttl time.Duration) time.Duration {
-				if kind.fixedTTL {
-					return s.readinessTTL()
-				}
-				return ttl
-			}
-			both := func(t *testing.T, e ttlEntity, want bool, what string, p, q provider.Provider) {
-				t.Helper()
-				for i, inst := range []provider.Provider{p, q} {
-					if got := e.live(inst); got != want {
-						t.Fatalf("%s: live = %v as instance %d sees it, want %v", what, got, i, want)
-					}
-				}
-			}
 			if !kind.fixedTTL {
-				test(t, "sub_second_ttl/"+kind.name, func(t *testing.T) {
-					p, q, k := s.open(t), s.open(t), newIDs(t)
-					e := kind.new(t, p, k)
-					e.put(subSecondTTL)
-					if s.h.Sleep == nil {
-						s.sleep(t, subSecondTTL+time.Second)
-						both(t, e, false, "a second after a sub-second ttl", p, q)
-						return
-					}
-					s.sleep(t, subSecondLive)
-					both(t, e, true, "before a sub-second ttl passed", p, q)
-					s.sleep(t, subSecondTTL-subSecondLive)
-					both(t, e, false, "exactly when a sub-second ttl passed", p, q)
-				})
-				test(t, "shorter_ttl_after_longer/"+kind.name, func(t *testing.T) {
-					p, q, k := s.open(t), s.open(t), newIDs(t)
-					e := kind.new(t, p, k)
-					e.put(longTTL)
-					e.again(shortTTL)
-					s.sleep(t, expireWait)
-					both(t, e, false, "after the shorter second ttl passed", p, q)
-				})
+				test(t, "sub_second_ttl/"+kind.name, func(t *testing.T) { testExpirySubSecondTTL(t, s, kind) })
+				test(t, "shorter_ttl_after_longer/"+kind.name, func(t *testing.T) { testExpiryShorterTTLAfterLonger(t, s, kind) })
 			}
-			test(t, "re_put_mid_ttl/"+kind.name, func(t *testing.T) {
-				if s.h.Sleep == nil {
-					t.Skip("Harness.Sleep is nil: on real time, a point part-way through a ttl is too close to expiry to assert reliably")
-				}
-				ttl := ttlOf(shortTTL)
-				p, q, k := s.open(t), s.open(t), newIDs(t)
-				e := kind.new(t, p, k)
-				e.put(ttl)
-				s.sleep(t, ttl*3/4)
-				e.again(ttl) // expires at 7/4 ttl now
-				s.sleep(t, ttl/2)
-				both(t, e, true, "past the first ttl, within the ttl of the re-put", p, q)
-				s.sleep(t, ttl/2)
-				both(t, e, false, "exactly when the ttl of the re-put passed", p, q)
-			})
-			test(t, "read_live_then_expired/"+kind.name, func(t *testing.T) {
-				ttl := shortTTL
-				if s.h.Sleep == nil {
-					ttl = realReadTTL
-				}
-				ttl = ttlOf(ttl)
-				p, q, k := s.open(t), s.open(t), newIDs(t)
-				e := kind.new(t, p, k)
-				e.put(ttl)
-				both(t, e, true, "right after the write", p, q)
-				wait := ttl
-				if s.h.Sleep == nil {
-					wait += time.Second
-				}
-				s.sleep(t, wait)
-				both(t, e, false, "after the ttl, read while live before (no cache may keep it)", p, q)
-			})
+			test(t, "re_put_mid_ttl/"+kind.name, func(t *testing.T) { testExpiryRePutMidTTL(t, s, kind) })
+			test(t, "read_live_then_expired/"+kind.name, func(t *testing.T) { testExpiryReadLiveThenExpired(t, s, kind) })
 		}
 	})
+}
+
+func testExpirySubSecondTTL(t *testing.T, s *suite, kind ttlKind) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	e := kind.new(t, p, k)
+	e.put(subSecondTTL)
+	if s.h.Sleep == nil {
+		s.sleep(t, subSecondTTL+time.Second)
+		bothLive(t, e, false, "a second after a sub-second ttl", p, q)
+		return
+	}
+	s.sleep(t, subSecondLive)
+	bothLive(t, e, true, "before a sub-second ttl passed", p, q)
+	s.sleep(t, subSecondTTL-subSecondLive)
+	bothLive(t, e, false, "exactly when a sub-second ttl passed", p, q)
+}
+
+func testExpiryShorterTTLAfterLonger(t *testing.T, s *suite, kind ttlKind) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	e := kind.new(t, p, k)
+	e.put(longTTL)
+	e.again(shortTTL)
+	s.sleep(t, expireWait)
+	bothLive(t, e, false, "after the shorter second ttl passed", p, q)
+}
+
+func testExpiryRePutMidTTL(t *testing.T, s *suite, kind ttlKind) {
+	if s.h.Sleep == nil {
+		t.Skip("Harness.Sleep is nil: on real time, a point part-way through a ttl is too close to expiry to assert reliably")
+	}
+	ttl := s.ttlOf(kind, shortTTL)
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	e := kind.new(t, p, k)
+	e.put(ttl)
+	s.sleep(t, ttl*3/4)
+	e.again(ttl) // expires at 7/4 ttl now
+	s.sleep(t, ttl/2)
+	bothLive(t, e, true, "past the first ttl, within the ttl of the re-put", p, q)
+	s.sleep(t, ttl/2)
+	bothLive(t, e, false, "exactly when the ttl of the re-put passed", p, q)
+}
+
+func testExpiryReadLiveThenExpired(t *testing.T, s *suite, kind ttlKind) {
+	ttl := shortTTL
+	if s.h.Sleep == nil {
+		ttl = realReadTTL
+	}
+	ttl = s.ttlOf(kind, ttl)
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	e := kind.new(t, p, k)
+	e.put(ttl)
+	bothLive(t, e, true, "right after the write", p, q)
+	wait := ttl
+	if s.h.Sleep == nil {
+		wait += time.Second
+	}
+	s.sleep(t, wait)
+	bothLive(t, e, false, "after the ttl, read while live before (no cache may keep it)", p, q)
 }

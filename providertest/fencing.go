@@ -32,97 +32,105 @@ func RunFencing(t *testing.T, h Harness) {
 				fencingRules(t, s, w)
 			})
 		}
-		test(t, "cas_checks_fence_before_version", func(t *testing.T) {
-			p, q, k := s.open(t), s.open(t), newIDs(t)
-			noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
-			swapped, err := fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 1))
-			if err != nil || !swapped {
-				t.Fatalf("CAS fenced 5 = (%v, %v), want (true, nil)", swapped, err)
-			}
-			// A CAS that loses on its version writes nothing and so remembers
-			// nothing: fence 6 with the old version, then fence 5 with the right one.
-			swapped, err = fenced(t, q, k.lock, 6).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 2))
-			if err != nil || swapped {
-				t.Fatalf("CAS fenced 6 on a stale version = (%v, %v), want (false, nil)", swapped, err)
-			}
-			swapped, err = fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 1, fencedRun(k, 3))
-			if err != nil || !swapped {
-				t.Fatalf("CAS fenced 5 after a lost CAS fenced 6 = (%v, %v), want (true, nil): a CAS that swapped nothing must remember no fence", swapped, err)
-			}
-			// A stale fence is refused even when its version is wrong too.
-			swapped, err = fenced(t, q, k.lock, 6).CompareAndSwapRunState(t.Context(), k.run, 2, fencedRun(k, 4))
-			if err != nil || !swapped {
-				t.Fatalf("CAS fenced 6 = (%v, %v), want (true, nil)", swapped, err)
-			}
-			_, err = fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 5))
-			wantFenced(t, err, "CAS fenced 5 on a stale version after fence 6 wrote")
-			got, err := q.GetRunState(t.Context(), k.run)
-			if r := mustGet(t, got, err, "GetRunState"); r.Version != 3 || step(r) != 4 {
-				t.Errorf("run after the refused CAS = version %d step %d, want 3 and 4", r.Version, step(r))
-			}
-		})
-		test(t, "create_checks_fence_before_existence", func(t *testing.T) {
-			p, q, k := s.open(t), s.open(t), newIDs(t)
-			if _, ok := p.(provider.RunCreator); !ok {
-				t.Skip("the provider does not implement provider.RunCreator")
-			}
-			run := newRun(k.pipeline, k.run, at(0))
-			created, err := fenced(t, p, k.lock, 5).(provider.RunCreator).CreateRunState(t.Context(), run)
-			if err != nil || !created {
-				t.Fatalf("CreateRunState fenced 5 = (%v, %v), want (true, nil)", created, err)
-			}
-			created, err = fenced(t, q, k.lock, 5).(provider.RunCreator).CreateRunState(t.Context(), run)
-			if err != nil || created {
-				t.Fatalf("CreateRunState fenced 5 again = (%v, %v), want (false, nil)", created, err)
-			}
-			_, err = fenced(t, q, k.lock, 4).(provider.RunCreator).CreateRunState(t.Context(), run)
-			wantFenced(t, err, "CreateRunState fenced 4 of a run fence 5 created")
-			// A create that found the run remembers nothing.
-			_, err = fenced(t, q, k.lock, 9).(provider.RunCreator).CreateRunState(t.Context(), run)
-			noErr(t, err, "CreateRunState fenced 9 of an existing run")
-			noErr(t, fenced(t, p, k.lock, 5).PutRunState(t.Context(), fencedRun(k, 1)),
-				"PutRunState fenced 5 after a create fenced 9 that found the run (it wrote nothing, so it must remember nothing)")
-		})
-		test(t, "takeover_refuses_paused_holder", func(t *testing.T) {
-			p, q, k := s.open(t), s.open(t), newIDs(t)
-			lp, ok := p.(provider.Leaser)
-			if !ok {
-				t.Skip("the provider does not implement provider.Leaser")
-			}
-			noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
-			old := mustLease(t, lp, k.lock, shortTTL)
-			stale := fencedLease(t, p, old)
-			swapped, err := stale.CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 1))
-			if err != nil || !swapped {
-				t.Fatalf("the first holder's CAS = (%v, %v), want (true, nil)", swapped, err)
-			}
-			s.sleep(t, expireWait) // the first holder pauses past its lease
-			next := mustLease(t, q.(provider.Leaser), k.lock, longTTL)
-			if next.Fence <= old.Fence {
-				t.Fatalf("the next lease has fence %d, want above %d", next.Fence, old.Fence)
-			}
-			swapped, err = fencedLease(t, q, next).CompareAndSwapRunState(t.Context(), k.run, 1, fencedRun(k, 2))
-			if err != nil || !swapped {
-				t.Fatalf("the new holder's CAS = (%v, %v), want (true, nil)", swapped, err)
-			}
-			// The first holder wakes up and writes as if it still held the lease.
-			_, err = stale.CompareAndSwapRunState(t.Context(), k.run, 2, fencedRun(k, 3))
-			wantFenced(t, err, "the paused holder's CAS after the takeover")
-			wantFenced(t, stale.PutRunState(t.Context(), fencedRun(k, 4)), "the paused holder's PutRunState after the takeover")
-			got, err := p.GetRunState(t.Context(), k.run)
-			if r := mustGet(t, got, err, "GetRunState"); r.Version != 2 || step(r) != 2 {
-				t.Errorf("run = version %d step %d, want the new holder's (2, 2)", r.Version, step(r))
-			}
-		})
-		test(t, "bad_lease_refused_by_view", func(t *testing.T) {
-			p := s.open(t)
-			for _, l := range []types.Lease{{Key: "", Token: "t", Fence: 1}, {Key: "k", Token: "", Fence: 1}, {Key: "k", Token: "t", Fence: 0}} {
-				if _, err := provider.Fenced(p, l); !errors.Is(err, provider.ErrInvalidArgument) {
-					t.Errorf("provider.Fenced(%+v) error = %v, want ErrInvalidArgument", l, err)
-				}
-			}
-		})
+		s.run(t, "cas_checks_fence_before_version", testFencingCASChecksFenceBeforeVersion)
+		s.run(t, "create_checks_fence_before_existence", testFencingCreateChecksFenceBeforeExistence)
+		s.run(t, "takeover_refuses_paused_holder", testFencingTakeoverRefusesPausedHolder)
+		s.run(t, "bad_lease_refused_by_view", testFencingBadLeaseRefusedByView)
 	})
+}
+
+func testFencingCASChecksFenceBeforeVersion(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
+	swapped, err := fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 1))
+	if err != nil || !swapped {
+		t.Fatalf("CAS fenced 5 = (%v, %v), want (true, nil)", swapped, err)
+	}
+	// A CAS that loses on its version writes nothing and so remembers
+	// nothing: fence 6 with the old version, then fence 5 with the right one.
+	swapped, err = fenced(t, q, k.lock, 6).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 2))
+	if err != nil || swapped {
+		t.Fatalf("CAS fenced 6 on a stale version = (%v, %v), want (false, nil)", swapped, err)
+	}
+	swapped, err = fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 1, fencedRun(k, 3))
+	if err != nil || !swapped {
+		t.Fatalf("CAS fenced 5 after a lost CAS fenced 6 = (%v, %v), want (true, nil): a CAS that swapped nothing must remember no fence", swapped, err)
+	}
+	// A stale fence is refused even when its version is wrong too.
+	swapped, err = fenced(t, q, k.lock, 6).CompareAndSwapRunState(t.Context(), k.run, 2, fencedRun(k, 4))
+	if err != nil || !swapped {
+		t.Fatalf("CAS fenced 6 = (%v, %v), want (true, nil)", swapped, err)
+	}
+	_, err = fenced(t, p, k.lock, 5).CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 5))
+	wantFenced(t, err, "CAS fenced 5 on a stale version after fence 6 wrote")
+	got, err := q.GetRunState(t.Context(), k.run)
+	if r := mustGet(t, got, err, "GetRunState"); r.Version != 3 || step(r) != 4 {
+		t.Errorf("run after the refused CAS = version %d step %d, want 3 and 4", r.Version, step(r))
+	}
+}
+
+func testFencingCreateChecksFenceBeforeExistence(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	if _, ok := p.(provider.RunCreator); !ok {
+		t.Skip("the provider does not implement provider.RunCreator")
+	}
+	run := newRun(k.pipeline, k.run, at(0))
+	created, err := fenced(t, p, k.lock, 5).(provider.RunCreator).CreateRunState(t.Context(), run)
+	if err != nil || !created {
+		t.Fatalf("CreateRunState fenced 5 = (%v, %v), want (true, nil)", created, err)
+	}
+	created, err = fenced(t, q, k.lock, 5).(provider.RunCreator).CreateRunState(t.Context(), run)
+	if err != nil || created {
+		t.Fatalf("CreateRunState fenced 5 again = (%v, %v), want (false, nil)", created, err)
+	}
+	_, err = fenced(t, q, k.lock, 4).(provider.RunCreator).CreateRunState(t.Context(), run)
+	wantFenced(t, err, "CreateRunState fenced 4 of a run fence 5 created")
+	// A create that found the run remembers nothing.
+	_, err = fenced(t, q, k.lock, 9).(provider.RunCreator).CreateRunState(t.Context(), run)
+	noErr(t, err, "CreateRunState fenced 9 of an existing run")
+	noErr(t, fenced(t, p, k.lock, 5).PutRunState(t.Context(), fencedRun(k, 1)),
+		"PutRunState fenced 5 after a create fenced 9 that found the run (it wrote nothing, so it must remember nothing)")
+}
+
+func testFencingTakeoverRefusesPausedHolder(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	lp, ok := p.(provider.Leaser)
+	if !ok {
+		t.Skip("the provider does not implement provider.Leaser")
+	}
+	noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
+	old := mustLease(t, lp, k.lock, shortTTL)
+	stale := fencedLease(t, p, old)
+	swapped, err := stale.CompareAndSwapRunState(t.Context(), k.run, 0, fencedRun(k, 1))
+	if err != nil || !swapped {
+		t.Fatalf("the first holder's CAS = (%v, %v), want (true, nil)", swapped, err)
+	}
+	s.sleep(t, expireWait) // the first holder pauses past its lease
+	next := mustLease(t, q.(provider.Leaser), k.lock, longTTL)
+	if next.Fence <= old.Fence {
+		t.Fatalf("the next lease has fence %d, want above %d", next.Fence, old.Fence)
+	}
+	swapped, err = fencedLease(t, q, next).CompareAndSwapRunState(t.Context(), k.run, 1, fencedRun(k, 2))
+	if err != nil || !swapped {
+		t.Fatalf("the new holder's CAS = (%v, %v), want (true, nil)", swapped, err)
+	}
+	// The first holder wakes up and writes as if it still held the lease.
+	_, err = stale.CompareAndSwapRunState(t.Context(), k.run, 2, fencedRun(k, 3))
+	wantFenced(t, err, "the paused holder's CAS after the takeover")
+	wantFenced(t, stale.PutRunState(t.Context(), fencedRun(k, 4)), "the paused holder's PutRunState after the takeover")
+	got, err := p.GetRunState(t.Context(), k.run)
+	if r := mustGet(t, got, err, "GetRunState"); r.Version != 2 || step(r) != 2 {
+		t.Errorf("run = version %d step %d, want the new holder's (2, 2)", r.Version, step(r))
+	}
+}
+
+func testFencingBadLeaseRefusedByView(t *testing.T, s *suite) {
+	p := s.open(t)
+	for _, l := range []types.Lease{{Key: "", Token: "t", Fence: 1}, {Key: "k", Token: "", Fence: 1}, {Key: "k", Token: "t", Fence: 0}} {
+		if _, err := provider.Fenced(p, l); !errors.Is(err, provider.ErrInvalidArgument) {
+			t.Errorf("provider.Fenced(%+v) error = %v, want ErrInvalidArgument", l, err)
+		}
+	}
 }
 
 // fencedWrite is one write that takes a fence, as the Fencing group drives it:

@@ -36,156 +36,168 @@ func RunFidelity(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Fidelity", h, func(t *testing.T, s *suite) {
 		for _, kind := range timeKinds() {
-			test(t, "times/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				times := fidelityTimes()
-				n := len(times)
-				// Item i has the i-th oldest time and an ID that sorts against time
-				// order, so that a tie (a truncated time) breaks the wrong way.
-				id := func(i int) string { return fmt.Sprintf("t%02d", n-i) }
-				for _, i := range []int{3, 9, 0, 5, 7, 1, 8, 2, 6, 4} {
-					noErr(t, kind.put(t.Context(), p, k, id(i), times[i]), kind.name+": put at "+times[i].String())
-				}
-				got, err := kind.list(t.Context(), p, k)
-				noErr(t, err, kind.name+": list")
-				var wantIDs []string
-				var wantTimes []time.Time
-				for i := range n {
-					wantIDs = append(wantIDs, id(i))
-					wantTimes = append(wantTimes, times[i])
-				}
-				if kind.newestFirst {
-					slices.Reverse(wantIDs)
-					slices.Reverse(wantTimes)
-				}
-				if kind.sorted {
-					same(t, kind.name+": IDs in list order", wantIDs, got.ids)
-				} else {
-					got.ids, got.times = wantIDs, sortedTimes(got.times, kind.newestFirst)
-				}
-				same(t, kind.name+": times in list order (each Equal to what was put)", wantTimes, got.times)
-			})
+			test(t, "times/"+kind.name, func(t *testing.T) { testFidelityTimes(t, s, kind) })
 		}
 		for _, kind := range zeroKinds() {
-			test(t, "zero_times/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				for _, err := range kind.roundTrip(t.Context(), p, k) {
-					if err != nil {
-						t.Errorf("%s: %v", kind.name, err)
-					}
-				}
-			})
+			test(t, "zero_times/"+kind.name, func(t *testing.T) { testFidelityZeroTimes(t, s, kind) })
 		}
 		for _, kind := range idKinds() {
-			test(t, "valid_ids/"+kind.name, func(t *testing.T) {
-				p, k := s.open(t), newIDs(t)
-				if kind.reader {
-					if _, ok := p.(provider.CascadeReader); !ok {
-						t.Skip("the provider does not implement provider.CascadeReader")
-					}
-				}
-				for _, id := range validIDs() {
-					if err := kind.roundTrip(t.Context(), p, k, id); err != nil {
-						t.Errorf("%s with every ID %q (%d bytes, valid): %v", kind.name, id, len(id), err)
-					}
-				}
-			})
+			test(t, "valid_ids/"+kind.name, func(t *testing.T) { testFidelityValidIDs(t, s, kind) })
 		}
 		for _, kind := range prefixKinds() {
-			test(t, "prefix_ids/"+kind.name, func(t *testing.T) {
-				p := s.open(t)
-				if kind.reader {
-					if _, ok := p.(provider.CascadeReader); !ok {
-						t.Skip("the provider does not implement provider.CascadeReader")
-					}
-				}
-				family := prefixFamily
-				for tag, id := range family {
-					noErr(t, kind.put(t.Context(), p, id, tag), fmt.Sprintf("%s: put %q", kind.name, id))
-				}
-				for tag, id := range family {
-					for _, read := range kind.reads {
-						got, err := read.do(t.Context(), p, id)
-						noErr(t, err, read.name)
-						if !slices.Equal(got, []int{tag}) {
-							names := make([]string, len(got))
-							for i, g := range got {
-								names[i] = fmt.Sprintf("%q", family[g])
-							}
-							t.Errorf("%s(%q) found the data of %v, want only its own: prefix-related IDs must never see each other's data",
-								read.name, id, names)
-						}
-					}
-				}
-			})
+			test(t, "prefix_ids/"+kind.name, func(t *testing.T) { testFidelityPrefixIDs(t, s, kind) })
 		}
-		test(t, "prefix_ids/follow_events", func(t *testing.T) {
-			f, ok := s.open(t).(provider.EventFollower)
-			if !ok {
-				t.Skip("the provider does not implement provider.EventFollower")
-			}
-			// Followers started before anything is written see the writes live; the
-			// ones started after see them stored. Every ID's tagged event is written
-			// before any ID's last event, so a follower that yields another ID's
-			// events in commit order yields them before its own last one.
-			live := make([]<-chan item[types.EventRecord], len(prefixFamily))
-			for i, id := range prefixFamily {
-				live[i] = consume(f.FollowEvents(t.Context(), id, ""))
-			}
-			w := s.open(t)
-			for _, msg := range []func(tag int) string{strconv.Itoa, func(int) string { return "end" }} {
-				for tag, id := range prefixFamily {
-					ev := newEvent(id, tag)
-					ev.Message = msg(tag)
-					noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
-				}
-			}
-			for tag, id := range prefixFamily {
-				checkFollowed(t, live[tag], tag, "FollowEvents started before the writes")
-				checkFollowed(t, consume(f.FollowEvents(t.Context(), id, "")), tag, "FollowEvents started after the writes")
-			}
-		})
-		test(t, "prefix_ids/watch_markers", func(t *testing.T) {
-			p := s.open(t)
-			mw, ok := p.(provider.MarkerWatcher)
-			if !ok {
-				t.Skip("the provider does not implement provider.MarkerWatcher")
-			}
-			ch := consume(mw.WatchCascadeMarkers(t.Context(), ""))
-			// Each ID of the family in each position of a marker write; a watch
-			// delivers every write as written, never attributed to a neighbour.
-			want := map[string]bool{}
-			for tag, id := range prefixFamily {
-				for _, m := range []types.CascadeMarker{
-					{PipelineID: id, ScheduleID: "s", Date: "d", Source: fmt.Sprintf("a%d", tag)},
-					{PipelineID: "x", ScheduleID: id, Date: "d", Source: fmt.Sprintf("b%d", tag)},
-					{PipelineID: "x", ScheduleID: "s", Date: id, Source: fmt.Sprintf("c%d", tag)},
-					{PipelineID: "y", ScheduleID: "s", Date: "d", Source: id},
-				} {
-					noErr(t, p.WriteCascadeMarker(t.Context(), m.PipelineID, m.ScheduleID, m.Date, m.Source), "WriteCascadeMarker "+markerKey(m))
-					want[markerKey(m)] = true
-				}
-			}
-			seen := map[string]bool{}
-			timeout := time.After(deliveryWait)
-			for len(seen) < len(want) {
-				select {
-				case it, ok := <-ch:
-					if !ok || it.err != nil {
-						t.Fatalf("watch ended (%v) with %d of %d writes delivered", it.err, len(seen), len(want))
-					}
-					key := markerKey(it.r.Marker)
-					if !want[key] {
-						t.Fatalf("watch delivered %q (pipeline|schedule|date|source), a marker nobody wrote: "+
-							"prefix-related IDs must never be taken for one another", key)
-					}
-					seen[key] = true
-				case <-timeout:
-					t.Fatalf("%d of %d writes delivered after %v", len(seen), len(want), deliveryWait)
-				}
-			}
-		})
+		s.run(t, "prefix_ids/follow_events", testFidelityPrefixIDsFollowEvents)
+		s.run(t, "prefix_ids/watch_markers", testFidelityPrefixIDsWatchMarkers)
 	})
+}
+
+func testFidelityTimes(t *testing.T, s *suite, kind timeKind) {
+	p, k := s.open(t), newIDs(t)
+	times := fidelityTimes()
+	n := len(times)
+	// Item i has the i-th oldest time and an ID that sorts against time
+	// order, so that a tie (a truncated time) breaks the wrong way.
+	id := func(i int) string { return fmt.Sprintf("t%02d", n-i) }
+	for _, i := range []int{3, 9, 0, 5, 7, 1, 8, 2, 6, 4} {
+		noErr(t, kind.put(t.Context(), p, k, id(i), times[i]), kind.name+": put at "+times[i].String())
+	}
+	got, err := kind.list(t.Context(), p, k)
+	noErr(t, err, kind.name+": list")
+	var wantIDs []string
+	var wantTimes []time.Time
+	for i := range n {
+		wantIDs = append(wantIDs, id(i))
+		wantTimes = append(wantTimes, times[i])
+	}
+	if kind.newestFirst {
+		slices.Reverse(wantIDs)
+		slices.Reverse(wantTimes)
+	}
+	if kind.sorted {
+		same(t, kind.name+": IDs in list order", wantIDs, got.ids)
+	} else {
+		got.ids, got.times = wantIDs, sortedTimes(got.times, kind.newestFirst)
+	}
+	same(t, kind.name+": times in list order (each Equal to what was put)", wantTimes, got.times)
+}
+
+func testFidelityZeroTimes(t *testing.T, s *suite, kind zeroKind) {
+	p, k := s.open(t), newIDs(t)
+	for _, err := range kind.roundTrip(t.Context(), p, k) {
+		if err != nil {
+			t.Errorf("%s: %v", kind.name, err)
+		}
+	}
+}
+
+func testFidelityValidIDs(t *testing.T, s *suite, kind idKind) {
+	p, k := s.open(t), newIDs(t)
+	if kind.reader {
+		if _, ok := p.(provider.CascadeReader); !ok {
+			t.Skip("the provider does not implement provider.CascadeReader")
+		}
+	}
+	for _, id := range validIDs() {
+		if err := kind.roundTrip(t.Context(), p, k, id); err != nil {
+			t.Errorf("%s with every ID %q (%d bytes, valid): %v", kind.name, id, len(id), err)
+		}
+	}
+}
+
+func testFidelityPrefixIDs(t *testing.T, s *suite, kind prefixKind) {
+	p := s.open(t)
+	if kind.reader {
+		if _, ok := p.(provider.CascadeReader); !ok {
+			t.Skip("the provider does not implement provider.CascadeReader")
+		}
+	}
+	family := prefixFamily
+	for tag, id := range family {
+		noErr(t, kind.put(t.Context(), p, id, tag), fmt.Sprintf("%s: put %q", kind.name, id))
+	}
+	for tag, id := range family {
+		for _, read := range kind.reads {
+			got, err := read.do(t.Context(), p, id)
+			noErr(t, err, read.name)
+			if !slices.Equal(got, []int{tag}) {
+				names := make([]string, len(got))
+				for i, g := range got {
+					names[i] = fmt.Sprintf("%q", family[g])
+				}
+				t.Errorf("%s(%q) found the data of %v, want only its own: prefix-related IDs must never see each other's data",
+					read.name, id, names)
+			}
+		}
+	}
+}
+
+func testFidelityPrefixIDsFollowEvents(t *testing.T, s *suite) {
+	f, ok := s.open(t).(provider.EventFollower)
+	if !ok {
+		t.Skip("the provider does not implement provider.EventFollower")
+	}
+	// Followers started before anything is written see the writes live; the
+	// ones started after see them stored. Every ID's tagged event is written
+	// before any ID's last event, so a follower that yields another ID's
+	// events in commit order yields them before its own last one.
+	live := make([]<-chan item[types.EventRecord], len(prefixFamily))
+	for i, id := range prefixFamily {
+		live[i] = consume(f.FollowEvents(t.Context(), id, ""))
+	}
+	w := s.open(t)
+	for _, msg := range []func(tag int) string{strconv.Itoa, func(int) string { return "end" }} {
+		for tag, id := range prefixFamily {
+			ev := newEvent(id, tag)
+			ev.Message = msg(tag)
+			noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
+		}
+	}
+	for tag, id := range prefixFamily {
+		checkFollowed(t, live[tag], tag, "FollowEvents started before the writes")
+		checkFollowed(t, consume(f.FollowEvents(t.Context(), id, "")), tag, "FollowEvents started after the writes")
+	}
+}
+
+func testFidelityPrefixIDsWatchMarkers(t *testing.T, s *suite) {
+	p := s.open(t)
+	mw, ok := p.(provider.MarkerWatcher)
+	if !ok {
+		t.Skip("the provider does not implement provider.MarkerWatcher")
+	}
+	ch := consume(mw.WatchCascadeMarkers(t.Context(), ""))
+	// Each ID of the family in each position of a marker write; a watch
+	// delivers every write as written, never attributed to a neighbour.
+	want := map[string]bool{}
+	for tag, id := range prefixFamily {
+		for _, m := range []types.CascadeMarker{
+			{PipelineID: id, ScheduleID: "s", Date: "d", Source: fmt.Sprintf("a%d", tag)},
+			{PipelineID: "x", ScheduleID: id, Date: "d", Source: fmt.Sprintf("b%d", tag)},
+			{PipelineID: "x", ScheduleID: "s", Date: id, Source: fmt.Sprintf("c%d", tag)},
+			{PipelineID: "y", ScheduleID: "s", Date: "d", Source: id},
+		} {
+			noErr(t, p.WriteCascadeMarker(t.Context(), m.PipelineID, m.ScheduleID, m.Date, m.Source), "WriteCascadeMarker "+markerKey(m))
+			want[markerKey(m)] = true
+		}
+	}
+	seen := map[string]bool{}
+	timeout := time.After(deliveryWait)
+	for len(seen) < len(want) {
+		select {
+		case it, ok := <-ch:
+			if !ok || it.err != nil {
+				t.Fatalf("watch ended (%v) with %d of %d writes delivered", it.err, len(seen), len(want))
+			}
+			key := markerKey(it.r.Marker)
+			if !want[key] {
+				t.Fatalf("watch delivered %q (pipeline|schedule|date|source), a marker nobody wrote: "+
+					"prefix-related IDs must never be taken for one another", key)
+			}
+			seen[key] = true
+		case <-timeout:
+			t.Fatalf("%d of %d writes delivered after %v", len(seen), len(want), deliveryWait)
+		}
+	}
 }
 
 // prefixFamily are IDs that share prefixes, differ in case, or end in or contain a

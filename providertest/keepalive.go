@@ -134,75 +134,79 @@ func RunKeepAlive(t *testing.T, h Harness) {
 		if _, ok := s.open(t).(provider.Leaser); !ok {
 			t.Skip("provider is not a provider.Leaser")
 		}
-		test(t, "renews_and_releases", func(t *testing.T) {
-			a, rival, k := s.open(t).(provider.Leaser), s.open(t).(provider.Leaser), newIDs(t)
-			ttl := keepAliveTTLFor(t, a, k.other)
-			var lease types.Lease
-			var work context.Context
-			var stop func() error
-			for try := 1; ; try++ {
-				var failure string
-				var stalled time.Duration
-				lease, work, stop, failure, stalled = keptAlive(t, a, rival, fmt.Sprintf("%s-%d", k.lock, try), ttl)
-				if failure == "" {
-					break
-				}
-				if stalled <= ttl/3 || try == keepAliveTries || ttl == maxKeepAliveTTL {
-					t.Fatalf("%s (lease ttl %v; the process stalled for %v at most)", failure, ttl, stalled)
-				}
-				t.Logf("%s, but the process stalled for %v, more than a third of the lease ttl %v: again with a longer ttl", failure, stalled, ttl)
-				ttl = roundTTL(2 * ttl)
-			}
-			noErr(t, stop(), "stop")
-			if work.Err() == nil {
-				t.Error("stop did not cancel the work")
-			}
-			next, err := rival.AcquireLease(t.Context(), lease.Key, ttl)
-			noErr(t, err, "rival AcquireLease after stop")
-			if next.Fence <= lease.Fence {
-				t.Errorf("fence %d after the release, want > %d", next.Fence, lease.Fence)
-			}
-		})
-		test(t, "canceled_before_takeover", func(t *testing.T) {
-			a, rival, k := s.open(t).(provider.Leaser), s.open(t).(provider.Leaser), newIDs(t)
-			keepAliveTTL := keepAliveTTLFor(t, a, k.other)
-			lease, err := a.AcquireLease(t.Context(), k.lock, keepAliveTTL)
-			noErr(t, err, "AcquireLease")
-			cut := &unreachable{Leaser: a}
-			stalls := watchStalls(t)
-			work, stop, err := provider.KeepAlive(t.Context(), cut, *lease, keepAliveTTL)
-			noErr(t, err, "KeepAlive")
-			defer func() { _ = stop() }()
-			cut.down.Store(true) // the backend becomes unreachable: no renewal succeeds
-			select {
-			case <-work.Done():
-			case <-time.After(2 * keepAliveTTL):
-				// A timer that fires late because the process stalled is no fault
-				// of KeepAlive's: wait on, as long as the stall.
-				if stalled := stalls.stalled(); stalled <= keepAliveTTL/3 {
-					t.Fatal("work not canceled although no renewal succeeded for twice the ttl")
-				}
-				select {
-				case <-work.Done():
-				case <-time.After(maxKeepAliveTTL):
-					t.Fatalf("work not canceled although no renewal succeeded for twice the ttl and %v more (the process stalled for %v)",
-						maxKeepAliveTTL, stalls.stalled())
-				}
-			}
-			if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
-				t.Errorf("cause %v, want one wrapping ErrLockNotHeld", context.Cause(work))
-			}
-			s.sleepToExpiry(t, keepAliveTTL) // the backend's expiry passes
-			next, err := rival.AcquireLease(t.Context(), k.lock, keepAliveTTL)
-			noErr(t, err, "rival AcquireLease after the expiry")
-			if next.Fence <= lease.Fence {
-				t.Errorf("rival's fence %d, want > %d", next.Fence, lease.Fence)
-			}
-			if err := stop(); !errors.Is(err, provider.ErrLockNotHeld) {
-				t.Errorf("stop after the loss = %v, want ErrLockNotHeld", err)
-			}
-		})
+		s.run(t, "renews_and_releases", testKeepAliveRenewsAndReleases)
+		s.run(t, "canceled_before_takeover", testKeepAliveCanceledBeforeTakeover)
 	})
+}
+
+func testKeepAliveRenewsAndReleases(t *testing.T, s *suite) {
+	a, rival, k := s.open(t).(provider.Leaser), s.open(t).(provider.Leaser), newIDs(t)
+	ttl := keepAliveTTLFor(t, a, k.other)
+	var lease types.Lease
+	var work context.Context
+	var stop func() error
+	for try := 1; ; try++ {
+		var failure string
+		var stalled time.Duration
+		lease, work, stop, failure, stalled = keptAlive(t, a, rival, fmt.Sprintf("%s-%d", k.lock, try), ttl)
+		if failure == "" {
+			break
+		}
+		if stalled <= ttl/3 || try == keepAliveTries || ttl == maxKeepAliveTTL {
+			t.Fatalf("%s (lease ttl %v; the process stalled for %v at most)", failure, ttl, stalled)
+		}
+		t.Logf("%s, but the process stalled for %v, more than a third of the lease ttl %v: again with a longer ttl", failure, stalled, ttl)
+		ttl = roundTTL(2 * ttl)
+	}
+	noErr(t, stop(), "stop")
+	if work.Err() == nil {
+		t.Error("stop did not cancel the work")
+	}
+	next, err := rival.AcquireLease(t.Context(), lease.Key, ttl)
+	noErr(t, err, "rival AcquireLease after stop")
+	if next.Fence <= lease.Fence {
+		t.Errorf("fence %d after the release, want > %d", next.Fence, lease.Fence)
+	}
+}
+
+func testKeepAliveCanceledBeforeTakeover(t *testing.T, s *suite) {
+	a, rival, k := s.open(t).(provider.Leaser), s.open(t).(provider.Leaser), newIDs(t)
+	keepAliveTTL := keepAliveTTLFor(t, a, k.other)
+	lease, err := a.AcquireLease(t.Context(), k.lock, keepAliveTTL)
+	noErr(t, err, "AcquireLease")
+	cut := &unreachable{Leaser: a}
+	stalls := watchStalls(t)
+	work, stop, err := provider.KeepAlive(t.Context(), cut, *lease, keepAliveTTL)
+	noErr(t, err, "KeepAlive")
+	defer func() { _ = stop() }()
+	cut.down.Store(true) // the backend becomes unreachable: no renewal succeeds
+	select {
+	case <-work.Done():
+	case <-time.After(2 * keepAliveTTL):
+		// A timer that fires late because the process stalled is no fault
+		// of KeepAlive's: wait on, as long as the stall.
+		if stalled := stalls.stalled(); stalled <= keepAliveTTL/3 {
+			t.Fatal("work not canceled although no renewal succeeded for twice the ttl")
+		}
+		select {
+		case <-work.Done():
+		case <-time.After(maxKeepAliveTTL):
+			t.Fatalf("work not canceled although no renewal succeeded for twice the ttl and %v more (the process stalled for %v)",
+				maxKeepAliveTTL, stalls.stalled())
+		}
+	}
+	if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
+		t.Errorf("cause %v, want one wrapping ErrLockNotHeld", context.Cause(work))
+	}
+	s.sleepToExpiry(t, keepAliveTTL) // the backend's expiry passes
+	next, err := rival.AcquireLease(t.Context(), k.lock, keepAliveTTL)
+	noErr(t, err, "rival AcquireLease after the expiry")
+	if next.Fence <= lease.Fence {
+		t.Errorf("rival's fence %d, want > %d", next.Fence, lease.Fence)
+	}
+	if err := stop(); !errors.Is(err, provider.ErrLockNotHeld) {
+		t.Errorf("stop after the loss = %v, want ErrLockNotHeld", err)
+	}
 }
 
 // keptAlive leases key for ttl, keeps it alive for twice the ttl and checks that

@@ -14,40 +14,12 @@ import (
 func RunLifecycle(t *testing.T, h Harness) {
 	t.Helper()
 	group(t, "Lifecycle", h, func(t *testing.T, s *suite) {
-		test(t, "ping", func(t *testing.T) {
-			noErr(t, s.open(t).Ping(t.Context()), "Ping")
-		})
-		test(t, "start_idempotent", func(t *testing.T) {
-			p, k := s.open(t), newIDs(t)
-			noErr(t, p.Start(t.Context()), "Start of a started provider")
-			noErr(t, p.Start(t.Context()), "Start again")
-			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline after Start")
-			noErr(t, p.Ping(t.Context()), "Ping after Start")
-		})
-		test(t, "stop_idempotent", func(t *testing.T) {
-			p := s.open(t)
-			noErr(t, p.Stop(t.Context()), "Stop")
-			noErr(t, p.Stop(t.Context()), "Stop again")
-		})
-		test(t, "stop_leaves_other_instances", func(t *testing.T) {
-			p, q, k := s.open(t), s.open(t), newIDs(t)
-			noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline")
-			noErr(t, p.Stop(t.Context()), "Stop")
-			got, err := q.GetPipeline(t.Context(), k.pipeline)
-			mustGet(t, got, err, "GetPipeline on another instance after Stop")
-			noErr(t, q.Ping(t.Context()), "Ping on another instance after Stop")
-		})
-		test(t, "stop_keeps_data", func(t *testing.T) {
-			p, k := s.open(t), newIDs(t)
-			noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
-			noErr(t, p.Stop(t.Context()), "Stop")
-			got, err := s.open(t).GetRunState(t.Context(), k.run)
-			mustGet(t, got, err, "GetRunState on a new instance after Stop")
-		})
-		s.checkCancelled(t, []call{
-			{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
-			{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
-		}, nil, nil)
+		s.run(t, "ping", testLifecyclePing)
+		s.run(t, "start_idempotent", testLifecycleStartIdempotent)
+		s.run(t, "stop_idempotent", testLifecycleStopIdempotent)
+		s.run(t, "stop_leaves_other_instances", testLifecycleStopLeavesOtherInstances)
+		s.run(t, "stop_keeps_data", testLifecycleStopKeepsData)
+		testLifecycleCancelled(t, s)
 		t.Run("after_stop", func(t *testing.T) {
 			t.Parallel()
 			p, k := s.open(t), newIDs(t)
@@ -67,6 +39,49 @@ func RunLifecycle(t *testing.T, h Harness) {
 			}
 		})
 	})
+}
+
+// testLifecycleCancelled runs the cancelled-context subtest of the Lifecycle group.
+func testLifecycleCancelled(t *testing.T, s *suite) {
+	s.checkCancelled(t, []call{
+		{"Ping", func(ctx context.Context, p provider.Provider, k ids) error { return p.Ping(ctx) }},
+		{"Start", func(ctx context.Context, p provider.Provider, k ids) error { return p.Start(ctx) }},
+	}, nil, nil)
+}
+
+func testLifecyclePing(t *testing.T, s *suite) {
+	noErr(t, s.open(t).Ping(t.Context()), "Ping")
+}
+
+func testLifecycleStartIdempotent(t *testing.T, s *suite) {
+	p, k := s.open(t), newIDs(t)
+	noErr(t, p.Start(t.Context()), "Start of a started provider")
+	noErr(t, p.Start(t.Context()), "Start again")
+	noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline after Start")
+	noErr(t, p.Ping(t.Context()), "Ping after Start")
+}
+
+func testLifecycleStopIdempotent(t *testing.T, s *suite) {
+	p := s.open(t)
+	noErr(t, p.Stop(t.Context()), "Stop")
+	noErr(t, p.Stop(t.Context()), "Stop again")
+}
+
+func testLifecycleStopLeavesOtherInstances(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	noErr(t, p.RegisterPipeline(t.Context(), newPipeline(k.pipeline)), "RegisterPipeline")
+	noErr(t, p.Stop(t.Context()), "Stop")
+	got, err := q.GetPipeline(t.Context(), k.pipeline)
+	mustGet(t, got, err, "GetPipeline on another instance after Stop")
+	noErr(t, q.Ping(t.Context()), "Ping on another instance after Stop")
+}
+
+func testLifecycleStopKeepsData(t *testing.T, s *suite) {
+	p, k := s.open(t), newIDs(t)
+	noErr(t, p.PutRunState(t.Context(), newRun(k.pipeline, k.run, at(0))), "PutRunState")
+	noErr(t, p.Stop(t.Context()), "Stop")
+	got, err := s.open(t).GetRunState(t.Context(), k.run)
+	mustGet(t, got, err, "GetRunState on a new instance after Stop")
 }
 
 // methodCall is a call of one method with valid arguments; leaser and reader mark

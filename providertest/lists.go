@@ -139,56 +139,58 @@ func RunLists(t *testing.T, h Harness) {
 			}
 		}
 		for _, kind := range s.longKinds() {
-			test(t, "long/"+kind.name, func(t *testing.T) {
-				p, q, k := s.open(t), s.open(t), newIDs(t)
-				if kind.reader {
-					if _, ok := p.(provider.CascadeReader); !ok {
-						t.Skip("the provider does not implement provider.CascadeReader")
-					}
-				}
-				var e errs
-				runConcurrently(8, func(w int) {
-					for i := w; i < s.longList(); i += 8 {
-						if err := kind.put(t.Context(), []provider.Provider{p, q}[w%2], k, i); err != nil {
-							e.add("put item %d: %v", i, err)
-							return
-						}
-					}
-				})
-				e.report(t)
-				all, err := kind.list(t.Context(), q, k, s.longList()+10)
-				noErr(t, err, "list all")
-				if d := duplicates(all); d != nil {
-					t.Fatalf("a list of %d items holds duplicates: %v", s.longList(), d[:min(len(d), 10)])
-				}
-				want := make([]string, s.longList())
-				for i := range want {
-					want[i] = kind.id(k, i)
-				}
-				if kind.order != nil {
-					kind.order(want)
-					same(t, fmt.Sprintf("a list of %d items, longer than any page", s.longList()), want, all)
-				} else {
-					same(t, fmt.Sprintf("the items of a list of %d, longer than any page", s.longList()), sortedCopy(want), sortedCopy(all))
-				}
-				if !kind.limited {
-					return
-				}
-				limit := s.longList() / 2 // spans more than one page too
-				some, err := kind.list(t.Context(), q, k, limit)
-				noErr(t, err, "list with a limit")
-				if len(some) != limit || duplicates(some) != nil {
-					t.Fatalf("list(limit %d) of %d items: %d items, duplicates %v", limit, s.longList(), len(some), duplicates(some))
-				}
-				switch {
-				case kind.tail:
-					same(t, fmt.Sprintf("list(limit %d): the last items of the whole list", limit), all[len(all)-limit:], some)
-				case kind.order != nil:
-					same(t, fmt.Sprintf("list(limit %d): the first items of the whole list", limit), all[:limit], some)
-				}
-			})
+			test(t, "long/"+kind.name, func(t *testing.T) { testListsLong(t, s, kind) })
 		}
 	})
+}
+
+func testListsLong(t *testing.T, s *suite, kind longKind) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	if kind.reader {
+		if _, ok := p.(provider.CascadeReader); !ok {
+			t.Skip("the provider does not implement provider.CascadeReader")
+		}
+	}
+	var e errs
+	runConcurrently(8, func(w int) {
+		for i := w; i < s.longList(); i += 8 {
+			if err := kind.put(t.Context(), []provider.Provider{p, q}[w%2], k, i); err != nil {
+				e.add("put item %d: %v", i, err)
+				return
+			}
+		}
+	})
+	e.report(t)
+	all, err := kind.list(t.Context(), q, k, s.longList()+10)
+	noErr(t, err, "list all")
+	if d := duplicates(all); d != nil {
+		t.Fatalf("a list of %d items holds duplicates: %v", s.longList(), d[:min(len(d), 10)])
+	}
+	want := make([]string, s.longList())
+	for i := range want {
+		want[i] = kind.id(k, i)
+	}
+	if kind.order != nil {
+		kind.order(want)
+		same(t, fmt.Sprintf("a list of %d items, longer than any page", s.longList()), want, all)
+	} else {
+		same(t, fmt.Sprintf("the items of a list of %d, longer than any page", s.longList()), sortedCopy(want), sortedCopy(all))
+	}
+	if !kind.limited {
+		return
+	}
+	limit := s.longList() / 2 // spans more than one page too
+	some, err := kind.list(t.Context(), q, k, limit)
+	noErr(t, err, "list with a limit")
+	if len(some) != limit || duplicates(some) != nil {
+		t.Fatalf("list(limit %d) of %d items: %d items, duplicates %v", limit, s.longList(), len(some), duplicates(some))
+	}
+	switch {
+	case kind.tail:
+		same(t, fmt.Sprintf("list(limit %d): the last items of the whole list", limit), all[len(all)-limit:], some)
+	case kind.order != nil:
+		same(t, fmt.Sprintf("list(limit %d): the first items of the whole list", limit), all[:limit], some)
+	}
 }
 
 // longKind is a list that Lists/long fills with s.longList() items, from eight

@@ -267,6 +267,12 @@ func test(t *testing.T, name string, body func(t *testing.T)) {
 	})
 }
 
+// run runs the behaviour fn of the group as its parallel subtest name.
+func (s *suite) run(t *testing.T, name string, fn func(t *testing.T, s *suite)) {
+	t.Helper()
+	test(t, name, func(t *testing.T) { fn(t, s) })
+}
+
 // open returns a new provider instance on the test's storage.
 func (s *suite) open(t *testing.T) provider.Provider {
 	t.Helper()

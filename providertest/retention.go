@@ -189,6 +189,17 @@ func nameTag(name string) int {
 	return n
 }
 
+// openRetained opens a provider for a test of kind, skipping the test when the
+// provider lacks the interface the kind's reads need.
+func (s *suite) openRetained(t *testing.T, kind retained) provider.Provider {
+	t.Helper()
+	p := s.open(t)
+	if kind.needs != nil && !kind.needs(p) {
+		t.Skip("the provider lacks the interface this kind's reads need")
+	}
+	return p
+}
+
 // RunRetention tests provider.Retention on the fake clock, for each record kind
 // whose field of Harness.Retention is positive: a record is visible to every
 // read (its Get and its lists) until just before its retention ends and to none
@@ -215,49 +226,48 @@ func RunRetention(t *testing.T, h Harness) {
 			if d < 4*retentionMargin {
 				t.Fatalf("Harness.Retention of %s is %v; the group needs at least %v", kind.name, d, 4*retentionMargin)
 			}
-			ready := func(t *testing.T) provider.Provider {
-				p := s.open(t)
-				if kind.needs != nil && !kind.needs(p) {
-					t.Skip("the provider lacks the interface this kind's reads need")
-				}
-				return p
-			}
-			test(t, kind.name+"/expires_at_retention", func(t *testing.T) {
-				p, k := ready(t), newIDs(t)
-				kind.write(t, p, k, 1)
-				s.sleep(t, d-retentionMargin)
-				same(t, "just before the retention ends", []int{1}, kind.seen(t, p, k))
-				s.sleepToExpiry(t, retentionMargin)
-				same(t, "from the instant the retention ends (now >= write + retention)", []int{}, kind.seen(t, p, k))
-			})
+			test(t, kind.name+"/expires_at_retention", func(t *testing.T) { testRetentionExpiresAtRetention(t, s, kind, d) })
 			if kind.appends {
-				test(t, kind.name+"/each_record_its_own", func(t *testing.T) {
-					p, k := ready(t), newIDs(t)
-					kind.write(t, p, k, 1)
-					s.sleep(t, d/2)
-					kind.write(t, p, k, 2)
-					s.sleepToExpiry(t, d-d/2)
-					same(t, "once the first record expired (the second is younger)", []int{2}, kind.seen(t, p, k))
-					s.sleepToExpiry(t, d/2)
-					same(t, "once both expired", []int{}, kind.seen(t, p, k))
-				})
+				test(t, kind.name+"/each_record_its_own", func(t *testing.T) { testRetentionEachRecordItsOwn(t, s, kind, d) })
 				continue
 			}
-			test(t, kind.name+"/write_restarts_retention", func(t *testing.T) {
-				p, k := ready(t), newIDs(t)
-				kind.write(t, p, k, 1)
-				s.sleep(t, d/2)
-				kind.write(t, s.open(t), k, 2) // another instance's write restarts it too
-				s.sleep(t, d-d/2)
-				same(t, "at the first write's expiry, after a second write", []int{2}, kind.seen(t, p, k))
-				s.sleepToExpiry(t, d/2)
-				same(t, "at the second write's expiry", []int{}, kind.seen(t, p, k))
-			})
+			test(t, kind.name+"/write_restarts_retention", func(t *testing.T) { testRetentionWriteRestartsRetention(t, s, kind, d) })
 		}
 		if d := r.Runs; d > 0 {
 			s.runRetention(t, d)
 		}
 	})
+}
+
+func testRetentionExpiresAtRetention(t *testing.T, s *suite, kind retained, d time.Duration) {
+	p, k := s.openRetained(t, kind), newIDs(t)
+	kind.write(t, p, k, 1)
+	s.sleep(t, d-retentionMargin)
+	same(t, "just before the retention ends", []int{1}, kind.seen(t, p, k))
+	s.sleepToExpiry(t, retentionMargin)
+	same(t, "from the instant the retention ends (now >= write + retention)", []int{}, kind.seen(t, p, k))
+}
+
+func testRetentionEachRecordItsOwn(t *testing.T, s *suite, kind retained, d time.Duration) {
+	p, k := s.openRetained(t, kind), newIDs(t)
+	kind.write(t, p, k, 1)
+	s.sleep(t, d/2)
+	kind.write(t, p, k, 2)
+	s.sleepToExpiry(t, d-d/2)
+	same(t, "once the first record expired (the second is younger)", []int{2}, kind.seen(t, p, k))
+	s.sleepToExpiry(t, d/2)
+	same(t, "once both expired", []int{}, kind.seen(t, p, k))
+}
+
+func testRetentionWriteRestartsRetention(t *testing.T, s *suite, kind retained, d time.Duration) {
+	p, k := s.openRetained(t, kind), newIDs(t)
+	kind.write(t, p, k, 1)
+	s.sleep(t, d/2)
+	kind.write(t, s.open(t), k, 2) // another instance's write restarts it too
+	s.sleep(t, d-d/2)
+	same(t, "at the first write's expiry, after a second write", []int{2}, kind.seen(t, p, k))
+	s.sleepToExpiry(t, d/2)
+	same(t, "at the second write's expiry", []int{}, kind.seen(t, p, k))
 }
 
 // runRetention tests what retention means to runs besides a record's expiry:

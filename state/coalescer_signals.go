@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 )
@@ -68,7 +69,7 @@ func newCoalescerSignals(cfg coalescerConfig, count func() int) (*coalescerSigna
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := mp.Meter(signal.ScopeName)
+	m := mp.Meter(signal.ScopeName, metric.WithInstrumentationVersion(modversion.Version()))
 	s := &coalescerSignals{log: log}
 	var (
 		errs    [4]error

@@ -71,6 +71,12 @@
 //   - Two stores never share data because of default options: the Redis stores take
 //     their key prefix as a required argument, and every backend keeps each store
 //     kind (the monoid's Kind for a BytesStore) apart within one prefix or table.
+//   - Fencing: a merge through Fenced(s, lease) (package fence) is refused with
+//     ErrFenced, nothing written, once a newer fence of the same lease key has
+//     merged into the key; MergeUpdateOnce checks its event's claim first, and
+//     MergeMany reports a refusal at its index. Every store honours it
+//     (statetest.RunFencing); wrappers pass the context through (Sharded sends
+//     fenced merges to shard 0, where the fences of a key live).
 //   - After Close every method returns an error wrapping ErrClosed (Close itself is
 //     idempotent); a cancelled ctx returns an error wrapping ctx.Err() and writes
 //     nothing.

@@ -51,6 +51,12 @@
 // that says the write happened. admin create-tables creates tables, changes no
 // state and is not audited.
 //
+// The CLI holds no lease, so its writes are unfenced (package fence): run fail
+// succeeds on a run whatever fences it remembers, and leaves them as they were,
+// so a holder that wakes up after an operator failed its run is refused only if
+// a newer holder of its lease had written the run too. Release the holder's
+// lease first (lock release) when the holder may still be running.
+//
 // A write restarts the retention of what it writes (see provider.Retention)
 // with the library's default, provider.DefaultRetention (30 days): the run
 // that run fail swaps and the audit event then expire 30 days after the

@@ -2,13 +2,18 @@
 // produce (flow.yaml); the DAG is inferred from them. Ready tasks run at once, a
 // failed task is retried with backoff, and a task that exhausts its retries marks
 // everything downstream of it skipped. Run state (with compare-and-swap), events
-// and the run log go through a provider.Provider (the in-memory one here), so a
-// restarted process finds a run its predecessor left RUNNING and marks it FAILED.
+// and the run log go through a provider.Provider, so a restarted process finds a
+// run its predecessor left RUNNING and marks it FAILED.
 //
 // The demo kills "process 1" mid-run, then "process 2" recovers and runs the date
-// again:
+// again. Both keep their state in memory by default; -redis host:port puts it on a
+// Redis server (provider/redis, keys under -prefix) and -dynamodb URL in DynamoDB
+// (provider/dynamodb, the table -prefix, created when missing), each process with
+// a client of its own:
 //
 //	go run ./examples/dataflow
+//	go run ./examples/dataflow -redis localhost:6379
+//	go run ./examples/dataflow -dynamodb http://127.0.0.1:8000
 //	go run ./examples/dataflow -flow my-flow.yaml -date 2026-11-24
 package main
 
@@ -29,8 +34,12 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
+	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/provider/memory"
+	redisprovider "github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 //go:embed flow.yaml
@@ -39,6 +48,8 @@ var defaultFlow []byte
 func main() {
 	flowPath := flag.String("flow", "", "flow YAML file (default: the embedded flow.yaml)")
 	date := flag.String("date", "2026-11-23", "the date to run")
+	var cfg exbackend.Config
+	cfg.Register(flag.CommandLine, "dataflow", false)
 	flag.Parse()
 	data := defaultFlow
 	if *flowPath != "" {
@@ -49,14 +60,64 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout, data, *date); err != nil {
+	if err := connectAndRun(ctx, os.Stdout, cfg, data, *date); err != nil {
 		log.Fatal(err)
 	}
 }
 
+// connectAndRun runs the demo on the backend cfg names (in memory by default).
+func connectAndRun(ctx context.Context, w io.Writer, cfg exbackend.Config, flowYAML []byte, date string) error {
+	connect, closeAll, err := backend(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return run(ctx, w, flowYAML, date, connect)
+}
+
+// backend returns connect, which opens a provider as a process starting would: a
+// handle of one in-memory store, or a provider on a client of its own of the Redis
+// server cfg.Redis (keys under cfg.Prefix) or of DynamoDB at cfg.DynamoDB (the
+// table cfg.Prefix, created here when missing). closeAll closes the clients.
+func backend(ctx context.Context, cfg exbackend.Config) (connect func() (provider.Provider, error), closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	switch {
+	case cfg.DynamoDB != "":
+		if err := ddbprovider.CreateTable(ctx, cfg.DynamoDBClient(), cfg.Prefix); err != nil {
+			return nil, nil, fmt.Errorf("create table: %w", err)
+		}
+		return func() (provider.Provider, error) {
+			return ddbprovider.New(cfg.DynamoDBClient(), cfg.Prefix)
+		}, closeAll, nil
+	case cfg.Redis != "":
+		return func() (provider.Provider, error) {
+			client, closeClient, err := cfg.RedisClient()
+			if err != nil {
+				return nil, err
+			}
+			closers = append(closers, closeClient)
+			return redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
+		}, closeAll, nil
+	}
+	var first *memory.Provider // the shared state, like a server
+	return func() (provider.Provider, error) {
+		if first == nil {
+			var err error
+			first, err = memory.New()
+			return first, err
+		}
+		return first.NewHandle() // a second client of the same state
+	}, closeAll, nil
+}
+
 // run loads the flow, runs it in a process that gets killed, then in a restarted
-// process that recovers the dead run first.
-func run(ctx context.Context, w io.Writer, flowYAML []byte, date string) error {
+// process that recovers the dead run first. connect opens each process's provider.
+func run(ctx context.Context, w io.Writer, flowYAML []byte, date string, connect func() (provider.Provider, error)) error {
 	flow, err := Load(flowYAML)
 	if err != nil {
 		return err
@@ -67,7 +128,7 @@ func run(ctx context.Context, w io.Writer, flowYAML []byte, date string) error {
 	}
 
 	// Process 1 is killed right after extract-orders succeeds.
-	p1, err := memory.New() // creates the shared state, like a Redis server
+	p1, err := connect()
 	if err != nil {
 		return err
 	}
@@ -81,8 +142,8 @@ func run(ctx context.Context, w io.Writer, flowYAML []byte, date string) error {
 	}
 	fmt.Fprintln(w, "== process-1 was killed")
 
-	// Process 2 starts on the same store: it recovers, then runs the date again.
-	p2, err := p1.NewHandle() // a second client of the same state
+	// Process 2 starts on the same state: it recovers, then runs the date again.
+	p2, err := connect()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -14,20 +15,72 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider/memory"
 	"github.com/pipestate/pipestate/types"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
+// backends are the servers the tests run on: memory, the real Redis in REDIS_ADDR
+// and DynamoDB Local at DYNAMODB_ENDPOINT (`make test` sets them). Without them the
+// real-server cases are skipped, or fail under PIPESTATE_REQUIRE_SERVERS=1.
+var backends = []struct {
+	name string
+	cfg  func(t *testing.T) exbackend.Config
+}{
+	{"memory", func(*testing.T) exbackend.Config { return exbackend.Config{Prefix: "dataflow"} }},
+	{"redis", func(t *testing.T) exbackend.Config {
+		return exbackend.Config{Redis: testenv.RedisAddr(t), Prefix: testenv.RedisPrefix(t)}
+	}},
+	{"dynamodb", func(t *testing.T) exbackend.Config {
+		// DynamoDB Local on a loaded machine can take seconds a call (creating the table).
+		return exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: testenv.DynamoDBPrefix(t), Timeout: time.Minute}
+	}},
+}
+
+// TestRun runs the demo on each backend: process-1 is killed, process-2 recovers
+// its run and runs the date again, and what process-2 leaves in the store is the
+// same on every backend.
 func TestRun(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(testContext(t), &out, defaultFlow, "2026-11-23"); err != nil {
-		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := connectAndRun(testContext(t), &out, b.cfg(t), defaultFlow, "2026-11-23"); err != nil {
+				t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+			}
+			checkRun(t, out.String(), 2)
+		})
 	}
-	got := out.String()
+}
+
+// TestRerun runs the demo twice on one server, as a second deployment of it would:
+// the date's run log already says FAILED at attempt 2, so process-1 runs attempt 3,
+// is killed, and process-2 recovers it and runs attempt 4, with the three earlier
+// attempts in the run log's history.
+func TestRerun(t *testing.T) {
+	for _, b := range backends[1:] {
+		t.Run(b.name, func(t *testing.T) {
+			cfg := b.cfg(t)
+			for i, attempt := range []int{2, 4} {
+				var out bytes.Buffer
+				if err := connectAndRun(testContext(t), &out, cfg, defaultFlow, "2026-11-23"); err != nil {
+					t.Fatalf("run %d: %v\noutput:\n%s", i+1, err, out.String())
+				}
+				checkRun(t, out.String(), attempt)
+			}
+		})
+	}
+}
+
+// checkRun checks the output of one demo whose process-2 ran the given attempt.
+func checkRun(t *testing.T, got string, attempt int) {
+	t.Helper()
+	killed := fmt.Sprintf("orders-etl-2026-11-23-%d", attempt-1)
 	for _, want := range []string{
 		"  level 0: extract-customers, extract-orders, fx-rates\n  level 1: clean-orders\n  level 2: enrich-orders\n  level 3: orders-dashboard, revenue-report\n",
 		"== process-1 was killed\n",
-		"[process-2] recovered run orders-etl-2026-11-23-1: RUNNING -> FAILED (" + RecoveredReason + ")\n",
+		"[process-2] recovered run " + killed + ": RUNNING -> FAILED (" + RecoveredReason + ")\n",
 		"[process-2] clean-orders attempt 1 failed (simulated failure of attempt 1); retrying\n",
 		"[process-2] fx-rates failed for good (simulated failure of attempt 2); skipped downstream: [revenue-report]\n",
 	} {
@@ -35,8 +88,16 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q\noutput:\n%s", want, got)
 		}
 	}
+	var earlier strings.Builder
+	for a := 1; a < attempt; a++ {
+		msg := RecoveredReason
+		if a%2 == 0 { // the attempts process-2 ran
+			msg = "failed: fx-rates; skipped: revenue-report"
+		}
+		fmt.Fprintf(&earlier, "  earlier: attempt %d, run orders-etl-2026-11-23-%d FAILED (%s)\n", a, a, msg)
+	}
 	// What process-2 leaves in the store is the same on every run.
-	wantReport := `== run orders-etl-2026-11-23-2: FAILED (version 2)
+	wantReport := fmt.Sprintf(`== run orders-etl-2026-11-23-%d: FAILED (version 2)
   clean-orders      SUCCEEDED
   enrich-orders     SUCCEEDED
   extract-customers SUCCEEDED
@@ -44,15 +105,38 @@ func TestRun(t *testing.T) {
   fx-rates          FAILED
   orders-dashboard  SUCCEEDED
   revenue-report    SKIPPED
-run log orders-etl 2026-11-23: FAILED at attempt 2 (failed: fx-rates; skipped: revenue-report)
-  earlier: attempt 1, run orders-etl-2026-11-23-1 FAILED (` + RecoveredReason + `)
-events of orders-etl-2026-11-23-2: RUN_STATE_CHANGED=2 TASK_FAILED=1 TASK_RETRYING=2 TASK_SKIPPED=1 TASK_STARTED=8 TASK_SUCCEEDED=5
-`
+run log orders-etl 2026-11-23: FAILED at attempt %d (failed: fx-rates; skipped: revenue-report)
+%sevents of orders-etl-2026-11-23-%d: RUN_STATE_CHANGED=2 TASK_FAILED=1 TASK_RETRYING=2 TASK_SKIPPED=1 TASK_STARTED=8 TASK_SUCCEEDED=5
+`, attempt, attempt, earlier.String(), attempt)
 	i := strings.Index(got, "== run ")
 	if i < 0 || got[i:] != wantReport {
 		t.Errorf("report differs (-want +got):\n%s\noutput:\n%s", cmp.Diff(wantReport, got[max(i, 0):]), got)
 	}
 }
+
+// TestDeadServer: on a Redis or DynamoDB endpoint that accepts connections and
+// never answers, the demo fails within its timeout instead of hanging (4s of slack
+// for a loaded machine).
+func TestDeadServer(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	addr := testenv.BlackHole(t)
+	for name, cfg := range map[string]exbackend.Config{
+		"redis":    {Redis: addr, Prefix: "dataflow", Timeout: timeout},
+		"dynamodb": {DynamoDB: "http://" + addr, Prefix: "dataflow", Timeout: timeout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			err := connectAndRun(testContext(t), io.Discard, cfg, defaultFlow, "2026-11-23")
+			if took := time.Since(start); err == nil || took > timeout+4*time.Second {
+				t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
+			}
+		})
+	}
+}
+
+// TestMain fails the package when its tests leave tables or keys behind.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 func TestLoadInfersDAG(t *testing.T) {
 	f, err := Load(defaultFlow)

@@ -234,9 +234,13 @@ func (o *Orchestrator) settle(ctx context.Context, cfg types.PipelineConfig, dat
 }
 
 // Evaluate runs the whole flow once for one pipeline and date, under a lease of
-// the evaluation key that provider.KeepAlive keeps alive. The work stops the moment
-// the lease is lost, and the job service refuses the lease's fence once it has
-// seen a newer holder's; either way the outcome is Superseded.
+// the evaluation key that provider.KeepAlive keeps alive. Every run, run-log,
+// event and marker write goes through provider.Fenced with the lease, so the
+// storage refuses it (provider.ErrFenced) once a newer holder has written the
+// record, even when it was sent before the lease was lost and arrives after;
+// the job service refuses the lease's fence once it has seen a newer holder's.
+// The work stops the moment the lease is lost or a write or trigger is refused;
+// the outcome is then Superseded.
 func (o *Orchestrator) Evaluate(ctx context.Context, cfg types.PipelineConfig, date string) (outcome Outcome, err error) {
 	day, err := time.Parse(time.DateOnly, date)
 	if err != nil {
@@ -260,18 +264,28 @@ func (o *Orchestrator) Evaluate(ctx context.Context, cfg types.PipelineConfig, d
 	if err != nil {
 		return "", err
 	}
+	// The holder is this orchestrator writing through the fenced view.
+	holder := *o
+	fenced, err := provider.Fenced(o.Store, *lease)
+	if err == nil {
+		holder.Store, err = needStore(fenced)
+	}
+	if err != nil {
+		_ = stop()
+		return "", err
+	}
 	defer func() {
 		lost := stop() // releases the lease, or says why it was lost
 		switch {
 		case ctx.Err() != nil: // the orchestrator is stopping; err says so
-		case errors.Is(lost, provider.ErrLockNotHeld) || errors.Is(err, ErrStaleFence):
+		case errors.Is(lost, provider.ErrLockNotHeld) || errors.Is(err, ErrStaleFence) || errors.Is(err, provider.ErrFenced):
 			o.logf(cfg.ID, "lease with fence %d lost: %v", lease.Fence, cmp.Or(lost, err))
 			outcome, err = Superseded, nil
 		case lost != nil:
 			o.logf(cfg.ID, "release lease: %v", lost) // it expires after ttl
 		}
 	}()
-	return o.evaluate(work, cfg, date, lease.Fence)
+	return holder.evaluate(work, cfg, date, lease.Fence)
 }
 
 // evaluate is Evaluate's work under the lease with the given fence.

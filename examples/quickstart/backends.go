@@ -1,19 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/provider"
@@ -22,19 +12,9 @@ import (
 	"github.com/pipestate/pipestate/state"
 	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
 	redisstate "github.com/pipestate/pipestate/state/redis"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
-
-// backendConfig says where the quickstart keeps its state.
-type backendConfig struct {
-	redisAddr      string // "" and no dynamoEndpoint: an embedded miniredis
-	dynamoEndpoint string
-	prefix         string
-	timeout        time.Duration // each call's bound on a server that does not answer; 0: defaultTimeout
-}
-
-// defaultTimeout bounds each call to Redis or DynamoDB unless -timeout says
-// otherwise: a dead server fails the quickstart instead of hanging it.
-const defaultTimeout = 5 * time.Second
 
 // backend is a Provider and two exactly-once stores on one backend.
 type backend struct {
@@ -59,36 +39,31 @@ func (b *backend) counts(ctx context.Context, key state.Key) (int64, uint64, err
 	return clicks, unique, err
 }
 
-func open(ctx context.Context, cfg backendConfig) (*backend, error) {
+// open connects to the backend cfg names: an embedded miniredis by default, a
+// Redis server (cfg.Redis, keys under cfg.Prefix) or DynamoDB (cfg.DynamoDB, tables
+// PREFIX, PREFIX-counts, PREFIX-sketches and PREFIX-dedup, created when missing),
+// each wait for a server bounded by cfg.Timeout.
+func open(ctx context.Context, cfg exbackend.Config) (*backend, error) {
 	sk, err := hll.New(hll.DefaultPrecision)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.dynamoEndpoint != "" {
+	if cfg.DynamoDB != "" {
 		return openDynamoDB(ctx, cfg, sk)
 	}
 	return openRedis(cfg, sk)
 }
 
-// openRedis connects with every wait bounded: dialing, and each read and write
-// (go-redis retries a command that timed out, MaxRetries times, each attempt
-// bounded alike).
-func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
-	addr, stopServer := cfg.redisAddr, func() {}
-	if addr == "" {
-		mr, err := miniredis.Run()
-		if err != nil {
-			return nil, err
-		}
-		addr, stopServer = mr.Addr(), mr.Close
+func openRedis(cfg exbackend.Config, sk hll.Monoid) (*backend, error) {
+	client, closeClient, err := cfg.RedisClient()
+	if err != nil {
+		return nil, err
 	}
-	timeout := cmp.Or(cfg.timeout, defaultTimeout)
-	client := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
-	b := &backend{hll: sk, close: func() { client.Close(); stopServer() }}
+	b := &backend{hll: sk, close: closeClient}
 	var errs [3]error
-	b.provider, errs[0] = redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix))
-	b.clicks, errs[1] = redisstate.NewInt64SumStore(client, cfg.prefix+":clicks")
-	b.users, errs[2] = redisstate.NewBytesStore(client, cfg.prefix+":users", sk)
+	b.provider, errs[0] = redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
+	b.clicks, errs[1] = redisstate.NewInt64SumStore(client, cfg.Prefix+":clicks")
+	b.users, errs[2] = redisstate.NewBytesStore(client, cfg.Prefix+":users", sk)
 	if err := errors.Join(errs[:]...); err != nil {
 		b.close()
 		return nil, err
@@ -96,16 +71,9 @@ func openRedis(cfg backendConfig, sk hll.Monoid) (*backend, error) {
 	return b, nil
 }
 
-func openDynamoDB(ctx context.Context, cfg backendConfig, sk hll.Monoid) (*backend, error) {
-	timeout := cmp.Or(cfg.timeout, defaultTimeout)
-	client := ddb.New(ddb.Options{
-		BaseEndpoint: aws.String(cfg.dynamoEndpoint),
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-		HTTPClient:   awshttp.NewBuildableClient().WithTimeout(timeout),
-		APIOptions:   []func(*middleware.Stack) error{operationTimeout(timeout)},
-	})
-	main, counts, sketches, dedup := cfg.prefix, cfg.prefix+"-counts", cfg.prefix+"-sketches", cfg.prefix+"-dedup"
+func openDynamoDB(ctx context.Context, cfg exbackend.Config, sk hll.Monoid) (*backend, error) {
+	client := cfg.DynamoDBClient()
+	main, counts, sketches, dedup := cfg.Prefix, cfg.Prefix+"-counts", cfg.Prefix+"-sketches", cfg.Prefix+"-dedup"
 	for _, create := range []func() error{
 		func() error { return ddbprovider.CreateTable(ctx, client, main) },
 		func() error { return ddbstate.CreateStoreTable(ctx, client, counts) },
@@ -122,20 +90,6 @@ func openDynamoDB(ctx context.Context, cfg backendConfig, sk hll.Monoid) (*backe
 	b.clicks, errs[1] = ddbstate.NewInt64SumStore(client, counts, ddbstate.WithDedupTable(dedup))
 	b.users, errs[2] = ddbstate.NewBytesStore(client, sketches, sk, ddbstate.WithDedupTable(dedup))
 	return b, errors.Join(errs[:]...)
-}
-
-// operationTimeout ends each DynamoDB operation's context after d. The HTTP
-// client's timeout bounds one attempt, and the SDK retries an attempt that timed
-// out; this bounds the operation, its retries and their backoffs included.
-func operationTimeout(d time.Duration) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("OperationTimeout",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				ctx, cancel := context.WithTimeout(ctx, d)
-				defer cancel()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	}
 }
 
 // acquired turns AcquireLock's (false, nil) for a held lock into an error.

@@ -16,14 +16,13 @@ import (
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/types"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 func main() {
-	var cfg backendConfig
-	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: an embedded miniredis)")
-	flag.StringVar(&cfg.dynamoEndpoint, "dynamodb", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000")
-	flag.StringVar(&cfg.prefix, "prefix", "quickstart", "Redis key prefix or DynamoDB table name prefix")
-	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a call waits for a server that does not answer")
+	var cfg exbackend.Config
+	cfg.Register(flag.CommandLine, "quickstart", false)
 	flag.Parse()
 	ctx := context.Background()
 	b, err := open(ctx, cfg)

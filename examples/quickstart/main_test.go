@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/internal/testenv"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 const transcript = `registered pipeline orders
@@ -29,17 +31,17 @@ event RUN_STATE_CHANGED COMPLETED
 func TestQuickstart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  func(t *testing.T) backendConfig
+		cfg  func(t *testing.T) exbackend.Config
 	}{
-		{"miniredis", func(t *testing.T) backendConfig { return backendConfig{prefix: "quickstart"} }},
-		{"redis", func(t *testing.T) backendConfig {
-			return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
+		{"miniredis", func(t *testing.T) exbackend.Config { return exbackend.Config{Prefix: "quickstart"} }},
+		{"redis", func(t *testing.T) exbackend.Config {
+			return exbackend.Config{Redis: testenv.RedisAddr(t), Prefix: testenv.RedisPrefix(t)}
 		}},
-		{"dynamodb", func(t *testing.T) backendConfig {
-			return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t),
+		{"dynamodb", func(t *testing.T) exbackend.Config {
+			return exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: testenv.DynamoDBPrefix(t),
 				// DynamoDB Local on a loaded test machine can take seconds a call (creating
 				// tables); TestDeadServer tests the timeout itself.
-				timeout: time.Minute}
+				Timeout: time.Minute}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,9 +71,9 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestDeadServer(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	addr := testenv.BlackHole(t)
-	for name, cfg := range map[string]backendConfig{
-		"redis":    {redisAddr: addr, prefix: "quickstart", timeout: timeout},
-		"dynamodb": {dynamoEndpoint: "http://" + addr, prefix: "quickstart", timeout: timeout},
+	for name, cfg := range map[string]exbackend.Config{
+		"redis":    {Redis: addr, Prefix: "quickstart", Timeout: timeout},
+		"dynamodb": {DynamoDB: "http://" + addr, Prefix: "quickstart", Timeout: timeout},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

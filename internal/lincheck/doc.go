@@ -14,6 +14,11 @@
 //     no clock: workloads use TTLs long enough that nothing expires;
 //   - CounterModel: an Int64 sum per key under MergeUpdateOnce redelivery, where
 //     every event ID is applied exactly once;
+//   - FencedModel: the run register under fenced writes (package fence): a write
+//     whose fence is below the highest fence that wrote the run is refused with
+//     ErrFenced and changes nothing, so no older holder's write lands after a
+//     newer holder's; its workload, FencedRuns, has holders take the lease over
+//     while others, paused, go on writing with older fences;
 //   - ListModel: run IDs created by PutRunState and listed by ListRuns: a list
 //     that starts after a create returned contains it, an item once listed is
 //     listed by every later list, and a list never names an ID whose create had

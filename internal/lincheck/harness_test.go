@@ -97,6 +97,13 @@ var workloads = []workload{
 			return lincheck.RunRegister(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 30, Keys: 3}))
 		})
 	}},
+	{"fenced runs", lincheck.FencedModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+		ps := tg.providers(t, 2)
+		ss := []provider.Provider{ps[0], ps[1]}
+		return tg.faulted(func() []porcupine.Operation {
+			return lincheck.FencedRuns(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 30, Keys: 2}))
+		})
+	}},
 	{"locks", lincheck.LockModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
 		ps := tg.providers(t, 3)
 		ss := []lincheck.LockStore{ps[0], ps[1], ps[2]}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/internal/lincheck"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/state"
@@ -24,6 +25,17 @@ func (s casIgnoresVersion) CompareAndSwapRunState(ctx context.Context, runID str
 	}
 	newState.Version = cur.Version + 1
 	return true, s.PutRunState(ctx, newState)
+}
+
+// fenceIgnored is a provider whose run writes drop the fence they carry.
+type fenceIgnored struct{ provider.Provider }
+
+func (p fenceIgnored) PutRunState(ctx context.Context, run types.RunState) error {
+	return p.Provider.PutRunState(fencectx.With(ctx, nil), run)
+}
+
+func (p fenceIgnored) CompareAndSwapRunState(ctx context.Context, id string, v int, s types.RunState) (bool, error) {
+	return p.Provider.CompareAndSwapRunState(fencectx.With(ctx, nil), id, v, s)
 }
 
 // lockLetsTwoIn is a locker whose AcquireLock always reports success.
@@ -76,6 +88,10 @@ func TestTeeth(t *testing.T) {
 		{"cas ignores version", lincheck.RunModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
 			ps := memoryProviders(t, 2)
 			return lincheck.RunRegister(t, ctx, []provider.RunStore{casIgnoresVersion{ps[0]}, casIgnoresVersion{ps[1]}}, lincheck.Config{})
+		}},
+		{"fence ignored", lincheck.FencedModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.FencedRuns(t, ctx, []provider.Provider{fenceIgnored{ps[0]}, fenceIgnored{ps[1]}}, lincheck.Config{Ops: 150, Keys: 1})
 		}},
 		{"lock lets two in", lincheck.LockModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
 			ps := memoryProviders(t, 2)

@@ -37,7 +37,7 @@ var (
 	err       error
 	client    goredis.UniversalClient
 	ddbClient *ddb.Client
-	run       types.RunState
+	run, next types.RunState
 	cursor    string
 	msg       struct{ ID string }
 	now       time.Time
@@ -52,7 +52,6 @@ var mybackend struct {
 
 func dbFor(*testing.T) any                   { return nil }
 func clockFor(*testing.T) *fakeclock.Clock    { return nil }
-func compact(context.Context, int64)         {}
 func evaluate(pipelineID, date string)       {}
 `
 

@@ -28,6 +28,16 @@ func TestRoundTripBudget(t *testing.T) {
 	run := types.RunState{RunID: "r1", PipelineID: "p1", Status: types.RunPending, CreatedAt: now}
 	rerun := types.RerunRecord{RerunID: "x1", PipelineID: "p1", OriginalDate: "2026-01-01", Status: types.RequestPending, RequestedAt: now}
 	var lease *types.Lease
+	frun := types.RunState{RunID: "r3", PipelineID: "p1", Status: types.RunPending, CreatedAt: now}
+	frerun := types.RerunRecord{RerunID: "x3", PipelineID: "p1", OriginalDate: "2026-01-01", Status: types.RequestPending, RequestedAt: now}
+	// fenced is p seen by a lease of key "fk" with fence f.
+	fenced := func(f int64) provider.Provider {
+		fp, err := provider.Fenced(p, types.Lease{Key: "fk", Token: "t", Fence: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
 	steps := []struct {
 		name string
 		want int64
@@ -110,6 +120,68 @@ func TestRoundTripBudget(t *testing.T) {
 		{"renew lease", 1, func() error { _, err := p.RenewLease(ctx, *lease, time.Minute); return err }},
 		{"release lease", 1, func() error { return p.ReleaseLease(ctx, *lease) }},
 		{"inspect free", 1, func() error { _, err := p.GetLockInfo(ctx, "k"); return err }},
+		// Fenced writes (provider.Fenced): the same round trips as unfenced.
+		{"fenced put run new", 1, func() error { return fenced(2).PutRunState(ctx, frun) }},
+		{"fenced put run again", 1, func() error { return fenced(2).PutRunState(ctx, frun) }},
+		{"fenced put run moved", 2, func() error { frun.CreatedAt = now.Add(time.Second); return fenced(2).PutRunState(ctx, frun) }},
+		{"fenced put run refused", 1, func() error { return wantFencedErr(fenced(1).PutRunState(ctx, frun)) }},
+		{"unfenced put run after fenced", 1, func() error { return p.PutRunState(ctx, frun) }},
+		{"fenced create run", 1, func() error {
+			return createdOK(fenced(2).(provider.RunCreator).CreateRunState(ctx, types.RunState{RunID: "r4", PipelineID: "p1", Status: types.RunPending}))
+		}},
+		{"fenced create run existing", 1, func() error {
+			return casLost(fenced(2).(provider.RunCreator).CreateRunState(ctx, types.RunState{RunID: "r4", PipelineID: "p1", Status: types.RunPending}))
+		}},
+		{"fenced create run refused", 1, func() error {
+			_, err := fenced(1).(provider.RunCreator).CreateRunState(ctx, types.RunState{RunID: "r4", PipelineID: "p1", Status: types.RunPending})
+			return wantFencedErr(err)
+		}},
+		{"fenced cas", 1, func() error { return casOK(fenced(2).CompareAndSwapRunState(ctx, "r3", 0, frun)) }},
+		{"fenced cas lost", 1, func() error { return casLost(fenced(2).CompareAndSwapRunState(ctx, "r3", 0, frun)) }},
+		{"fenced cas refused", 1, func() error {
+			_, err := fenced(1).CompareAndSwapRunState(ctx, "r3", 1, frun)
+			return wantFencedErr(err)
+		}},
+		{"fenced cas zero created", 2, func() error {
+			r := frun
+			r.CreatedAt = time.Time{}
+			return casOK(fenced(2).CompareAndSwapRunState(ctx, "r3", 1, r))
+		}},
+		{"fenced cas zero created refused", 1, func() error {
+			r := frun
+			r.CreatedAt = time.Time{}
+			_, err := fenced(1).CompareAndSwapRunState(ctx, "r3", 2, r)
+			return wantFencedErr(err)
+		}},
+		{"fenced append first", 1, func() error { return fenced(2).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p5"}) }},
+		{"fenced append next", 1, func() error { return fenced(2).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p5"}) }},
+		{"fenced append refused", 1, func() error {
+			return wantFencedErr(fenced(1).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p5"}))
+		}},
+		{"fenced put run log", 1, func() error {
+			return fenced(2).PutRunLog(ctx, types.RunLogEntry{PipelineID: "p1", Date: "2026-01-02", Status: types.RunRunning})
+		}},
+		{"fenced put run log refused", 1, func() error {
+			return wantFencedErr(fenced(1).PutRunLog(ctx, types.RunLogEntry{PipelineID: "p1", Date: "2026-01-02", Status: types.RunRunning}))
+		}},
+		{"fenced put rerun new", 1, func() error { return fenced(2).PutRerun(ctx, frerun) }},
+		{"fenced put rerun again", 1, func() error { return fenced(2).PutRerun(ctx, frerun) }},
+		{"fenced put replay", 1, func() error {
+			return fenced(2).PutReplay(ctx, types.ReplayRequest{PipelineID: "p1", Date: "2026-01-02", Status: types.RequestPending})
+		}},
+		{"fenced put late arrival", 1, func() error {
+			return fenced(2).PutLateArrival(ctx, types.LateArrival{PipelineID: "p1", Date: "2026-01-02"})
+		}},
+		{"fenced put late arrival refused", 1, func() error {
+			return wantFencedErr(fenced(1).PutLateArrival(ctx, types.LateArrival{PipelineID: "p1", Date: "2026-01-02"}))
+		}},
+		// p's hint of the marker log's counter is stale after the other instance's
+		// marker: one lost race, as for "write marker other instance".
+		{"fenced write marker new", 2, func() error { return fenced(2).WriteCascadeMarker(ctx, "p1", "", "2026-01-02", "up") }},
+		{"fenced write marker again", 2, func() error {
+			e.clock.Advance(time.Second)
+			return fenced(2).WriteCascadeMarker(ctx, "p1", "", "2026-01-02", "up")
+		}},
 		{"delete pipeline", 1, func() error { return p.DeletePipeline(ctx, "p1") }},
 		{"ping", 1, func() error { return p.Ping(ctx) }},
 		{"start", 0, func() error { return p.Start(ctx) }},
@@ -207,12 +279,43 @@ var capacityBudget = map[string]float64{
 	"renew lease":                 1,
 	"release lease":               1,
 	"inspect free":                1,
-	"delete pipeline":             2,
-	"ping":                        0,
-	"start":                       0,
-	"bad input":                   0,
-	"stop":                        0,
-	"after stop":                  0,
+	// Fenced writes: what their unfenced counterparts consume (the fence
+	// attribute adds len(lease key)+4 bytes or so to the item, which changes
+	// the units only when it crosses a 1 KB boundary). PutLateArrival is the
+	// exception: fenced, it is a transaction of the list's guard item and the
+	// record (2 items at 2 units each) where unfenced it is one PutItem (1).
+	// A refused write consumes nothing on Local, as a failed condition does.
+	"fenced put run new":              4,
+	"fenced put run again":            4,
+	"fenced put run moved":            4,
+	"fenced put run refused":          0,
+	"unfenced put run after fenced":   4,
+	"fenced create run":               4,
+	"fenced create run existing":      0,
+	"fenced create run refused":       0,
+	"fenced cas":                      4,
+	"fenced cas lost":                 0,
+	"fenced cas refused":              0,
+	"fenced cas zero created":         5,
+	"fenced cas zero created refused": 1,
+	"fenced append first":             4,
+	"fenced append next":              4,
+	"fenced append refused":           0,
+	"fenced put run log":              1,
+	"fenced put run log refused":      0,
+	"fenced put rerun new":            12,
+	"fenced put rerun again":          4,
+	"fenced put replay":               2,
+	"fenced put late arrival":         4,
+	"fenced put late arrival refused": 0,
+	"fenced write marker new":         4,
+	"fenced write marker again":       4,
+	"delete pipeline":                 2,
+	"ping":                            0,
+	"start":                           0,
+	"bad input":                       0,
+	"stop":                            0,
+	"after stop":                      0,
 }
 
 // first takes the first record of a follower or watcher, which reads one page,
@@ -222,6 +325,15 @@ func first[R any](seq iter.Seq2[R, error]) error {
 		return err
 	}
 	return errors.New("the sequence ended without a record")
+}
+
+// wantFencedErr turns a refusal (ErrFenced) into nil and anything else into an
+// error.
+func wantFencedErr(err error) error {
+	if !errors.Is(err, provider.ErrFenced) {
+		return fmt.Errorf("err %v, want ErrFenced", err)
+	}
+	return nil
 }
 
 func createdOK(created bool, err error) error {

@@ -50,6 +50,7 @@
 //	rerun (list copy)  PIPELINE#{id}      RERUN#T(requestedAt)#{rerun}
 //	replay             PIPELINE#{id}      REPLAY#{date}#{schedule}            REPLAYS    T(createdAt)#{id}#{date}#{schedule}
 //	late arrival       PIPELINE#{id}      LATE#{date}#{schedule}#T(detectedAt)#{stamp}
+//	late list fences   PIPELINE#{id}      FENCE#LATE#{date}#{schedule}
 //	cascade marker     MARKER#{id}        {date}#{schedule}
 //	marker (by time)   MARKER#{id}        #BYTIME#T(writtenAt)#{date}#{schedule}
 //	marker log entry   MARKERLOG          ENTRY#N(seq)
@@ -64,7 +65,8 @@
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
 // (an event's or marker-log entry's number; a counter's last number), "holder" and
 // "fence" (locks), "tok" (the token of the call that last won a conditional
-// write of the item), and on lock items "rtok" and "rfreed" (the token of the
+// write of the item), "f:{lease key}" (what the item remembers of fenced
+// writes; see Fencing), and on lock items "rtok" and "rfreed" (the token of the
 // last release and the tok of the hold it freed).
 //
 // # Guarantees and decisions
@@ -160,8 +162,8 @@
 //   - Retention (WithRetention): every item of a record that grows with use (a
 //     run's truth and list copy, a rerun's, a marker's, a run log, a replay, a late
 //     arrival, an event, a marker-log entry) carries its expiry: exp, Unix ns by
-//     the writer's clock, set by the write that restarts it (the same PutItem or
-//     TransactWriteItems, a CAS included), and ttl, Unix seconds rounded up, for
+//     the writer's clock, set by the write that restarts it (the same PutItem,
+//     UpdateItem or TransactWriteItems, a CAS included), and ttl, Unix seconds rounded up, for
 //     DynamoDB's TTL deletion. Reads drop items whose exp has passed (now >= exp)
 //     and List* calls page on past them; conditions treat an expired run as
 //     missing: CreateRunState's condition is "no item, or exp <= now" (it writes
@@ -247,6 +249,66 @@
 //     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
 //     marker-log partition and counter (MARKERLOG); these are low-rate records.
 //
+// # Fencing
+//
+// Writes through provider.Fenced (package fence) carry a lease's key and fence,
+// and the item that stands for the written record remembers, for each lease key,
+// the highest fence that wrote it, as the number attribute "f:{lease key}". A
+// fenced write adds to the condition of that item, in the request it sends
+// anyway, "attribute_not_exists(f) OR f <= :fence", and to its update "SET f =
+// :fence": no extra round trip, and no extra item. The items, by write:
+//
+//	PutRunState, CompareAndSwapRunState,  the run's truth item (RUN#{run} STATE)
+//	CreateRunState
+//	PutRerun                              the rerun's truth item (RERUN#{rerun} STATE)
+//	WriteCascadeMarker                    the marker's truth item (MARKER#{id} {date}#{schedule})
+//	PutRunLog, PutReplay                  the entry's, the request's own item
+//	AppendEvent                           the pipeline's event counter (EVENTSEQ), which the
+//	                                      append's transaction moves anyway: the event log
+//	PutLateArrival                        the list's fence item (FENCE#LATE#{date}#{schedule})
+//
+// A late arrival is a new item each time, which cannot see what its list
+// remembers: a fenced PutLateArrival is one TransactWriteItems of its record
+// and the list's fence item (an update that also carries the record's expiry,
+// so the fence item lives as long as the list's newest record), where an
+// unfenced one stays one PutItem. The fence items of the other writes are the
+// record's own item, so the fences live and expire with it (its exp and ttl);
+// an expired item that DynamoDB has not deleted yet still remembers, which
+// refuses more stale writes, never fewer. Events of one pipeline batch only
+// with events of the same fence (or unfenced ones), as the counter checks one.
+//
+// The run, rerun and marker truth items, run logs and replays are written with
+// UpdateItem (a transaction's Update), never PutItem, fenced or not: the
+// update sets every attribute of the item's schema and removes the ones the
+// record does not have, as a put would, but keeps the fence attributes, so an
+// unfenced write neither checks nor resets what the item remembers (see package
+// fence: unfenced writes pass). DynamoDB charges an update as a put (the larger
+// of the item's sizes before and after, per 1 KB), so unfenced writes cost what
+// they did; their requests carry no fence name, value or condition.
+//
+// A refused write fails its condition with the item's old image
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), which tells the fence from the
+// write's own conditions: an error wrapping fence.ErrFenced names the newest
+// fence. It is checked before a CAS's version and a create's existence (after
+// the run's pipeline, as memory does); a CAS with a zero CreatedAt is refused
+// from the GetItem it makes anyway, without a write. Lost replies keep the
+// first attempt's outcome as they do unfenced (the SDK's idempotency token on
+// transactions, the call tokens on CAS and create, the counter's token on
+// appends, an equal fence passing on a retried single-item update). One case
+// differs: when a newer fence writes the record between a lost reply and the
+// SDK's retry, a transaction's retry still reports the first attempt's success
+// (its idempotency token), but a PutRunLog's or PutReplay's retry is refused
+// with ErrFenced although its first attempt landed, before the newer write
+// superseded it (TestLostReplyTakeover).
+//
+// Capacity: the attribute adds 2 + len(lease key) bytes of name and a number
+// to the item (about 25 bytes for a short key), which changes its write units
+// only when it crosses a 1 KB boundary; on DynamoDB Local every fenced write
+// consumes what its unfenced counterpart does (TestRoundTripBudget), except a
+// fenced PutLateArrival: a transaction of 2 items at 2 units each per 1 KB
+// (4 for a small record) instead of a PutItem's 1. A refused write is charged
+// as a failed condition of the same write.
+//
 // # Across regions
 //
 // DynamoDB Global Tables replicate each item to the other regions
@@ -284,7 +346,7 @@
 //	GetPipeline, GetTrait, GetRunState     1
 //	GetRunLog, GetRerun, GetReplay         1
 //	GetReadiness, PutReadiness, PutTrait   1
-//	PutRunLog, PutReplay, PutLateArrival   1
+//	PutRunLog, PutReplay, PutLateArrival   1 (fenced too; see Fencing)
 //	ListPipelines, GetTraits, ListRuns     1 (+1 per page)
 //	ListEvents, ReadEventsSince            1 (+1 per page; from a cursor, +1 per 1 MB of events
 //	                                       only: the expiry check is in the same Query)
@@ -323,7 +385,8 @@
 //	call                                   WCU / RCU  why not less
 //	-------------------------------------  ---------  -----------------------------------------------
 //	PutTrait, PutReadiness, PutRunLog      1          the floor: one PutItem
-//	PutLateArrival                         1          the floor
+//	PutLateArrival                         1          the floor (fenced: 4, a transaction with the
+//	                                                  list's guard item; see Fencing)
 //	RegisterPipeline, DeletePipeline,      2          the item and its GSI1 copy (ListPipelines,
 //	PutReplay                                         ListReplays across pipelines)
 //	AcquireLock, ReleaseLock               1          the floor: one conditional UpdateItem that
@@ -342,7 +405,8 @@
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //
-// A refused conditional write is charged too (1 WCU; a transaction, 2 per item).
+// A fenced write costs what the unfenced one does, but for PutLateArrival. A
+// refused conditional write is charged too (1 WCU; a transaction, 2 per item).
 // A retry after a lost reply is a second request and is charged again.
 //
 // A reference workload: 1,000 pipelines, 10 runs a day each (300,000 runs in a

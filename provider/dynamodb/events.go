@@ -13,6 +13,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
@@ -86,6 +87,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		return err
 	}
 	pe := &pendingEvent{ctx: ctx, item: it, size: ddbx.ItemSize(av), done: make(chan error, 1)}
+	pe.fence, pe.fenced = fence.FromContext(ctx)
 
 	p.qmu.Lock()
 	q := p.queues[ev.PipelineID]
@@ -119,7 +121,14 @@ type pendingEvent struct {
 	item item // SK and Seq are set per attempt
 	size int
 	done chan error // buffered: the flusher never blocks
+	// fence and fenced are the token of a fenced append: a batch holds events of
+	// one token (or unfenced ones) only, as the counter checks one fence.
+	fence  fence.Token
+	fenced bool
 }
+
+// sameFence reports whether a and b may share a batch.
+func sameFence(a, b *pendingEvent) bool { return a.fenced == b.fenced && a.fence == b.fence }
 
 // appendQueue holds a pipeline's pending events; running says a flusher owns it.
 type appendQueue struct {
@@ -143,7 +152,7 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 	for {
 		p.qmu.Lock()
 		n, bytes := 0, 0
-		for n < len(q.pending) && n < maxBatchEvents && (n == 0 || bytes+q.pending[n].size <= maxBatchBytes) {
+		for n < len(q.pending) && n < maxBatchEvents && (n == 0 || bytes+q.pending[n].size <= maxBatchBytes && sameFence(q.pending[0], q.pending[n])) {
 			bytes += q.pending[n].size
 			n++
 		}
@@ -173,8 +182,9 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 	tok := ids.Random()
 	last := p.lastSeq(pipelineID)
 	n := int64(len(batch))
+	g := guard{t: batch[0].fence, on: batch[0].fenced, record: "event log of pipeline " + pipelineID}
 	for lost, conflicts := 0, 0; ; {
-		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok))
+		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok, g))
 		for i, pe := range batch {
 			it := pe.item
 			it.Seq = last + 1 + int64(i)
@@ -204,6 +214,10 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 					p.sawSeq(pipelineID, o.Seq)
 					return nil
 				}
+				if err := g.refusedItem(o); err != nil {
+					p.sawSeq(pipelineID, o.Seq)
+					return fmt.Errorf("dynamodb: %s: %w", op, err)
+				}
 				last = o.Seq
 			}
 			p.sawSeq(pipelineID, last)
@@ -225,9 +239,10 @@ func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*
 
 // claimSeq is the transaction action that moves the sequence counter (pk, sk) from
 // last to last+n and stamps it with the writing call's token, failing (with the
-// counter's item) when it holds another value.
-func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string) ddbtypes.TransactWriteItem {
-	values := make(map[string]ddbtypes.AttributeValue, 3)
+// counter's item) when it holds another value, or, for a fenced write (g), when
+// the counter remembers a newer fence of g's key; it remembers g's fence.
+func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string, g guard) ddbtypes.TransactWriteItem {
+	values := make(map[string]ddbtypes.AttributeValue, 4)
 	values[":n"], values[":tok"] = nv(last+n), sv(tok)
 	cond := claimNext
 	if last == 0 {
@@ -235,12 +250,22 @@ func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string) ddbtypes.T
 	} else {
 		values[":last"] = nv(last)
 	}
+	text, names, update := &cond.text, cond.names, &claimUpdate
+	if g.on {
+		c, u := g.and(cond.text), claimUpdate+", "+fenceSet
+		text, update = &c, &u
+		names = map[string]string{}
+		for k, v := range cond.names {
+			names[k] = v
+		}
+		names, values = g.addTo(names, values)
+	}
 	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 		TableName:                           &p.table,
 		Key:                                 key(pk, sk),
-		ConditionExpression:                 &cond.text,
-		UpdateExpression:                    &claimUpdate,
-		ExpressionAttributeNames:            cond.names,
+		ConditionExpression:                 text,
+		UpdateExpression:                    update,
+		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	}}

@@ -41,6 +41,7 @@ const (
 	skLate         = "LATE#"
 	skMarkerByTime = "#BYTIME#" // '#' sorts before every ID byte: no date can collide
 	skLogEntry     = "ENTRY#"
+	skLateGuard    = "FENCE#LATE#" // a late-arrival list's fences: no query's prefix
 
 	gsiPipelines = "PIPELINES"
 	gsiReruns    = "RERUNS"
@@ -100,6 +101,32 @@ func (p *Provider) put(ctx context.Context, op string, it item) error {
 		return err
 	}
 	if _, err := p.api.PutItem(ctx, &ddb.PutItemInput{TableName: &p.table, Item: av}, p.sdk(op)); err != nil {
+		return fmt.Errorf("dynamodb: %s: %w", op, err)
+	}
+	return nil
+}
+
+// write writes one item as PutItem would, with one UpdateItem (putUpdate) that
+// keeps the item's fence attributes and checks and remembers g's fence: a
+// refusal is an error wrapping fence.ErrFenced.
+func (p *Provider) write(ctx context.Context, op string, it item, g guard) error {
+	av, err := marshal(it)
+	if err != nil {
+		return err
+	}
+	u := putUpdate(av, expr{}, g)
+	in := &ddb.UpdateItemInput{TableName: &p.table, Key: u.key, UpdateExpression: &u.text,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values}
+	if u.cond != "" {
+		in.ConditionExpression = &u.cond
+		in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	if _, err := p.api.UpdateItem(ctx, in, p.sdk(op)); err != nil {
+		if old, ok := ddbx.ConditionFailedItem(err); ok {
+			if rerr := g.refused(old); rerr != nil {
+				return fmt.Errorf("dynamodb: %s: %w", op, rerr)
+			}
+		}
 		return fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
 	return nil

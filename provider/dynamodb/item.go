@@ -52,6 +52,9 @@ type item struct {
 	// write whose response was lost and the retry fails its condition, the token
 	// tells the call that its first attempt won.
 	Tok string `dynamodbav:"tok,omitempty"`
+	// fences is what the item remembers of fenced writes (see fence.go): lease key
+	// -> highest fence. unmarshal reads it; attrs never writes it (updates do).
+	fences map[string]int64
 	// bad, on an item a query read, is the *provider.CorruptError of attributes
 	// that did not unmarshal (only PK, SK and Seq are set then); never stored.
 	bad error
@@ -350,6 +353,16 @@ func unmarshal(av map[string]ddbtypes.AttributeValue) (item, error) {
 			if n, err = attrInt(v); err == nil {
 				ver := int(n)
 				it.Version = &ver
+			}
+		default:
+			if key, ok := strings.CutPrefix(name, fencePrefix); ok {
+				var f int64
+				if f, err = attrInt(v); err == nil {
+					if it.fences == nil {
+						it.fences = map[string]int64{}
+					}
+					it.fences[key] = f
+				}
 			}
 		}
 		if err != nil {

@@ -38,7 +38,8 @@ func TestEventSKOrder(t *testing.T) {
 func TestPrefixEnd(t *testing.T) {
 	prefixes := []string{skTrait, skRun, skRunLog, skEvent, skRerun, skReplay, skLate + slotSK("2026-01-01", "s") + "#",
 		skMarkerByTime, skLogEntry}
-	sks := []string{skConfig, skState, skReadiness, skEventSeq, skLock, skLogSeq, "", "$", "\U0010FFFF"}
+	sks := []string{skConfig, skState, skReadiness, skEventSeq, skLock, skLogSeq, "", "$", "\U0010FFFF",
+		lateGuardSK("2026-01-01", "s"), lateGuardSK("2026-01-01", ""), lateGuardSK("2026-01-01", "s#")} // no query reads a late list's fences
 	for _, p := range prefixes {
 		if !strings.HasSuffix(p, "#") {
 			t.Fatalf("prefix %q does not end in '#'", p)
@@ -56,6 +57,21 @@ func TestPrefixEnd(t *testing.T) {
 			if in, want := p <= sk && sk <= hi, strings.HasPrefix(sk, p); in != want {
 				t.Errorf("sort key %q: between %q and %q is %v, begins with %q is %v", sk, p, hi, in, p, want)
 			}
+		}
+	}
+}
+
+// TestLateGuardUnlisted: the item that remembers a late-arrival list's fences is
+// in no query's range: no prefix a query reads begins it.
+func TestLateGuardUnlisted(t *testing.T) {
+	for _, sk := range []string{lateGuardSK("2026-01-01", ""), lateGuardSK("2026-01-01", "s")} {
+		for _, p := range []string{skTrait, skRun, skRunLog, skEvent, skRerun, skReplay, skLate, skMarkerByTime, skLogEntry} {
+			if strings.HasPrefix(sk, p) {
+				t.Errorf("fence item %q is in the range of prefix %q", sk, p)
+			}
+		}
+		if sk >= eventSK(0) && sk <= skEventSeq {
+			t.Errorf("fence item %q is in ReadEventsSince's range", sk)
 		}
 	}
 }

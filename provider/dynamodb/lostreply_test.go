@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -107,14 +108,15 @@ func TestLostReply(t *testing.T) {
 	}
 	leases := map[string]*types.Lease{}
 
-	rows := []struct {
+	type row struct {
 		method string // the Provider method the row covers
 		name   string
 		fault  writeFault
 		setup  func(t *testing.T, id string)
 		call   func(t *testing.T, id string) error
 		check  func(t *testing.T, id string)
-	}{
+	}
+	rows := []row{
 		{method: "RegisterPipeline", fault: drop("PutItem"),
 			call: func(t *testing.T, id string) error {
 				return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p-" + id})
@@ -237,7 +239,7 @@ func TestLostReply(t *testing.T) {
 				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})
 			},
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
-		{method: "PutRunLog", fault: drop("PutItem"),
+		{method: "PutRunLog", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				return p.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RunRunning})
 			},
@@ -288,7 +290,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("late arrivals %+v, %v; want one", got, err)
 				}
 			}},
-		{method: "PutReplay", fault: drop("PutItem"),
+		{method: "PutReplay", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				return p.PutReplay(ctx, types.ReplayRequest{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RequestPending})
 			},
@@ -371,6 +373,44 @@ func TestLostReply(t *testing.T) {
 			}},
 	}
 
+	// Fenced writes: two rows each. "fenced": a write fenced 5 whose reply is
+	// lost writes once and reports success, and remembers its fence (a write
+	// fenced 4 is then refused). "fenced refused": a write fenced 4 after one
+	// fenced 5, whose refusal is lost, is refused again on the SDK's retry, and
+	// writes nothing.
+	for _, w := range fencedLostWrites(ctx, p, now) {
+		fault := drop(w.op, `"#f"`) // the fenced request itself
+		rows = append(rows,
+			row{method: w.method, name: "fenced", fault: fault,
+				setup: func(t *testing.T, id string) {
+					if w.pre != nil {
+						must(t, w.pre(id))
+					}
+				},
+				call: func(t *testing.T, id string) error { return w.write(fencedBy(t, p, id, 5), id, 1) },
+				check: func(t *testing.T, id string) {
+					w.wantOne(t, id)
+					if err := w.write(fencedBy(t, p, id, 4), id, 2); !errors.Is(err, provider.ErrFenced) {
+						t.Fatalf("a write fenced 4 after the lost reply: err %v, want ErrFenced", err)
+					}
+					w.wantOne(t, id)
+				}},
+			row{method: w.method, name: "fenced refused", fault: fault,
+				setup: func(t *testing.T, id string) {
+					if w.pre != nil {
+						must(t, w.pre(id))
+					}
+					must(t, w.write(fencedBy(t, other, id, 5), id, 1))
+				},
+				call: func(t *testing.T, id string) error {
+					if err := w.write(fencedBy(t, p, id, 4), id, 2); !errors.Is(err, provider.ErrFenced) {
+						t.Errorf("err %v, want ErrFenced", err)
+					}
+					return nil
+				},
+				check: func(t *testing.T, id string) { w.wantOne(t, id) }})
+	}
+
 	covered := map[string]bool{}
 	for _, r := range rows {
 		covered[r.method] = true
@@ -417,5 +457,155 @@ func TestLostReply(t *testing.T) {
 			}
 			r.check(t, id)
 		})
+	}
+}
+
+// fencedBy returns p fenced by a made-up lease of the row's key with fence f.
+func fencedBy(t *testing.T, p provider.Provider, id string, f int64) provider.Provider {
+	t.Helper()
+	fp, err := provider.Fenced(p, types.Lease{Key: "lease-" + id, Token: "t", Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
+// fencedLostWrite is a fenced write of the lost-reply table: write makes the
+// i-th write of the row's record through pp; wantOne checks that the record
+// holds write 1 only, written once; pre (if set) makes what the write needs.
+type fencedLostWrite struct {
+	method, op string
+	pre        func(id string) error
+	write      func(pp provider.Provider, id string, i int) error
+	wantOne    func(t *testing.T, id string)
+}
+
+func fencedLostWrites(ctx context.Context, p *dynamodb.Provider, now time.Time) []fencedLostWrite {
+	run := func(id string, i int) types.RunState {
+		return types.RunState{RunID: "r-" + id, PipelineID: "p-" + id, Status: types.RunPending, CreatedAt: now,
+			Metadata: map[string]any{"i": i}}
+	}
+	// wantRun: the run is write 1 at version v, listed once.
+	wantRun := func(v int) func(t *testing.T, id string) {
+		return func(t *testing.T, id string) {
+			t.Helper()
+			truth, err := p.GetRunState(ctx, "r-"+id)
+			if err != nil || truth == nil {
+				t.Fatalf("run %+v, %v", truth, err)
+			}
+			list, err := p.ListRuns(ctx, "p-"+id, 10)
+			if err != nil || truth.Version != v || truth.Metadata["i"] != float64(1) || len(list) != 1 || !reflect.DeepEqual(*truth, list[0]) {
+				t.Fatalf("run %+v listed as %+v (%v); want write 1 at version %d listed once", truth, list, err, v)
+			}
+		}
+	}
+	// wantList: the record's list is exactly one entry, got.
+	wantList := func(what string, got func(id string) ([]string, error)) func(t *testing.T, id string) {
+		return func(t *testing.T, id string) {
+			t.Helper()
+			vs, err := got(id)
+			if err != nil || !slices.Equal(vs, []string{"1"}) {
+				t.Fatalf("%s %q, %v; want write 1 once", what, vs, err)
+			}
+		}
+	}
+	created := func(ok bool, err error) error {
+		if err == nil && !ok {
+			return errors.New("not created")
+		}
+		return err
+	}
+	swapped := func(ok bool, err error) error {
+		if err == nil && !ok {
+			return errors.New("not swapped")
+		}
+		return err
+	}
+	return []fencedLostWrite{
+		{method: "PutRunState", op: "TransactWriteItems",
+			write:   func(pp provider.Provider, id string, i int) error { return pp.PutRunState(ctx, run(id, i)) },
+			wantOne: wantRun(0)},
+		{method: "CreateRunState", op: "TransactWriteItems",
+			write: func(pp provider.Provider, id string, i int) error {
+				return created(pp.(provider.RunCreator).CreateRunState(ctx, run(id, i)))
+			},
+			wantOne: wantRun(0)},
+		{method: "CompareAndSwapRunState", op: "TransactWriteItems",
+			pre: func(id string) error { return p.PutRunState(ctx, run(id, 0)) },
+			write: func(pp provider.Provider, id string, i int) error {
+				return swapped(pp.CompareAndSwapRunState(ctx, "r-"+id, i-1, run(id, i)))
+			},
+			wantOne: wantRun(1)},
+		{method: "AppendEvent", op: "TransactWriteItems",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: strconv.Itoa(i)})
+			},
+			wantOne: wantList("events", func(id string) ([]string, error) {
+				recs, err := p.ReadEventsSince(ctx, "p-"+id, "", 100)
+				var out []string
+				for _, r := range recs {
+					out = append(out, r.Event.Message)
+				}
+				return out, err
+			})},
+		{method: "PutLateArrival", op: "TransactWriteItems",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.PutLateArrival(ctx, types.LateArrival{PipelineID: "p-" + id, Date: "2026-01-01", TraitType: "t", RecordDelta: int64(i)})
+			},
+			wantOne: wantList("late arrivals", func(id string) ([]string, error) {
+				las, err := p.ListLateArrivals(ctx, "p-"+id, "2026-01-01", "")
+				var out []string
+				for _, la := range las {
+					out = append(out, strconv.FormatInt(la.RecordDelta, 10))
+				}
+				return out, err
+			})},
+		{method: "PutRunLog", op: "UpdateItem",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RunRunning, AttemptNumber: i})
+			},
+			wantOne: wantList("run log", func(id string) ([]string, error) {
+				e, err := p.GetRunLog(ctx, "p-"+id, "2026-01-01", "")
+				if e == nil {
+					return nil, err
+				}
+				return []string{fmt.Sprint(e.AttemptNumber)}, err
+			})},
+		{method: "WriteCascadeMarker", op: "TransactWriteItems",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", strconv.Itoa(i))
+			},
+			wantOne: wantList("markers", func(id string) ([]string, error) {
+				ms, err := p.ListCascadeMarkers(ctx, "p-"+id, 10)
+				var out []string
+				for _, m := range ms {
+					out = append(out, m.Source)
+				}
+				return out, err
+			})},
+		{method: "PutRerun", op: "TransactWriteItems",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.PutRerun(ctx, types.RerunRecord{RerunID: "x-" + id, PipelineID: "p-" + id, OriginalDate: "2026-01-01",
+					Status: types.RequestPending, RequestedAt: now, Reason: strconv.Itoa(i)})
+			},
+			wantOne: wantList("reruns", func(id string) ([]string, error) {
+				rs, err := p.ListReruns(ctx, "p-"+id, 10)
+				var out []string
+				for _, r := range rs {
+					out = append(out, r.Reason)
+				}
+				return out, err
+			})},
+		{method: "PutReplay", op: "UpdateItem",
+			write: func(pp provider.Provider, id string, i int) error {
+				return pp.PutReplay(ctx, types.ReplayRequest{PipelineID: "p-" + id, Date: "2026-01-01", Status: types.RequestPending, Reason: strconv.Itoa(i)})
+			},
+			wantOne: wantList("replay", func(id string) ([]string, error) {
+				r, err := p.GetReplay(ctx, "p-"+id, "2026-01-01", "")
+				if r == nil {
+					return nil, err
+				}
+				return []string{r.Reason}, err
+			})},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -19,7 +20,8 @@ import (
 // ID byte, so string order of the suffix is (date, schedule) order.
 func slotSK(date, scheduleID string) string { return date + "#" + scheduleID }
 
-// PutRunLog implements provider.RunLogStore with one PutItem.
+// PutRunLog implements provider.RunLogStore with one UpdateItem that replaces
+// the entry's item (keeping its fences; see "Fencing" in the package doc).
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
 	if err := p.writing(ctx, "PutRunLog"); err != nil {
 		return err
@@ -37,7 +39,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	}
 	it := item{PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data}
 	it.setExpiry(provider.Expiry(p.now(), p.retention.RunLogs))
-	return p.put(ctx, "PutRunLog", it)
+	return p.write(ctx, "PutRunLog", it, guardOf(ctx, "run log "+slotName(entry.PipelineID, entry.Date, entry.ScheduleID)))
 }
 
 // GetRunLog implements provider.RunLogStore with one GetItem.
@@ -68,8 +70,9 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 		queryIn{kind: provider.KindRunLog, key: partition(pipelinePrefix+pipelineID, skRunLog), desc: true, limit: limit}))
 }
 
-// PutReplay implements provider.ReplayStore with one PutItem; the item is also in
-// GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
+// PutReplay implements provider.ReplayStore with one UpdateItem that replaces
+// the request's item (keeping its fences; see "Fencing" in the package doc); the
+// item is also in GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
 	if err := p.writing(ctx, "PutReplay"); err != nil {
 		return err
@@ -92,7 +95,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 		Data: data,
 	}
 	it.setExpiry(provider.Expiry(p.now(), p.retention.Replays))
-	return p.put(ctx, "PutReplay", it)
+	return p.write(ctx, "PutReplay", it, guardOf(ctx, "replay "+slotName(req.PipelineID, req.Date, req.ScheduleID)))
 }
 
 // GetReplay implements provider.ReplayStore with one GetItem.
@@ -121,7 +124,9 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		queryIn{kind: provider.KindReplay, index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
-// PutLateArrival implements provider.LateArrivalStore with one PutItem. Each record
+// PutLateArrival implements provider.LateArrivalStore with one PutItem (fenced,
+// one TransactWriteItems that also checks the list's fences; see Fencing in the
+// package doc). Each record
 // is a new item whose sort key ends with DetectedAt and an insertion stamp, so
 // records with equal DetectedAt list in insertion order (within one process;
 // across processes, by wall clock).
@@ -146,7 +151,59 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 		Data: data,
 	}
 	it.setExpiry(provider.Expiry(p.now(), p.retention.LateArrivals))
-	return p.put(ctx, "PutLateArrival", it)
+	g := guardOf(ctx, "late arrivals "+slotName(la.PipelineID, la.Date, la.ScheduleID))
+	if !g.on {
+		return p.put(ctx, "PutLateArrival", it)
+	}
+	return p.putLateFenced(ctx, it, lateGuardSK(la.Date, la.ScheduleID), g)
+}
+
+// lateGuardSK is the sort key, in the pipeline's partition, of the item that
+// remembers the fences of a (date, schedule) list of late arrivals: no query
+// reads it (no list's key range holds it).
+func lateGuardSK(date, scheduleID string) string { return skLateGuard + slotSK(date, scheduleID) }
+
+// putLateFenced writes it, a late arrival, fenced by g: one TransactWriteItems
+// of the list's guard item (lateGuardSK), which checks and remembers g's fence
+// and takes its expiry (the list lives as long as its newest record), and it.
+// The SDK's idempotency token makes a retry after a lost reply answer the first
+// attempt's outcome; a retry the token no longer covers writes the same item
+// again (its key is set once per call).
+func (p *Provider) putLateFenced(ctx context.Context, it item, guardSK string, g guard) error {
+	const op = "PutLateArrival"
+	av, err := marshal(it)
+	if err != nil {
+		return err
+	}
+	gu := item{PK: it.PK, SK: guardSK, Exp: it.Exp, TTL: it.TTL}
+	gav, err := marshal(gu)
+	if err != nil {
+		return err
+	}
+	items := []ddbtypes.TransactWriteItem{p.txUpdate(gav, expr{}, g), p.txPut(av, expr{})}
+	for conflicts := 0; ; conflicts++ {
+		err := p.transact(ctx, op, items...)
+		if err == nil {
+			return nil
+		}
+		if old, failed := ddbx.TxConditionFailed(err, 0); failed {
+			if rerr := g.refused(old); rerr != nil {
+				return fmt.Errorf("dynamodb: %s: %w", op, rerr)
+			}
+			return fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+		if !ddbx.IsTxConflict(err) {
+			return fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
+			return err
+		}
+	}
+}
+
+// slotName names a (pipeline, date, schedule) record in a refusal's error.
+func slotName(pipelineID, date, scheduleID string) string {
+	return pipelineID + "/" + date + "/" + scheduleID
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one strongly consistent
@@ -223,7 +280,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	exp := provider.Expiry(now, p.retention.CascadeMarkers)
 	truth.setExpiry(exp)
 	list.setExpiry(exp)
-	return p.putPair(ctx, "WriteCascadeMarker", truth, list, nil, entry)
+	return p.putPair(ctx, "WriteCascadeMarker", truth, list, nil, entry, guardOf(ctx, "cascade marker "+slotName(pipelineID, date, m.ScheduleID)))
 }
 
 // logEntry is the marker-log entry of one WriteCascadeMarker call, which putPair
@@ -237,7 +294,7 @@ type logEntry struct {
 // logActions returns the transaction actions of entry: the claim of sequence
 // number entry.last+1 on the log's counter, and the entry under that number.
 func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, error) {
-	claim := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok)
+	claim := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok, guard{})
 	it := entry.it
 	it.Seq = entry.last + 1
 	it.SK = seqSK(skLogEntry, it.Seq)
@@ -351,7 +408,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	exp := provider.Expiry(p.now(), p.retention.Reruns)
 	truth.setExpiry(exp)
 	list.setExpiry(exp)
-	return p.putPair(ctx, "PutRerun", truth, list, nil, nil)
+	return p.putPair(ctx, "PutRerun", truth, list, nil, nil, guardOf(ctx, "rerun "+rerun.RerunID))
 }
 
 // GetRerun implements provider.RerunStore with one GetItem.

@@ -53,7 +53,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 			return provider.Invalidf("run %s belongs to another pipeline than %s", run.RunID, run.PipelineID)
 		}
 		return nil
-	}, nil)
+	}, nil, guardOf(ctx, "run "+run.RunID))
 }
 
 // putPair writes a truth item and its list copy (truth.ListPK/ListSK name the copy)
@@ -62,8 +62,10 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // otherwise the write is repeated with the old copy's deletion in the same
 // transaction, conditioned on the truth item still pointing at it. So the truth and
 // its one list copy always change together. A non-nil entry is a marker-log entry
-// written in the same transaction (see logEntry).
-func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error, entry *logEntry) error {
+// written in the same transaction (see logEntry). The truth item is written with
+// an update (putUpdate), which keeps its fence attributes and checks g's fence;
+// a refusal of g's fence (checked after check) is returned.
+func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error, entry *logEntry, g guard) error {
 	tav, err := marshal(truth)
 	if err != nil {
 		return err
@@ -79,7 +81,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		if old != nil {
 			cond = pointsAt(condList, old.ListPK, old.ListSK)
 		}
-		items := []ddbtypes.TransactWriteItem{p.txPut(tav, cond), putList}
+		items := []ddbtypes.TransactWriteItem{p.txUpdate(tav, cond, g), putList}
 		if old != nil && (old.ListPK != list.PK || old.ListSK != list.SK) {
 			items = append(items, p.txDelete(old.ListPK, old.ListSK))
 		}
@@ -138,6 +140,9 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 				if err := check(o); err != nil {
 					return err
 				}
+			}
+			if err := g.refusedItem(o); err != nil {
+				return fmt.Errorf("dynamodb: %s: %w", op, err)
 			}
 			old = &o
 			continue
@@ -210,12 +215,16 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	// stale reports how an old truth item fails the swap: (false, nil) to give up
 	// with (false, nil), an error, or (true, nil) when only CreatedAt differs.
 	now := p.now()
+	g := guardOf(ctx, "run "+runID)
 	stale := func(o item) (retry bool, err error) {
 		if !o.live(now) { // an expired run is missing
 			return false, nil
 		}
 		if o.ListPK != pipelinePrefix+newState.PipelineID {
 			return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
+		}
+		if err := g.refusedItem(o); err != nil { // the fence before the version
+			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
 		}
 		if o.Version == nil || *o.Version != expectedVersion {
 			return false, nil
@@ -252,7 +261,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		cond := pointsAt(condVersionList, list.PK, list.SK)
 		cond.values[":v"] = nv(int64(expectedVersion))
 		cond.values[":now"] = nv(unixNano(now))
-		return []ddbtypes.TransactWriteItem{p.txPut(tav, cond), p.txPut(lav, expr{})}, nil
+		return []ddbtypes.TransactWriteItem{p.txUpdate(tav, cond, g), p.txPut(lav, expr{})}, nil
 	}
 	items, err := swap()
 	if err != nil {
@@ -342,7 +351,8 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	}
 	// An expired run is missing: the create writes over it (its old list copy,
 	// if it sorts elsewhere, is expired too, and DynamoDB's TTL deletes it).
-	putTruth := p.txPut(tav, expr{condNewOrExpired, map[string]ddbtypes.AttributeValue{":now": nv(unixNano(now))}})
+	g := guardOf(ctx, "run "+run.RunID)
+	putTruth := p.txUpdate(tav, expr{condNewOrExpired, map[string]ddbtypes.AttributeValue{":now": nv(unixNano(now))}}, g)
 	putList := p.txPut(lav, expr{})
 	for conflicts := 0; ; conflicts++ {
 		err := p.transact(ctx, op, putTruth, putList)
@@ -351,7 +361,13 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed { // av is the run that exists
 			o, err := unmarshal(av)
-			return err == nil && o.Tok == truth.Tok, err
+			if err != nil || o.Tok == truth.Tok {
+				return err == nil, err
+			}
+			if err := g.refusedItem(o); err != nil { // the fence before the run's existence
+				return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+			}
+			return false, nil
 		}
 		if !ddbx.IsTxConflict(err) {
 			return false, fmt.Errorf("dynamodb: %s: %w", op, err)

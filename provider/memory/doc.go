@@ -43,6 +43,10 @@
 //     (memorytest.Backend.Corrupt, providertest's Harness.Corrupt): a Get* returns
 //     ErrCorrupt, listings and followers skip and report them, through
 //     WithMeterProvider and WithLogger (its only signal).
+//   - Fenced writes (package fence) are checked and remembered under the store
+//     lock, per record: a run, run log, rerun, replay or marker remembers its
+//     fences until retention drops it; a pipeline's event log and a
+//     late-arrival list remember theirs for as long as the data lives.
 //
 // Round trips: none; every method takes the store lock once.
 package memory

@@ -146,8 +146,10 @@ func WithLogger(log *slog.Logger) Option {
 	}
 }
 
-// Provider is one client of its data. It implements provider.Provider,
-// provider.Leaser and provider.CascadeReader and is safe for concurrent use.
+// Provider is one client of its data. It implements provider.Provider and every
+// optional interface (provider.Leaser, provider.CascadeReader,
+// provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
+// provider.LockInspector, provider.LockLister), and is safe for concurrent use.
 type Provider struct {
 	s            *data
 	now          func() time.Time
@@ -168,6 +170,8 @@ var (
 	_ provider.RunCreator    = (*Provider)(nil)
 	_ provider.EventFollower = (*Provider)(nil)
 	_ provider.MarkerWatcher = (*Provider)(nil)
+	_ provider.LockInspector = (*Provider)(nil)
+	_ provider.LockLister    = (*Provider)(nil)
 )
 
 // New returns a Provider on new, empty data. It fails only on an invalid or nil

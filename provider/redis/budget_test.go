@@ -9,6 +9,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
@@ -161,9 +163,23 @@ func budgets() []budget {
 
 // checkBudgets runs every budget in order on a fresh provider over c and compares
 // the round trips counted by the hook.
+//
+// It runs them twice: unfenced, and with every call's context carrying a fence
+// (as provider.Fenced's view passes it), on a fresh prefix: a fenced write
+// costs the same round trips, its fence being checked in the write's own script.
 func checkBudgets(t *testing.T, c goredis.UniversalClient, counter *testenv.Counter, cluster bool, opts ...redis.Option) {
 	t.Helper()
-	ctx := t.Context()
+	checkBudgetsCtx(t, t.Context(), c, counter, cluster, opts...)
+	prefix := redis.DefaultKeyPrefix + "-fenced"
+	if p, err := redis.New(c, opts...); err == nil {
+		prefix = p.KeyPrefix() + "-fenced"
+	}
+	ctx := fencectx.With(t.Context(), fence.Token{Key: "job", Fence: 1})
+	checkBudgetsCtx(t, ctx, c, counter, cluster, append(opts, redis.WithKeyPrefix(prefix))...)
+}
+
+func checkBudgetsCtx(t *testing.T, ctx context.Context, c goredis.UniversalClient, counter *testenv.Counter, cluster bool, opts ...redis.Option) {
+	t.Helper()
 	p, err := redis.New(c, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,12 @@
 //	P:{lock:<escaped key>}                   string  "lock:<owner>\n<nonce>" or
 //	                                                 "lease:<token>", PX ttl
 //	P:{lock:<escaped key>}:fence             string  INCR fence counter, no TTL
+//	P:{pid}:fences                           hash    fence memory of the pipeline's run
+//	                                                 logs, markers, replays, late
+//	                                                 arrivals and events: lease key ->
+//	                                                 highest fence (see "Fencing")
+//	P:{run:<runID>}:fences,                  hash    fence memory of one run, one
+//	  P:{rerun:<rerunID>}:fences                     rerun
 //	<truth, lock, stream or list key>        string  a write's outcome, kept for a
 //	  :call:<nonce>                                  retry of the same call; PX 2m
 //
@@ -197,6 +203,51 @@
 // they return is read from its truth. Lists read the truths with one pipeline; on a
 // cluster that is one round trip per node, sent concurrently.
 //
+// # Fencing
+//
+// The writes that take a fence (see package fence: PutRunState,
+// CompareAndSwapRunState, CreateRunState, AppendEvent, PutLateArrival, PutRunLog,
+// WriteCascadeMarker, PutRerun, PutReplay) check it in the script that writes,
+// with no extra round trip and no cross-slot key: a call whose context carries a
+// fence (through provider.Fenced) passes its fence memory as one more key and the
+// lease key and fence as two more arguments, and the script (lua/fence.lua before
+// its body, the one copy of the rule) refuses the write, writing nothing, when the
+// memory holds a higher fence for that lease key, and otherwise, once it wrote,
+// raises the memory to the write's fence. An unfenced call passes neither and its
+// script never reads or writes a fence memory, so it costs what it did before
+// fencing, and neither checks nor resets what a record remembers.
+//
+// The memory is one hash per hash tag, in the tag of the records it guards: a
+// run's (P:{run:<runID>}:fences), a rerun's, and one per pipeline
+// (P:{pid}:fences) for its run logs, cascade markers, replays, late arrivals and
+// events. So a pipeline's records of those kinds share one memory: a fence below
+// the newest one its lease key wrote anywhere among them is refused on all of
+// them, which refuses more stale writes than a memory per record, never fewer
+// (package fence allows it). Fences are compared as decimal strings, exactly.
+//
+// Order in each script: the call's own marker first (a retry after a lost reply
+// reports its first attempt's outcome, see "Retries"), then PutRunState's refusal
+// of another pipeline's run and CompareAndSwapRunState's of a missing run or
+// another pipeline (as in every backend), then the fence, then what the write
+// checks itself (CAS's version, CreateRunState's existence: a stale holder gets
+// ErrFenced, not false). A fenced PutRunLog or cascade marker write keeps a call
+// marker (2 minutes), which an unfenced one does not need, so that its retry after
+// a newer holder wrote reports its first attempt's success and does not overwrite
+// the newer write; a refused write keeps no marker, so its retry is refused again.
+// A refused PutRunState, CreateRunState, PutRerun or PutReplay undoes the
+// provisional list entry its first step added when the record is stored under
+// another pipeline (as a strict refusal does) and otherwise leaves it to readers'
+// repairs. A refused WriteCascadeMarker has already appended its write to the
+// marker log (another slot, the first of its two steps): watchers see it, a
+// phantom as after a crash between the steps, with no marker stored.
+//
+// Lifetime: a fenced write gives the memory the server TTL of the record it wrote
+// when that is longer than the memory's own (retention + a minute), and removes
+// the memory's TTL (PERSIST) when the record never expires (an event stream, or
+// retention 0), so the memory lives at least as long as every record it guards
+// (TestFenceMemoryTTL); a refused or unfenced write leaves it as it is. A
+// memory holds one field per lease key that wrote under its tag.
+//
 // # Clocks
 //
 // The provider's clock (WithClock, default time.Now) fills timestamps (CreatedAt,
@@ -244,7 +295,11 @@
 //   - ReleaseLock and ReleaseLease keep a marker after a release, so a retry
 //     reports nil and frees nothing more: not a hold the same owner took since;
 //   - AppendEvent and PutLateArrival set their marker (SET NX) before they
-//     append, so each call appends exactly once;
+//     append, so each call appends exactly once (fenced: only once the fence
+//     admitted the append, so a refusal's retry is refused again);
+//   - a fenced write checks its marker before the fence, so its retry reports
+//     its first attempt's outcome even after a newer holder wrote (see
+//     "Fencing");
 //   - the other upserts (PutTrait, PutRunLog, PutReadiness, WriteCascadeMarker's
 //     marker) are one idempotent script or command: a retry writes the same value
 //     again, after any write that came in between (last writer wins, as for two
@@ -386,7 +441,8 @@
 //   - Locks, leases, fences, the nonces and call markers that make retries apply
 //     once, the list indexes and run versions are ordinary keys: a server that
 //     evicts keys can drop a held lock (two holders), a fence counter (fences
-//     repeat), a CAS version, a call marker (a retry applies twice) or a list
+//     repeat), a fence memory (a stale holder's fenced write passes), a CAS
+//     version, a call marker (a retry applies twice) or a list
 //     entry. Use maxmemory-policy noeviction, or a database or
 //     server of its own with enough memory. A list index entry lost while its truth
 //     remains comes back with the record's next write; a truth lost and written
@@ -423,7 +479,11 @@
 // them (100 per call); every write but the idempotent upserts leaves a call marker
 // that expires after 2 minutes (one small key per write of the last 2 minutes); a
 // lock key keeps its fence counter forever (one small key per lease key ever
-// used); a provisional list entry whose writer died before writing the truth
+// used); a fence memory holds one field per lease key that wrote under its hash
+// tag and lives as long as the longest-lived record written there under a
+// fence, so a pipeline whose events were fenced keeps its memory forever (see
+// "Fencing"); a fenced run-log or marker write leaves a call marker as the
+// other writes do; a provisional list entry whose writer died before writing the truth
 // stays, unseen, until a reader that may write meets it 5 minutes later; event
 // streams are trimmed to about WithMaxEvents entries per pipeline and the marker
 // log to about WithMaxMarkerWrites; a list index of a pipeline that is no longer
@@ -482,7 +542,8 @@
 // concurrently (marked "per node"). Extra pages of a list cost 2 more round trips
 // per 256 entries skipped or read; a listing that repairs entries costs 1 more, and
 // at most twice re-reads. TestRoundTripBudgets holds every row, counting with a
-// go-redis hook, on miniredis, a real server and a cluster.
+// go-redis hook, on miniredis, a real server and a cluster, unfenced and fenced
+// (provider.Fenced): a fenced write costs the same round trips.
 //
 //	method                   round trips
 //	-----------------------  -----------------------------------------------

@@ -44,8 +44,21 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 		return err
 	}
 	key := p.k.events(ev.PipelineID)
-	err = p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, "x", callMemoryMS, data, p.maxEvents).Err()
-	return p.wrap("append event", err)
+	return p.appendOnce(ctx, "append event", provider.KindEvent, ev.PipelineID, ev.PipelineID, key,
+		"x", callMemoryMS, data, p.maxEvents)
+}
+
+// appendOnce runs append_once on key, a stream or list of pipelineID, with args
+// after the key (fenced when ctx carries a fence: the pipeline's fence memory);
+// record names it in a refusal.
+func (p *Provider) appendOnce(ctx context.Context, op string, kind provider.RecordKind, pipelineID, record, key string, args ...any) error {
+	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(p.k.pipeline(pipelineID)), []string{key, p.k.newCall(key)}, args)
+	c := p.run(ctx, scriptAppendOnce, keys, args...)
+	if !fenced || c.Err() != nil {
+		return p.wrap(op, c.Err())
+	}
+	_, err := fenceReply(op, c.Val(), t, kind, record)
+	return err
 }
 
 // ListEvents implements provider.EventStore with one XREVRANGE ... COUNT limit,

@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
@@ -151,6 +152,11 @@ type indexedRecord struct {
 	// truth, when not nil, is the truth key of a record of the lists by its ID:
 	// the write then prunes each list of expired records (expiredCall, prune).
 	truth func(id string) string
+	// fences, when not "", is the record's fence memory: a write whose context
+	// carries a fence is fenced (lua/fence.lua); kind names the record in a
+	// refusal.
+	fences string
+	kind   provider.RecordKind
 }
 
 // putMode is what the truth step of putIndexed does when the record is stored.
@@ -188,12 +194,27 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	for _, f := range slices.Sorted(maps.Keys(r.fields)) {
 		args = append(args, f, r.fields[f])
 	}
-	res, err := p.run(ctx, scriptRecordPut, []string{r.key, p.k.call(r.key, ids.Random())}, args...).Slice()
+	keys := []string{r.key, p.k.call(r.key, ids.Random())}
+	var (
+		t      fence.Token
+		fenced bool
+		stale  error // the fence's refusal
+	)
+	if r.fences != "" {
+		keys, args, t, fenced = fenceArgs(ctx, r.fences, keys, args)
+	}
+	res, err := p.run(ctx, scriptRecordPut, keys, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)
 	}
-	seq, old, err := seqAndString(res)
-	if err != nil {
+	var (
+		seq int64
+		old string
+	)
+	if newest, ok := refusedFence(res); fenced && ok && len(res) == 3 {
+		seq, stale = fenceRefusal, fenceError(op, t, r.kind, r.id, newest)
+		old, _ = res[1].(string) // "" when the record is missing
+	} else if seq, old, err = seqAndString(res); err != nil {
 		return "", false, p.wrap(op, err)
 	}
 	calls = calls[:0]
@@ -201,7 +222,10 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 		switch entry, _ := added[i].Text(); { // "" if step 1 added none
 		case seq >= 0:
 			calls = append(calls, setCall(ix, r.id, r.member, seq, stamp, r.life.exp))
-		case entry != "" && old != r.pipeline: // refused: undo exactly the entry this call added
+		case entry != "" && old != r.pipeline && (stale == nil || old != ""):
+			// refused: undo exactly the entry this call added (a fenced refusal of
+			// a missing record keeps it, as a concurrent writer may rely on it;
+			// readers drop it after provisionalGrace)
 			calls = append(calls, idxCall(ix, "d", r.id, entry, undoAny))
 		}
 	}
@@ -215,9 +239,12 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 		}
 	}
 	if len(calls) == 0 {
-		return old, seq >= 0, nil
+		return old, seq >= 0, stale
 	}
 	cmds, err := p.runBatch(ctx, op, calls)
+	if stale != nil {
+		return old, false, stale
+	}
 	if err != nil || !pruned {
 		return old, seq >= 0, err
 	}

@@ -179,7 +179,7 @@ func interleavings() []interleaving {
 			return a.RegisterPipeline(ctx, types.PipelineConfig{ID: lrPipe, Tier: tier})
 		}
 	}
-	return []interleaving{
+	return append([]interleaving{
 		{"PutRunState/CAS between", scriptRecordPut, nil,
 			func(ctx context.Context, _, _, b *Provider) error {
 				ok, err := b.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0))
@@ -329,7 +329,7 @@ func interleavings() []interleaving {
 					t.Fatalf("AcquireLease while b holds the lease = %v", err)
 				}
 			}},
-	}
+	}, fencedInterleavings()...)
 }
 
 // TestRetryAfterInterleaving drops the reply to a write, runs other instances'

@@ -56,6 +56,11 @@ func (k keys) replay(pid, date, schedule string) string {
 	return k.pipeline(pid) + ":replay:" + date + ":" + schedule
 }
 
+// fences returns the fence memory of the records under the hash tag of base (a
+// pipeline's base, k.pipeline, or a run's or rerun's key): a hash lease key ->
+// the highest fence that wrote there (see lua/fence.lua).
+func (k keys) fences(base string) string { return base + ":fences" }
+
 func (k keys) run(runID string) string     { return k.prefix + ":{run:" + runID + "}" }
 func (k keys) rerun(rerunID string) string { return k.prefix + ":{rerun:" + rerunID + "}" }
 

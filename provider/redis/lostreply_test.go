@@ -196,7 +196,7 @@ func lostReplies() []lostReply {
 	lockKey := func(key string) func(p *Provider) string {
 		return func(p *Provider) string { l, _ := p.k.lock(key); return l }
 	}
-	return []lostReply{
+	return append([]lostReply{
 		{"RegisterPipeline", "provisional", idxStep("p", func(p *Provider) index { return p.k.globalPipelines() }),
 			noSetup, register, checkRegistered},
 		{"RegisterPipeline", "truth", evalsha(scriptRecordPut), noSetup, register, checkRegistered},
@@ -347,7 +347,7 @@ func lostReplies() []lostReply {
 					t.Fatalf("a later release of the old lease = %v", err)
 				}
 			}},
-	}
+	}, fencedLostReplies()...)
 }
 
 // readOnly reports whether a Provider method does not write: the lost-reply table

@@ -115,6 +115,13 @@ func (h *hints) remove(id string) {
 
 // Option configures a Provider; see New. An option given a bad value makes New
 // fail with an error wrapping provider.ErrInvalidArgument.
+//
+// Why providers and stores configure two ways: a provider backend has one
+// constructor, so every Option applies to it and a plain func(*Provider) error
+// lets a wrong option no room to hide; the stores have several constructors per
+// backend (four stores and a Deduper), and their typed options
+// (state/redis.StoreOption, BytesOption, DeduperOption) make an option that a
+// constructor does not use a compile error rather than a silent no-op.
 type Option func(*Provider) error
 
 // WithKeyPrefix sets the prefix of every key the provider writes (default
@@ -122,6 +129,15 @@ type Option func(*Provider) error
 // characters, so that the hash tags that follow it are the ones the provider
 // chooses. Providers that must not see each other's data need prefixes that are not
 // equal.
+//
+// The library's one rule for namespaces: a handle has a default namespace only
+// where sharing it is the point. A provider is a deployment's one orchestration
+// state, which every instance, the CLI (its --prefix defaults to the same) and
+// the examples must meet in without configuration, so it defaults to
+// DefaultKeyPrefix; a store's values are an application's own, and two stores
+// that defaulted to one prefix would merge into each other's values, so every
+// store (state/redis) and every DynamoDB handle takes its namespace, a prefix or
+// a table, as an argument.
 func WithKeyPrefix(prefix string) Option {
 	return func(p *Provider) error {
 		if err := rediskey.CheckPrefix(prefix); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -35,15 +36,28 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err := p.begin(ctx); err != nil {
 		return err
 	}
-	return p.slotPut(ctx, "put run log", p.k.runLogs(entry.PipelineID), slotField(entry.Date, entry.ScheduleID), data, 0,
-		lifetimeOf(p.now(), p.retention.RunLogs))
+	return p.slotPut(ctx, "put run log", provider.KindRunLog, entry.PipelineID, p.k.runLogs(entry.PipelineID),
+		slotField(entry.Date, entry.ScheduleID), data, 0, lifetimeOf(p.now(), p.retention.RunLogs))
 }
 
-// slotPut upserts field of ix with one script, which also restarts the record's
-// retention and prunes expired records of ix (see lua/slot_put.lua).
-func (p *Provider) slotPut(ctx context.Context, op string, ix index, field string, data []byte, score int64, life lifetime) error {
-	return p.wrap(op, p.run(ctx, scriptSlotPut, []string{ix.h, ix.z, ix.x}, field, data, score,
-		life.now, life.exp, life.ttl, pruneBatch).Err())
+// slotPut upserts field of ix, a list of pipelineID's records of kind, with one
+// script, which also restarts the record's retention and prunes expired records
+// of ix (see lua/slot_put.lua). A fenced call (ctx carries a fence) also passes
+// a call marker and the pipeline's fence memory.
+func (p *Provider) slotPut(ctx context.Context, op string, kind provider.RecordKind, pipelineID string, ix index, field string,
+	data []byte, score int64, life lifetime) error {
+	keys := []string{ix.h, ix.z, ix.x}
+	args := []any{field, data, score, life.now, life.exp, life.ttl, pruneBatch}
+	if _, ok := fence.FromContext(ctx); ok {
+		keys, args = append(keys, p.k.newCall(ix.h)), append(args, callMemoryMS)
+	}
+	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(p.k.pipeline(pipelineID)), keys, args)
+	c := p.run(ctx, scriptSlotPut, keys, args...)
+	if !fenced || c.Err() != nil {
+		return p.wrap(op, c.Err())
+	}
+	_, err := fenceReply(op, c.Val(), t, kind, slotID(pipelineID, field))
+	return err
 }
 
 // GetRunLog implements provider.RunLogStore with one HGET.
@@ -175,8 +189,8 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	if err := p.run(ctx, scriptMarkerLog, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
 		return p.wrap(op, err)
 	}
-	return p.slotPut(ctx, op, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID), data, m.WrittenAt.UnixMicro(),
-		lifetimeOf(m.WrittenAt, p.retention.CascadeMarkers))
+	return p.slotPut(ctx, op, provider.KindCascadeMarker, pipelineID, p.k.markers(pipelineID), slotField(m.Date, m.ScheduleID),
+		data, m.WrittenAt.UnixMicro(), lifetimeOf(m.WrittenAt, p.retention.CascadeMarkers))
 }
 
 // WatchCascadeMarkers implements provider.MarkerWatcher: it follows the marker log
@@ -252,8 +266,8 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	}
 	key := p.k.late(la.PipelineID, la.Date, la.ScheduleID)
 	life := lifetimeOf(p.now(), p.retention.LateArrivals)
-	err = p.run(ctx, scriptAppendOnce, []string{key, p.k.newCall(key)}, "l", callMemoryMS, data, 0, life.now, life.exp, life.ttl).Err()
-	return p.wrap("put late arrival", err)
+	return p.appendOnce(ctx, "put late arrival", provider.KindLateArrival, la.PipelineID,
+		replayID(la.PipelineID, la.Date, la.ScheduleID), key, "l", callMemoryMS, data, 0, life.now, life.exp, life.ttl)
 }
 
 // ListLateArrivals implements provider.LateArrivalStore with one LRANGE, sorted
@@ -315,11 +329,13 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	member := ids.TimeKey(rerun.RequestedAt) + rerun.RerunID
 	_, _, err = p.putIndexed(ctx, "put rerun", indexedRecord{
 		key: p.k.rerun(rerun.RerunID), id: rerun.RerunID, member: member, data: data, pipeline: rerun.PipelineID,
-		lists: []index{p.k.reruns(rerun.PipelineID), p.k.globalReruns()},
-		mode:  putMove,
-		leave: p.k.reruns,
-		life:  lifetimeOf(p.now(), p.retention.Reruns),
-		truth: p.k.rerun,
+		lists:  []index{p.k.reruns(rerun.PipelineID), p.k.globalReruns()},
+		mode:   putMove,
+		leave:  p.k.reruns,
+		life:   lifetimeOf(p.now(), p.retention.Reruns),
+		truth:  p.k.rerun,
+		fences: p.k.fences(p.k.rerun(rerun.RerunID)),
+		kind:   provider.KindRerun,
 	})
 	return err
 }
@@ -409,10 +425,12 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	member := ids.TimeKey(req.CreatedAt) + id
 	_, _, err = p.putIndexed(ctx, "put replay", indexedRecord{
 		key: p.k.replay(req.PipelineID, req.Date, req.ScheduleID), id: id, member: member, data: data, pipeline: req.PipelineID,
-		lists: []index{p.k.globalReplays()},
-		mode:  putMove,
-		life:  lifetimeOf(p.now(), p.retention.Replays),
-		truth: p.replayKey,
+		lists:  []index{p.k.globalReplays()},
+		mode:   putMove,
+		life:   lifetimeOf(p.now(), p.retention.Replays),
+		truth:  p.replayKey,
+		fences: p.k.fences(p.k.pipeline(req.PipelineID)),
+		kind:   provider.KindReplay,
 	})
 	return err
 }

@@ -67,6 +67,8 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 		fields:   map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
 		life:     lifetimeOf(p.now(), p.retention.Runs),
 		truth:    p.k.run,
+		fences:   p.k.fences(p.k.run(run.RunID)),
+		kind:     provider.KindRunState,
 	})
 }
 
@@ -165,11 +167,20 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	}
 	key := p.k.run(runID)
 	life := lifetimeOf(newState.UpdatedAt, p.retention.Runs)
-	n, err := p.run(ctx, scriptRunCAS, []string{key, p.k.newCall(key)}, int64(expectedVersion),
-		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl).Int64()
+	const op = "compare and swap run state"
+	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(key), []string{key, p.k.newCall(key)}, []any{int64(expectedVersion),
+		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl})
+	c := p.run(ctx, scriptRunCAS, keys, args...)
+	n, err := c.Int64()
+	if fenced && c.Err() == nil {
+		n, err = fenceReply(op, c.Val(), t, provider.KindRunState, runID)
+		if err != nil {
+			return false, err
+		}
+	}
 	switch {
 	case err != nil:
-		return false, p.wrap("compare and swap run state", err)
+		return false, p.wrap(op, err)
 	case n < 0:
 		return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
 	}

@@ -27,18 +27,33 @@ type script struct {
 	ro        bool
 }
 
-func newScript(name string) script { return loadScript(name, false) }
+func newScript(name string) script { return loadScript(name, false, "") }
+
+// newFencedScript is newScript for the script of a write that takes a fence:
+// lua/fence.lua (the fencing rule, the one copy of it) goes before its body.
+func newFencedScript(name string) script { return loadScript(name, false, luaFence) }
+
+// luaFence is lua/fence.lua.
+var luaFence = func() string {
+	src, err := luaFS.ReadFile("lua/fence.lua")
+	if err != nil {
+		panic("redis: missing embedded script fence") // a build defect, never input
+	}
+	return string(src)
+}()
 
 // newReadScript is newScript for a script that never writes.
-func newReadScript(name string) script { return loadScript(name, true) }
+func newReadScript(name string) script { return loadScript(name, true, "") }
 
-func loadScript(name string, ro bool) script {
-	src, err := luaFS.ReadFile("lua/" + name + ".lua")
+// loadScript loads lua/<name>.lua, after head.
+func loadScript(name string, ro bool, head string) script {
+	body, err := luaFS.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic("redis: missing embedded script " + name) // a build defect, never input
 	}
-	scriptSources = append(scriptSources, string(src))
-	return script{name, string(src), goredis.NewScript(string(src)), ro}
+	src := head + string(body)
+	scriptSources = append(scriptSources, src)
+	return script{name, src, goredis.NewScript(src), ro}
 }
 
 // cmd returns the EVALSHA command of s on keys and args, or its EVAL command when
@@ -74,9 +89,9 @@ var (
 	scriptIdxApply     = newScript("idx_apply")
 	scriptIdxPage      = newReadScript("idx_page")
 	scriptIdxExpired   = newReadScript("idx_expired")
-	scriptRecordPut    = newScript("record_put")
+	scriptRecordPut    = newFencedScript("record_put")
 	scriptRecordDel    = newScript("record_del")
-	scriptRunCAS       = newScript("run_cas")
+	scriptRunCAS       = newFencedScript("run_cas")
 	scriptTraits       = newScript("traits")
 	scriptTraitsRead   = newReadScript("traits_read")
 	scriptZList        = newReadScript("zlist")
@@ -84,9 +99,9 @@ var (
 	scriptLockRelease  = newScript("lock_release")
 	scriptLeaseAcquire = newScript("lease_acquire")
 	scriptLeaseRenew   = newScript("lease_renew")
-	scriptAppendOnce   = newScript("append_once")
+	scriptAppendOnce   = newFencedScript("append_once")
 	scriptEventsCheck  = newReadScript("events_check")
-	scriptSlotPut      = newScript("slot_put")
+	scriptSlotPut      = newFencedScript("slot_put")
 	scriptMarkerLog    = newScript("marker_log")
 )
 

@@ -2,6 +2,7 @@ package dynamodb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/dynamodb"
 	"github.com/pipestate/pipestate/state/internal/storetest"
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestRoundTrips holds the round-trip budgets of the package doc's table, counted as
@@ -37,6 +39,16 @@ func TestRoundTrips(t *testing.T) {
 			ks[i] = state.Key{Entity: fmt.Sprint("e", i%distinct)}
 		}
 		return ks
+	}
+	// fenced is s seen by a lease of key "job" with fence f.
+	fsum := func(f int64) state.OnceStore[int64] { return fencedOnce[int64](t, sum, f) }
+	fmax := func(f int64) state.OnceStore[int64] { return fencedOnce[int64](t, max, f) }
+	fbs := func(f int64) state.OnceStore[[]byte] { return fencedOnce[[]byte](t, bs, f) }
+	refused := func(err error) error {
+		if !errors.Is(err, state.ErrFenced) {
+			return fmt.Errorf("err %v, want ErrFenced", err)
+		}
+		return nil
 	}
 	seq := 0
 	id := func() string { seq++; return fmt.Sprint("ev", seq) }
@@ -76,6 +88,35 @@ func TestRoundTrips(t *testing.T) {
 			_, err := bs.MergeUpdateOnce(ctx, id(), k, storetest.Counter{}.Of(1), 0)
 			return err
 		}},
+		// Fenced merges (state.Fenced): the round trips of unfenced ones.
+		{"sum merge fenced", nil, 1, func(ctx context.Context) error {
+			return fsum(2).MergeUpdate(ctx, state.Key{Entity: "fs"}, 1, time.Hour)
+		}},
+		{"sum merge fenced refused", nil, 1, func(ctx context.Context) error {
+			return refused(fsum(1).MergeUpdate(ctx, state.Key{Entity: "fs"}, 1, time.Hour))
+		}},
+		{"sum merge fenced expired", func(ctx context.Context) error { return expire(ctx, state.Key{Entity: "x3"}) }, 2,
+			func(ctx context.Context) error { return fsum(2).MergeUpdate(ctx, state.Key{Entity: "x3"}, 1, 0) }},
+		{"sum once fenced", nil, 1, func(ctx context.Context) error { _, err := fsum(2).MergeUpdateOnce(ctx, id(), k, 1, 0); return err }},
+		{"sum once fenced refused", nil, 1, func(ctx context.Context) error {
+			_, err := fsum(1).MergeUpdateOnce(ctx, id(), k, 1, 0)
+			return refused(err)
+		}},
+		{"max rises fenced", nil, 1, func(ctx context.Context) error { return fmax(2).MergeUpdate(ctx, state.Key{Entity: "fm"}, 10, 0) }},
+		{"max stays fenced", nil, 1, func(ctx context.Context) error { return fmax(2).MergeUpdate(ctx, state.Key{Entity: "fm"}, 3, 0) }},
+		{"max stays fenced first", nil, 2, func(ctx context.Context) error { return fmax(3).MergeUpdate(ctx, state.Key{Entity: "fm"}, 3, 0) }},
+		{"bytes merge fenced", nil, 2, func(ctx context.Context) error { return fbs(2).MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0) }},
+		{"bytes merge fenced refused", nil, 1, func(ctx context.Context) error {
+			return refused(fbs(1).MergeUpdate(ctx, k, storetest.Counter{}.Of(1), 0))
+		}},
+		{"bytes once fenced", nil, 2, func(ctx context.Context) error {
+			_, err := fbs(2).MergeUpdateOnce(ctx, id(), k, storetest.Counter{}.Of(1), 0)
+			return err
+		}},
+		{"bytes once fenced refused", nil, 2, func(ctx context.Context) error {
+			_, err := fbs(1).MergeUpdateOnce(ctx, id(), k, storetest.Counter{}.Of(1), 0)
+			return refused(err)
+		}},
 		{"mark seen", nil, 1, func(ctx context.Context) error { _, err := dd.MarkSeen(ctx, id()); return err }},
 		{"release", nil, 1, func(ctx context.Context) error { return dd.Release(ctx, "x") }},
 	}
@@ -105,6 +146,16 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
+// fencedOnce returns s seen by a lease of key "job" with fence f.
+func fencedOnce[V any](t *testing.T, s state.Store[V], f int64) state.OnceStore[V] {
+	t.Helper()
+	fs, err := state.Fenced(s, types.Lease{Key: "job", Token: "t", Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs.(state.OnceStore[V])
+}
+
 // capacityBudget is the capacity units each case of TestRoundTrips consumes on
 // DynamoDB Local (ReturnConsumedCapacity TOTAL): a case that consumes more
 // fails. Local reports a transaction at 2 units per item and a refused
@@ -124,6 +175,24 @@ var capacityBudget = map[string]float64{
 	"max stays ttl":       1,
 	"bytes merge":         2,
 	"bytes once":          9,
-	"mark seen":           1,
-	"release":             1,
+	// Fenced merges: what unfenced ones consume (the fence attribute adds
+	// len(lease key)+4 bytes or so to the item, which changes the units only
+	// across a 1 KB boundary); a refusal consumes nothing on Local (a failed
+	// condition) but its read, for a BytesStore. A max that stays costs a second
+	// write the first time a fence merges into the key (to remember it), where
+	// unfenced with ttl 0 it writes nothing.
+	"sum merge fenced":           1,
+	"sum merge fenced refused":   0,
+	"sum merge fenced expired":   1,
+	"sum once fenced":            8,
+	"sum once fenced refused":    0,
+	"max rises fenced":           1,
+	"max stays fenced":           0,
+	"max stays fenced first":     1,
+	"bytes merge fenced":         2,
+	"bytes merge fenced refused": 1,
+	"bytes once fenced":          9,
+	"bytes once fenced refused":  1,
+	"mark seen":                  1,
+	"release":                    1,
 }

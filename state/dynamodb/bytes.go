@@ -117,6 +117,17 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		return false, err
 	}
 	key, tok, op := s.itemKey(k), storekey.Token(), storeopt.MergeOp(once)
+	g := guardOf(ctx, k)
+	projection, names := &casProjection, casNames
+	// A plain merge's read sees the fence too, so a stale merge is refused
+	// before its write; MergeUpdateOnce's is refused by its transaction, after
+	// the event's claim.
+	early := g
+	early.on = g.on && !once
+	if early.on {
+		p := casProjection + ", " + fenceName
+		projection, names = &p, early.names(casNames)
+	}
 	var (
 		last     map[string]av // the item a lost race saw
 		haveLast bool
@@ -128,7 +139,7 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		if !haveLast {
 			out, err := s.client.GetItem(ctx, &ddb.GetItemInput{
 				TableName: &s.table, Key: key, ConsistentRead: ptr(true),
-				ProjectionExpression: &casProjection, ExpressionAttributeNames: casNames,
+				ProjectionExpression: projection, ExpressionAttributeNames: names,
 			}, s.sdk(op))
 			if err != nil {
 				return nil, false, "", s.wrap("get", err)
@@ -136,6 +147,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			item = out.Item
 		}
 		last, haveLast = nil, false
+		if err := early.refused(s.name, item); err != nil {
+			return nil, false, "", err
+		}
 		if item == nil || !live(item, s.now()) {
 			return nil, false, "", nil
 		}
@@ -174,10 +188,11 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
+		ut, ct, names, values := g.expr(expr)
 		update := &ddbtypes.Update{
 			TableName: &s.table, Key: s.itemKey(k),
-			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			UpdateExpression: ut, ConditionExpression: ct,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if once {
@@ -185,7 +200,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			if errors.Is(err, errLostRace) {
 				reason = raceReason(err)
 				last, haveLast = ddbx.TxConditionFailed(err, 1)
-				return ownWrite(last, tok), nil
+				if own := ownWrite(last, tok); own || !haveLast {
+					return own, nil
+				}
+				return false, g.refused(s.name, last)
 			}
 			if err != nil {
 				return false, err
@@ -204,7 +222,10 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		}
 		if last, haveLast = ddbx.ConditionFailedItem(err); haveLast {
 			reason = signal.ReasonCASConflict
-			return ownWrite(last, tok), nil
+			if ownWrite(last, tok) {
+				return true, nil
+			}
+			return false, g.refused(s.name, last)
 		}
 		return false, s.wrap("update", err)
 	}

@@ -110,6 +110,36 @@
 //   - Reads are strongly consistent. The stores do not own the client: Close only
 //     marks the store closed (later calls return an error wrapping state.ErrClosed).
 //
+// # Fencing
+//
+// Merges through state.Fenced (package fence) carry a lease's key and fence, and
+// a key's item remembers, for each lease key, the highest fence that merged into
+// it, as the number attribute "f:{lease key}" on the item itself, so it lives
+// and expires with the value (its ttl). A fenced merge adds to its update's
+// condition "attribute_not_exists(f) OR f <= :fence" and to the update "SET f =
+// :fence", in the requests it sends anyway: no extra round trip. Merges are
+// updates, so an unfenced merge (whose requests carry no fence) neither checks
+// nor resets what the item remembers. A refusal is read from the failed
+// condition's old item (ALL_OLD) and wraps fence.ErrFenced; a BytesStore's
+// MergeUpdate reads the fence with the value and is refused before writing.
+// MergeUpdateOnce checks the event's claim first (the transaction's claim item
+// comes first, and a repeated event is a duplicate); in MergeMany a refused
+// update is that update's error in the *state.MergeError. A lost reply keeps
+// the first attempt's outcome as unfenced: an equal fence passes a retried
+// update, and the tokens of BytesStore writes and claims are unchanged. Only
+// when a newer fence merges into the key between a lost reply and the SDK's
+// retry does a numeric store's MergeUpdate report ErrFenced although its first
+// attempt landed (a BytesStore finds its token in the item's version, and a
+// MergeUpdateOnce's transaction its idempotency token and claim: both report
+// success).
+//
+// Costs: the attribute adds 2 + len(lease key) bytes of name and a number to
+// the item, which changes write units only across a 1 KB boundary; on DynamoDB
+// Local every fenced merge consumes what the unfenced one does (TestRoundTrips).
+// One exception: an Int64MaxStore merge whose value stays, with ttl 0 and no
+// expiry to clear, writes nothing unfenced but needs a second UpdateItem (1
+// write unit) the first time a fence merges into the key, to remember it.
+//
 // # Across regions
 //
 // DynamoDB Global Tables replicate each item to the other regions
@@ -169,7 +199,8 @@
 //	                                   unprocessed keys); 0 for n == 0
 //	Int64Sum/Float64Sum MergeUpdate    1 UpdateItem; 2 onto an expired, undeleted item
 //	Int64Max MergeUpdate               1 UpdateItem; 2 when the stored value wins and
-//	                                   an expiry must be set or cleared
+//	                                   an expiry must be set or cleared (or, fenced, the
+//	                                   fence is new to the item)
 //	MergeUpdateOnce (sum, max)         1 TransactWriteItems; 2 in the cases above
 //	BytesStore MergeUpdate(Once)       GetItem + UpdateItem (TransactWriteItems for Once),
 //	                                   +1 write per lost race

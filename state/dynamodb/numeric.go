@@ -91,7 +91,9 @@ func numV(n string) expression.ValueBuilder {
 // The bound of a live sum (v absent, or v <= hi-delta for a positive delta, v >=
 // lo-delta for a negative one; none for 0) fails only when the sum would leave
 // [lo, hi].
-func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) mergeExpr {
+//
+// A fenced merge (g) adds g's condition and SET to either (see fence.go).
+func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64, g guard) mergeExpr {
 	c := sumLive
 	switch {
 	case !s.isMax && other:
@@ -113,17 +115,22 @@ func (s *numeric[V]) update(other bool, delta V, ttl time.Duration, now int64) m
 			values[":b"] = &ddbtypes.AttributeValueMemberN{Value: s.format(s.lo - delta)}
 		}
 	}
-	f := &mergeForms[c][0]
+	forms := &mergeForms
+	if g.on {
+		forms = &fencedMergeForms
+	}
+	f := &forms[c][0]
 	if ttl > 0 {
-		f = &mergeForms[c][1]
+		f = &forms[c][1]
 		values[":ttl"] = numAV(s.expiry(ttl))
 	}
-	return mergeExpr{f, values}
+	return mergeExpr{f, g.names(namesMerge), g.values(values)}
 }
 
-// mergeExpr is a merge's update: its texts (names namesMerge) and values.
+// mergeExpr is a merge's update: its texts, names and values.
 type mergeExpr struct {
 	*mergeForm
+	names  map[string]string
 	values map[string]av
 }
 
@@ -163,6 +170,15 @@ var (
 		}
 		return f
 	}()
+	// fencedMergeForms are mergeForms with a fence (see fenced).
+	fencedMergeForms = func() (f [mergeCases][2]mergeForm) {
+		for c := range mergeForms {
+			for i := range mergeForms[c] {
+				f[c][i] = fenced(mergeForms[c][i])
+			}
+		}
+		return f
+	}()
 )
 
 // merge is MergeUpdate (once == false) and MergeUpdateOnce.
@@ -174,12 +190,13 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	key := s.itemKey(k)
 	op := storeopt.MergeOp(once)
 	r := retries{b: &s.base, op: op}
+	g := guardOf(ctx, k)
 	// other selects the second update of the pair; the first failed condition switches
 	// for free (the item is simply in the other state), later ones are lost races.
 	other, switched := false, false
 	for {
 		now := s.now()
-		expr := s.update(other, delta, ttl, now)
+		expr := s.update(other, delta, ttl, now, g)
 		var (
 			old             map[string]av
 			conditionFailed bool
@@ -189,38 +206,45 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			applied, err := s.transact(ctx, s.claimName(k, eventID), tok, now, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 				TableName: &s.table, Key: key,
 				UpdateExpression: &expr.update, ConditionExpression: &expr.cond,
-				ExpressionAttributeNames: namesMerge, ExpressionAttributeValues: expr.values,
+				ExpressionAttributeNames: expr.names, ExpressionAttributeValues: expr.values,
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}})
 			if err == nil {
 				return applied, nil
 			}
 			if s.exact && isValidation(err) {
-				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl)
+				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl, g)
 			}
 			if !errors.Is(err, errLostRace) {
 				return false, err
 			}
 			reason = raceReason(err)
 			old, conditionFailed = ddbx.TxConditionFailed(err, 1)
+			if err := g.refused(s.typ, old); conditionFailed && err != nil {
+				return false, err
+			}
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
 				TableName: &s.table, Key: key,
 				UpdateExpression: &expr.update, ConditionExpression: &expr.cond,
-				ExpressionAttributeNames: namesMerge, ExpressionAttributeValues: expr.values,
+				ExpressionAttributeNames: expr.names, ExpressionAttributeValues: expr.values,
 				ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 			}, s.sdk(op))
 			if err == nil {
 				return true, nil
 			}
 			if s.exact && isValidation(err) {
-				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl)
+				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl, g)
 			}
 			if old, conditionFailed = ddbx.ConditionFailedItem(err); !conditionFailed {
 				return false, s.wrap("update", err)
 			}
-			// A max that stays, with no expiry to set or clear, needs no second write.
-			if s.isMax && !other && ttl == 0 && old != nil && old[attrTTL] == nil {
+			if err := g.refused(s.typ, old); err != nil {
+				return false, err
+			}
+			// A max that stays, with no expiry to set or clear (and, fenced, its
+			// fence remembered already), needs no second write.
+			if s.isMax && !other && ttl == 0 && old != nil && old[attrTTL] == nil && g.remembers(old) {
 				return true, nil
 			}
 		}
@@ -345,7 +369,7 @@ func isValidation(err error) bool {
 // written with SET conditioned on the value read (or on the item being missing or
 // expired), with the event's claim for MergeUpdateOnce. It is the fallback for a
 // delta whose exact decimal sum DynamoDB refuses; a lost race reads again.
-func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, tok string, k state.Key, delta V, ttl time.Duration) (bool, error) {
+func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, tok string, k state.Key, delta V, ttl time.Duration, g guard) (bool, error) {
 	key := s.itemKey(k)
 	op := storeopt.MergeOp(once)
 	r := retries{b: &s.base, op: op}
@@ -376,10 +400,14 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 		if err != nil {
 			return false, s.wrap("build expression", err)
 		}
+		ut, ct, names, values := g.expr(expr)
 		update := &ddbtypes.Update{
 			TableName: &s.table, Key: key,
-			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			UpdateExpression: ut, ConditionExpression: ct,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		}
+		if g.on { // the refusal carries the fence
+			update.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
 		}
 		reason := signal.ReasonCASConflict
 		if once {
@@ -387,18 +415,28 @@ func (s *numeric[V]) readModifyWrite(ctx context.Context, once bool, eventID, to
 			if !errors.Is(err, errLostRace) {
 				return applied, err
 			}
+			if old, failed := ddbx.TxConditionFailed(err, 1); failed {
+				if err := g.refused(s.typ, old); err != nil {
+					return false, err
+				}
+			}
 			reason = raceReason(err)
 		} else {
 			_, err := s.client.UpdateItem(ctx, &ddb.UpdateItemInput{
 				TableName: update.TableName, Key: key,
 				UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
 				ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
+				ReturnValuesOnConditionCheckFailure: update.ReturnValuesOnConditionCheckFailure,
 			}, s.sdk(op))
 			if err == nil {
 				return true, nil
 			}
-			if !ddbx.IsConditionFailed(err) {
+			old, failed := ddbx.ConditionFailedItem(err)
+			if !failed {
 				return false, s.wrap("update", err)
+			}
+			if err := g.refused(s.typ, old); err != nil {
+				return false, err
 			}
 		}
 		if err := r.again(ctx, reason); err != nil {

@@ -17,7 +17,7 @@ var luaBatch string
 // called per key by the batch wrapper (lua/batch.lua): every key is merged by the
 // very code of MergeUpdate.
 func batchScript(name, body string) script {
-	return script{"batch_" + name, goredis.NewScript("local function merge(KEYS, ARGV)\n" + luaCommon + body + "\nend\n" + luaBatch)}
+	return script{"batch_" + name, goredis.NewScript("local function merge(KEYS, ARGV)\n" + head(numericArgs) + body + "\nend\n" + luaBatch)}
 }
 
 // batchScripts are the batch scripts, by the name of their single-key script.
@@ -80,9 +80,11 @@ func (s *numeric[V]) mergeMany(ctx context.Context, ups []state.Update[V]) error
 // batchCall is one batch script call: the updates of one group.
 type batchCall struct {
 	idx  []int    // indexes of the updates in the chunk
-	keys []string // their value keys
+	keys []string // their value keys (then, fenced, their fence memories)
 	args []any
-	cmd  *goredis.Cmd
+	// fences are the fence memories of the updates of a fenced call
+	fences []string
+	cmd    *goredis.Cmd
 }
 
 // mergeChunk merges ups (at most state.MergeBatchSize) in one pipeline, setting
@@ -91,7 +93,15 @@ type batchCall struct {
 // more round trip.
 func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs []error) {
 	sc := batchScripts[s.script.name]
-	calls := s.group(ups)
+	t, fenced := tokenOf(ctx)
+	calls := s.group(ups, fenced)
+	for _, c := range calls {
+		if fenced {
+			c.args = append(c.args, t.Key, t.Fence)
+		} else {
+			c.args = append(c.args, "", "")
+		}
+	}
 	pipe := s.client.Pipeline()
 	for _, c := range calls {
 		c.cmd = sc.lua.EvalSha(ctx, pipe, c.keys, c.args...)
@@ -119,6 +129,8 @@ func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs
 		for j, i := range c.idx {
 			if err != nil {
 				errs[i] = s.wrap("merge many", c.keys[j], err)
+			} else if newest, ok := refusedFence(replies[j]); fenced && ok {
+				errs[i] = fenceError(s.base.name, t, ups[i].Key, newest)
 			} else {
 				errs[i] = s.reply(replies[j], ups[i].Delta, c.keys[j])
 			}
@@ -143,8 +155,9 @@ func (s *numeric[V]) reply(r any, delta V, key string) error {
 
 // group splits ups into batch script calls: one on a single server, one per
 // entity (the keys of one hash tag share a slot) on a cluster or ring, each in the
-// order of ups.
-func (s *numeric[V]) group(ups []state.Update[V]) []*batchCall {
+// order of ups. A fenced call's keys are its value keys, then their fence
+// memories (lua/batch.lua); c.fences holds the memories until then.
+func (s *numeric[V]) group(ups []state.Update[V], fenced bool) []*batchCall {
 	_, single := s.client.(*goredis.Client)
 	var calls []*batchCall
 	byEntity := map[string]*batchCall{}
@@ -166,6 +179,12 @@ func (s *numeric[V]) group(ups []state.Update[V]) []*batchCall {
 		c.idx = append(c.idx, i)
 		c.keys = append(c.keys, s.keys.valueKey(s.kind, u.Key))
 		c.args = append(c.args, millis(u.TTL), s.arg(u.Delta))
+		if fenced {
+			c.fences = append(c.fences, s.keys.fenceKey(s.kind, u.Key))
+		}
+	}
+	for _, c := range calls {
+		c.keys = append(c.keys, c.fences...)
 	}
 	return calls
 }

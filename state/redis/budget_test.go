@@ -9,6 +9,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/internal/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
@@ -86,25 +88,38 @@ func TestRoundTrips(t *testing.T) {
 			{"mark seen", 1, func(ctx context.Context) error { _, err := dd.MarkSeen(ctx, id()); return err }},
 			{"release", 1, func(ctx context.Context) error { return dd.Release(ctx, "x") }},
 		}
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				// The first runs load the cluster slots and the scripts (NOSCRIPT then
-				// EVAL) on every node the op's keys reach: a deduper key follows its
-				// event ID, so 50 runs reach every master of a 3-master cluster but
-				// with a chance of 3*(2/3)^50.
-				for range 50 {
-					if err := tc.op(t.Context()); err != nil {
+		// A fenced call (its context carries a fence, as state.Fenced's view
+		// passes it) has the same budget: the fence is checked in the merge's
+		// own script.
+		for _, fenced := range []bool{false, true} {
+			for _, tc := range cases {
+				name := tc.name
+				if fenced {
+					name = "fenced " + name
+				}
+				t.Run(name, func(t *testing.T) {
+					ctx := t.Context()
+					if fenced {
+						ctx = fencectx.With(ctx, fence.Token{Key: "job", Fence: 1})
+					}
+					// The first runs load the cluster slots and the scripts (NOSCRIPT then
+					// EVAL) on every node the op's keys reach: a deduper key follows its
+					// event ID, so 50 runs reach every master of a 3-master cluster but
+					// with a chance of 3*(2/3)^50.
+					for range 50 {
+						if err := tc.op(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					n.Reset()
+					if err := tc.op(ctx); err != nil {
 						t.Fatal(err)
 					}
-				}
-				n.Reset()
-				if err := tc.op(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				if got := n.Load(); got > tc.max || (tc.max > 0 && got == 0) {
-					t.Errorf("%d round trips, budget %d", got, tc.max)
-				}
-			})
+					if got := n.Load(); got > tc.max || (tc.max > 0 && got == 0) {
+						t.Errorf("%d round trips, budget %d", got, tc.max)
+					}
+				})
+			}
 		}
 	})
 }

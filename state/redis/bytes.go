@@ -124,15 +124,29 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		r := casFields(vals)
 		return r.value, r.found, r.ver, nil
 	}
+	t, fenced := tokenOf(ctx)
+	var fenceKey string
+	if fenced {
+		nkeys, fenceKey = nkeys+1, s.keys.fenceKey(s.kind, k)
+	}
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
-		args := append(scriptCAS.args(nkeys, nkeys+6), key)
+		args := append(scriptCAS.args(nkeys, nkeys+8), key)
 		if once {
 			args = append(args, claim)
 		}
+		if fenced {
+			args = append(args, fenceKey)
+		}
 		args = append(args, ttlArg, s.dedupArg, tok, ver, next, storekey.PushToken(ver, tok))
+		if fenced {
+			args = append(args, t.Key, t.Fence)
+		}
 		res, err := s.run(ctx, scriptCAS, args).Result()
 		if err != nil {
 			return false, s.wrap("write", key, err)
+		}
+		if newest, ok := refusedFence(res); fenced && ok {
+			return false, fenceError(s.base.name, t, k, newest)
 		}
 		switch res := res.(type) {
 		case int64:

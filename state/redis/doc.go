@@ -50,13 +50,14 @@
 //     keys of one slot. Claims live for WithDedupTTL (default state.DefaultDedupTTL),
 //     independent of the value's ttl.
 //   - The key prefix is a required constructor argument (no default, so two stores
-//     never share keys by accident). Key names carry the store kind, and for a
+//     never share keys by accident; the library's rule for namespaces is under
+//     provider/redis.WithKeyPrefix). Key names carry the store kind, and for a
 //     BytesStore the monoid's Kind, so an Int64SumStore and an Int64MaxStore, or an
 //     HLL and a TopK BytesStore, may share a prefix and entity names. Two stores of
 //     the same kind sharing a prefix share values: give each logical store its own
 //     prefix.
-//   - Operating Redis: claims and versions must not be evicted (maxmemory-policy
-//     noeviction); see package state.
+//   - Operating Redis: claims, versions and fence memories must not be evicted
+//     (maxmemory-policy noeviction); see package state.
 //   - A missing key reads as the monoid's identity with found == false (0 for sums,
 //     math.MinInt64 for Int64MaxStore, the monoid's Identity for BytesStore).
 //   - A lost BytesStore race hands the current value and version back with the
@@ -64,6 +65,41 @@
 //   - Scripts run with EVALSHA; the first run on each server costs one extra round
 //     trip (NOSCRIPT, then EVAL), and so does the first after the server lost its
 //     script cache (restart, failover, SCRIPT FLUSH).
+//
+// # Fencing
+//
+// MergeUpdate, MergeUpdateOnce and MergeMany through state.Fenced check the fence
+// in the merge's own script (the common head, lua/common.lua, the one copy of the
+// rule for every store): no extra round trip, and the fence memory lives in the
+// value's hash tag, so no cross-slot key on a cluster. A fenced call passes the
+// memory as one more key and the lease key and fence as two more arguments
+// (MergeMany: one memory per update, the lease key and fence once per script
+// call); an unfenced call passes none (MergeMany: two empty arguments per script
+// call) and never reads or writes a memory. The script refuses a merge, writing
+// nothing, when the memory holds a higher fence for the lease key, and
+// otherwise, once it merged, raises the memory to the merge's fence.
+//
+//   - The memory is per entity and store kind (prefix:{entity}:<kind>:fences):
+//     every bucket of an entity shares it, which refuses more stale merges than a
+//     memory per key, never fewer (package fence allows a larger group).
+//   - Order: MergeUpdateOnce's claim first (a repeated event is a duplicate,
+//     (false, nil), whatever its fence), then the fence, then the merge. A
+//     BytesStore checks the fence after its version matched: a lost race is no
+//     outcome (the next attempt, or the token of its own lost reply, decides), so
+//     a stale holder's merge ends in ErrFenced after at most one re-read.
+//   - MergeMany: a refused update is that update's error in the
+//     *state.MergeError, as an overflow is; the others merge.
+//   - Retries after a lost reply keep the rules above: a once merge and a
+//     BytesStore write recognise their first attempt before the fence; a plain
+//     sum is at least once, as unfenced (its retry passes an equal fence, and a
+//     newer holder's merge in between makes the retry fail with ErrFenced after
+//     the first attempt applied); a refused merge writes nothing and its retry is
+//     refused again.
+//   - Lifetime: a fenced merge gives the memory the value's TTL when that is
+//     longer than the memory's own, and removes its TTL (PERSIST) when the value
+//     never expires (ttl 0), so it lives at least as long as every value it
+//     guards (TestFenceMemoryTTL); refused and unfenced merges leave it as it
+//     is. It holds one field per lease key.
 //
 // # Signals
 //
@@ -114,6 +150,8 @@
 //	prefix:{entity}:<kind>:once:bucket:eventID  MergeUpdateOnce claim (the value's slot),
 //	                                     holding the claiming call's token
 //	prefix:seen:eventID                  Deduper claim (the claiming call's token)
+//	prefix:{entity}:<kind>:fences        fence memory of the kind's values of the
+//	                                     entity (hash: lease key -> highest fence)
 //
 // # Round trips
 //
@@ -130,6 +168,9 @@
 //	                               after NOSCRIPT; 0 for n == 0
 //	BytesStore MergeUpdate(Once)   2 (HMGET + compare-and-swap script), +1 per lost race
 //	Deduper MarkSeen / Release     1 (Lua script / DEL)
+//
+// A fenced merge (state.Fenced) costs the same round trips (TestRoundTrips runs
+// every row fenced too).
 //
 // Example:
 //

@@ -59,6 +59,13 @@ func (ks keyspace) entityKey(kind string, k state.Key, once bool, eventID string
 	return b.String()
 }
 
+// fenceKey is "prefix:{entity}:kind:fences": the fence memory of the store
+// kind's values of one entity (package fence), in their hash tag. "fences" is no
+// bucket and no claim's "once:", so it equals no other key.
+func (ks keyspace) fenceKey(kind string, k state.Key) string {
+	return ks.prefix + ":{" + entityEscaper.Replace(k.Entity) + "}:" + kind + ":fences"
+}
+
 // seenKey is "prefix:seen:eventID", the claim of a Deduper.
 func (ks keyspace) seenKey(eventID string) string {
 	return ks.prefix + ":seen:" + eventID

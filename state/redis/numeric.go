@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -58,18 +59,35 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 		return false, err
 	}
 	key := s.keys.valueKey(s.kind, k)
-	nkeys, tok := 1, any("")
+	t, fenced := tokenOf(ctx)
+	nkeys, nargs, tok := 1, 4, any("")
 	if once {
 		nkeys, tok = 2, storekey.Token()
 	}
-	args := append(s.script.args(nkeys, nkeys+4), key)
+	if fenced {
+		nkeys, nargs = nkeys+1, nargs+2
+	}
+	args := append(s.script.args(nkeys, nkeys+nargs), key)
 	if once {
 		args = append(args, s.keys.onceKey(s.kind, k, eventID))
 	}
+	if fenced {
+		args = append(args, s.keys.fenceKey(s.kind, k))
+	}
 	args = append(args, millis(ttl), s.dedupArg, tok, s.arg(delta))
-	n, err := s.run(ctx, s.script, args).Int()
+	if fenced {
+		args = append(args, t.Key, t.Fence)
+	}
+	res, err := s.run(ctx, s.script, args).Result()
 	if err != nil {
 		return false, s.wrap("merge", key, err)
+	}
+	if newest, ok := refusedFence(res); fenced && ok {
+		return false, fenceError(s.base.name, t, k, newest)
+	}
+	n, ok := res.(int64)
+	if !ok {
+		return false, s.wrap("merge", key, fmt.Errorf("unexpected script reply %v", res))
 	}
 	if n < 0 {
 		return false, state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), key)

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -47,14 +48,27 @@ func newEvalScript(name, src string) evalScript {
 	return evalScript{script: script{name, s}, sha: s.Hash(), src: src}
 }
 
-// The merge scripts: the common head (claim check and finish) followed by one body.
+// The merge scripts: the common head (claim check, the fence rule and finish)
+// followed by one body.
 var (
-	scriptIncrBy   = newEvalScript("incrby", luaCommon+luaIncrBy)
-	scriptFloatSum = newEvalScript("fsum", luaCommon+luaFloatSum)
-	scriptMax      = newEvalScript("max", luaCommon+luaMax)
-	scriptCAS      = newEvalScript("cas", luaCommon+luaCAS)
+	scriptIncrBy   = newEvalScript("incrby", head(numericArgs)+luaIncrBy)
+	scriptFloatSum = newEvalScript("fsum", head(numericArgs)+luaFloatSum)
+	scriptMax      = newEvalScript("max", head(numericArgs)+luaMax)
+	scriptCAS      = newEvalScript("cas", head(casArgs)+luaCAS)
 	scriptDedup    = newEvalScript("dedup", luaDedup)
 )
+
+// The arguments of the merge scripts before a fenced merge's lease key and
+// fence: the head's three and the body's (a numeric delta; the compare-and-swap's
+// version read, value and version written).
+const (
+	numericArgs = 3 + 1
+	casArgs     = 3 + 3
+)
+
+// head is the common head of a merge script whose arguments before the fence's
+// are n (see lua/common.lua).
+func head(n int) string { return "local fenceAt = " + strconv.Itoa(n+1) + "\n" + luaCommon }
 
 // args starts a command line of s with nkeys keys, with room for nargs arguments
 // after them: EVALSHA, the SHA1, nkeys. The caller appends the keys and the

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/rediskey"
 	"github.com/pipestate/pipestate/internal/signal"
@@ -377,7 +378,7 @@ type signals struct {
 }
 
 func newSignals(mp metric.MeterProvider) (*signals, error) {
-	m := mp.Meter(signal.ScopeName)
+	m := mp.Meter(signal.ScopeName, metric.WithInstrumentationVersion(modversion.Version()))
 	var s signals
 	var errs [3]error
 	s.hits, errs[0] = m.Int64Counter("pipestate.tiered.hits", metric.WithUnit("{read}"),

@@ -48,6 +48,13 @@
 // until they are written again. Events keep their hidden rows (see below) until
 // something deletes them, as before.
 //
+// Fencing (package fence): a fenced write runs in one transaction that reads what
+// its record remembers from record_fences (a stale fence is refused, nothing
+// written), writes, and raises the fence when a row changed; an unfenced write is
+// the statement alone, as before. Triggers delete a record's fences with its row
+// (retention included), so record_fences stays as small as the records; a
+// pipeline's event log keeps its fences for as long as the file.
+//
 // Following: SQLite cannot notify another process of a commit, so FollowEvents and
 // WatchCascadeMarkers poll. After a read that finds nothing a follower waits 10ms,
 // then twice as long after each further empty read, up to WithMaxPollInterval

@@ -23,7 +23,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	if err != nil {
 		return err
 	}
-	err = p.putRetained(ctx, "append event", "events", e, now, p.retention.Events,
+	err = p.putRetained(ctx, "append event", "events", record{kind: "events", a: e.PipelineID}, e, now, p.retention.Events,
 		`INSERT INTO events (pipeline_id, body, expires_at) VALUES (?, ?, ?)`, e.PipelineID)
 	if err == nil {
 		p.wake.notify()

@@ -16,7 +16,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 	if err != nil {
 		return err
 	}
-	return p.putRetained(ctx, "put run log", "run_logs", e, p.now(), p.retention.RunLogs,
+	return p.putRetained(ctx, "put run log", "run_logs", record{"run_log", e.PipelineID, e.Date, e.ScheduleID}, e, p.now(), p.retention.RunLogs,
 		`INSERT INTO run_logs (pipeline_id, date, schedule_id, body, expires_at) VALUES (?, ?, ?, ?, ?)
 		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at`,
 		e.PipelineID, e.Date, e.ScheduleID)
@@ -54,7 +54,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 	if err != nil {
 		return err
 	}
-	return p.putRetained(ctx, "put rerun", "reruns", r, now, p.retention.Reruns,
+	return p.putRetained(ctx, "put rerun", "reruns", record{kind: "rerun", a: r.RerunID}, r, now, p.retention.Reruns,
 		`INSERT INTO reruns (rerun_id, pipeline_id, requested_at, body, expires_at) VALUES (?, ?, ?, ?, ?)
 		 ON CONFLICT (rerun_id) DO UPDATE
 		 SET pipeline_id = excluded.pipeline_id, requested_at = excluded.requested_at, body = excluded.body,
@@ -100,7 +100,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 	if err != nil {
 		return err
 	}
-	return p.putRetained(ctx, "put replay", "replays", r, now, p.retention.Replays,
+	return p.putRetained(ctx, "put replay", "replays", record{"replay", r.PipelineID, r.Date, r.ScheduleID}, r, now, p.retention.Replays,
 		`INSERT INTO replays (pipeline_id, date, schedule_id, created_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (pipeline_id, date, schedule_id) DO UPDATE
 		 SET created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at`,
@@ -135,7 +135,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	if err != nil {
 		return err
 	}
-	return p.putRetained(ctx, "put late arrival", "late_arrivals", l, now, p.retention.LateArrivals,
+	return p.putRetained(ctx, "put late arrival", "late_arrivals", record{"late", l.PipelineID, l.Date, l.ScheduleID}, l, now, p.retention.LateArrivals,
 		`INSERT INTO late_arrivals (pipeline_id, date, schedule_id, detected_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		l.PipelineID, l.Date, l.ScheduleID, sortTime(l.DetectedAt))
 }
@@ -170,6 +170,10 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	}
 	written := sortTime(m.WrittenAt)
 	err = p.inTx(ctx, op, func(tx *sql.Tx) error {
+		remember, err := p.admit(ctx, tx, op, record{"marker", m.PipelineID, m.Date, m.ScheduleID})
+		if err != nil {
+			return err
+		}
 		if _, err := p.exec(ctx, tx, op,
 			`INSERT INTO cascade_markers (pipeline_id, schedule_id, date, written_at, seq, body, expires_at)
 			 VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cascade_markers), ?, ?)
@@ -183,10 +187,10 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
 			return err
 		}
-		if p.retention.MarkerLog == 0 {
-			return nil
+		if err := remember(); err != nil || p.retention.MarkerLog == 0 {
+			return err
 		}
-		_, err := p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.retention.MarkerLog)))
+		_, err = p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.retention.MarkerLog)))
 		return err
 	})
 	if err != nil {

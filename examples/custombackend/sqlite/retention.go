@@ -62,15 +62,15 @@ func (p *Provider) prune(ctx context.Context, op, table string, now time.Time) e
 	return err
 }
 
-// putRetained is put for a record of the retained table written at now, kept
-// for d: the query's last two parameters are the body and expires_at columns.
-// Then it prunes the table.
-func (p *Provider) putRetained(ctx context.Context, op, table string, v any, now time.Time, d time.Duration, query string, args ...any) error {
+// putRetained is put for the record r of the retained table written at now,
+// kept for d, under the fencing rule (execFenced): the query's last two
+// parameters are the body and expires_at columns. Then it prunes the table.
+func (p *Provider) putRetained(ctx context.Context, op, table string, r record, v any, now time.Time, d time.Duration, query string, args ...any) error {
 	body, err := encode(v)
 	if err != nil {
 		return err
 	}
-	if _, err := p.exec(ctx, p.db, op, query, append(args, body, expiresAt(after(now, d)))...); err != nil {
+	if _, err := p.execFenced(ctx, op, r, query, append(args, body, expiresAt(after(now, d)))...); err != nil {
 		return err
 	}
 	return p.prune(ctx, op, table, now)

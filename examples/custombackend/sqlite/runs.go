@@ -49,7 +49,7 @@ func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, n
 	if err != nil {
 		return 0, err
 	}
-	n, err := p.exec(ctx, p.db, op,
+	n, err := p.execFenced(ctx, op, record{kind: "run", a: r.RunID},
 		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (run_id) DO UPDATE SET pipeline_id = excluded.pipeline_id, version = excluded.version,
 		 created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at `+when,
@@ -94,9 +94,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	swapped := false
 	now := p.now()
 	err := p.inTx(ctx, op, func(tx *sql.Tx) error {
+		remember, err := p.admit(ctx, tx, op, record{kind: "run", a: runID})
+		if err != nil {
+			return err
+		}
 		var storedPipeline, storedBody string
 		var storedVersion int
-		err := tx.QueryRowContext(ctx, `SELECT pipeline_id, version, body FROM runs WHERE run_id = ? AND `+liveSQL, runID, sortTime(now)).
+		err = tx.QueryRowContext(ctx, `SELECT pipeline_id, version, body FROM runs WHERE run_id = ? AND `+liveSQL, runID, sortTime(now)).
 			Scan(&storedPipeline, &storedVersion, &storedBody)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -121,8 +125,10 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		}
 		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ?, expires_at = ? WHERE run_id = ? AND version = ?`,
 			newState.Version, body, expiresAt(after(now, p.retention.Runs)), runID, expectedVersion)
-		swapped = n == 1
-		return err
+		if swapped = n == 1; err != nil || !swapped {
+			return err
+		}
+		return remember()
 	})
 	return err == nil && swapped, err
 }

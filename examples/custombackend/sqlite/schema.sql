@@ -160,3 +160,39 @@ CREATE TABLE IF NOT EXISTS fences (
 	key   TEXT PRIMARY KEY,
 	fence INTEGER NOT NULL
 );
+
+-- record_fences is what each record remembers of the fenced writes that wrote it
+-- (package fence): per record (kind and key columns a, b, c, as the record's own
+-- table keys it; "" where unused) and lease key, the highest fence. A fenced write
+-- reads and raises it in the transaction of the write (fence.go). The triggers
+-- delete a record's fences with its row, so they live as long as the record; a
+-- pipeline's event log (kind 'events') keeps its fences for as long as the file.
+CREATE TABLE IF NOT EXISTS record_fences (
+	kind      TEXT NOT NULL,
+	a         TEXT NOT NULL,
+	b         TEXT NOT NULL,
+	c         TEXT NOT NULL,
+	lease_key TEXT NOT NULL,
+	fence     INTEGER NOT NULL,
+	PRIMARY KEY (kind, a, b, c, lease_key)
+);
+CREATE TRIGGER IF NOT EXISTS runs_fences AFTER DELETE ON runs BEGIN
+	DELETE FROM record_fences WHERE kind = 'run' AND a = old.run_id;
+END;
+CREATE TRIGGER IF NOT EXISTS reruns_fences AFTER DELETE ON reruns BEGIN
+	DELETE FROM record_fences WHERE kind = 'rerun' AND a = old.rerun_id;
+END;
+CREATE TRIGGER IF NOT EXISTS run_logs_fences AFTER DELETE ON run_logs BEGIN
+	DELETE FROM record_fences WHERE kind = 'run_log' AND a = old.pipeline_id AND b = old.date AND c = old.schedule_id;
+END;
+CREATE TRIGGER IF NOT EXISTS replays_fences AFTER DELETE ON replays BEGIN
+	DELETE FROM record_fences WHERE kind = 'replay' AND a = old.pipeline_id AND b = old.date AND c = old.schedule_id;
+END;
+CREATE TRIGGER IF NOT EXISTS cascade_markers_fences AFTER DELETE ON cascade_markers BEGIN
+	DELETE FROM record_fences WHERE kind = 'marker' AND a = old.pipeline_id AND b = old.date AND c = old.schedule_id;
+END;
+CREATE TRIGGER IF NOT EXISTS late_arrivals_fences AFTER DELETE ON late_arrivals
+WHEN NOT EXISTS (SELECT 1 FROM late_arrivals WHERE pipeline_id = old.pipeline_id AND date = old.date AND schedule_id = old.schedule_id)
+BEGIN
+	DELETE FROM record_fences WHERE kind = 'late' AND a = old.pipeline_id AND b = old.date AND c = old.schedule_id;
+END;

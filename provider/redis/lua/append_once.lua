@@ -16,7 +16,17 @@
 -- ARGV[3] = value, ARGV[4] = approximate MAXLEN of the stream (0 = none);
 -- for "l": ARGV[5] = now µs, ARGV[6] = expiry µs ("0": never), ARGV[7] = server
 -- TTL in ms ("0": none)
--- Returns 1 appended, 0 already appended by this call.
+-- Fenced (see fence.lua): KEYS[3] = the fence memory of the pipeline, then the
+-- lease key and fence; the marker is checked first and set only when the fence
+-- admits the append, so a refusal's retry is refused again. A stream never
+-- expires, so an event's fence memory never does either.
+-- Returns 1 appended, 0 already appended by this call, {-2, newest} refused by
+-- the fence.
+if #KEYS > 2 then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+  local newest = fence_refused(2)
+  if newest then return {-2, newest} end
+end
 if not redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[2]) then return 0 end
 if ARGV[1] == 'l' then
   for _ = 1, 100 do
@@ -29,6 +39,7 @@ if ARGV[1] == 'l' then
   if ARGV[6] == '0' then
     redis.call('RPUSH', KEYS[1], ARGV[3])
     redis.call('PERSIST', KEYS[1])
+    fence_remember('0')
     return 1
   end
   redis.call('RPUSH', KEYS[1], ARGV[6] .. '|' .. ARGV[3])
@@ -36,6 +47,7 @@ if ARGV[1] == 'l' then
   if (ttl == -1 and fresh) or (ttl >= 0 and ttl < tonumber(ARGV[7])) then
     redis.call('PEXPIRE', KEYS[1], ARGV[7])
   end
+  fence_remember(ARGV[7])
   return 1
 end
 local prev = '0-0'
@@ -53,4 +65,5 @@ if ARGV[4] == '0' then
 else
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3], 'p', prev)
 end
+fence_remember('0')
 return 1

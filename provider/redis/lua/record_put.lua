@@ -14,6 +14,10 @@
 -- ARGV[5] = marker TTL in ms, ARGV[6] = now µs, ARGV[7] = expiry µs ("0": never),
 -- ARGV[8] = server TTL in ms ("0": none), ARGV[9..] = extra field/value pairs
 -- stored beside the JSON
+-- Fenced (see fence.lua): KEYS[3] = the fence memory, then the lease key and
+-- fence after the pairs. The fence is checked after the call's marker and a
+-- strict refusal (as memory's PutRunState), before the create check, so a stale
+-- create is refused as fenced; refused, it returns {-2, oldPipeline, newest}.
 -- An expired record counts as missing: "create" writes over it, "strict" lets it
 -- change pipeline. (A deleted pipeline's tombstone, fields s and m, counts as
 -- missing too.)
@@ -29,10 +33,15 @@ local cur = redis.call('HMGET', KEYS[1], 'p', 'x')
 local old = cur[1] or ''
 local live = redis.call('EXISTS', KEYS[1]) == 1 and
   (not cur[2] or cur[2] == '0' or tonumber(cur[2]) > tonumber(ARGV[6]))
-if ARGV[4] == 'create' and live then
+if ARGV[4] == 'strict' and live and old ~= '' and old ~= ARGV[3] then
   return {-1, old}
 end
-if ARGV[4] == 'strict' and live and old ~= '' and old ~= ARGV[3] then
+local newest = fence_refused(2)
+if newest then
+  if not live then old = '' end
+  return {-2, old, newest}
+end
+if ARGV[4] == 'create' and live then
   return {-1, old}
 end
 -- A record written anew (missing, or expired, perhaps deleted by the server while
@@ -47,11 +56,12 @@ else
   seq = math.max(tonumber(redis.call('HGET', KEYS[1], 's') or '0') + 1, tonumber(ARGV[6]))
   redis.call('HSET', KEYS[1], 's', string.format('%d', seq))
 end
-redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], 'x', ARGV[7], unpack(ARGV, 9))
+redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], 'x', ARGV[7], unpack(ARGV, 9, fence_args()))
 if ARGV[8] == '0' then
   redis.call('PERSIST', KEYS[1])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
+fence_remember(ARGV[8])
 redis.call('SET', KEYS[2], string.format('%d|%s', seq, old), 'PX', ARGV[5])
 return {seq, old}

@@ -11,12 +11,19 @@
 -- JSON, ARGV[4] = new version (expected + 1), ARGV[5] = marker TTL in ms,
 -- ARGV[6] = now µs, ARGV[7] = new expiry µs ("0": never), ARGV[8] = server TTL in
 -- ms ("0": none)
--- Returns 1 swapped, 0 missing, expired or version mismatch, -1 pipeline mismatch.
+-- Fenced (see fence.lua): KEYS[3] = the fence memory, ARGV[9], ARGV[10] = the
+-- lease key and fence, checked after the call's marker, the run's existence and
+-- its pipeline (as memory's CAS) and before the version, so a stale holder is
+-- refused as fenced, not answered 0.
+-- Returns 1 swapped, 0 missing, expired or version mismatch, -1 pipeline mismatch,
+-- {-2, newest} refused by the fence.
 if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
 local cur = redis.call('HMGET', KEYS[1], 'v', 'p', 'x')
 if not cur[1] then return 0 end
 if cur[3] and cur[3] ~= '0' and tonumber(cur[3]) <= tonumber(ARGV[6]) then return 0 end
 if cur[2] ~= ARGV[2] then return -1 end
+local newest = fence_refused(2)
+if newest then return {-2, newest} end
 if cur[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7])
 if ARGV[8] == '0' then
@@ -24,5 +31,6 @@ if ARGV[8] == '0' then
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
+fence_remember(ARGV[8])
 redis.call('SET', KEYS[2], 1, 'PX', ARGV[5])
 return 1

@@ -2,15 +2,23 @@
 -- and one body, wrapped as the function merge(KEYS, ARGV)): one call merges many
 -- keys, each exactly as its own script would (atomic per key; here the whole call
 -- is atomic too, but MergeMany does not promise it).
--- KEYS: the value keys, one per update; on Redis Cluster all in one slot.
--- ARGV[2i-1], ARGV[2i]: update i's ttl in milliseconds and its delta.
--- Returns one reply per update: the single-key script's (1, or -1 when refused) or
--- its error. A Lua error of one merge (WRONGTYPE...) fails that update only.
+-- KEYS: the value keys, one per update, then for a fenced batch the fence memory
+-- of each update's value (package fence); on Redis Cluster all in one slot.
+-- ARGV[2i-1], ARGV[2i]: update i's ttl in milliseconds and its delta; the last
+-- two: the lease key and fence of a fenced batch, '' and '' otherwise.
+-- Returns one reply per update: the single-key script's (1, -1 when refused,
+-- {-2, newest} when the fence refuses it) or its error. A Lua error of one merge
+-- (WRONGTYPE...) fails that update only.
+local n = (#ARGV - 2) / 2
 local args = {'', '0', '', ''}
 local key = {}
 local out = {}
-for i = 1, #KEYS do
+if ARGV[#ARGV] ~= '' then
+  args[5], args[6] = ARGV[#ARGV - 1], ARGV[#ARGV]
+end
+for i = 1, n do
   key[1] = KEYS[i]
+  if args[5] then key[2] = KEYS[n + i] end
   args[1] = ARGV[2 * i - 1]
   args[4] = ARGV[2 * i]
   local ok, r = pcall(merge, key, args)

@@ -1,7 +1,11 @@
--- Shared head of every merge script (scripts.go prepends it to each body).
+-- Shared head of every merge script (scripts.go prepends it to each body, after a
+-- line that sets fenceAt, the first argument after the body's).
 -- KEYS[1]: the value key.
 -- KEYS[2]: only for MergeUpdateOnce, the event's claim key; it shares KEYS[1]'s hash
 --          tag, so both live in one Redis Cluster slot.
+-- KEYS[#KEYS]: only for a fenced merge (package fence), the fence memory of the
+--          value's entity and store kind (a hash lease key -> the highest fence
+--          that merged, prefix:{entity}:kind:fences, in KEYS[1]'s slot).
 -- ARGV[1]: the value's ttl in milliseconds, '0' = no expiry (clears an earlier one).
 -- ARGV[2]: the claim's ttl in milliseconds, '0' = the claim never expires.
 -- ARGV[3]: the call's token, a fresh random string per MergeUpdateOnce call, stored
@@ -9,14 +13,53 @@
 --          reply was lost and which the client library is now retrying, so the
 --          delta was applied once and the answer is 1 again.
 -- ARGV[4...]: the body's arguments.
+-- ARGV[fenceAt], ARGV[fenceAt + 1]: only for a fenced merge, the lease key and the
+--          fence (a canonical decimal string). An unfenced merge passes no fence
+--          key or argument and never touches a fence memory.
 -- Bodies must not write before their last possible error (Lua scripts do not roll
 -- back): a claim is only written by finish(), after the value was written.
-if KEYS[2] then
-  local claim = redis.call('GET', KEYS[2])
+-- A body calls fenced_out() before it writes (after the claim, which the head
+-- checks first: a repeated event is a duplicate, not a refusal) and returns
+-- its refusal {-2, newest} when there is one.
+local fenced = ARGV[fenceAt] ~= nil
+local claimKey
+if #KEYS == (fenced and 3 or 2) then claimKey = KEYS[2] end
+if claimKey then
+  local claim = redis.call('GET', claimKey)
   if claim == ARGV[3] then
     return 1
   elseif claim then
     return 0
+  end
+end
+local fenceCur
+local function greater(a, b) -- of two canonical decimal fences (Lua numbers are doubles)
+  if #a ~= #b then return #a > #b end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+local function fenced_out()
+  if not fenced then return nil end
+  fenceCur = redis.call('HGET', KEYS[#KEYS], ARGV[fenceAt])
+  if fenceCur and greater(fenceCur, ARGV[fenceAt + 1]) then return {-2, fenceCur} end
+  return nil
+end
+-- remember raises the fence memory to this merge's fence and makes it live at
+-- least as long as the value: the value's ttl when the memory has a shorter one,
+-- none when the value never expires.
+local function remember()
+  local fk = KEYS[#KEYS]
+  local pttl = redis.call('PTTL', fk)
+  if not fenceCur or greater(ARGV[fenceAt + 1], fenceCur) then
+    redis.call('HSET', fk, ARGV[fenceAt], ARGV[fenceAt + 1])
+  end
+  if ARGV[1] == '0' then
+    if pttl >= 0 then redis.call('PERSIST', fk) end
+  elseif pttl == -2 or (pttl >= 0 and pttl < tonumber(ARGV[1])) then
+    redis.call('PEXPIRE', fk, ARGV[1])
   end
 end
 local function finish()
@@ -25,12 +68,13 @@ local function finish()
   else
     redis.call('PEXPIRE', KEYS[1], ARGV[1])
   end
-  if KEYS[2] then
+  if claimKey then
     if ARGV[2] == '0' then
-      redis.call('SET', KEYS[2], ARGV[3])
+      redis.call('SET', claimKey, ARGV[3])
     else
-      redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
+      redis.call('SET', claimKey, ARGV[3], 'PX', ARGV[2])
     end
   end
+  if fenced then remember() end
   return 1
 end

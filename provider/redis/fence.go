@@ -1,0 +1,67 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/provider"
+)
+
+// This file holds the Go side of fenced writes (package fence): the scripts of
+// the writes that take a fence start with lua/fence.lua, and a fenced call
+// passes its record's fence memory as the last key and its lease key and fence
+// as the last two arguments. An unfenced call passes neither, so its script
+// never reads or writes a fence memory.
+
+// fenceArgs appends, when ctx carries a fence token, the fence memory to keys and
+// the token to args; it returns them and the token (ok false, keys and args
+// unchanged, for an unfenced call).
+func fenceArgs(ctx context.Context, memory string, keys []string, args []any) ([]string, []any, fence.Token, bool) {
+	t, ok := fence.FromContext(ctx)
+	if !ok {
+		return keys, args, t, false
+	}
+	return append(keys, memory), append(args, t.Key, t.Fence), t, true
+}
+
+// refusedFence is a fenced script's refusal: {-2, ..., newest}, the remembered
+// fence last. It reports the newest fence and whether res is one.
+func refusedFence(res any) (int64, bool) {
+	a, ok := res.([]any)
+	if !ok || len(a) < 2 {
+		return 0, false
+	}
+	if n, ok := a[0].(int64); !ok || n != fenceRefusal {
+		return 0, false
+	}
+	s, _ := a[len(a)-1].(string)
+	newest, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return newest, true
+}
+
+// fenceRefusal is the first element of a fenced script's refusal.
+const fenceRefusal = -2
+
+// fenceError is the error of a fenced write of op that the fence refused: record
+// is what it was to write, of kind.
+func fenceError(op string, t fence.Token, kind provider.RecordKind, record string, newest int64) error {
+	return fmt.Errorf("redis: %s: %w", op, fence.Refused(t, fmt.Sprintf("%s %s", kind, record), newest))
+}
+
+// fenceReply is the outcome of a fenced script whose other replies are
+// integers: the integer, or the refusal's error (see fenceError).
+func fenceReply(op string, res any, t fence.Token, kind provider.RecordKind, record string) (int64, error) {
+	if newest, ok := refusedFence(res); ok {
+		return 0, fenceError(op, t, kind, record, newest)
+	}
+	n, ok := res.(int64)
+	if !ok {
+		return 0, fmt.Errorf("redis: %s: unexpected script reply %v", op, res)
+	}
+	return n, nil
+}

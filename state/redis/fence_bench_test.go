@@ -1,0 +1,87 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/types"
+)
+
+// BenchmarkFencedWrite compares an Int64SumStore MergeUpdate through
+// state.Fenced with an unfenced one, side by side, on the server in REDIS_ADDR:
+// ns/op is the client's time, server-µs/call the server's CPU per script call
+// (INFO commandstats, usec_per_call of EVALSHA, reset before each).
+//
+//	REDIS_ADDR=localhost:6379 go test -run '^$' -bench BenchmarkFencedWrite -benchtime 20000x ./state/redis/
+func BenchmarkFencedWrite(b *testing.B) {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		b.Skip("REDIS_ADDR is not set")
+	}
+	ctx := context.Background()
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	b.Cleanup(func() { _ = c.Close() })
+	s, err := redis.NewInt64SumStore(c, "bench-fence")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs, err := state.Fenced[int64](s, types.Lease{Key: "job", Token: "t", Fence: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name string
+		s    state.Store[int64]
+	}{{"unfenced", s}, {"fenced", fs}} {
+		b.Run("MergeUpdate/"+v.name, func(b *testing.B) {
+			k := state.Key{Entity: "bench-" + v.name, Bucket: 1}
+			if err := v.s.MergeUpdate(ctx, k, 1, time.Hour); err != nil { // loads the script
+				b.Fatal(err)
+			}
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := v.s.MergeUpdate(ctx, k, 1, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(evalshaUsec(b, c), "server-µs/call")
+		})
+	}
+}
+
+// evalshaUsec returns the server's usec_per_call of EVALSHA since CONFIG
+// RESETSTAT.
+func evalshaUsec(b *testing.B, c *goredis.Client) float64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			for f := range strings.SplitSeq(strings.TrimSpace(v), ",") {
+				if u, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					n, err := strconv.ParseFloat(u, 64)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+		}
+	}
+	b.Fatal("no cmdstat_evalsha in INFO commandstats")
+	return 0
+}

@@ -1,0 +1,70 @@
+package tiered_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pipestate/pipestate/internal/modversion"
+	"github.com/pipestate/pipestate/internal/signal"
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/tiered"
+)
+
+// memorySource is an in-memory source of truth whose every key is at revision 1
+// once written: enough for reads of keys written once, without DynamoDB.
+type memorySource struct{ state.Store[int64] }
+
+func (m memorySource) GetRevisions(ctx context.Context, ks []state.Key) ([]state.Revision[int64], error) {
+	vs, oks, err := m.GetMany(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	revs := make([]state.Revision[int64], len(ks))
+	for i := range ks {
+		revs[i] = state.Revision[int64]{Value: vs[i], Found: oks[i]}
+		if oks[i] {
+			revs[i].Rev = 1
+		}
+	}
+	return revs, nil
+}
+
+// TestMeterScope: the tiered store's metrics carry the library's instrumentation
+// scope, its name and the module version, as every other meter of the library does.
+func TestMeterScope(t *testing.T) {
+	src, err := memory.New[int64](monoid.Sum[int64]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rc.Close()
+	reader := sdkmetric.NewManualReader()
+	s, err := tiered.New[int64](memorySource{src}, rc, "scope",
+		tiered.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.Get(t.Context(), state.Key{Entity: "a"}); err != nil { // a miss
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.ScopeMetrics) == 0 {
+		t.Fatal("no metrics recorded")
+	}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != signal.ScopeName || sm.Scope.Version != modversion.Version() {
+			t.Errorf("scope %s %q, want %s %q", sm.Scope.Name, sm.Scope.Version, signal.ScopeName, modversion.Version())
+		}
+	}
+}
