@@ -374,7 +374,8 @@
 // # Capacity units
 //
 // What each call consumes on AWS (on-demand: write and read request units;
-// provisioned: WCU and RCU), for items under 1 KB written and 4 KB read, by
+// provisioned: WCU and RCU), for items up to 1 KB written and 4 KB read (a lock
+// item is while its key and owner identity take at most about 870 bytes), by
 // AWS's rules: 1 WCU per item written, 2 per item in a transaction; 1 RCU per
 // strongly consistent read, half for GSI1 (eventually consistent). The package's
 // TestRoundTripBudget measures every call on DynamoDB Local with

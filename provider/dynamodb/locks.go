@@ -21,8 +21,10 @@ import (
 // the token of the call that took the key (a lease's token for a lease), rtok the
 // token of the last release call and rfreed the tok of the hold it freed.
 //
-// Every call is one conditional UpdateItem: 1 WCU for an item under 1 KB, which a
-// lock item always is (about 150 bytes). A call's token on the item lets the SDK's
+// Every call is one conditional UpdateItem: 1 WCU for an item up to 1 KB, which a
+// lock item is while its key and owner identity together take at most about 870
+// bytes (the rest is about 154 bytes: names, three 32-character tokens, numbers;
+// rtok and rfreed add 74 of them). A call's token on the item lets the SDK's
 // retry of a call whose response was lost recognise its first attempt from the
 // item the failed condition returns (ALL_OLD, at no extra cost), instead of a
 // one-action TransactWriteItems whose idempotency token does the same at 2 WCU.
