@@ -65,8 +65,9 @@
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
 // (an event's or marker-log entry's number; a counter's last number), "holder" and
 // "fence" (locks), "tok" (the token of the call that last won a conditional
-// write of the item), and "f:{lease key}" (what the item remembers of fenced
-// writes; see Fencing).
+// write of the item), "f:{lease key}" (what the item remembers of fenced
+// writes; see Fencing), and on lock items "rtok" and "rfreed" (the token of the
+// last release and the tok of the hold it freed).
 //
 // # Guarantees and decisions
 //
@@ -188,11 +189,11 @@
 //     consistent, so GetTraits could miss a trait just put). We keep the strongly
 //     consistent Query; a pipeline that puts many short-lived trait types should
 //     reuse types rather than mint new ones.
-//   - Locks and leases are one item per key, updated in place by conditional
-//     updates (acquire: holder absent or exp <= now; release and renew: holder is
-//     us and exp > now): AcquireLock, ReleaseLock and ReleaseLease as one-action
-//     TransactWriteItems, for their idempotency token (below); AcquireLease and
-//     RenewLease as UpdateItem, which returns the new fence. The item is never deleted, so its fence counter survives
+//   - Locks and leases are one item per key, updated in place by one conditional
+//     UpdateItem per call (acquire: holder absent or exp <= now; release and renew:
+//     holder is us and exp > now), 1 WCU each; AcquireLease's returns the new
+//     fence. Acquire and release stamp the call's token on the item (see Lost
+//     responses). The item is never deleted, so its fence counter survives
 //     release and expiry and fences strictly increase forever; a released key costs
 //     about 60 bytes of storage.
 //   - ListLocks (provider.LockLister) is a Scan of the whole table, filtered to
@@ -219,8 +220,8 @@
 //     type works). Each retry and give-up is recorded (see Signals).
 //   - Lost responses: TransactWriteItems carries the SDK's idempotency token (one
 //     per call, kept across the SDK's retries; DynamoDB answers a retried token with
-//     the first attempt's success for 10 minutes), and create, CAS, event, marker-log
-//     and lease-acquire writes stamp the item (the run, or the counter) with a
+//     the first attempt's success for 10 minutes), and create, CAS, event, marker-log,
+//     lock and lease writes stamp the item (the run, the counter, the lock) with a
 //     per-call token, so when the SDK retries a write whose response was lost, the
 //     call still reports its own success instead of a lost race — also when other
 //     callers changed the item before the retry (a release then reports nil
@@ -229,6 +230,15 @@
 //     reports true and the version moved by exactly one, an acquire reports the
 //     lock held (a lease with the fence it took), a release reports nil, an event
 //     is appended once, a marker write is logged once.
+//     On a lock item the token is part of the condition (a retry whose token is
+//     there fails it and reads the outcome from the item the failure returns): an
+//     acquire's token stays readable as "tok" until the key is taken again and as
+//     "rfreed" until it is released again, a release's as "rtok" until the next
+//     release. Only a retry that comes after its hold (an acquire's) or its
+//     release was followed by another call's hold and that hold's release (the
+//     SDK retries within its backoff: milliseconds to seconds) reports the key
+//     as it finds it, false or ErrLockNotHeld; none takes or frees twice. The one-action transactions these calls used
+//     before (2 WCU) had DynamoDB remember the token for 10 minutes instead.
 //     Plain puts and deletes are idempotent. The package's lost-reply test drops the
 //     response of every write method once and checks these outcomes.
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
@@ -360,6 +370,60 @@
 //
 // Lost races add one request each (a CAS that loses returns (false, nil) without
 // one). Bad input and calls after Stop make no request.
+//
+// # Capacity units
+//
+// What each call consumes on AWS (on-demand: write and read request units;
+// provisioned: WCU and RCU), for items up to 1 KB written and 4 KB read (a lock
+// item is while its key and owner identity take at most about 870 bytes), by
+// AWS's rules: 1 WCU per item written, 2 per item in a transaction; 1 RCU per
+// strongly consistent read, half for GSI1 (eventually consistent). The package's
+// TestRoundTripBudget measures every call on DynamoDB Local with
+// ReturnConsumedCapacity and fails when one consumes more than its budget
+// (capacityBudget; Local reports 4 for any small transaction, where AWS
+// charges 2 per item).
+//
+//	call                                   WCU / RCU  why not less
+//	-------------------------------------  ---------  -----------------------------------------------
+//	PutTrait, PutReadiness, PutRunLog      1          the floor: one PutItem
+//	PutLateArrival                         1          the floor (fenced: 4, a transaction with the
+//	                                                  list's guard item; see Fencing)
+//	RegisterPipeline, DeletePipeline,      2          the item and its GSI1 copy (ListPipelines,
+//	PutReplay                                         ListReplays across pipelines)
+//	AcquireLock, ReleaseLock               1          the floor: one conditional UpdateItem that
+//	                                                  stamps the call's token (was 2: a one-action
+//	                                                  transaction, for its idempotency token)
+//	AcquireLease, RenewLease, ReleaseLease 1          the floor (ReleaseLease was 2, as ReleaseLock)
+//	PutRunState, CreateRunState,           4          a transaction of the run and its list copy: the
+//	CompareAndSwapRunState                            copy is what keeps ListRuns a strongly consistent
+//	                                                  Query in creation order (a GSI would be eventual)
+//	AppendEvent                            4          a transaction of the event and the pipeline's
+//	                                                  counter item, which hands out gap-free numbers
+//	PutRerun                               5          the run's pattern (4) and the truth's GSI1 copy
+//	WriteCascadeMarker                     8; ~14 to  a transaction of the marker, its by-time copy, the
+//	                                       rewrite    marker-log entry and counter (a rewrite: a refused
+//	                                                  4-item try, then a 5-item one)
+//	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
+//	ReadEventsSince, GetLockInfo           1 / 4 KB
+//
+// A fenced write costs what the unfenced one does, but for PutLateArrival. A
+// refused conditional write is charged too (1 WCU; a transaction, 2 per item).
+// A retry after a lost reply is a second request and is charged again.
+//
+// A reference workload: 1,000 pipelines, 10 runs a day each (300,000 runs in a
+// 30-day month); per run CreateRunState, 3 CompareAndSwapRunState and 3
+// GetRunState, 50 AppendEvent, 10 PutTrait and one GetTraits, one PutRunLog,
+// one lock (AcquireLock, ReleaseLock) and one lease (AcquireLease, RenewLease,
+// ReleaseLease); on-demand in us-east-1 at $0.625 per million write and $0.125
+// per million read request units (Standard table class, since November 2024;
+// check the AWS pricing page for yours):
+//
+//	                         WRU per run  RRU per run  per month
+//	before (locks as tx)     235          4            70.5 M WRU $44.06 + 1.2 M RRU $0.15 = $44.21
+//	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
+//
+// Events are 200 of the 232 write units a run costs: AppendEvent at the 1 WCU
+// floor would bring the run to 82 (about $15.5 a month).
 //
 // # Signals
 //

@@ -96,6 +96,64 @@ func TestRetryAfterInterleaving(t *testing.T) {
 			t.Errorf("AcquireLease after the other's lease = %v; want ErrLockHeld", err)
 		}
 	})
+	t.Run("acquire_then_released", func(t *testing.T) {
+		const key = "acquire-then-released"
+		before := ft.Dropped()
+		ft.DropReplyThen(lockCall(key), func() {
+			if err := same.ReleaseLock(ctx, key); err != nil {
+				t.Errorf("release by the same owner: %v", err)
+			}
+		})
+		if ok, err := p.AcquireLock(ctx, key, time.Minute); !ok || err != nil {
+			t.Errorf("AcquireLock whose reply was lost (released before the retry) = %v, %v; want true (it acquired)", ok, err)
+		}
+		if ft.Dropped() == before {
+			t.Fatal("the fault did not fire")
+		}
+		if ok, err := other.AcquireLock(ctx, key, time.Minute); !ok || err != nil {
+			t.Errorf("another instance's AcquireLock after the release = %v, %v; want true (the retry took nothing more)", ok, err)
+		}
+		must(other.ReleaseLock(ctx, key))
+	})
+	t.Run("release_then_same_owner_acquires", func(t *testing.T) {
+		const key = "release-then-reacquire"
+		if ok, err := p.AcquireLock(ctx, key, time.Minute); !ok || err != nil {
+			t.Fatalf("AcquireLock = %v, %v", ok, err)
+		}
+		before := ft.Dropped()
+		ft.DropReplyThen(lockCall(key), func() {
+			if ok, err := same.AcquireLock(ctx, key, time.Minute); !ok || err != nil {
+				t.Errorf("the same owner's AcquireLock after the release = %v, %v; want true", ok, err)
+			}
+		})
+		if err := p.ReleaseLock(ctx, key); err != nil {
+			t.Errorf("ReleaseLock whose reply was lost (taken again by the same owner before the retry) = %v; want nil", err)
+		}
+		if ft.Dropped() == before {
+			t.Fatal("the fault did not fire")
+		}
+		if ok, err := other.AcquireLock(ctx, key, time.Minute); ok || err != nil {
+			t.Errorf("another instance's AcquireLock = %v, %v; want false (the retry freed nothing more)", ok, err)
+		}
+		must(same.ReleaseLock(ctx, key))
+	})
+	t.Run("release_lease_then_released_again", func(t *testing.T) {
+		const key = "release-lease-twice"
+		l, err := p.AcquireLease(ctx, key, time.Minute)
+		must(err)
+		before := ft.Dropped()
+		var again error
+		ft.DropReplyThen(lockCall(key), func() { again = other.ReleaseLease(ctx, *l) })
+		if err := p.ReleaseLease(ctx, *l); err != nil {
+			t.Errorf("ReleaseLease whose reply was lost = %v; want nil", err)
+		}
+		if ft.Dropped() == before {
+			t.Fatal("the fault did not fire")
+		}
+		if !errors.Is(again, provider.ErrLockNotHeld) {
+			t.Errorf("a second release of the same lease between = %v; want ErrLockNotHeld", again)
+		}
+	})
 	t.Run("create_then_other_swaps", func(t *testing.T) {
 		run := types.RunState{RunID: "create-then-swap", PipelineID: "p-create", Status: types.RunPending}
 		var swapped bool

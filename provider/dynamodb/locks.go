@@ -17,13 +17,33 @@ import (
 // Locks and leases share one item per key, LOCK#{key}/LOCK, updated in place with
 // conditional UpdateItem calls and never deleted, so its fence counter outlives
 // every lease: holder is provider.LockHolder(owner) or provider.LeaseHolder(token)
-// (absent when free), exp the expiry in Unix nanoseconds (absent: no expiry).
+// (absent when free), exp the expiry in Unix nanoseconds (absent: no expiry), tok
+// the token of the call that took the key (a lease's token for a lease), rtok the
+// token of the last release call and rfreed the tok of the hold it freed.
+//
+// Every call is one conditional UpdateItem: 1 WCU for an item up to 1 KB, which a
+// lock item is while its key and owner identity together take at most about 870
+// bytes (the rest is about 154 bytes: names, three 32-character tokens, numbers;
+// rtok and rfreed add 74 of them). A call's token on the item lets the SDK's
+// retry of a call whose response was lost recognise its first attempt from the
+// item the failed condition returns (ALL_OLD, at no extra cost), instead of a
+// one-action TransactWriteItems whose idempotency token does the same at 2 WCU.
+
+const (
+	attrRelTok = "rtok"   // the token of the last release of a lock item
+	attrFreed  = "rfreed" // the tok of the hold that release freed
+)
 
 var _ provider.LockInspector = (*Provider)(nil)
 
 // A lock request is one of these updates under one of two conditions: free (the
 // key is free or its holder expired at :now) or heldBy (:h holds the key, unexpired
-// at :now). Their texts are package variables shared by every request; values are
+// at :now). Acquire and release add that the call's token :t is not on the item
+// yet, in tok or rtok (a comparison with an absent attribute is false, so NOT
+// makes it true): once it is, the call has been applied and a retry only reads the
+// outcome. An acquire's token leaves tok only when another acquire takes the key,
+// which it can only once the key was released (the token is in rfreed then) or
+// expired. Their texts are package variables shared by every request; values are
 // the request's own.
 const (
 	condFree   = "attribute_not_exists(#h) OR #e <= :now"
@@ -31,20 +51,24 @@ const (
 )
 
 // lockUpdate is an update of a lock item with its condition and the attribute
-// names the two use (exactly those: DynamoDB refuses unused names).
+// names the two use (exactly those: DynamoDB refuses unused names). seen names the
+// attributes that hold the call's token once the update is applied.
 type lockUpdate struct {
 	update, cond string
 	names        map[string]string
+	seen         []string
 }
 
 var (
 	namesLock    = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok}
+	namesRelease = map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#r": attrRelTok, "#f": attrFreed}
 	namesHeld    = map[string]string{"#h": attrHolder, "#e": attrExp}
-	takeExpiring = &lockUpdate{"SET #h = :h, #t = :t, #e = :e", condFree, namesLock}
-	takeForever  = &lockUpdate{"SET #h = :h, #t = :t REMOVE #e", condFree, namesLock}
-	takeLease    = &lockUpdate{"SET #h = :h, #t = :t, #e = :e ADD #f :one", condFree, map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#f": attrFence}}
-	releaseHeld  = &lockUpdate{"REMOVE #h, #e", condHeldBy, namesHeld}
-	renewHeld    = &lockUpdate{"SET #e = :e", condHeldBy, namesHeld}
+	takeCond     = "(" + condFree + ") AND NOT (#t = :t)"
+	takeExpiring = &lockUpdate{"SET #h = :h, #t = :t, #e = :e", takeCond, namesLock, []string{attrTok, attrFreed}}
+	takeForever  = &lockUpdate{"SET #h = :h, #t = :t REMOVE #e", takeCond, namesLock, []string{attrTok, attrFreed}}
+	takeLease    = &lockUpdate{"SET #h = :h, #t = :t, #e = :e ADD #f :one", condFree, map[string]string{"#h": attrHolder, "#e": attrExp, "#t": attrTok, "#f": attrFence}, []string{attrTok}}
+	releaseHeld  = &lockUpdate{"SET #r = :t, #f = if_not_exists(#t, :t) REMOVE #h, #e", condHeldBy + " AND NOT (#r = :t)", namesRelease, []string{attrRelTok}}
+	renewHeld    = &lockUpdate{"SET #e = :e", condHeldBy, namesHeld, nil}
 	fenceStep    = nv(1) // takeLease adds it to the fence
 )
 
@@ -61,8 +85,8 @@ func take(holder, tok string, now, exp time.Time) (*lockUpdate, map[string]ddbty
 
 // updateLock runs one conditional UpdateItem on the lock item of lockKey. It returns
 // the attributes ret asks for, or, when the condition failed, ok false and the item
-// as the condition saw it (zero when missing).
-func (p *Provider) updateLock(ctx context.Context, op, lockKey string, u *lockUpdate, values map[string]ddbtypes.AttributeValue, ret ddbtypes.ReturnValue) (attrs map[string]ddbtypes.AttributeValue, old item, ok bool, err error) {
+// as the condition saw it (nil when missing).
+func (p *Provider) updateLock(ctx context.Context, op, lockKey string, u *lockUpdate, values map[string]ddbtypes.AttributeValue, ret ddbtypes.ReturnValue) (attrs, old map[string]ddbtypes.AttributeValue, ok bool, err error) {
 	out, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
 		TableName:                 &p.table,
 		Key:                       key(lockPrefix+lockKey, skLock),
@@ -75,53 +99,47 @@ func (p *Provider) updateLock(ctx context.Context, op, lockKey string, u *lockUp
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	}, p.sdk(op))
 	if av, failed := ddbx.ConditionFailedItem(err); failed {
-		if len(av) == 0 {
-			return nil, old, false, nil
-		}
-		old, err := unmarshal(av)
-		return nil, old, false, err
+		return nil, av, false, nil
 	}
 	if err != nil {
-		return nil, old, false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		return nil, nil, false, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
-	return out.Attributes, old, true, nil
+	return out.Attributes, nil, true, nil
 }
 
-// updateLockOnce runs one conditional update of the lock item of lockKey as a
-// one-action TransactWriteItems and reports whether the condition held. The SDK fills
-// the call's ClientRequestToken once and keeps it across its own retries, and
-// DynamoDB answers a retried token with the first attempt's success without running
-// it again: so when a response is lost, the retry reports what this call did, not
-// what the condition says after other callers changed the lock in between. A
-// transaction cancelled by a concurrent one is run again, as a new call.
+// updateLockOnce runs one conditional update of the lock item of lockKey that
+// stamps the call's token (values[":t"]) on the item, and reports whether the
+// update was applied by this call. When the SDK retries an attempt whose response
+// was lost, the retry's condition fails on the token and the returned item shows
+// it: the call reports what its first attempt did, not what the condition says
+// after other callers changed the lock in between. A token stays readable until
+// the key has been taken and released again by other calls (an acquire's token
+// moves to rfreed when the hold is released; a release's token stays in rtok until
+// the next release).
 func (p *Provider) updateLockOnce(ctx context.Context, op, lockKey string, u *lockUpdate, values map[string]ddbtypes.AttributeValue) (bool, error) {
-	action := ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-		TableName:                 &p.table,
-		Key:                       key(lockPrefix+lockKey, skLock),
-		UpdateExpression:          &u.update,
-		ConditionExpression:       &u.cond,
-		ExpressionAttributeNames:  u.names,
-		ExpressionAttributeValues: values,
-	}}
-	for attempt := 0; ; attempt++ {
-		err := p.transact(ctx, op, action)
-		if _, failed := ddbx.TxConditionFailed(err, 0); failed {
-			return false, nil
-		}
-		if err == nil || !ddbx.IsTxConflict(err) {
-			if err != nil {
-				return false, fmt.Errorf("dynamodb: %s: %w", op, err)
-			}
-			return true, nil
-		}
-		if err := p.conflictWait(ctx, op, attempt, err); err != nil {
-			return false, err
-		}
+	_, old, ok, err := p.updateLock(ctx, op, lockKey, u, values, ddbtypes.ReturnValueNone)
+	if err != nil || ok {
+		return ok, err
 	}
+	return hasToken(old, values[":t"], u.seen), nil
 }
 
-// AcquireLock implements provider.Locker with one conditional update (see
-// updateLockOnce).
+// hasToken reports whether one of the attributes names of av is the string tok.
+func hasToken(av map[string]ddbtypes.AttributeValue, tok ddbtypes.AttributeValue, names []string) bool {
+	t, ok := tok.(*ddbtypes.AttributeValueMemberS)
+	if !ok {
+		return false
+	}
+	for _, name := range names {
+		if s, ok := av[name].(*ddbtypes.AttributeValueMemberS); ok && s.Value == t.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// AcquireLock implements provider.Locker with one conditional UpdateItem that
+// stamps the call's token (see updateLockOnce).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := p.writing(ctx, "AcquireLock"); err != nil {
 		return false, err
@@ -140,8 +158,8 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 	return p.updateLockOnce(ctx, "AcquireLock", key, u, values)
 }
 
-// ReleaseLock implements provider.Locker with one conditional update (see
-// updateLockOnce).
+// ReleaseLock implements provider.Locker with one conditional UpdateItem that
+// stamps the call's token (see updateLockOnce).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 	if err := p.writing(ctx, "ReleaseLock"); err != nil {
 		return err
@@ -157,7 +175,9 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 
 // release frees key, keeping its fence, if holder holds it (see updateLockOnce).
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	ok, err := p.updateLockOnce(ctx, op, key, releaseHeld, heldBy(holder, p.now()))
+	values := heldBy(holder, p.now())
+	values[":t"] = sv(ids.Random())
+	ok, err := p.updateLockOnce(ctx, op, key, releaseHeld, values)
 	if err != nil {
 		return err
 	}
@@ -195,8 +215,10 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 	switch {
 	case err != nil:
 		return nil, err
-	case !ok && old.Tok == lease.Token: // an SDK retry of our own acquire, whose response was lost
-		lease.Fence = old.Fence
+	case !ok && hasToken(old, values[":t"], takeLease.seen): // an SDK retry of our own acquire, whose response was lost
+		if lease.Fence, err = attrInt(old[attrFence]); err != nil {
+			return nil, fmt.Errorf("dynamodb: AcquireLease: fence: %w", err)
+		}
 		return &lease, nil
 	case !ok:
 		return nil, fmt.Errorf("%w: %q", provider.ErrLockHeld, key)
@@ -235,8 +257,8 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 	return &lease, nil
 }
 
-// ReleaseLease implements provider.Leaser with one conditional update (see
-// updateLockOnce).
+// ReleaseLease implements provider.Leaser with one conditional UpdateItem that
+// stamps the call's token (see updateLockOnce).
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 	if err := p.writing(ctx, "ReleaseLease"); err != nil {
 		return err

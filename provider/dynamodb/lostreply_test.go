@@ -299,7 +299,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("replay %+v, %v", got, err)
 				}
 			}},
-		{method: "AcquireLock", fault: drop("TransactWriteItems"),
+		{method: "AcquireLock", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
@@ -307,7 +307,7 @@ func TestLostReply(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
-		{method: "AcquireLock", name: "throttled", fault: rejected(1, faults.Throttled, "TransactWriteItems"),
+		{method: "AcquireLock", name: "throttled", fault: rejected(1, faults.Throttled, "UpdateItem"),
 			call: func(t *testing.T, id string) error {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Errorf("AcquireLock = %v, %v; want true", ok, err)
@@ -315,7 +315,7 @@ func TestLostReply(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, id string) { wantLock(t, id, true) }},
-		{method: "ReleaseLock", fault: drop("TransactWriteItems"),
+		{method: "ReleaseLock", fault: drop("UpdateItem"),
 			setup: func(t *testing.T, id string) {
 				if ok, err := p.AcquireLock(ctx, "k-"+id, time.Minute); !ok || err != nil {
 					t.Fatalf("AcquireLock = %v, %v", ok, err)
@@ -358,7 +358,7 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("another instance: err %v, want ErrLockHeld", err)
 				}
 			}},
-		{method: "ReleaseLease", fault: drop("TransactWriteItems"),
+		{method: "ReleaseLease", fault: drop("UpdateItem"),
 			setup: func(t *testing.T, id string) {
 				l, err := p.AcquireLease(ctx, "k-"+id, time.Minute)
 				must(t, err)

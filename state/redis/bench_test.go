@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -204,8 +203,9 @@ func BenchmarkInt64SumMergeUpdateOnce(b *testing.B) {
 	})
 }
 
-// BenchmarkGetMany1000: Int64SumStore.GetMany of 1,000 keys against one pipeline of
-// 1,000 GETs whose replies are parsed into the same []int64 and []bool.
+// BenchmarkGetMany1000: Int64SumStore.GetMany of 1,000 keys against the cheapest
+// read of 1,000 strings on a single server, one MGET, whose replies are parsed
+// into the same []int64 and []bool.
 func BenchmarkGetMany1000(b *testing.B) {
 	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
 		s, err := redis.NewInt64SumStore(c, p)
@@ -228,20 +228,21 @@ func BenchmarkGetMany1000(b *testing.B) {
 			return err
 		}
 		raw = func(int, int) error {
-			pipe := c.Pipeline()
-			for _, k := range ks {
-				pipe.Get(ctx, rawKey(p, k.Entity, k.Bucket))
+			rawKeys := make([]string, len(ks)) // built per call, as the library must from a state.Key
+			for j, k := range ks {
+				rawKeys[j] = rawKey(p, k.Entity, k.Bucket)
 			}
-			cmds, err := pipe.Exec(ctx)
-			if err != nil && !errors.Is(err, goredis.Nil) {
+			replies, err := c.MGet(ctx, rawKeys...).Result()
+			if err != nil {
 				return err
 			}
-			vals, found := make([]int64, len(cmds)), make([]bool, len(cmds))
-			for j, cmd := range cmds {
-				v, err := cmd.(*goredis.StringCmd).Int64()
-				if errors.Is(err, goredis.Nil) {
+			vals, found := make([]int64, len(replies)), make([]bool, len(replies))
+			for j, r := range replies {
+				str, ok := r.(string)
+				if !ok {
 					continue
 				}
+				v, err := strconv.ParseInt(str, 10, 64)
 				if err != nil {
 					return err
 				}

@@ -114,7 +114,7 @@
 //
 // # Reads and credentials
 //
-// Get and GetMany send only GET or HGET (one command, or a pipeline of them):
+// Get and GetMany send only GET, MGET or HGET (one command, or a pipeline of them):
 // reads never write, and credentials that allow reads only read every store.
 // The writes need EVALSHA and EVAL (the merge scripts) besides; Deduper.Release
 // is DEL. The stores load no scripts with SCRIPT LOAD (EVALSHA falls back to
@@ -159,7 +159,10 @@
 //	call                           round trips
 //	Get                            1 (GET / HGET)
 //	GetMany(n keys)                1 pipeline (one per cluster node holding the keys,
-//	                               sent concurrently); 0 for n == 0
+//	                               sent concurrently); 0 for n == 0. Numeric stores:
+//	                               one MGET per 1,000 keys on a single server, one
+//	                               per hash slot on a cluster (per hash tag on a
+//	                               Ring); BytesStore: one HGET per key (a hash)
 //	MergeUpdate, MergeUpdateOnce   1 Lua script (sums, max)
 //	MergeMany(n updates)           ceil(n/1000) pipelines, one after another (one per
 //	(sums, max)                    node, sent concurrently, on a cluster); +1 each
