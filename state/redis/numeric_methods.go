@@ -17,8 +17,9 @@ func (s *Int64SumStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 }
 
 // GetMany returns one value and one found flag per key, in the order of ks (duplicates
-// allowed; missing keys hold 0). One pipeline of GETs: one round trip, or one per
-// node, sent concurrently, on a Redis Cluster.
+// allowed; missing keys hold 0). MGETs of up to 1,000 keys (one per hash
+// slot on a Redis Cluster) in one pipeline: one round trip, or one per node, sent
+// concurrently, on a cluster.
 func (s *Int64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
@@ -48,8 +49,9 @@ func (s *Float64SumStore) Get(ctx context.Context, k state.Key) (float64, bool, 
 }
 
 // GetMany returns one value and one found flag per key, in the order of ks (duplicates
-// allowed; missing keys hold 0). One pipeline of GETs: one round trip, or one per
-// node, sent concurrently, on a Redis Cluster.
+// allowed; missing keys hold 0). MGETs of up to 1,000 keys (one per hash
+// slot on a Redis Cluster) in one pipeline: one round trip, or one per node, sent
+// concurrently, on a cluster.
 func (s *Float64SumStore) GetMany(ctx context.Context, ks []state.Key) ([]float64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
@@ -79,8 +81,9 @@ func (s *Int64MaxStore) Get(ctx context.Context, k state.Key) (int64, bool, erro
 }
 
 // GetMany returns one value and one found flag per key, in the order of ks (duplicates
-// allowed; missing keys hold math.MinInt64). One pipeline of GETs: one round trip, or
-// one per node, sent concurrently, on a Redis Cluster.
+// allowed; missing keys hold math.MinInt64). MGETs of up to 1,000 keys (one per
+// hash slot on a Redis Cluster) in one pipeline: one round trip, or one per node,
+// sent concurrently, on a cluster.
 func (s *Int64MaxStore) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
 	return s.n.getMany(ctx, ks)
 }
