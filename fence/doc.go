@@ -40,7 +40,10 @@
 //
 // The check costs no extra round trip: it runs in the write's own script (Redis,
 // with no cross-slot access on a cluster), condition or transaction item
-// (DynamoDB) or critical section (memory, SQLite).
+// (DynamoDB) or critical section (memory, SQLite). The one exception is a
+// DynamoDB Int64MaxStore merge that leaves the value as it was: unfenced it
+// writes nothing, so the first time a fence merges into the key it takes a
+// second request to remember it (see state/dynamodb).
 //
 // "The record" is, by write: the run (by RunID) for PutRunState,
 // CompareAndSwapRunState and CreateRunState; the pipeline's event log for
