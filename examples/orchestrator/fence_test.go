@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -34,28 +33,12 @@ func TestLateWriteFenced(t *testing.T) {
 
 func testLateWriteFenced(t *testing.T, cfg backendConfig, ttl time.Duration, killed bool) {
 	const date = "2026-11-23"
-	ctx := testContext(t)
-	b := openTestBackend(t, cfg)
-	admin := client(t, b)
-	for _, cfg := range pipelines() {
-		if err := admin.RegisterPipeline(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
-	storeA := client(t, b)
-	held := &heldRunLog{Store: storeA, network: client(t, b), sent: make(chan types.RunLogEntry, 1),
+	r := newTakeoverRig(t, cfg, ttl)
+	ctx, admin, storeA := r.ctx, r.admin, r.storeA
+	held := &heldRunLog{Store: storeA, network: client(t, r.b), sent: make(chan types.RunLogEntry, 1),
 		deliver: make(chan struct{}), answer: make(chan error, 1)}
-	var outA, outB bytes.Buffer
-	orchA := &Orchestrator{Name: "orch-A", Store: held, Evaluators: w.evaluators(), Jobs: w,
-		Now: w.clock.Now, Out: &lockedWriter{w: &outA}, LeaseTTL: ttl}
-	orchB := &Orchestrator{Name: "orch-B", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w,
-		Now: w.clock.Now, Out: &lockedWriter{w: &outB}, LeaseTTL: ttl}
-	defer func() {
-		if t.Failed() {
-			t.Logf("A's output:\n%s\nB's output:\n%s", outA.String(), outB.String())
-		}
-	}()
+	orchA := r.orchestrator("orch-A", held, r.w, &r.outA)
+	orchB := r.orchestrator("orch-B", client(t, r.b), r.w, &r.outB)
 
 	ctxA, killA := context.WithCancel(ctx)
 	defer killA()
@@ -73,20 +56,7 @@ func testLateWriteFenced(t *testing.T, cfg backendConfig, ttl time.Duration, kil
 	if killed {
 		killA()
 	}
-
-	ctxB, stopB := context.WithCancel(ctx)
-	routed := make(chan error, 1)
-	go func() { routed <- orchB.Route(ctxB) }()
-	if err := orchB.RunDate(ctx, date); err != nil {
-		t.Fatalf("B: RunDate: %v", err)
-	}
-	if err := awaitDate(ctx, admin, pipelines(), date); err != nil {
-		t.Fatalf("awaitDate: %v", err)
-	}
-	stopB()
-	if err := <-routed; err != nil {
-		t.Errorf("B: Route: %v", err)
-	}
+	r.complete(t, orchB, date)
 
 	close(held.deliver) // A's write arrives
 	if err := <-held.answer; !errors.Is(err, provider.ErrFenced) {
@@ -98,7 +68,7 @@ func testLateWriteFenced(t *testing.T, cfg backendConfig, ttl time.Duration, kil
 	if err != nil || entry == nil || entry.Status != types.RunCompleted {
 		t.Errorf("run log of orders-raw after A's late write = %+v, %v; want B's COMPLETED", entry, err)
 	}
-	if !killed && !strings.Contains(outA.String(), "orders-raw: "+string(Superseded)) {
+	if !killed && !strings.Contains(r.outA.String(), "orders-raw: "+string(Superseded)) {
 		t.Errorf("partitioned A's output lacks %q", "orders-raw: "+string(Superseded))
 	}
 }

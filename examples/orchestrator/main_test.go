@@ -150,27 +150,12 @@ func TestTakeover(t *testing.T) {
 
 func testTakeover(t *testing.T, cfg backendConfig, ttl time.Duration, killed bool) {
 	const date = "2026-11-23"
-	ctx := testContext(t)
-	b := openTestBackend(t, cfg)
-	admin := client(t, b)
-	for _, cfg := range pipelines() {
-		if err := admin.RegisterPipeline(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
+	r := newTakeoverRig(t, cfg, ttl)
+	ctx, admin, w, storeA := r.ctx, r.admin, r.w, r.storeA
 	held := &heldTrigger{Jobs: w, sent: make(chan Job, 1), deliver: make(chan struct{}), answer: make(chan error, 1)}
-	var outA, outB bytes.Buffer
-	storeA := client(t, b)
-	orchA := &Orchestrator{Name: "orch-A", Store: storeA, Evaluators: w.evaluators(), Jobs: held,
-		Now: w.clock.Now, Out: &lockedWriter{w: &outA}, LeaseTTL: ttl}
-	orchB := &Orchestrator{Name: "orch-B", Store: client(t, b), Evaluators: w.evaluators(), Jobs: w,
-		Now: w.clock.Now, Out: &lockedWriter{w: &outB}, LeaseTTL: ttl}
-	defer func() {
-		if t.Failed() {
-			t.Logf("A's output:\n%s\nB's output:\n%s", outA.String(), outB.String())
-		}
-	}()
+	orchA := r.orchestrator("orch-A", storeA, held, &r.outA)
+	orchB := r.orchestrator("orch-B", client(t, r.b), w, &r.outB)
+	outA, outB := &r.outA, &r.outB
 
 	ctxA, killA := context.WithCancel(ctx)
 	defer killA()
@@ -189,22 +174,9 @@ func testTakeover(t *testing.T, cfg backendConfig, ttl time.Duration, killed boo
 		killA()
 	}
 	stopped := time.Now()
-
-	ctxB, stopB := context.WithCancel(ctx)
-	routed := make(chan error, 1)
-	go func() { routed <- orchB.Route(ctxB) }()
-	if err := orchB.RunDate(ctx, date); err != nil {
-		t.Fatalf("B: RunDate: %v", err)
-	}
+	r.complete(t, orchB, date)
 	if took := time.Since(stopped); took < ttl/2 {
-		t.Errorf("B completed orders-raw %v after A stopped, before A's lease (ttl %v) could expire", took, ttl)
-	}
-	if err := awaitDate(ctx, admin, pipelines(), date); err != nil {
-		t.Fatalf("awaitDate: %v", err)
-	}
-	stopB()
-	if err := <-routed; err != nil {
-		t.Errorf("B: Route: %v", err)
+		t.Errorf("B completed the date %v after A stopped, before A's lease (ttl %v) could expire", took, ttl)
 	}
 
 	close(held.deliver) // A's trigger arrives
@@ -239,6 +211,60 @@ func testTakeover(t *testing.T, cfg backendConfig, ttl time.Duration, killed boo
 		if err != nil || entry == nil || entry.Status != types.RunCompleted || entry.AttemptNumber != attempt {
 			t.Errorf("run log of %s = %+v, %v; want COMPLETED at attempt %d", id, entry, err, attempt)
 		}
+	}
+}
+
+// takeoverRig is what the takeover tests share: the demo's pipelines registered
+// on one backend, A's client (which a test stops to end A's renewals), the
+// simulated world, and A's and B's transcripts, logged when the test fails.
+type takeoverRig struct {
+	ctx           context.Context
+	b             *backend
+	admin, storeA Store
+	w             *world
+	ttl           time.Duration
+	outA, outB    bytes.Buffer
+}
+
+func newTakeoverRig(t *testing.T, cfg backendConfig, ttl time.Duration) *takeoverRig {
+	t.Helper()
+	r := &takeoverRig{ctx: testContext(t), ttl: ttl, w: newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))}
+	r.b = openTestBackend(t, cfg)
+	r.admin, r.storeA = client(t, r.b), client(t, r.b)
+	for _, cfg := range pipelines() {
+		if err := r.admin.RegisterPipeline(r.ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("A's output:\n%s\nB's output:\n%s", r.outA.String(), r.outB.String())
+		}
+	})
+	return r
+}
+
+// orchestrator returns the orchestrator name over s and jobs, writing to out.
+func (r *takeoverRig) orchestrator(name string, s Store, jobs Jobs, out *bytes.Buffer) *Orchestrator {
+	return &Orchestrator{Name: name, Store: s, Evaluators: r.w.evaluators(), Jobs: jobs,
+		Now: r.w.clock.Now, Out: &lockedWriter{w: out}, LeaseTTL: r.ttl}
+}
+
+// complete has o route and run date until every pipeline has settled it.
+func (r *takeoverRig) complete(t *testing.T, o *Orchestrator, date string) {
+	t.Helper()
+	ctxB, stopB := context.WithCancel(r.ctx)
+	routed := make(chan error, 1)
+	go func() { routed <- o.Route(ctxB) }()
+	if err := o.RunDate(r.ctx, date); err != nil {
+		t.Fatalf("%s: RunDate: %v", o.Name, err)
+	}
+	if err := awaitDate(r.ctx, r.admin, pipelines(), date); err != nil {
+		t.Fatalf("awaitDate: %v", err)
+	}
+	stopB()
+	if err := <-routed; err != nil {
+		t.Errorf("%s: Route: %v", o.Name, err)
 	}
 }
 
