@@ -143,6 +143,11 @@
 //	lifecycle      calls work once New returns; Start is idempotent; Stop is
 //	               idempotent; after Stop every call, Start included, returns an error
 //	               wrapping ErrClosed; Ping reports whether the backend answers.
+//	opening order  every method checks, before any I/O, in this order: stopped
+//	               (ErrClosed), a done ctx (ctx.Err()), a write on a read-only
+//	               handle (ErrReadOnly), then its arguments (ErrInvalidArgument, the
+//	               first failed check), so a caller learns first what no change of
+//	               arguments mends. The state stores open the same way.
 //	lost replies   when a reply is lost and the client library retries a write the
 //	               server had applied, locks, leases, CAS and every upsert neither
 //	               lose nor double: the retry reports the first attempt's outcome

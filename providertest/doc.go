@@ -122,6 +122,10 @@
 //     and a read afterwards shows that no write, delete or release happened;
 //   - lifecycle: Ping, idempotent Start and Stop, ErrClosed from every method after
 //     Stop.
+//   - opening order: every bad_input case also runs with a cancelled context
+//     (context.Canceled, not ErrInvalidArgument) and then on the stopped provider
+//     (ErrClosed), so a backend checks closed, then the context, then the
+//     arguments, as the provider contract says.
 //
 // # Running it
 //
@@ -232,7 +236,7 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 102 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 103 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write

@@ -480,7 +480,9 @@ func (s *suite) checkCancelled(t *testing.T, calls []call, setup, unchanged func
 }
 
 // badCase is one invalid call: it must fail with ErrInvalidArgument, and then
-// verify proves nothing was written.
+// verify proves nothing was written. It also pins the opening order: the same
+// call with a cancelled context fails with context.Canceled, and on a stopped
+// provider with ErrClosed, whatever its arguments.
 type badCase struct {
 	name string
 	// setup, if set, writes valid data first (e.g. the run a bad CAS targets).
@@ -504,6 +506,12 @@ func (s *suite) checkBadInput(t *testing.T, cases []badCase, verify func(t *test
 				if wantErr(t, err, provider.ErrInvalidArgument, c.name) && verify != nil {
 					verify(t, p, k)
 				}
+				ctx := cancelled(t)
+				wantErr(t, c.call(ctx, p, k), context.Canceled,
+					c.name+" with a cancelled context (the context comes before the arguments)")
+				noErr(t, p.Stop(t.Context()), "Stop")
+				wantErr(t, c.call(ctx, p, k), provider.ErrClosed,
+					c.name+" after Stop, with a cancelled context (stopped comes first)")
 			})
 		}
 	})

@@ -596,6 +596,17 @@ func (b cancelledPutApplied) PutRunState(ctx context.Context, run types.RunState
 	return ctx.Err()
 }
 
+// eventCheckedFirst checks an event's kind before the context and Stop (the
+// provider backends' opening order before v0.1.0).
+type eventCheckedFirst struct{ full }
+
+func (b eventCheckedFirst) AppendEvent(ctx context.Context, ev types.Event) error {
+	if ev.Kind == "" {
+		return provider.Invalidf("event kind is empty")
+	}
+	return b.full.AppendEvent(ctx, ev)
+}
+
 // acquireThenCancelled takes the lock, then reports the cancelled context.
 type acquireThenCancelled struct{ full }
 
@@ -2049,6 +2060,9 @@ var brokenBackends = append([]brokenBackend{
 	// Context: a cancelled write changes nothing stored.
 	{"cancelled_put_applied", "RunStore/cancelled_context",
 		func(p full, _ *shared) provider.Provider { return cancelledPutApplied{p} }},
+	// Opening order: closed, then the context, then the arguments.
+	{"arguments_before_context", "EventStore/bad_input/append_empty_kind",
+		func(p full, _ *shared) provider.Provider { return eventCheckedFirst{p} }},
 	// Context: a cancelled AcquireLock takes nothing.
 	{"acquire_then_cancelled", "Locker/cancelled_context",
 		func(p full, _ *shared) provider.Provider { return acquireThenCancelled{p} }},

@@ -80,6 +80,11 @@
 //   - After Close every method returns an error wrapping ErrClosed (Close itself is
 //     idempotent); a cancelled ctx returns an error wrapping ctx.Err() and writes
 //     nothing.
+//   - Every method opens in the one order of the whole library, before any I/O:
+//     closed (ErrClosed), then a done ctx (ctx.Err()), then its arguments
+//     (ErrInvalidArgument, the first failed check); the provider contract puts a
+//     read-only handle's refusal between the context and the arguments. statetest
+//     pins it ("lifecycle/opening order").
 //
 // # Decisions where the design is silent
 //

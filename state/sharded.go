@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/monoid"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // MaxShards is the most shards a Sharded store spreads a key over.
@@ -183,4 +183,4 @@ func (s *Sharded[V]) MergeUpdateOnce(ctx context.Context, eventID string, k Key,
 
 // Close marks the Sharded view closed (later calls return ErrClosed); it does not
 // close the underlying store, which the caller owns. It is idempotent.
-func (s *Sharded[V]) Close() error { return s.life.Close() }
+func (s *Sharded[V]) Close() error { s.life.Close(); return nil }

@@ -13,11 +13,11 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 //go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg cache -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V],batchMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
@@ -375,7 +375,7 @@ func (c *cached[V]) MergeMany(ctx context.Context, updates []state.Update[V]) er
 
 // Close closes the store and empties the cache; later calls return ErrClosed.
 func (c *cached[V]) Close() error {
-	_ = c.flag.Close()
+	c.flag.Close()
 	c.c.InvalidateAll()
 	c.c.StopAllGoroutines()
 	return c.s.Close()

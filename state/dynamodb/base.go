@@ -12,10 +12,10 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/ddbx"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // API is the part of *ddb.Client the stores and the deduper call. A wrapper must
@@ -76,7 +76,7 @@ func (b *base) sdk(op string) func(*ddb.Options) {
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
-func (b *base) Close() error { return b.life.Close() }
+func (b *base) Close() error { b.life.Close(); return nil }
 
 // wrap annotates an SDK error, keeping it reachable with errors.As; ctx errors are
 // returned as they are.

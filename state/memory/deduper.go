@@ -3,8 +3,8 @@ package memory
 import (
 	"context"
 
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 var _ state.Deduper = (*Deduper)(nil)
@@ -76,4 +76,4 @@ func (dd *Deduper) Release(ctx context.Context, eventID string) error {
 
 // Close closes this handle; later calls on it return an error wrapping
 // state.ErrClosed. It is idempotent.
-func (dd *Deduper) Close() error { return dd.life.Close() }
+func (dd *Deduper) Close() error { dd.life.Close(); return nil }

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // Compile-time interface checks.
@@ -200,4 +200,4 @@ func (d *storeData[V]) sweep(now time.Time) {
 
 // Close closes this handle; later calls on it return an error wrapping
 // state.ErrClosed. Other handles on the same data stay open. It is idempotent.
-func (s *Store[V]) Close() error { return s.life.Close() }
+func (s *Store[V]) Close() error { s.life.Close(); return nil }

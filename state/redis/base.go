@@ -7,11 +7,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 // system is the db.system.name of the signals.
@@ -46,7 +46,7 @@ func newBase(c *config, name string, client goredis.UniversalClient, prefix stri
 
 // Close marks the store closed: later calls return an error wrapping state.ErrClosed.
 // It does not close the client, which the caller owns. Close is idempotent.
-func (b *base) Close() error { return b.life.Close() }
+func (b *base) Close() error { b.life.Close(); return nil }
 
 // wrap annotates a driver error with the operation and key; it keeps the driver error
 // reachable through errors.As / errors.Is (and ctx errors as they are).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -495,6 +496,14 @@ func testBadInput[V any](t *testing.T, h *Harness[V]) {
 			wantInvalid(t, "Get", err)
 			_, _, err = s.GetMany(ctx, []state.Key{{Entity: "fine"}, bk.key})
 			wantInvalid(t, "GetMany", err)
+			// The opening order: the context comes before the arguments.
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			for what, err := range badKeyCalls(done, s, h, bk.key) {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s with a cancelled context: err = %v, want context.Canceled (the context comes before the arguments)", what, err)
+				}
+			}
 		})
 	}
 	t.Run("negative ttl", func(t *testing.T) {
@@ -514,6 +523,22 @@ func testBadInput[V any](t *testing.T, h *Harness[V]) {
 	}
 }
 
+// badKeyCalls calls MergeUpdate, Get and GetMany of the bad key k on ctx and
+// yields each call's error.
+func badKeyCalls[V any](ctx context.Context, s state.Store[V], h *Harness[V], k state.Key) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if !yield("MergeUpdate", s.MergeUpdate(ctx, k, h.Delta(0), 0)) {
+			return
+		}
+		_, _, err := s.Get(ctx, k)
+		if !yield("Get", err) {
+			return
+		}
+		_, _, err = s.GetMany(ctx, []state.Key{{Entity: "fine"}, k})
+		yield("GetMany", err)
+	}
+}
+
 func testClosed[V any](t *testing.T, h *Harness[V]) {
 	s := h.open(t)
 	k := state.Key{Entity: "closed"}
@@ -527,6 +552,11 @@ func testClosed[V any](t *testing.T, h *Harness[V]) {
 		if !errors.Is(err, state.ErrClosed) {
 			t.Errorf("%s after Close: err = %v, want state.ErrClosed", what, err)
 		}
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	for what, err := range badKeyCalls(done, s, h, badKeys[0].key) {
+		wantClosed(what+" of a bad key with a cancelled context (closed comes first)", err)
 	}
 	_, _, err := s.Get(ctx, k)
 	wantClosed("Get", err)

@@ -35,6 +35,7 @@ type flaws struct {
 	releaseIgnored bool // deduper: Release does nothing
 	wrapOverflow   bool // an int64 sum overflows silently
 	expiryAfter    bool // a value expires only when now > its expiry
+	argsFirst      bool // GetMany checks its keys before Close and the context
 
 	maxNoRefresh     bool // a Max merge that does not raise the value keeps the old expiry
 	skipIdentity     bool // merging the Identity writes nothing
@@ -148,6 +149,11 @@ func (s *toy) Get(ctx context.Context, k state.Key) (int64, bool, error) {
 }
 
 func (s *toy) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
+	if s.f.argsFirst {
+		if err := state.CheckKeys(ks); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := s.enter(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -552,6 +558,8 @@ var broken = []struct {
 	{"no validation", flaws{noValidate: true}, sumToy, "bad_input"},
 	{"naive key encoding", flaws{naiveKeys: true}, sumToy, "keys_are_distinct"},
 	{"works after close", flaws{closedWorks: true}, sumToy, "closed"},
+	{"arguments before context", flaws{argsFirst: true}, sumToy, "bad_input"},
+	{"arguments before close", flaws{argsFirst: true}, sumToy, "closed"},
 	{"deduper always first", flaws{alwaysFirst: true}, deduperToy, "first_seen_once"},
 	{"once claims store-wide", flaws{storeWideClaim: true}, sumToy, "once/claim_per_key"},
 	{"deduper check then set", flaws{racyDeduper: true}, deduperToy, "race"},

@@ -13,12 +13,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/internal/lifecycle"
 )
 
 //go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg tiered -out restrict_store.go -func restrictStore -base state.Store[V] -opt onceMethods[V],batchMethods[V] -import github.com/pipestate/pipestate/state -tparams "V any" -targs V
@@ -363,7 +363,7 @@ func (s *store[V]) MergeMany(ctx context.Context, updates []state.Update[V]) err
 // Close closes the source; later calls return ErrClosed. The Redis client stays
 // open (the caller's).
 func (s *store[V]) Close() error {
-	_ = s.flag.Close()
+	s.flag.Close()
 	return s.source.Close()
 }
 
