@@ -210,8 +210,8 @@
 // WriteCascadeMarker, PutRerun, PutReplay) check it in the script that writes,
 // with no extra round trip and no cross-slot key: a call whose context carries a
 // fence (through provider.Fenced) passes its fence memory as one more key and the
-// lease key and fence as two more arguments, and the script (lua/fence.lua before
-// its body, the one copy of the rule) refuses the write, writing nothing, when the
+// lease key and fence as two more arguments, and the script (the rule's one copy,
+// internal/redisx's fence.lua, shared with the stores, before its body) refuses the write, writing nothing, when the
 // memory holds a higher fence for that lease key, and otherwise, once it wrote,
 // raises the memory to the write's fence. An unfenced call passes neither and its
 // script never reads or writes a fence memory, so it costs what it did before

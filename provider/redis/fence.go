@@ -10,7 +10,8 @@ import (
 )
 
 // This file holds the Go side of fenced writes (package fence): the scripts of
-// the writes that take a fence start with lua/fence.lua, and a fenced call
+// the writes that take a fence start with the rule (redisx.FenceLua) and
+// lua/fence.lua, and a fenced call
 // passes its record's fence memory as the last key and its lease key and fence
 // as the last two arguments. An unfenced call passes neither, so its script
 // never reads or writes a fence memory.

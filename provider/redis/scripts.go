@@ -25,16 +25,17 @@ type script = *redisx.Script
 func newScript(name string) script { return loadScript(name, false, "") }
 
 // newFencedScript is newScript for the script of a write that takes a fence:
-// lua/fence.lua (the fencing rule, the one copy of it) goes before its body.
+// the fencing rule (redisx.FenceLua, the one copy of it) and lua/fence.lua (where
+// the provider's scripts pass their fence) go before its body.
 func newFencedScript(name string) script { return loadScript(name, false, luaFence) }
 
-// luaFence is lua/fence.lua.
+// luaFence is the rule and lua/fence.lua.
 var luaFence = func() string {
 	src, err := luaFS.ReadFile("lua/fence.lua")
 	if err != nil {
 		panic("redis: missing embedded script fence") // a build defect, never input
 	}
-	return string(src)
+	return redisx.FenceLua + string(src)
 }()
 
 // newReadScript is newScript for a script that never writes.

@@ -70,8 +70,8 @@
 // # Fencing
 //
 // MergeUpdate, MergeUpdateOnce and MergeMany through state.Fenced check the fence
-// in the merge's own script (the common head, lua/common.lua, the one copy of the
-// rule for every store): no extra round trip, and the fence memory lives in the
+// in the merge's own script (the common head, lua/common.lua, applies the rule's
+// one copy, internal/redisx's fence.lua, shared with provider/redis): no extra round trip, and the fence memory lives in the
 // value's hash tag, so no cross-slot key on a cluster. A fenced call passes the
 // memory as one more key and the lease key and fence as two more arguments
 // (MergeMany: one memory per update, the lease key and fence once per script

@@ -10,7 +10,8 @@ import (
 )
 
 // This file holds the Go side of fenced merges (package fence, state.Fenced):
-// the merge scripts' common head (lua/common.lua) applies the rule, and a fenced
+// the merge scripts' common head (lua/common.lua) applies the rule
+// (redisx.FenceLua), and a fenced
 // call passes its value's fence memory (keyspace.fenceKey) as its last key and
 // the lease key and fence as its last two arguments. An unfenced call passes
 // neither, so its script never reads or writes a fence memory.

@@ -54,8 +54,10 @@ const (
 )
 
 // head is the common head of a merge script whose arguments before the fence's
-// are n (see lua/common.lua).
-func head(n int) string { return "local fenceAt = " + strconv.Itoa(n+1) + "\n" + luaCommon }
+// are n (see lua/common.lua), after the fencing rule (redisx.FenceLua).
+func head(n int) string {
+	return redisx.FenceLua + "local fenceAt = " + strconv.Itoa(n+1) + "\n" + luaCommon
+}
 
 // args starts a command line of s with nkeys keys, with room for nargs arguments
 // after them: EVALSHA, the SHA1, nkeys. The caller appends the keys and the

@@ -32,35 +32,14 @@ if claimKey then
     return 0
   end
 end
-local fenceCur
-local function greater(a, b) -- of two canonical decimal fences (Lua numbers are doubles)
-  if #a ~= #b then return #a > #b end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x > y end
-  end
-  return false
-end
+-- fenced_out applies the fencing rule (redisx.FenceLua, which scripts.go puts
+-- before this head) to the fence memory KEYS[#KEYS] and the lease key and fence
+-- ARGV[fenceAt], ARGV[fenceAt + 1].
 local function fenced_out()
   if not fenced then return nil end
-  fenceCur = redis.call('HGET', KEYS[#KEYS], ARGV[fenceAt])
-  if fenceCur and greater(fenceCur, ARGV[fenceAt + 1]) then return {-2, fenceCur} end
+  local newest = fence_check(KEYS[#KEYS], ARGV[fenceAt], ARGV[fenceAt + 1])
+  if newest then return {-2, newest} end
   return nil
-end
--- remember raises the fence memory to this merge's fence and makes it live at
--- least as long as the value: the value's ttl when the memory has a shorter one,
--- none when the value never expires.
-local function remember()
-  local fk = KEYS[#KEYS]
-  local pttl = redis.call('PTTL', fk)
-  if not fenceCur or greater(ARGV[fenceAt + 1], fenceCur) then
-    redis.call('HSET', fk, ARGV[fenceAt], ARGV[fenceAt + 1])
-  end
-  if ARGV[1] == '0' then
-    if pttl >= 0 then redis.call('PERSIST', fk) end
-  elseif pttl == -2 or (pttl >= 0 and pttl < tonumber(ARGV[1])) then
-    redis.call('PEXPIRE', fk, ARGV[1])
-  end
 end
 local function finish()
   if ARGV[1] == '0' then
@@ -75,6 +54,6 @@ local function finish()
       redis.call('SET', claimKey, ARGV[3], 'PX', ARGV[2])
     end
   end
-  if fenced then remember() end
+  fence_remember(ARGV[1])
   return 1
 end
