@@ -14,18 +14,17 @@ import (
 //go:embed lua/batch.lua
 var luaBatch string
 
-// batchScript wraps the single-key merge script of body as the function merge,
-// called per key by the batch wrapper (lua/batch.lua): every key is merged by the
-// very code of MergeUpdate.
-func batchScript(name, body string) script {
-	return newEvalScript("batch_"+name, "local function merge(KEYS, ARGV)\n"+head(numericArgs)+body+"\nend\n"+luaBatch)
+// batchScript runs the single-key merge body b per key, through the batch
+// wrapper (lua/batch.lua): every key is merged by the very code of MergeUpdate.
+func batchScript(b mergeBody) script {
+	return newEvalScript("batch_"+b.name, b.source(luaBatch))
 }
 
 // batchScripts are the batch scripts, by the name of their single-key script.
 var batchScripts = map[string]script{
-	scriptIncrBy.Name():   batchScript(scriptIncrBy.Name(), luaIncrBy),
-	scriptFloatSum.Name(): batchScript(scriptFloatSum.Name(), luaFloatSum),
-	scriptMax.Name():      batchScript(scriptMax.Name(), luaMax),
+	bodyIncrBy.name:   batchScript(bodyIncrBy),
+	bodyFloatSum.name: batchScript(bodyFloatSum),
+	bodyMax.name:      batchScript(bodyMax),
 }
 
 var (

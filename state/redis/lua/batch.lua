@@ -1,5 +1,5 @@
--- Batch wrapper (batch.go puts it after a single-key merge script, the common head
--- and one body, wrapped as the function merge(KEYS, ARGV)): one call merges many
+-- Batch wrapper (batch.go puts it where a single-key merge script calls merge
+-- once, after the common head and one body, see mergeBody.source): one call merges many
 -- keys, each exactly as its own script would (atomic per key; here the whole call
 -- is atomic too, but MergeMany does not promise it).
 -- KEYS: the value keys, one per update, then for a fenced batch the fence memory

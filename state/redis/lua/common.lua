@@ -1,5 +1,10 @@
--- Shared head of every merge script (scripts.go prepends it to each body, after a
--- line that sets fenceAt, the first argument after the body's).
+-- Shared head of every merge script (scripts.go puts it after the fencing rule
+-- and a line that sets fenceAt, the first argument after the body's; the body
+-- follows as the function merge(KEYS, ARGV), which starts with
+-- 'local decided = claimed(KEYS, ARGV)' and which the script calls once, or the
+-- batch wrapper once per key). Its functions are defined once per script call,
+-- not per key: the state of the key being merged is in K, A, fenced and
+-- claimKey, which claimed sets. Per key:
 -- KEYS[1]: the value key.
 -- KEYS[2]: only for MergeUpdateOnce, the event's claim key; it shares KEYS[1]'s hash
 --          tag, so both live in one Redis Cluster slot.
@@ -18,42 +23,50 @@
 --          key or argument and never touches a fence memory.
 -- Bodies must not write before their last possible error (Lua scripts do not roll
 -- back): a claim is only written by finish(), after the value was written.
--- A body calls fenced_out() before it writes (after the claim, which the head
+-- A body calls fenced_out() before it writes (after the claim, which claimed
 -- checks first: a repeated event is a duplicate, not a refusal) and returns
 -- its refusal {-2, newest} when there is one.
-local fenced = ARGV[fenceAt] ~= nil
-local claimKey
-if #KEYS == (fenced and 3 or 2) then claimKey = KEYS[2] end
-if claimKey then
-  local claim = redis.call('GET', claimKey)
-  if claim == ARGV[3] then
-    return 1
-  elseif claim then
-    return 0
+local K, A, fenced, claimKey
+-- claimed starts the merge of one key: it returns 1 when the key's claim holds
+-- this call's token (a retried call whose first attempt merged), 0 when another
+-- call's (a duplicate event), else nil and the merge goes on.
+local function claimed(keys, argv)
+  K, A = keys, argv
+  fenced = A[fenceAt] ~= nil
+  claimKey = nil
+  if #K == (fenced and 3 or 2) then claimKey = K[2] end
+  if claimKey then
+    local claim = redis.call('GET', claimKey)
+    if claim == A[3] then
+      return 1
+    elseif claim then
+      return 0
+    end
   end
+  return nil
 end
 -- fenced_out applies the fencing rule (redisx.FenceLua, which scripts.go puts
--- before this head) to the fence memory KEYS[#KEYS] and the lease key and fence
--- ARGV[fenceAt], ARGV[fenceAt + 1].
+-- before this head) to the fence memory K[#K] and the lease key and fence
+-- A[fenceAt], A[fenceAt + 1].
 local function fenced_out()
   if not fenced then return nil end
-  local newest = fence_check(KEYS[#KEYS], ARGV[fenceAt], ARGV[fenceAt + 1])
+  local newest = fence_check(K[#K], A[fenceAt], A[fenceAt + 1])
   if newest then return {-2, newest} end
   return nil
 end
 local function finish()
-  if ARGV[1] == '0' then
-    redis.call('PERSIST', KEYS[1])
+  if A[1] == '0' then
+    redis.call('PERSIST', K[1])
   else
-    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    redis.call('PEXPIRE', K[1], A[1])
   end
   if claimKey then
-    if ARGV[2] == '0' then
-      redis.call('SET', claimKey, ARGV[3])
+    if A[2] == '0' then
+      redis.call('SET', claimKey, A[3])
     else
-      redis.call('SET', claimKey, ARGV[3], 'PX', ARGV[2])
+      redis.call('SET', claimKey, A[3], 'PX', A[2])
     end
   end
-  fence_remember(ARGV[1])
+  if fenced then fence_remember(A[1]) end
   return 1
 end
