@@ -25,7 +25,11 @@
 // WithPollInterval (how FollowEvents and WatchCascadeMarkers poll once caught up,
 // default 20 ms doubling to 1 s), WithMeterProvider and WithLogger (see Signals).
 // The provider never closes the client; Stop makes every later call return
-// provider.ErrClosed.
+// provider.ErrClosed. Every method opens, before any request, in the provider
+// contract's order: after Stop, an error wrapping provider.ErrClosed; with a done
+// ctx, ctx.Err(); for a write on a provider opened WithReadOnly, an error wrapping
+// provider.ErrReadOnly; then the first failed check of its arguments
+// (provider.ErrInvalidArgument).
 //
 // # Key schema
 //

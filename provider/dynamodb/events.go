@@ -61,15 +61,9 @@ func afterSeq(pk, prefix string, since int64) expr {
 // One round trip when this instance knows the counter (it made the pipeline's
 // previous append), else two; one more per race lost to another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := p.writing(ctx, "AppendEvent"); err != nil {
-		return err
-	}
 	now := p.now()
 	ev, err := provider.PrepareEvent(ev, now)
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "AppendEvent", err); err != nil {
 		return err
 	}
 	data, err := encode(ev)
@@ -301,13 +295,7 @@ func (p *Provider) sawSeq(pipelineID string, seq int64) {
 // ListEvents implements provider.EventStore with one strongly consistent Query,
 // newest first, reversed to oldest first.
 func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	out, err := nonNil(queryData[types.Event](ctx, p, "ListEvents",
@@ -327,17 +315,8 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 // read from there fails.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
 	const op = "ReadEventsSince"
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckCount(count); err != nil {
-		return nil, err
-	}
 	since, err := provider.ParseSeqCursor(sinceID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckCount(count), err); err != nil {
 		return nil, err
 	}
 	out := []types.EventRecord{}
@@ -466,11 +445,8 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 // shorter, and an idle follower costs one Query (1 read capacity unit) per longer
 // bound.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return provider.Fail[types.EventRecord](err)
-	}
 	start, err := provider.ParseSeqCursor(cursor)
-	if err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), err); err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
 	const op = "ReadEventsSince" // what each read of the follow is
@@ -478,7 +454,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 		since, fromOldest := start, cursor == ""
 		return provider.Poller[types.EventRecord]{
 			Read: func(ctx context.Context) ([]types.EventRecord, error) {
-				if err := p.begin(ctx); err != nil {
+				if err := p.life.Enter(ctx); err != nil {
 					return nil, err
 				}
 				if since == math.MaxInt64 {

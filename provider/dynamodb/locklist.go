@@ -29,13 +29,7 @@ var lockScan = &form{"begins_with(#pk, :p) AND #sk = :sk AND attribute_exists(#h
 // with the table, not with the locks: a maintenance read for operators.
 func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	m, err := provider.ParseLockPattern(match)
-	if err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, err, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	const op = "ListLocks"

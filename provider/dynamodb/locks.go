@@ -141,16 +141,7 @@ func hasToken(av map[string]ddbtypes.AttributeValue, tok ddbtypes.AttributeValue
 // AcquireLock implements provider.Locker with one conditional UpdateItem that
 // stamps the call's token (see updateLockOnce).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := p.writing(ctx, "AcquireLock"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return false, err
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "AcquireLock", provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
 		return false, err
 	}
 	now := p.now()
@@ -161,13 +152,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 // ReleaseLock implements provider.Locker with one conditional UpdateItem that
 // stamps the call's token (see updateLockOnce).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
-	if err := p.writing(ctx, "ReleaseLock"); err != nil {
-		return err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "ReleaseLock", provider.CheckLockKey(key)); err != nil {
 		return err
 	}
 	return p.release(ctx, "ReleaseLock", key, provider.LockHolder(p.owner))
@@ -195,16 +180,7 @@ func heldBy(holder string, now time.Time) map[string]ddbtypes.AttributeValue {
 // AcquireLease implements provider.Leaser with one conditional UpdateItem that also
 // increments the key's fence counter and returns it.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "AcquireLease"); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "AcquireLease", provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -231,16 +207,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 
 // RenewLease implements provider.Leaser with one conditional UpdateItem.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "RenewLease"); err != nil {
-		return nil, err
-	}
-	if err := provider.Validate(lease); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "RenewLease", provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -260,13 +227,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 // ReleaseLease implements provider.Leaser with one conditional UpdateItem that
 // stamps the call's token (see updateLockOnce).
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
-	if err := p.writing(ctx, "ReleaseLease"); err != nil {
-		return err
-	}
-	if err := provider.Validate(lease); err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "ReleaseLease", provider.Validate(lease)); err != nil {
 		return err
 	}
 	return p.release(ctx, "ReleaseLease", lease.Key, provider.LeaseHolder(lease.Token))
@@ -277,10 +238,7 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 // clock is free, as AcquireLock's condition judges it; ExpiresAt is exp, to the
 // nanosecond.
 func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckLockKey(key)); err != nil {
 		return nil, err
 	}
 	it, ok, err := p.getRecord(ctx, "GetLockInfo", provider.KindLock, lockPrefix+key, skLock)

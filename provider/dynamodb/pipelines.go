@@ -13,17 +13,11 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore with one PutItem.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := p.writing(ctx, "RegisterPipeline"); err != nil {
-		return err
-	}
-	if err := provider.Validate(cfg); err != nil {
+	if err := p.life.EnterWrite(ctx, "RegisterPipeline", provider.Validate(cfg)); err != nil {
 		return err
 	}
 	data, err := encode(cfg)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	return p.put(ctx, "RegisterPipeline", item{
@@ -35,10 +29,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 
 // GetPipeline implements provider.PipelineStore with one GetItem.
 func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
-	if err := provider.CheckID("pipeline ID", id); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
 		return nil, err
 	}
 	return getData[types.PipelineConfig](ctx, p, "GetPipeline", provider.KindPipeline, pipelinePrefix+id, skConfig)
@@ -48,7 +39,7 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 // eventually consistent: a pipeline registered or deleted a moment ago may be
 // missing or still listed.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx); err != nil {
 		return nil, err
 	}
 	out, err := queryData[types.PipelineConfig](ctx, p, "ListPipelines", queryIn{kind: provider.KindPipeline, index: indexGSI1, key: gsi1(gsiPipelines)})
@@ -61,13 +52,7 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 // DeletePipeline implements provider.PipelineStore with one DeleteItem. It removes
 // the config only; the pipeline's runs, events and other records stay.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
-	if err := p.writing(ctx, "DeletePipeline"); err != nil {
-		return err
-	}
-	if err := provider.CheckID("pipeline ID", id); err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "DeletePipeline", provider.CheckID("pipeline ID", id)); err != nil {
 		return err
 	}
 	_, err := p.api.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: &p.table, Key: key(pipelinePrefix+id, skConfig)}, p.sdk("DeletePipeline"))
@@ -79,14 +64,8 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 
 // PutTrait implements provider.TraitStore with one PutItem.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := p.writing(ctx, "PutTrait"); err != nil {
-		return err
-	}
 	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, p.now())
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutTrait", err); err != nil {
 		return err
 	}
 	data, err := encode(trait)
@@ -104,10 +83,7 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 // for over 1 MB of traits, expired ones included), filtered by DynamoDB: expired
 // traits it has not deleted yet are read there but not sent.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	key, filter := livePartition(pipelinePrefix+pipelineID, skTrait, p.now())
@@ -120,10 +96,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 
 // GetTrait implements provider.TraitStore with one GetItem.
 func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType)); err != nil {
 		return nil, err
 	}
 	return getData[types.TraitEvaluation](ctx, p, "GetTrait", provider.KindTrait, pipelinePrefix+pipelineID, skTrait+traitType)
@@ -132,17 +105,11 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 // PutReadiness implements provider.Provider with one PutItem; the result expires
 // after the readiness TTL (WithReadinessTTL).
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := p.writing(ctx, "PutReadiness"); err != nil {
-		return err
-	}
-	if err := provider.Validate(result); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutReadiness", provider.Validate(result)); err != nil {
 		return err
 	}
 	data, err := encode(result)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	it := item{PK: pipelinePrefix + result.PipelineID, SK: skReadiness, Data: data}
@@ -152,10 +119,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 
 // GetReadiness implements provider.Provider with one GetItem.
 func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	return getData[types.ReadinessResult](ctx, p, "GetReadiness", provider.KindReadiness, pipelinePrefix+pipelineID, skReadiness)

@@ -14,6 +14,7 @@ import (
 	"github.com/pipestate/pipestate/internal/backoff"
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
@@ -145,32 +146,19 @@ func WithMarkerRetention(d time.Duration) Option {
 
 // WithReadOnly opens the provider read-only, for credentials whose IAM policy
 // allows the reads only (see "Reads and credentials" in the package doc): every
-// write method returns an error wrapping provider.ErrReadOnly, after the context
-// and lifecycle checks and before any request, whatever its arguments. Reads are
-// unchanged: no read of this backend writes (GetItem, Query and DescribeTable
-// only).
+// write method returns an error wrapping provider.ErrReadOnly, after the stopped
+// and context checks and before its argument checks and any request, whatever its
+// arguments. Reads are unchanged: no read of this backend writes (GetItem, Query
+// and DescribeTable only).
 func WithReadOnly() Option {
 	return func(p *Provider) error {
-		p.readOnly = true
+		p.life = lifecycle.NewReadOnly("dynamodb", true)
 		return nil
 	}
 }
 
 // ReadOnly reports whether p was opened with WithReadOnly.
-func (p *Provider) ReadOnly() bool { return p.readOnly }
-
-// writing checks, at the start of every write method, that p may write: a
-// read-only provider refuses with an error wrapping provider.ErrReadOnly, after
-// begin's checks.
-func (p *Provider) writing(ctx context.Context, op string) error {
-	if !p.readOnly {
-		return nil
-	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	return provider.ReadOnly("dynamodb", op)
-}
+func (p *Provider) ReadOnly() bool { return p.life.ReadOnly() }
 
 // DefaultMarkerRetention is how long the marker log keeps an entry unless
 // WithMarkerRetention says otherwise.
@@ -242,8 +230,9 @@ type Provider struct {
 	pollMin      time.Duration
 	pollMax      time.Duration
 	retry        backoff.Policy
-	readOnly     bool // WithReadOnly
-	closed       atomic.Bool
+	// life opens every method in the contract's order (see "Opening" in the
+	// package doc): stopped, a done ctx, a write when WithReadOnly, the arguments.
+	life *lifecycle.Flag
 
 	meter metric.MeterProvider
 	log   *slog.Logger
@@ -290,6 +279,7 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		pollMin:      DefaultPollMin,
 		pollMax:      DefaultPollMax,
 		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
+		life:         lifecycle.New("dynamodb"),
 		seqs:         map[string]int64{},
 		queues:       map[string]*appendQueue{},
 	}
@@ -327,33 +317,22 @@ func (p *Provider) Table() string { return p.table }
 
 // Start implements provider.Provider. It does no I/O (use Ping to check the table);
 // after Stop it returns ErrClosed.
-func (p *Provider) Start(ctx context.Context) error { return p.begin(ctx) }
+func (p *Provider) Start(ctx context.Context) error { return p.life.Enter(ctx) }
 
 // Stop implements provider.Provider: every later call returns an error wrapping
 // provider.ErrClosed. It never closes the client, and calls in flight finish.
 func (p *Provider) Stop(ctx context.Context) error {
-	p.closed.Store(true)
+	p.life.Close()
 	return nil
 }
 
 // Ping implements provider.Provider with one DescribeTable call.
 func (p *Provider) Ping(ctx context.Context) error {
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx); err != nil {
 		return err
 	}
 	if _, err := p.api.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &p.table}, p.sdk("Ping")); err != nil {
 		return fmt.Errorf("dynamodb: Ping: %w", err)
-	}
-	return nil
-}
-
-// begin checks ctx and the lifecycle at the start of every call.
-func (p *Provider) begin(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if p.closed.Load() {
-		return provider.ErrClosed
 	}
 	return nil
 }

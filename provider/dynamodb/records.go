@@ -23,18 +23,12 @@ func slotSK(date, scheduleID string) string { return date + "#" + scheduleID }
 // PutRunLog implements provider.RunLogStore with one UpdateItem that replaces
 // the entry's item (keeping its fences; see "Fencing" in the package doc).
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := p.writing(ctx, "PutRunLog"); err != nil {
-		return err
-	}
 	entry, err := provider.PrepareRunLog(entry)
-	if err != nil {
+	if err := p.life.EnterWrite(ctx, "PutRunLog", err); err != nil {
 		return err
 	}
 	data, err := encode(entry)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	it := item{PK: pipelinePrefix + entry.PipelineID, SK: skRunLog + slotSK(entry.Date, entry.ScheduleID), Data: data}
@@ -45,10 +39,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 // GetRunLog implements provider.RunLogStore with one GetItem.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return getData[types.RunLogEntry](ctx, p, "GetRunLog", provider.KindRunLog, pipelinePrefix+pipelineID, skRunLog+slotSK(date, schedule))
@@ -57,13 +48,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 // ListRunLogs implements provider.RunLogStore with one strongly consistent Query,
 // newest Date first, ties by ScheduleID descending.
 func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.RunLogEntry](ctx, p, "ListRunLogs",
@@ -74,14 +59,8 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 // the request's item (keeping its fences; see "Fencing" in the package doc); the
 // item is also in GSI1 for ListReplays. A zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := p.writing(ctx, "PutReplay"); err != nil {
-		return err
-	}
 	req, err := provider.PrepareReplay(req, p.now())
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutReplay", err); err != nil {
 		return err
 	}
 	data, err := encode(req)
@@ -101,10 +80,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 // GetReplay implements provider.ReplayStore with one GetItem.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return getData[types.ReplayRequest](ctx, p, "GetReplay", provider.KindReplay, pipelinePrefix+pipelineID, skReplay+slotSK(date, schedule))
@@ -114,10 +90,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 // consistent), newest CreatedAt first, ties by (pipeline, date, schedule)
 // descending.
 func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.ReplayRequest](ctx, p, "ListReplays",
@@ -131,14 +104,8 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 // records with equal DetectedAt list in insertion order (within one process;
 // across processes, by wall clock).
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := p.writing(ctx, "PutLateArrival"); err != nil {
-		return err
-	}
 	la, err := provider.PrepareLateArrival(la, p.now())
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutLateArrival", err); err != nil {
 		return err
 	}
 	data, err := encode(la)
@@ -210,10 +177,7 @@ func slotName(pipelineID, date, scheduleID string) string {
 // Query (more past 1 MB), oldest DetectedAt first.
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.LateArrival](ctx, p, "ListLateArrivals",
@@ -260,15 +224,9 @@ func markerItems(m types.CascadeMarker) (truth, list item, err error) {
 // (the counter moves from n to n+1 on condition that it holds n), so a write that
 // loses the number to another instance costs one more transaction.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	if err := p.writing(ctx, "WriteCascadeMarker"); err != nil {
-		return err
-	}
 	now := p.now()
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "WriteCascadeMarker", err); err != nil {
 		return err
 	}
 	truth, list, err := markerItems(m)
@@ -316,7 +274,7 @@ func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, er
 // the next marker write, a watch whose every entry expired simply waits.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	since, err := provider.ParseSeqCursor(cursor)
-	if err != nil {
+	if err := p.life.Enter(ctx, err); err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
 	const op = "WatchCascadeMarkers"
@@ -324,7 +282,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 		since := since
 		return provider.Poller[types.CascadeMarkerRecord]{
 			Read: func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
-				if err := p.begin(ctx); err != nil || since == math.MaxInt64 {
+				if err := p.life.Enter(ctx); err != nil || since == math.MaxInt64 {
 					return nil, err
 				}
 				items, err := p.queryItems(ctx, op, queryIn{kind: provider.KindMarkerWrite, key: afterSeq(markerLogPK, skLogEntry, since), limit: followPage})
@@ -360,13 +318,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 // ListCascadeMarkers implements provider.CascadeReader with one strongly consistent
 // Query of the by-time list copies, newest WrittenAt first.
 func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.CascadeMarker](ctx, p, "ListCascadeMarkers",
@@ -391,14 +343,8 @@ func rerunItems(r types.RerunRecord) (truth, list item, err error) {
 // the second also deleting the old list copy). A zero RequestedAt is filled from
 // the clock.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := p.writing(ctx, "PutRerun"); err != nil {
-		return err
-	}
 	rerun, err := provider.PrepareRerun(rerun, p.now())
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutRerun", err); err != nil {
 		return err
 	}
 	truth, list, err := rerunItems(rerun)
@@ -413,10 +359,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 
 // GetRerun implements provider.RerunStore with one GetItem.
 func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
-	if err := provider.CheckID("rerun ID", rerunID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("rerun ID", rerunID)); err != nil {
 		return nil, err
 	}
 	return getData[types.RerunRecord](ctx, p, "GetRerun", provider.KindRerun, rerunPrefix+rerunID, skState)
@@ -425,13 +368,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 // ListReruns implements provider.RerunStore with one strongly consistent Query of
 // the pipeline's list copies.
 func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "ListReruns",
@@ -441,10 +378,7 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 // ListAllReruns implements provider.RerunStore with one Query of GSI1, which is
 // eventually consistent (see the package doc).
 func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.RerunRecord](ctx, p, "ListAllReruns",

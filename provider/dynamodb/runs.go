@@ -33,15 +33,9 @@ func runItems(r types.RunState, exp time.Time) (truth, list item, err error) {
 // list copy (a second transaction deletes the old copy and writes the new one);
 // re-putting a run under another pipeline is ErrInvalidArgument.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := p.writing(ctx, "PutRunState"); err != nil {
-		return err
-	}
 	now := p.now()
 	run, err := provider.PrepareRunState(run, now)
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "PutRunState", err); err != nil {
 		return err
 	}
 	truth, list, err := runItems(run, provider.Expiry(now, p.retention.Runs))
@@ -167,10 +161,7 @@ func pointsAt(f *form, pk, sk string) expr {
 
 // GetRunState implements provider.RunStore with one GetItem.
 func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("run ID", runID)); err != nil {
 		return nil, err
 	}
 	return getData[types.RunState](ctx, p, "GetRunState", provider.KindRunState, runPrefix+runID, skState)
@@ -179,13 +170,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 // ListRuns implements provider.RunStore with one strongly consistent Query of the
 // list copies, newest CreatedAt first (ties by RunID, descending).
 func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return nonNil(queryData[types.RunState](ctx, p, "ListRuns",
@@ -202,16 +187,10 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // the stored CreatedAt, which CAS never changes. A zero newState.CreatedAt costs a
 // GetItem first.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := p.writing(ctx, "CompareAndSwapRunState"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return false, err
-	}
 	const op = "CompareAndSwapRunState"
+	if err := p.life.EnterWrite(ctx, op, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
+		return false, err
+	}
 	// stale reports how an old truth item fails the swap: (false, nil) to give up
 	// with (false, nil), an error, or (true, nil) when only CreatedAt differs.
 	now := p.now()
@@ -324,18 +303,12 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 // (for 10 minutes), and a refusal that shows the call's own token is one too.
 // A transaction cancelled by a concurrent one is run again after a backoff.
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
-	if err := p.writing(ctx, "CreateRunState"); err != nil {
-		return false, err
-	}
+	const op = "CreateRunState"
 	now := p.now()
 	run, err := provider.PrepareCreateRun(run, now)
-	if err != nil {
+	if err := p.life.EnterWrite(ctx, op, err); err != nil {
 		return false, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return false, err
-	}
-	const op = "CreateRunState"
 	truth, list, err := runItems(run, provider.Expiry(now, p.retention.Runs))
 	if err != nil {
 		return false, err
