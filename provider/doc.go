@@ -166,8 +166,8 @@
 //	               credentials that allow reads only. A backend that repairs on read
 //	               does so only when it may write; each built-in backend has a
 //	               WithReadOnly option whose every write fails with an error
-//	               wrapping ErrReadOnly (after the context and lifecycle checks),
-//	               sending nothing, and whose reads return what a writer's return.
+//	               wrapping ErrReadOnly (after the stopped and context checks and
+//	               before the arguments: see opening order), sending nothing, and whose reads return what a writer's return.
 //	               (Checked by each built-in backend's tests with read-only
 //	               credentials, not by providertest, which cannot take them away.)
 //	fencing        a write through Fenced(p, lease) (package fence) carries the
