@@ -260,23 +260,9 @@ func stored[T any](v T, err error) (T, error) {
 	return clone(v)
 }
 
-// write runs set with the store locked.
-func (p *Provider) write(ctx context.Context, set func(s *data)) error {
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
-	set(p.s)
-	return nil
-}
-
-// fencedWrite runs set with the store locked if the fencing rule (package
-// fence) lets ctx's write write the record at ref, and then remembers its fence.
-func (p *Provider) fencedWrite(ctx context.Context, ref rawKey, set func(s *data)) error {
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	defer p.s.mu.Unlock()
+// fenced runs set if the fencing rule (package fence) lets ctx's write write
+// the record at ref, and then remembers its fence; the store must be locked.
+func (p *Provider) fenced(ctx context.Context, ref rawKey, set func(s *data)) error {
 	remember, err := p.s.admit(ctx, ref)
 	if err != nil {
 		return err
@@ -329,12 +315,9 @@ func loadOrSkip[V any](ctx context.Context, p *Provider, k rawKey, v V) (V, bool
 	return mustClone(v), true
 }
 
-// get returns a copy of the entity at k of t, or nil when absent.
-func get[K comparable, V any](ctx context.Context, p *Provider, t table[K, V], k K) (*V, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
+// get returns a copy of the entity at k of t, or nil when absent; the store must
+// be locked.
+func get[K comparable, V any](p *Provider, t table[K, V], k K) (*V, error) {
 	v, ok := t.of(p.s)[k]
 	if !ok || !p.s.alive(t.ref(k), p.now()) {
 		return nil, nil
@@ -386,15 +369,8 @@ func put[K comparable, V any](p *Provider, now time.Time, t table[K, V], k K, v 
 
 // list returns copies of the values of t that keep accepts (nil: all), ordered
 // by cmpFn, at most limit; a record that does not decode is skipped and reported,
-// and the next one takes its place.
-func list[K comparable, V any](ctx context.Context, p *Provider, limit int, t table[K, V], keep func(V) bool, cmpFn func(a, b V) int) ([]V, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer p.s.mu.Unlock()
+// and the next one takes its place; the store must be locked.
+func list[K comparable, V any](ctx context.Context, p *Provider, limit int, t table[K, V], keep func(V) bool, cmpFn func(a, b V) int) []V {
 	type entry struct {
 		k K
 		v V
@@ -416,5 +392,5 @@ func list[K comparable, V any](ctx context.Context, p *Provider, limit int, t ta
 			out = append(out, v)
 		}
 	}
-	return out, nil
+	return out
 }

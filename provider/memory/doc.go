@@ -11,6 +11,11 @@
 //
 // Guarantees and decisions:
 //   - Every call is atomic: one lock over the store.
+//   - Every method opens in the contract's opening order (package provider),
+//     before it takes the store lock: after Stop an error wrapping ErrClosed;
+//     then, with a done context, ctx.Err(); then, for a write on a WithReadOnly
+//     handle, an error wrapping ErrReadOnly; then the first failed check of its
+//     arguments (ErrInvalidArgument).
 //   - Values are deep-copied through JSON on the way in and out, so they come back as
 //     a networked backend returns them (numbers in map[string]any as float64) and are
 //     never aliased. A value JSON cannot encode is ErrInvalidArgument.

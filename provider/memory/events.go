@@ -52,14 +52,12 @@ func (p *Provider) event(ctx context.Context, pipelineID string, r record) (type
 
 // AppendEvent implements provider.EventStore.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := p.writing(ctx, "append event"); err != nil {
-		return err
-	}
 	e, err := stored(provider.PrepareEvent(ev, p.now()))
-	if err != nil {
+	if err = p.enterWrite(ctx, "append event", err); err != nil {
 		return err
 	}
-	return p.fencedWrite(ctx, rawKey{kind: provider.KindEvent, a: e.PipelineID}, func(s *data) {
+	defer p.s.mu.Unlock()
+	return p.fenced(ctx, rawKey{kind: provider.KindEvent, a: e.PipelineID}, func(s *data) {
 		log := s.events[e.PipelineID]
 		if log == nil {
 			log = &eventLog{}
@@ -79,10 +77,8 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // reads, then waits for the next write (a wake-up, not a poll). A read that fails
 // with provider.ErrCursorExpired ends the follow with that error.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return provider.Fail[types.EventRecord](err)
-	}
-	if _, err := provider.ParseSeqCursor(cursor); err != nil {
+	_, err := provider.ParseSeqCursor(cursor)
+	if err = p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), err); err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
@@ -91,6 +87,10 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 		return provider.Poller[types.EventRecord]{
 			Read: func(ctx context.Context) ([]types.EventRecord, error) {
 				written = p.s.writes()
+				if err := p.enter(ctx); err != nil {
+					return nil, err
+				}
+				defer p.s.mu.Unlock()
 				recs, last, err := p.readEvents(ctx, pipelineID, since, followPage)
 				since = last // past the records skipped as corrupt too
 				return recs, err
@@ -132,13 +132,7 @@ func (p *Provider) retained(pipelineID string) []record {
 
 // ListEvents implements provider.EventStore.
 func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -161,29 +155,21 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 // dropped event after the cursor, and the read from there fails. "" reads from
 // the oldest event retained.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	_, err := provider.ParseSeqCursor(sinceID)
+	if err = p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckCount(count), err); err != nil {
 		return nil, err
 	}
-	if err := provider.CheckCount(count); err != nil {
-		return nil, err
-	}
-	if _, err := provider.ParseSeqCursor(sinceID); err != nil {
-		return nil, err
-	}
+	defer p.s.mu.Unlock()
 	out, _, err := p.readEvents(ctx, pipelineID, sinceID, count)
 	return out, err
 }
 
-// readEvents is ReadEventsSince after its checks: at most count events after the
-// cursor sinceID, skipping (and reporting) records that do not decode, and the
-// cursor of the last record it read, skipped ones included (sinceID when it read
-// none).
+// readEvents is ReadEventsSince after its opening: at most count events after
+// the cursor sinceID (a valid one), skipping (and reporting) records that do not
+// decode, and the cursor of the last record it read, skipped ones included
+// (sinceID when it read none); the store must be locked.
 func (p *Provider) readEvents(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, string, error) {
 	since, _ := provider.ParseSeqCursor(sinceID)
-	if err := p.begin(ctx); err != nil {
-		return nil, sinceID, err
-	}
-	defer p.s.mu.Unlock()
 	log := p.s.events[pipelineID]
 	if log == nil || since >= log.seq {
 		return []types.EventRecord{}, sinceID, nil // nothing was appended after the cursor

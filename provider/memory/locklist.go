@@ -14,13 +14,7 @@ var _ provider.LockLister = (*Provider)(nil)
 // match, as GetLockInfo reports each, under one hold of the store lock.
 func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	m, err := provider.ParseLockPattern(match)
-	if err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enter(ctx, err, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()

@@ -21,16 +21,7 @@ type lock struct {
 
 // AcquireLock implements provider.Locker.
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := p.writing(ctx, "acquire lock"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return false, err
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enterWrite(ctx, "acquire lock", provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
 		return false, err
 	}
 	defer p.s.mu.Unlock()
@@ -44,21 +35,15 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 
 // ReleaseLock implements provider.Locker.
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
-	if err := p.writing(ctx, "release lock"); err != nil {
-		return err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return err
-	}
-	return p.release(ctx, key, provider.LockHolder(p.owner))
-}
-
-// release frees key if holder holds it live.
-func (p *Provider) release(ctx context.Context, key, holder string) error {
-	if err := p.begin(ctx); err != nil {
+	if err := p.enterWrite(ctx, "release lock", provider.CheckLockKey(key)); err != nil {
 		return err
 	}
 	defer p.s.mu.Unlock()
+	return p.release(key, provider.LockHolder(p.owner))
+}
+
+// release frees key if holder holds it live; the store must be locked.
+func (p *Provider) release(key, holder string) error {
 	if l, ok := p.s.locks[key]; !ok || l.holder != holder || !provider.Live(l.expires, p.now()) {
 		return fmt.Errorf("%w: %q", provider.ErrLockNotHeld, key)
 	}
@@ -68,16 +53,7 @@ func (p *Provider) release(ctx context.Context, key, holder string) error {
 
 // AcquireLease implements provider.Leaser.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "acquire lease"); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enterWrite(ctx, "acquire lease", provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -93,16 +69,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 
 // RenewLease implements provider.Leaser.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "renew lease"); err != nil {
-		return nil, err
-	}
-	if err := provider.Validate(lease); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enterWrite(ctx, "renew lease", provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -119,23 +86,18 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 
 // ReleaseLease implements provider.Leaser.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
-	if err := p.writing(ctx, "release lease"); err != nil {
+	if err := p.enterWrite(ctx, "release lease", provider.Validate(lease)); err != nil {
 		return err
 	}
-	if err := provider.Validate(lease); err != nil {
-		return err
-	}
-	return p.release(ctx, lease.Key, provider.LeaseHolder(lease.Token))
+	defer p.s.mu.Unlock()
+	return p.release(lease.Key, provider.LeaseHolder(lease.Token))
 }
 
 // GetLockInfo implements provider.LockInspector: the key's live lock or lease,
 // its expiry exactly as stored, and for a lease the key's fence counter, which is
 // the current lease's fence.
 func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enter(ctx, provider.CheckLockKey(key)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()

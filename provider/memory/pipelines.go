@@ -12,53 +12,48 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := p.writing(ctx, "register pipeline"); err != nil {
-		return err
-	}
 	c, err := stored(cfg, provider.Validate(cfg))
-	if err != nil {
+	if err = p.enterWrite(ctx, "register pipeline", err); err != nil {
 		return err
 	}
-	return p.write(ctx, func(*data) { put(p, p.now(), pipelines, c.ID, c) })
+	defer p.s.mu.Unlock()
+	put(p, p.now(), pipelines, c.ID, c)
+	return nil
 }
 
 // GetPipeline implements provider.PipelineStore.
 func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
-	if err := provider.CheckID("pipeline ID", id); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
 		return nil, err
 	}
-	return get(ctx, p, pipelines, id)
+	defer p.s.mu.Unlock()
+	return get(p, pipelines, id)
 }
 
 // ListPipelines implements provider.PipelineStore.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
-	return list(ctx, p, math.MaxInt, pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) })
+	if err := p.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	return list(ctx, p, math.MaxInt, pipelines, nil, func(a, b types.PipelineConfig) int { return cmp.Compare(a.ID, b.ID) }), nil
 }
 
 // DeletePipeline implements provider.PipelineStore.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
-	if err := p.writing(ctx, "delete pipeline"); err != nil {
+	if err := p.enterWrite(ctx, "delete pipeline", provider.CheckID("pipeline ID", id)); err != nil {
 		return err
 	}
-	if err := provider.CheckID("pipeline ID", id); err != nil {
-		return err
-	}
-	return p.write(ctx, func(s *data) {
-		delete(s.pipelines, id)
-		s.wrote(pipelines.ref(id))
-	})
+	defer p.s.mu.Unlock()
+	delete(p.s.pipelines, id)
+	p.s.wrote(pipelines.ref(id))
+	return nil
 }
 
 // PutTrait implements provider.TraitStore.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := p.writing(ctx, "put trait"); err != nil {
-		return err
-	}
 	t, err := stored(provider.PrepareTrait(pipelineID, trait, ttl, p.now()))
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enterWrite(ctx, "put trait", err); err != nil {
 		return err
 	}
 	defer p.s.mu.Unlock()
@@ -81,10 +76,7 @@ func (p *Provider) traitLive(t types.TraitEvaluation) bool {
 
 // GetTraits implements provider.TraitStore.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -102,10 +94,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 
 // GetTrait implements provider.TraitStore.
 func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enter(ctx, provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -127,25 +116,19 @@ type readiness struct {
 
 // PutReadiness implements provider.Provider.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := p.writing(ctx, "put readiness"); err != nil {
-		return err
-	}
 	r, err := stored(result, provider.Validate(result))
-	if err != nil {
+	if err = p.enterWrite(ctx, "put readiness", err); err != nil {
 		return err
 	}
-	return p.write(ctx, func(s *data) {
-		s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
-		s.wrote(readinessRef(r.PipelineID))
-	})
+	defer p.s.mu.Unlock()
+	p.s.readiness[r.PipelineID] = readiness{result: r, expires: p.now().Add(p.readinessTTL)}
+	p.s.wrote(readinessRef(r.PipelineID))
+	return nil
 }
 
 // GetReadiness implements provider.Provider.
 func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
@@ -109,9 +109,10 @@ func WithMarkerRetention(d time.Duration) Option {
 
 // WithReadOnly makes the handle read-only, as the networked backends' option of
 // the same name makes theirs: every write method returns an error wrapping
-// provider.ErrReadOnly (after the context and lifecycle checks, whatever its
-// arguments) and changes nothing; reads are unchanged (no read of any handle
-// writes). Other handles of the same data may still write.
+// provider.ErrReadOnly (after the stopped and context checks, before any check
+// of its arguments: the contract's opening order) and changes nothing; reads are
+// unchanged (no read of any handle writes). Other handles of the same data may
+// still write.
 func WithReadOnly() Option {
 	return func(p *Provider) error {
 		p.readOnly = true
@@ -156,8 +157,8 @@ type Provider struct {
 	owner        string
 	readinessTTL time.Duration
 	retention    provider.Retention
-	readOnly     bool // WithReadOnly
-	closed       atomic.Bool
+	readOnly     bool            // WithReadOnly, while the options apply; then life holds it
+	life         *lifecycle.Flag // stopped and read-only: every method opens with it
 	meter        metric.MeterProvider
 	log          *slog.Logger
 	sig          *signal.Recorder
@@ -199,6 +200,7 @@ func open(s *data, opts []Option) (*Provider, error) {
 			return nil, err
 		}
 	}
+	p.life = lifecycle.NewReadOnly("memory", p.readOnly)
 	p.sig = signal.New(p.meter, p.log, "memory")
 	return p, nil
 }
@@ -206,51 +208,41 @@ func open(s *data, opts []Option) (*Provider, error) {
 // Owner returns the lock owner identity of p.
 func (p *Provider) Owner() string { return p.owner }
 
-// begin checks the context and the lifecycle, then takes the store lock; the caller
-// must call p.s.mu.Unlock.
-func (p *Provider) begin(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+// enter opens a method that does not write, in the contract's opening order
+// (lifecycle.Flag.Enter: stopped, then ctx, then the first failed check), then
+// takes the store lock; the caller must call p.s.mu.Unlock.
+func (p *Provider) enter(ctx context.Context, checks ...error) error {
+	if err := p.life.Enter(ctx, checks...); err != nil {
 		return err
-	}
-	if p.closed.Load() {
-		return provider.ErrClosed
 	}
 	p.s.mu.Lock()
 	return nil
 }
 
-// writing checks, at the start of every write method, that p may write: a
-// read-only handle refuses with an error wrapping provider.ErrReadOnly, after
-// the context's and the lifecycle's checks.
-func (p *Provider) writing(ctx context.Context, op string) error {
-	if !p.readOnly {
-		return nil
-	}
-	if err := p.Start(ctx); err != nil {
+// enterWrite opens a write method, called op in errors, in the contract's
+// opening order (lifecycle.Flag.EnterWrite: stopped, then ctx, then a read-only
+// handle's provider.ErrReadOnly, then the first failed check), then takes the
+// store lock; the caller must call p.s.mu.Unlock.
+func (p *Provider) enterWrite(ctx context.Context, op string, checks ...error) error {
+	if err := p.life.EnterWrite(ctx, op, checks...); err != nil {
 		return err
 	}
-	return provider.ReadOnly("memory", op)
-}
-
-// ReadOnly reports whether p was opened with WithReadOnly.
-func (p *Provider) ReadOnly() bool { return p.readOnly }
-
-// Start implements provider.Provider. It does nothing but report ErrClosed after Stop.
-func (p *Provider) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if p.closed.Load() {
-		return provider.ErrClosed
-	}
+	p.s.mu.Lock()
 	return nil
 }
 
+// ReadOnly reports whether p was opened with WithReadOnly.
+func (p *Provider) ReadOnly() bool { return p.life.ReadOnly() }
+
+// Start implements provider.Provider. It does nothing but report ErrClosed after
+// Stop (and ctx.Err() for a done ctx).
+func (p *Provider) Start(ctx context.Context) error { return p.life.Enter(ctx) }
+
 // Stop implements provider.Provider. The data stays usable by p's other handles.
 func (p *Provider) Stop(ctx context.Context) error {
-	p.closed.Store(true)
+	p.life.Close()
 	return nil
 }
 
 // Ping implements provider.Provider.
-func (p *Provider) Ping(ctx context.Context) error { return p.Start(ctx) }
+func (p *Provider) Ping(ctx context.Context) error { return p.life.Enter(ctx) }

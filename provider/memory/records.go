@@ -14,24 +14,23 @@ import (
 
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := p.writing(ctx, "put run log"); err != nil {
-		return err
-	}
 	e, err := stored(provider.PrepareRunLog(entry))
-	if err != nil {
+	if err = p.enterWrite(ctx, "put run log", err); err != nil {
 		return err
 	}
+	defer p.s.mu.Unlock()
 	k := slot{e.PipelineID, e.Date, e.ScheduleID}
-	return p.fencedWrite(ctx, runLogs.ref(k), func(*data) { put(p, p.now(), runLogs, k, e) })
+	return p.fenced(ctx, runLogs.ref(k), func(*data) { put(p, p.now(), runLogs, k, e) })
 }
 
 // GetRunLog implements provider.RunLogStore.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
 	k, err := checkSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
-	return get(ctx, p, runLogs, k)
+	defer p.s.mu.Unlock()
+	return get(p, runLogs, k)
 }
 
 // checkSlot checks a (pipeline, date, schedule) key with provider.CheckSlot.
@@ -42,50 +41,57 @@ func checkSlot(pipelineID, date, scheduleID string) (slot, error) {
 
 // ListRunLogs implements provider.RunLogStore.
 func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
+	defer p.s.mu.Unlock()
 	return list(ctx, p, limit, runLogs,
 		func(e types.RunLogEntry) bool { return e.PipelineID == pipelineID },
 		func(a, b types.RunLogEntry) int {
 			return cmp.Or(cmp.Compare(b.Date, a.Date), cmp.Compare(b.ScheduleID, a.ScheduleID))
-		})
+		}), nil
 }
 
 // PutRerun implements provider.RerunStore.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := p.writing(ctx, "put rerun"); err != nil {
-		return err
-	}
 	r, err := stored(provider.PrepareRerun(rerun, p.now()))
-	if err != nil {
+	if err = p.enterWrite(ctx, "put rerun", err); err != nil {
 		return err
 	}
-	return p.fencedWrite(ctx, reruns.ref(r.RerunID), func(*data) { put(p, p.now(), reruns, r.RerunID, r) })
+	defer p.s.mu.Unlock()
+	return p.fenced(ctx, reruns.ref(r.RerunID), func(*data) { put(p, p.now(), reruns, r.RerunID, r) })
 }
 
 // GetRerun implements provider.RerunStore.
 func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
-	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("rerun ID", rerunID)); err != nil {
 		return nil, err
 	}
-	return get(ctx, p, reruns, rerunID)
+	defer p.s.mu.Unlock()
+	return get(p, reruns, rerunID)
 }
 
 // ListReruns implements provider.RerunStore.
 func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
-	return p.listReruns(ctx, func(r types.RerunRecord) bool { return r.PipelineID == pipelineID }, limit)
+	defer p.s.mu.Unlock()
+	return p.listReruns(ctx, func(r types.RerunRecord) bool { return r.PipelineID == pipelineID }, limit), nil
 }
 
 // ListAllReruns implements provider.RerunStore.
 func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
-	return p.listReruns(ctx, nil, limit)
+	if err := p.enter(ctx, provider.CheckLimit(limit)); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	return p.listReruns(ctx, nil, limit), nil
 }
 
-func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) bool, limit int) ([]types.RerunRecord, error) {
+// listReruns lists the reruns keep accepts (nil: all), newest first; the store
+// must be locked.
+func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) bool, limit int) []types.RerunRecord {
 	return list(ctx, p, limit, reruns, keep, func(a, b types.RerunRecord) int {
 		return newestFirst(a.RequestedAt, b.RequestedAt, a.RerunID, b.RerunID)
 	})
@@ -93,45 +99,46 @@ func (p *Provider) listReruns(ctx context.Context, keep func(types.RerunRecord) 
 
 // PutReplay implements provider.ReplayStore.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := p.writing(ctx, "put replay"); err != nil {
-		return err
-	}
 	r, err := stored(provider.PrepareReplay(req, p.now()))
-	if err != nil {
+	if err = p.enterWrite(ctx, "put replay", err); err != nil {
 		return err
 	}
+	defer p.s.mu.Unlock()
 	k := slot{r.PipelineID, r.Date, r.ScheduleID}
-	return p.fencedWrite(ctx, replays.ref(k), func(*data) { put(p, p.now(), replays, k, r) })
+	return p.fenced(ctx, replays.ref(k), func(*data) { put(p, p.now(), replays, k, r) })
 }
 
 // GetReplay implements provider.ReplayStore.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
 	k, err := checkSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
-	return get(ctx, p, replays, k)
+	defer p.s.mu.Unlock()
+	return get(p, replays, k)
 }
 
 // ListReplays implements provider.ReplayStore.
 func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
-	return list(ctx, p, limit, replays, nil, func(a, b types.ReplayRequest) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if err := p.enter(ctx, provider.CheckLimit(limit)); err != nil {
+		return nil, err
+	}
+	defer p.s.mu.Unlock()
+	return list(ctx, p, limit, replays, nil, func(a, b types.ReplayRequest) int { return b.CreatedAt.Compare(a.CreatedAt) }), nil
 }
 
 // PutLateArrival implements provider.LateArrivalStore.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := p.writing(ctx, "put late arrival"); err != nil {
-		return err
-	}
 	now := p.now()
 	l, err := stored(provider.PrepareLateArrival(la, now))
-	if err != nil {
+	if err = p.enterWrite(ctx, "put late arrival", err); err != nil {
 		return err
 	}
+	defer p.s.mu.Unlock()
 	k := slot{l.PipelineID, l.Date, l.ScheduleID}
 	exp := provider.Expiry(now, p.retention.LateArrivals)
 	ref := rawKey{kind: provider.KindLateArrival, a: k.pipeline, b: k.date, c: k.schedule}
-	return p.fencedWrite(ctx, ref, func(s *data) {
+	return p.fenced(ctx, ref, func(s *data) {
 		s.lateArrivals[k] = append(s.lateArrivals[k], lateArrival{la: l, expires: exp})
 		s.retain(exp, func(d *data, at time.Time) { d.dropLateArrivals(k, at) })
 		s.prune(now)
@@ -152,10 +159,7 @@ func (d *data) dropLateArrivals(k slot, now time.Time) {
 // ListLateArrivals implements provider.LateArrivalStore.
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
 	k, err := checkSlot(pipelineID, date, scheduleID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
 	defer p.s.mu.Unlock()
@@ -187,16 +191,14 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 // WriteCascadeMarker implements provider.CascadeStore. It also drops the marker
 // log's expired writes from its front (WithMarkerRetention).
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	if err := p.writing(ctx, "write cascade marker"); err != nil {
-		return err
-	}
 	now := p.now()
 	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now))
-	if err != nil {
+	if err = p.enterWrite(ctx, "write cascade marker", err); err != nil {
 		return err
 	}
+	defer p.s.mu.Unlock()
 	k := slot{m.PipelineID, m.Date, m.ScheduleID}
-	return p.fencedWrite(ctx, markers.ref(k), func(s *data) {
+	return p.fenced(ctx, markers.ref(k), func(s *data) {
 		put(p, now, markers, k, m)
 		s.markerLog = append(s.markerLog, markerWrite{m: m, expires: provider.Expiry(now, p.retention.MarkerLog)})
 		if n := s.expiredMarkers(now); n > 0 {
@@ -223,7 +225,7 @@ func (d *data) expiredMarkers(now time.Time) int {
 // writes before it, then an error wrapping provider.ErrCursorExpired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	since, err := provider.ParseSeqCursor(cursor)
-	if err != nil {
+	if err = p.life.Enter(ctx, err); err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
 	const op = "memory: watch cascade markers"
@@ -233,7 +235,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 		return provider.Poller[types.CascadeMarkerRecord]{
 			Read: func(ctx context.Context) ([]types.CascadeMarkerRecord, error) {
 				written = p.s.writes()
-				if err := p.begin(ctx); err != nil {
+				if err := p.enter(ctx); err != nil {
 					return nil, err
 				}
 				defer p.s.mu.Unlock()
@@ -282,10 +284,11 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 
 // ListCascadeMarkers implements provider.CascadeReader.
 func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
+	defer p.s.mu.Unlock()
 	return list(ctx, p, limit, markers,
 		func(m types.CascadeMarker) bool { return m.PipelineID == pipelineID },
-		func(a, b types.CascadeMarker) int { return b.WrittenAt.Compare(a.WrittenAt) })
+		func(a, b types.CascadeMarker) int { return b.WrittenAt.Compare(a.WrittenAt) }), nil
 }

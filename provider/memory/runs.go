@@ -9,15 +9,9 @@ import (
 
 // PutRunState implements provider.RunStore.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := p.writing(ctx, "put run state"); err != nil {
-		return err
-	}
 	now := p.now()
 	r, err := stored(provider.PrepareRunState(run, now))
-	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enterWrite(ctx, "put run state", err); err != nil {
 		return err
 	}
 	defer p.s.mu.Unlock()
@@ -35,35 +29,28 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 
 // GetRunState implements provider.RunStore.
 func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("run ID", runID)); err != nil {
 		return nil, err
 	}
-	return get(ctx, p, runs, runID)
+	defer p.s.mu.Unlock()
+	return get(p, runs, runID)
 }
 
 // ListRuns implements provider.RunStore.
 func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
+	defer p.s.mu.Unlock()
 	return list(ctx, p, limit, runs,
 		func(r types.RunState) bool { return r.PipelineID == pipelineID },
-		func(a, b types.RunState) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.RunID, b.RunID) })
+		func(a, b types.RunState) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.RunID, b.RunID) }), nil
 }
 
 // CompareAndSwapRunState implements provider.RunStore.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := p.writing(ctx, "compare and swap run state"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
-		return false, err
-	}
 	r, err := clone(newState)
-	if err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enterWrite(ctx, "compare and swap run state", provider.CheckCAS(runID, expectedVersion, newState), err); err != nil {
 		return false, err
 	}
 	defer p.s.mu.Unlock()
@@ -92,15 +79,9 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 
 // CreateRunState implements provider.RunCreator.
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
-	if err := p.writing(ctx, "create run state"); err != nil {
-		return false, err
-	}
 	now := p.now()
 	r, err := stored(provider.PrepareCreateRun(run, now))
-	if err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.enterWrite(ctx, "create run state", err); err != nil {
 		return false, err
 	}
 	defer p.s.mu.Unlock()

@@ -7,9 +7,15 @@
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
 // database; ../README.md says what to change.
 //
-// Every method checks its arguments and fills defaults with the provider package's
-// Check* and Prepare* helpers before any I/O, so bad input is rejected exactly as in
-// the built-in backends.
+// Every method opens, before any I/O, in the contract's "opening order" (package
+// provider), as the built-in backends do: after Stop, an error wrapping
+// provider.ErrClosed; then, with a done context, ctx.Err(); then the first failed
+// check of its arguments, which it checks and fills with defaults through the
+// provider package's Check* and Prepare* helpers, so bad input is rejected exactly
+// as in the built-in backends. One function does it (enter, in provider.go): each
+// method computes its checks and passes their errors to it. This backend has no
+// read-only mode; one that has refuses a write with provider.ReadOnly between the
+// context and the arguments.
 //
 // Where atomicity comes from:
 //   - a single SQL statement is atomic (upserts, deletes, the lease renewal);

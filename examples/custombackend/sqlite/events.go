@@ -20,7 +20,7 @@ import (
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	e, err := provider.PrepareEvent(ev, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	err = p.putRetained(ctx, "append event", "events", record{kind: "events", a: e.PipelineID}, e, now, p.retention.Events,
@@ -37,11 +37,8 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // and reported once) and, between pages that find nothing, polls as the package
 // doc says. Since seq order is commit order, a follower never skips an event.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return provider.Fail[types.EventRecord](err)
-	}
 	start, err := provider.ParseSeqCursor(cursor)
-	if err != nil {
+	if err = p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), err); err != nil {
 		return provider.Fail[types.EventRecord](err)
 	}
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
@@ -58,10 +55,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 
 // ListEvents implements provider.EventStore.
 func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	out, err := getAll[types.Event](ctx, p, "list events", provider.KindEvent, "events", limit,
@@ -87,14 +81,8 @@ const trimmedSQL = `(SELECT COALESCE(MAX(seq), 0) FROM events_trimmed WHERE pipe
 // out of order), and the read from there fails. A row whose body does not decode
 // is skipped and reported, and the read goes on past it for as many more.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckCount(count); err != nil {
-		return nil, err
-	}
 	since, err := provider.ParseSeqCursor(sinceID)
-	if err != nil {
+	if err = p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckCount(count), err); err != nil {
 		return nil, err
 	}
 	out, _, err := p.readEvents(ctx, pipelineID, sinceID == "", since, count)

@@ -20,10 +20,7 @@ var _ provider.LockLister = (*Provider)(nil)
 func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	const op = "list locks"
 	m, err := provider.ParseLockPattern(match)
-	if err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err = p.enter(ctx, err, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	var list []types.LockInfo

@@ -42,10 +42,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 
 // AcquireLock implements provider.Locker.
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := provider.CheckLockKey(key); err != nil {
-		return false, err
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
+	if err := p.enter(ctx, provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -59,7 +56,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 
 // ReleaseLock implements provider.Locker.
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
-	if err := provider.CheckLockKey(key); err != nil {
+	if err := p.enter(ctx, provider.CheckLockKey(key)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lock", key, provider.LockHolder(p.owner))
@@ -69,10 +66,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 // key's fence counter, which is never reset, and takes the key.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
 	const op = "acquire lease"
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
+	if err := p.enter(ctx, provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -101,10 +95,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 // RenewLease implements provider.Leaser. It is one UPDATE that matches only the
 // current, live lease.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
-	if err := provider.Validate(lease); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
+	if err := p.enter(ctx, provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -123,7 +114,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 
 // ReleaseLease implements provider.Leaser.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
-	if err := provider.Validate(lease); err != nil {
+	if err := p.enter(ctx, provider.Validate(lease)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lease", lease.Key, provider.LeaseHolder(lease.Token))
@@ -133,7 +124,7 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 // row (liveSQL, the rule acquire overwrites by).
 func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
 	const op = "inspect lock"
-	if err := provider.CheckLockKey(key); err != nil {
+	if err := p.enter(ctx, provider.CheckLockKey(key)); err != nil {
 		return nil, err
 	}
 	var info *types.LockInfo

@@ -10,7 +10,7 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := provider.Validate(cfg); err != nil {
+	if err := p.enter(ctx, provider.Validate(cfg)); err != nil {
 		return err
 	}
 	return p.put(ctx, "register pipeline", cfg,
@@ -20,7 +20,7 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 
 // GetPipeline implements provider.PipelineStore.
 func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
-	if err := provider.CheckID("pipeline ID", id); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
 		return nil, err
 	}
 	return getOne[types.PipelineConfig](ctx, p, "get pipeline", provider.KindPipeline, "pipelines",
@@ -29,6 +29,9 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 
 // ListPipelines implements provider.PipelineStore.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
+	if err := p.enter(ctx); err != nil {
+		return nil, err
+	}
 	return getAll[types.PipelineConfig](ctx, p, "list pipelines", provider.KindPipeline, "pipelines", 0,
 		`SELECT id, body FROM pipelines ORDER BY id`)
 }
@@ -36,7 +39,7 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 // DeletePipeline implements provider.PipelineStore. It deletes only the config,
 // not the pipeline's runs, events or logs.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
-	if err := provider.CheckID("pipeline ID", id); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
 		return err
 	}
 	_, err := p.exec(ctx, p.db, "delete pipeline", `DELETE FROM pipelines WHERE id = ?`, id)
@@ -46,7 +49,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 // PutTrait implements provider.TraitStore.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
 	t, err := provider.PrepareTrait(pipelineID, trait, ttl, p.now())
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	return p.put(ctx, "put trait", t,
@@ -57,7 +60,7 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 
 // GetTraits implements provider.TraitStore.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	return getAll[types.TraitEvaluation](ctx, p, "get traits", provider.KindTrait, "traits", 0,
@@ -67,7 +70,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 
 // GetTrait implements provider.TraitStore.
 func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
+	if err := p.enter(ctx, provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType)); err != nil {
 		return nil, err
 	}
 	return getOne[types.TraitEvaluation](ctx, p, "get trait", provider.KindTrait, "traits",
@@ -78,7 +81,7 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 // PutReadiness implements provider.Provider: the result is kept for the
 // provider's readiness TTL (WithReadinessTTL).
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := provider.Validate(result); err != nil {
+	if err := p.enter(ctx, provider.Validate(result)); err != nil {
 		return err
 	}
 	return p.put(ctx, "put readiness", result,
@@ -89,7 +92,7 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 
 // GetReadiness implements provider.Provider.
 func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	return getOne[types.ReadinessResult](ctx, p, "get readiness", provider.KindReadiness, "readiness",

@@ -234,7 +234,8 @@ func (p *Provider) Owner() string { return p.owner }
 // Start implements provider.Provider: it checks that the database answers.
 func (p *Provider) Start(ctx context.Context) error { return p.Ping(ctx) }
 
-// Stop implements provider.Provider: it closes the database. It is idempotent.
+// Stop implements provider.Provider: it closes the database. It is idempotent;
+// after it, every method fails with ErrClosed (enter).
 func (p *Provider) Stop(ctx context.Context) error {
 	if p.closed.Swap(true) {
 		return nil
@@ -254,18 +255,30 @@ func (p *Provider) Ping(ctx context.Context) error {
 	return p.fail(ctx, "ping", p.db.PingContext(ctx))
 }
 
-// The plumbing below is shared by every method. Each method checks its arguments
-// first (provider.Check*, provider.Prepare*), then does its I/O through exec, put,
-// getOne, getAll, each or inTx, which all start with enter.
+// The plumbing below is shared by every method. Each method opens with enter,
+// given the results of its argument checks (provider.Check*, provider.Prepare*),
+// then does its I/O through exec, put, getOne, getAll, each or inTx, which call
+// enter again (with no checks) before each statement, so a context that ends
+// between statements stops the next one.
 
-// enter is the first step of all I/O: a cancelled context or a stopped provider
-// fails before anything is read or written.
-func (p *Provider) enter(ctx context.Context) error {
+// enter opens every method, before any I/O, in the order the provider contract
+// calls its "opening order" (package provider): after Stop, ErrClosed; then,
+// with a done context, ctx.Err(); then the first non-nil of checks, the method's
+// argument checks in the order it lists them. Cheap facts about the provider
+// come before facts about the call, so a caller learns first what no change of
+// arguments can mend. (A backend with a read-only mode refuses its writes with
+// provider.ReadOnly between the context and the arguments; this one has none.)
+func (p *Provider) enter(ctx context.Context, checks ...error) error {
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p.closed.Load() {
-		return provider.ErrClosed
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
 	e, err := provider.PrepareRunLog(entry)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put run log", "run_logs", record{"run_log", e.PipelineID, e.Date, e.ScheduleID}, e, p.now(), p.retention.RunLogs,
@@ -25,7 +25,7 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 // GetRunLog implements provider.RunLogStore.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return getOne[types.RunLogEntry](ctx, p, "get run log", provider.KindRunLog, "run_logs",
@@ -35,10 +35,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 
 // ListRunLogs implements provider.RunLogStore.
 func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.RunLogEntry](ctx, p, "list run logs", provider.KindRunLog, "run_logs", limit,
@@ -51,7 +48,7 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
 	now := p.now()
 	r, err := provider.PrepareRerun(rerun, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put rerun", "reruns", record{kind: "rerun", a: r.RerunID}, r, now, p.retention.Reruns,
@@ -64,7 +61,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 
 // GetRerun implements provider.RerunStore.
 func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
-	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("rerun ID", rerunID)); err != nil {
 		return nil, err
 	}
 	return getOne[types.RerunRecord](ctx, p, "get rerun", provider.KindRerun, "reruns",
@@ -73,10 +70,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 
 // ListReruns implements provider.RerunStore.
 func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.RerunRecord](ctx, p, "list reruns", provider.KindRerun, "reruns", limit,
@@ -86,7 +80,7 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 
 // ListAllReruns implements provider.RerunStore.
 func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.RerunRecord](ctx, p, "list all reruns", provider.KindRerun, "reruns", limit,
@@ -97,7 +91,7 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
 	now := p.now()
 	r, err := provider.PrepareReplay(req, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put replay", "replays", record{"replay", r.PipelineID, r.Date, r.ScheduleID}, r, now, p.retention.Replays,
@@ -110,7 +104,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 // GetReplay implements provider.ReplayStore.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return getOne[types.ReplayRequest](ctx, p, "get replay", provider.KindReplay, "replays",
@@ -120,7 +114,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 
 // ListReplays implements provider.ReplayStore.
 func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.ReplayRequest](ctx, p, "list replays", provider.KindReplay, "replays", limit,
@@ -132,7 +126,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
 	now := p.now()
 	l, err := provider.PrepareLateArrival(la, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put late arrival", "late_arrivals", record{"late", l.PipelineID, l.Date, l.ScheduleID}, l, now, p.retention.LateArrivals,
@@ -143,7 +137,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 // ListLateArrivals implements provider.LateArrivalStore.
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
 	schedule, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return nil, err
 	}
 	return getAll[types.LateArrival](ctx, p, "list late arrivals", provider.KindLateArrival, "late_arrivals", 0,
@@ -161,7 +155,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	const op = "write cascade marker"
 	now := p.now()
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	body, err := encode(m)
@@ -210,7 +204,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // starts strictly after its cursor.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	start, err := provider.ParseSeqCursor(cursor)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
 	if cursor == "" {
@@ -274,10 +268,7 @@ func (p *Provider) readMarkerLog(ctx context.Context, since int64) ([]types.Casc
 // ListCascadeMarkers implements provider.CascadeReader. Markers written at the same
 // WrittenAt are ordered by write, the later first.
 func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.CascadeMarker](ctx, p, "list cascade markers", provider.KindCascadeMarker, "cascade_markers", limit,

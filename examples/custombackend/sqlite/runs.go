@@ -16,7 +16,7 @@ import (
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	now := p.now()
 	r, err := provider.PrepareRunState(run, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return err
 	}
 	n, err := p.insertRun(ctx, "put run state", r, now,
@@ -34,7 +34,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
 	now := p.now()
 	r, err := provider.PrepareCreateRun(run, now)
-	if err != nil {
+	if err = p.enter(ctx, err); err != nil {
 		return false, err
 	}
 	n, err := p.insertRun(ctx, "create run state", r, now, `WHERE runs.expires_at <= ?`)
@@ -62,7 +62,7 @@ func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, n
 
 // GetRunState implements provider.RunStore.
 func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
+	if err := p.enter(ctx, provider.CheckID("run ID", runID)); err != nil {
 		return nil, err
 	}
 	return getOne[types.RunState](ctx, p, "get run state", provider.KindRunState, "runs",
@@ -72,10 +72,7 @@ func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunSta
 // ListRuns implements provider.RunStore. There is one row per run, so the list
 // always shows the latest CAS.
 func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return getAll[types.RunState](ctx, p, "list runs", provider.KindRunState, "runs", limit,
@@ -88,7 +85,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // UPDATE ... WHERE run_id = ? AND version = ?; the swap happened iff one row changed.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	const op = "compare and swap run state"
-	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
+	if err := p.enter(ctx, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
 		return false, err
 	}
 	swapped := false
