@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipestate/pipestate"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 )
 
 // Sentinel errors: the library-wide values of package pipestate, re-exported so
@@ -46,9 +47,7 @@ var (
 
 // ReadOnly returns the error of a write refused by a read-only provider: op names
 // the write, and the error wraps ErrReadOnly.
-func ReadOnly(backend, op string) error {
-	return fmt.Errorf("%s: %s: %w: the provider was opened with WithReadOnly", backend, op, ErrReadOnly)
-}
+func ReadOnly(backend, op string) error { return lifecycle.ReadOnly(backend, op) }
 
 // Invalid wraps cause (usually a types validation error) in ErrInvalidArgument.
 func Invalid(cause error) error {

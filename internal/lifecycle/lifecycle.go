@@ -5,7 +5,7 @@
 //  1. after Stop or Close, an error wrapping pipestate.ErrClosed;
 //  2. with a done ctx, ctx.Err();
 //  3. for a write on a read-only handle, an error wrapping pipestate.ErrReadOnly
-//     (provider.ReadOnly);
+//     (ReadOnly);
 //  4. the first failed argument check, in the order the method lists them.
 //
 // Cheap facts about the handle come before facts about the call, so a caller
@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 
 	"github.com/pipestate/pipestate"
-	"github.com/pipestate/pipestate/provider"
 )
 
 // Flag is the closed flag (and read-only mode) of one handle. Handles hold it by
@@ -63,9 +62,15 @@ func (f *Flag) EnterWrite(ctx context.Context, op string, checks ...error) error
 		if err := f.Enter(ctx); err != nil {
 			return err
 		}
-		return provider.ReadOnly(f.name, op)
+		return ReadOnly(f.name, op)
 	}
 	return f.Enter(ctx, checks...)
+}
+
+// ReadOnly returns the error of the write op refused by the read-only handle
+// name (provider.ReadOnly): it wraps pipestate.ErrReadOnly.
+func ReadOnly(name, op string) error {
+	return fmt.Errorf("%s: %s: %w: the provider was opened with WithReadOnly", name, op, pipestate.ErrReadOnly)
 }
 
 // ReadOnly reports whether EnterWrite refuses writes.
