@@ -38,12 +38,16 @@
 // provider.ErrTooLarge and writes nothing; client and network errors are returned
 // wrapped with %w (errors.As reaches go-redis's types) and never swallowed;
 // goredis.Nil never leaks (a missing entity is (nil, nil)); a cancelled context
-// returns an error for which errors.Is(err, context.Canceled) holds. A provider
-// opened WithReadOnly refuses every write with an error wrapping
-// provider.ErrReadOnly. After Stop
+// returns an error for which errors.Is(err, context.Canceled) holds (ctx.Err()
+// itself when the call had sent nothing yet). A provider opened WithReadOnly
+// refuses every write with an error wrapping provider.ErrReadOnly. After Stop
 // every call returns an error wrapping provider.ErrClosed, and every follower and
 // watcher ends with it at once. Stop never closes the client handed to New unless
-// WithCloseClient is given.
+// WithCloseClient is given. Every method checks, before any I/O, in the order of
+// the provider contract ("opening order" in package provider): stopped
+// (ErrClosed), a done context (ctx.Err()), a write on a read-only provider
+// (ErrReadOnly), then its arguments in order (ErrInvalidArgument), the encoded
+// size of a written value (ErrTooLarge) last.
 //
 // # Key schema
 //

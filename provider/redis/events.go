@@ -29,18 +29,12 @@ const (
 // lost reply, filling a zero Timestamp from the clock. The entry's stream ID is its
 // cursor; the order of stream IDs is the commit order every reader sees.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
-	if err := p.writing(ctx, "append event"); err != nil {
-		return err
-	}
 	ev, err := provider.PrepareEvent(ev, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "append event", err); err != nil {
 		return err
 	}
 	data, err := p.encode(ev)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	key := p.k.events(ev.PipelineID)
@@ -65,13 +59,7 @@ func (p *Provider) appendOnce(ctx context.Context, op string, kind provider.Reco
 // returned oldest first. Entries that do not decode are skipped and reported,
 // and one more XREVRANGE, before the oldest entry read, reads as many more.
 func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	key := p.k.events(pipelineID)
@@ -107,18 +95,7 @@ func (p *Provider) ListEvents(ctx context.Context, pipelineID string, limit int)
 // the last entry read, reads as many more.
 func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
 	const op = "read events"
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckCount(count); err != nil {
-		return nil, err
-	}
-	if sinceID != "" {
-		if _, _, ok := parseStreamID(sinceID); !ok {
-			return nil, provider.Invalidf("malformed event cursor %q", sinceID)
-		}
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckCount(count), checkCursor("event", sinceID)); err != nil {
 		return nil, err
 	}
 	key := p.k.events(pipelineID)
@@ -248,11 +225,8 @@ func idLess(a, b string) bool {
 // with that error too. Each blocked read holds one connection of the client's
 // pool. See "Following" in the package doc.
 func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), checkCursor("event", cursor)); err != nil {
 		return provider.Fail[types.EventRecord](err)
-	}
-	if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
-		return provider.Fail[types.EventRecord](provider.Invalidf("malformed event cursor %q", cursor))
 	}
 	const op = "follow events"
 	key := p.k.events(pipelineID)
@@ -285,18 +259,21 @@ const (
 )
 
 // streamPoller is the provider.Poller of a follow of the stream at key after
-// cursor ("" is its start): Read is one XREAD BLOCK (see xreadBlock), or first
-// for the first Read when it is not nil, and returns decode of each entry in
-// stream order, so Wait returns at once. decode gets the entry and the cursor
-// before it ("" for the first entry of a follow from the start); when it fails,
-// Read returns the entries before the failing one, and the next Read, which
-// starts at it, returns the error — unless the error is a
-// *provider.CorruptError: that entry is skipped and reported, and the follow
-// goes on after it.
+// cursor ("" is its start): Read (ErrClosed once p is stopped) is one XREAD
+// BLOCK (see xreadBlock), or first for the first Read when it is not nil, and
+// returns decode of each entry in stream order, so Wait returns at once. decode
+// gets the entry and the cursor before it ("" for the first entry of a follow
+// from the start); when it fails, Read returns the entries before the failing
+// one, and the next Read, which starts at it, returns the error — unless the
+// error is a *provider.CorruptError: that entry is skipped and reported, and the
+// follow goes on after it.
 func streamPoller[R any](p *Provider, op, key, cursor string, first func(ctx context.Context, after string) ([]goredis.XMessage, error),
 	decode func(m goredis.XMessage, prev string) (R, error)) provider.Poller[R] {
 	return provider.Poller[R]{
 		Read: func(ctx context.Context) ([]R, error) {
+			if err := p.life.Enter(ctx); err != nil { // stopped since the follow began
+				return nil, err
+			}
 			var msgs []goredis.XMessage
 			var err error
 			if first != nil {
@@ -337,9 +314,6 @@ func streamPoller[R any](p *Provider, op, key, cursor string, first func(ctx con
 // runs on a goroutine, and an abandoned one ends within followBlock and frees its
 // connection.
 func (p *Provider) xreadBlock(ctx context.Context, op, key, after string) ([]goredis.XMessage, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	type result struct {
 		s   []goredis.XStream
 		err error
@@ -364,7 +338,16 @@ func (p *Provider) xreadBlock(ctx context.Context, op, key, after string) ([]gor
 	case <-ctx.Done():
 	case <-p.stopped:
 	}
-	return nil, p.begin(ctx) // ctx's error or ErrClosed
+	return nil, p.life.Enter(ctx) // ErrClosed or ctx's error
+}
+
+// checkCursor checks a cursor of the stream of what ("event", "marker"): a
+// stream ID (see parseStreamID) or "", which is the stream's start.
+func checkCursor(what, cursor string) error {
+	if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
+		return provider.Invalidf("malformed %s cursor %q", what, cursor)
+	}
+	return nil
 }
 
 // parseStreamID parses "<ms>-<seq>" in canonical decimal form (no sign, no leading

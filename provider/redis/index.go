@@ -75,7 +75,7 @@ type call struct {
 // several nodes at once.
 func (p *Provider) runBatch(ctx context.Context, op string, calls []call) ([]*goredis.Cmd, error) {
 	cmds := make([]*goredis.Cmd, len(calls))
-	if len(calls) == 1 || p.readOnly { // run refuses the write scripts of a read-only provider
+	if len(calls) == 1 || p.life.ReadOnly() { // run refuses the write scripts of a read-only provider
 		for i, c := range calls {
 			cmds[i] = p.run(ctx, c.s, c.keys, c.args...)
 			if err := cmds[i].Err(); err != nil {
@@ -382,7 +382,7 @@ var errRetry = errors.New("retry")
 // reason signal.ReasonIndexRepair).
 func listIndexed[T any](ctx context.Context, p *Provider, op string, s listSpec, limit int, decode func(r record, id, key string, v *T) error) ([]T, error) {
 	var reported map[string]bool // the IDs of the corrupt records reported
-	if p.readOnly {
+	if p.life.ReadOnly() {
 		return listReadOnly(ctx, p, op, s, limit, decode, &reported)
 	}
 	for attempt := 1; ; attempt++ {

@@ -431,7 +431,7 @@ func TestRecreatedAfterServerDeletion(t *testing.T) {
 	for _, q := range []*Provider{ro, p} {
 		list, err := q.ListRuns(ctx, "pipe", 10)
 		if err != nil || len(list) != 1 || !list[0].CreatedAt.Equal(now) {
-			t.Fatalf("ListRuns (read-only %v) = %v, %v; want the run created again", q.readOnly, list, err)
+			t.Fatalf("ListRuns (read-only %v) = %v, %v; want the run created again", q.ReadOnly(), list, err)
 		}
 	}
 }

@@ -44,13 +44,7 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`
 // until limit keys are listed or none are left.
 func (p *Provider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	m, err := provider.ParseLockPattern(match)
-	if err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.life.Enter(ctx, err, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	var out []types.LockInfo

@@ -27,16 +27,7 @@ func leaseHolder(token string) string  { return provider.LeaseHolder(token) }
 // server. A call that go-redis retried after a lost reply reports
 // its first attempt's outcome (see "Retries" in the package doc).
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := p.writing(ctx, "acquire lock"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return false, err
-	}
-	if err := provider.CheckTTL(ttl); err != nil {
-		return false, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "acquire lock", provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
 		return false, err
 	}
 	lk, _ := p.k.lock(key)
@@ -54,19 +45,15 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 // returns an error wrapping provider.ErrLockNotHeld. A release that go-redis retried
 // after a lost reply returns nil (see "Retries" in the package doc).
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
-	if err := p.writing(ctx, "release lock"); err != nil {
-		return err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
+	if err := p.life.EnterWrite(ctx, "release lock", provider.CheckLockKey(key)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lock", key, p.lockHolder())
 }
 
+// release deletes the lock key of key while holder holds it, after its caller
+// opened the method.
 func (p *Provider) release(ctx context.Context, op, key, holder string) error {
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
 	lk, _ := p.k.lock(key)
 	n, err := p.run(ctx, scriptLockRelease, []string{lk, p.k.call(lk, ids.Random())}, holder, callMemory.Milliseconds()).Int64()
 	if err != nil {
@@ -86,16 +73,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 // returns the lease its first attempt took, with its fence (see "Retries" in the
 // package doc).
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "acquire lease"); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "acquire lease", provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	lk, fk := p.k.lock(key)
@@ -117,16 +95,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 // while it still holds this lease; otherwise it returns an error wrapping
 // provider.ErrLockNotHeld.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
-	if err := p.writing(ctx, "renew lease"); err != nil {
-		return nil, err
-	}
-	if err := provider.Validate(lease); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLeaseTTL(ttl); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "renew lease", provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	lk, _ := p.k.lock(lease.Key)
@@ -148,10 +117,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 // error wrapping provider.ErrLockNotHeld. Like ReleaseLock, a release retried after
 // a lost reply returns nil.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
-	if err := p.writing(ctx, "release lease"); err != nil {
-		return err
-	}
-	if err := provider.Validate(lease); err != nil {
+	if err := p.life.EnterWrite(ctx, "release lease", provider.Validate(lease)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lease", lease.Key, leaseHolder(lease.Token))
@@ -164,10 +130,7 @@ func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
 // PTTL, so it is in milliseconds and agrees with the ExpiresAt AcquireLease and
 // RenewLease returned when the clocks agree; nil for a lock taken with ttl 0.
 func (p *Provider) GetLockInfo(ctx context.Context, key string) (*types.LockInfo, error) {
-	if err := provider.CheckLockKey(key); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckLockKey(key)); err != nil {
 		return nil, err
 	}
 	now := p.now()

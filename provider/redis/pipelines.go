@@ -20,17 +20,11 @@ import (
 // entry (provisional), the config, then the final list entry — three round trips;
 // see "Cross-slot writes" in the package doc.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := p.writing(ctx, "register pipeline"); err != nil {
-		return err
-	}
-	if err := provider.Validate(cfg); err != nil {
+	if err := p.life.EnterWrite(ctx, "register pipeline", provider.Validate(cfg)); err != nil {
 		return err
 	}
 	data, err := p.encode(cfg)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	_, _, err = p.putIndexed(ctx, "register pipeline", indexedRecord{
@@ -44,12 +38,12 @@ func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfi
 
 // GetPipeline implements provider.PipelineStore with one HGET.
 func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineConfig, error) {
-	if err := provider.CheckID("pipeline ID", id); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
 		return nil, err
 	}
 	key := p.k.config(id)
 	name := func() (string, string) { return id, where(key, "") }
-	return getJSON[types.PipelineConfig](ctx, p, "get pipeline", provider.KindPipeline, name, func() *goredis.StringCmd {
+	return getJSON[types.PipelineConfig](p, "get pipeline", provider.KindPipeline, name, func() *goredis.StringCmd {
 		return p.c.HGet(ctx, key, "j")
 	})
 }
@@ -58,7 +52,7 @@ func (p *Provider) GetPipeline(ctx context.Context, id string) (*types.PipelineC
 // (sorted by ID) and reads the configs, skipping (and repairing) entries whose config
 // is gone.
 func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, error) {
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx); err != nil {
 		return nil, err
 	}
 	return listIndexed(ctx, p, "list pipelines", listSpec{
@@ -85,13 +79,7 @@ func decodeJSON[T any](kind provider.RecordKind) func(r record, id, key string, 
 // script), then its global list entry; deleting a missing pipeline is one round trip
 // and returns nil. Other data of the pipeline (runs, events, ...) is kept.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
-	if err := p.writing(ctx, "delete pipeline"); err != nil {
-		return err
-	}
-	if err := provider.CheckID("pipeline ID", id); err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.EnterWrite(ctx, "delete pipeline", provider.CheckID("pipeline ID", id)); err != nil {
 		return err
 	}
 	key := p.k.config(id)
@@ -108,12 +96,9 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 // of the pipeline's expired traits (see lua/traits.lua): pruning is a write's,
 // never a read's.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
-	if err := p.writing(ctx, "put trait"); err != nil {
-		return err
-	}
 	now := p.now()
 	trait, err := provider.PrepareTrait(pipelineID, trait, ttl, now)
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put trait", err); err != nil {
 		return err
 	}
 	var expUS int64 // 0: no expiry
@@ -122,9 +107,6 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 	}
 	data, err := p.encode(trait)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	traits, exp := p.k.traits(pipelineID)
@@ -142,7 +124,7 @@ func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.
 // time (one round trip), until the script finds it small; the provider keeps that
 // hint for at most maxHints pipelines.
 func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.TraitEvaluation, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	out, err := p.traits(ctx, pipelineID, "")
@@ -155,7 +137,7 @@ func (p *Provider) GetTraits(ctx context.Context, pipelineID string) ([]types.Tr
 
 // GetTrait implements provider.TraitStore with one HGET.
 func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (*types.TraitEvaluation, error) {
-	if err := provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckIDs("pipeline ID", pipelineID, "trait type", traitType)); err != nil {
 		return nil, err
 	}
 	out, err := p.traits(ctx, pipelineID, traitType)
@@ -168,11 +150,8 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 // traits reads the pipeline's traits (traitType "": all of them), decodes their
 // "<expiry µs>|<JSON>" values and drops those expired by the clock: by the stored
 // expiry at µs granularity, as the index and PutTrait's pruning judge it, and
-// then exactly by ExpiresAt.
+// then exactly by ExpiresAt. Its caller has opened the method.
 func (p *Provider) traits(ctx context.Context, pipelineID, traitType string) ([]types.TraitEvaluation, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	now := p.now()
 	traits, exp := p.k.traits(pipelineID)
 	var vals []string
@@ -299,17 +278,11 @@ func (p *Provider) scanTraits(ctx context.Context, traits string) ([]string, err
 
 // PutReadiness implements provider.Provider with one SET ... PX of the readiness TTL.
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := p.writing(ctx, "put readiness"); err != nil {
-		return err
-	}
-	if err := provider.Validate(result); err != nil {
+	if err := p.life.EnterWrite(ctx, "put readiness", provider.Validate(result)); err != nil {
 		return err
 	}
 	data, err := p.encode(result)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	ttl := time.Duration(redisx.Millis(p.readinessTTL)) * time.Millisecond
@@ -318,12 +291,12 @@ func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResul
 
 // GetReadiness implements provider.Provider with one GET.
 func (p *Provider) GetReadiness(ctx context.Context, pipelineID string) (*types.ReadinessResult, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID)); err != nil {
 		return nil, err
 	}
 	key := p.k.readiness(pipelineID)
 	name := func() (string, string) { return pipelineID, where(key, "") }
-	return getJSON[types.ReadinessResult](ctx, p, "get readiness", provider.KindReadiness, name, func() *goredis.StringCmd {
+	return getJSON[types.ReadinessResult](p, "get readiness", provider.KindReadiness, name, func() *goredis.StringCmd {
 		return p.c.Get(ctx, key)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/lifecycle"
 	"github.com/pipestate/pipestate/internal/nilcheck"
 	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/internal/signal"
@@ -67,12 +68,14 @@ type Provider struct {
 	maxValue     int
 	now          func() time.Time
 	closeClient  bool
-	// readOnly: every write fails with ErrReadOnly and reads repair nothing (see
-	// WithReadOnly).
+	// readOnly is WithReadOnly's, until New builds life from it.
 	readOnly bool
+	// life opens every method (closed, ctx, read-only, arguments; see
+	// internal/lifecycle): its read-only mode makes every write fail with
+	// ErrReadOnly and reads repair nothing (see WithReadOnly).
+	life *lifecycle.Flag
 	// scripts runs the Lua scripts on c (see run).
 	scripts redisx.Runner
-	closed  atomic.Bool
 	stopped chan struct{} // closed by Stop: ends followers at once
 	meter   metric.MeterProvider
 	log     *slog.Logger
@@ -272,13 +275,14 @@ func WithCloseClient() Option {
 
 // WithReadOnly opens the provider read-only, for credentials that allow reads
 // only (see "Reads and credentials" in the package doc): every write method
-// returns an error wrapping provider.ErrReadOnly, after the context and
-// lifecycle checks and before anything is sent, whatever its arguments; Start
-// loads no scripts (SCRIPT LOAD is not a read: a read script's first run on a
-// node costs one more round trip, NOSCRIPT then EVAL_RO); and list reads repair
-// no index entry: they show what a repair would have shown, as they read it. The
-// reads send only commands of the ACL category @read, EVALSHA_RO and EVAL_RO of
-// scripts that never write, MULTI and EXEC around reads (GetLockInfo) and PING.
+// returns an error wrapping provider.ErrReadOnly, whatever its arguments: after
+// the Stop and context checks, before the argument checks and before anything is
+// sent (see "Errors" in the package doc); Start loads no scripts (SCRIPT LOAD is
+// not a read: a read script's first run on a node costs one more round trip,
+// NOSCRIPT then EVAL_RO); and list reads repair no index entry: they show what a
+// repair would have shown, as they read it. The reads send only commands of the
+// ACL category @read, EVALSHA_RO and EVAL_RO of scripts that never write, MULTI
+// and EXEC around reads (GetLockInfo) and PING.
 func WithReadOnly() Option {
 	return func(p *Provider) error {
 		p.readOnly = true
@@ -316,6 +320,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
+	p.life = lifecycle.NewReadOnly("redis", p.readOnly)
 	p.sig = signal.New(p.meter, p.log, "redis")
 	p.scripts.Client, p.scripts.Reloaded = p.c, p.sig.ScriptLoad
 	return p, nil
@@ -328,7 +333,7 @@ func (p *Provider) Owner() string { return p.owner }
 func (p *Provider) KeyPrefix() string { return p.k.prefix }
 
 // ReadOnly reports whether p was opened with WithReadOnly.
-func (p *Provider) ReadOnly() bool { return p.readOnly }
+func (p *Provider) ReadOnly() bool { return p.life.ReadOnly() }
 
 // Start implements provider.Provider: it loads the provider's Lua scripts into the
 // server (into every master of a cluster) so that later calls run them with EVALSHA
@@ -337,10 +342,10 @@ func (p *Provider) ReadOnly() bool { return p.readOnly }
 // costs one extra round trip the first time it runs on each node. A read-only
 // provider's Start sends nothing (see WithReadOnly).
 func (p *Provider) Start(ctx context.Context) error {
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx); err != nil {
 		return err
 	}
-	if p.started.Load() || p.readOnly {
+	if p.started.Load() || p.life.ReadOnly() {
 		return nil
 	}
 	load := func(ctx context.Context, c goredis.Cmdable) error {
@@ -370,7 +375,7 @@ func (p *Provider) Start(ctx context.Context) error {
 // watcher of p with that error at once. It closes the client only under
 // WithCloseClient. Stop is idempotent.
 func (p *Provider) Stop(ctx context.Context) error {
-	if p.closed.Swap(true) {
+	if p.life.Close() {
 		return nil
 	}
 	close(p.stopped)
@@ -385,34 +390,10 @@ func (p *Provider) Stop(ctx context.Context) error {
 
 // Ping implements provider.Provider with one PING.
 func (p *Provider) Ping(ctx context.Context) error {
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx); err != nil {
 		return err
 	}
 	return p.wrap("ping", p.c.Ping(ctx).Err())
-}
-
-// begin checks the context and the lifecycle before any I/O.
-func (p *Provider) begin(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	if p.closed.Load() {
-		return fmt.Errorf("redis: %w", provider.ErrClosed)
-	}
-	return nil
-}
-
-// writing checks, at the start of every write method, that p may write: a
-// read-only provider refuses with an error wrapping provider.ErrReadOnly, after
-// begin's checks (a cancelled context or a stopped provider report those).
-func (p *Provider) writing(ctx context.Context, op string) error {
-	if !p.readOnly {
-		return nil
-	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	return provider.ReadOnly("redis", op)
 }
 
 // wrap turns a client error into the provider's error: nil stays nil, the context's
@@ -421,7 +402,7 @@ func (p *Provider) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, goredis.ErrClosed) && p.closed.Load() {
+	if errors.Is(err, goredis.ErrClosed) && p.life.Closed() {
 		return fmt.Errorf("redis: %s: %w: %w", op, provider.ErrClosed, err)
 	}
 	return fmt.Errorf("redis: %s: %w", op, err)
@@ -486,13 +467,10 @@ const callMemory = 2 * time.Minute
 // script argument allocates nothing.
 const callMemoryMS = int64(callMemory / time.Millisecond)
 
-// getJSON runs cmd, after the lifecycle checks, and decodes the one stored JSON
-// value it returns, a record of kind named by name (see decode); goredis.Nil is
-// (nil, nil).
-func getJSON[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, name func() (id, key string), cmd func() *goredis.StringCmd) (*T, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
+// getJSON runs cmd and decodes the one stored JSON value it returns, a record of
+// kind named by name (see decode); goredis.Nil is (nil, nil). Its caller has
+// opened the method (p.life.Enter).
+func getJSON[T any](p *Provider, op string, kind provider.RecordKind, name func() (id, key string), cmd func() *goredis.StringCmd) (*T, error) {
 	s, err := cmd().Result()
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil

@@ -22,18 +22,12 @@ import (
 // and its place in the pipeline's run-log order. An empty ScheduleID is
 // DefaultScheduleID and is stored as such.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
-	if err := p.writing(ctx, "put run log"); err != nil {
-		return err
-	}
 	entry, err := provider.PrepareRunLog(entry)
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put run log", err); err != nil {
 		return err
 	}
 	data, err := p.encode(entry)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	return p.slotPut(ctx, "put run log", provider.KindRunLog, entry.PipelineID, p.k.runLogs(entry.PipelineID),
@@ -63,14 +57,11 @@ func (p *Provider) slotPut(ctx context.Context, op string, kind provider.RecordK
 // GetRunLog implements provider.RunLogStore with one HGET.
 func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID string) (*types.RunLogEntry, error) {
 	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	key, field := p.k.runLogs(pipelineID).h, slotField(date, scheduleID)
 	name := func() (string, string) { return slotID(pipelineID, field), where(key, fieldAt(field)) }
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	v, err := p.c.HGet(ctx, key, field).Result()
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil
@@ -92,10 +83,7 @@ func (p *Provider) GetRunLog(ctx context.Context, pipelineID, date, scheduleID s
 // ListRunLogs implements provider.RunLogStore with one script: newest Date first
 // (string order), ties by ScheduleID descending.
 func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int) ([]types.RunLogEntry, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return zlist[types.RunLogEntry](ctx, p, "list run logs", provider.KindRunLog, pipelineID, p.k.runLogs(pipelineID), limit)
@@ -112,11 +100,8 @@ func slotID(pipelineID, field string) string {
 // not decode, it reads them again with their fields, a script call more each
 // time, further until it has limit good ones or the set ends, and reports the
 // corrupt ones of its last read: so limit counts good records only, and each
-// read is a snapshot.
+// read is a snapshot. Its caller has opened the method.
 func zlist[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, pipelineID string, ix index, limit int) ([]T, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	vals, err := p.run(ctx, scriptZList, []string{ix.z, ix.h}, limit, "", p.now().UnixMicro()).StringSlice()
 	if err != nil {
 		return nil, p.wrap(op, err)
@@ -171,21 +156,15 @@ func zlistNamed[T any](ctx context.Context, p *Provider, op string, kind provide
 // is also the marker's score in the pipeline's marker order; an empty scheduleID
 // is DefaultScheduleID.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
-	if err := p.writing(ctx, "write cascade marker"); err != nil {
-		return err
-	}
+	const op = "write cascade marker"
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, p.now().Truncate(time.Microsecond))
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, op, err); err != nil {
 		return err
 	}
 	data, err := p.encode(m)
 	if err != nil {
 		return err
 	}
-	if err := p.begin(ctx); err != nil {
-		return err
-	}
-	const op = "write cascade marker"
 	if err := p.run(ctx, scriptMarkerLog, []string{p.k.markerLog()}, data, p.maxMarkers).Err(); err != nil {
 		return p.wrap(op, err)
 	}
@@ -201,8 +180,8 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // wrapping provider.ErrCursorExpired. A cursor whose own write was trimmed, but
 // none after it, is not expired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
-	if _, _, ok := parseStreamID(cursor); cursor != "" && !ok {
-		return provider.Fail[types.CascadeMarkerRecord](provider.Invalidf("malformed marker cursor %q", cursor))
+	if err := p.life.Enter(ctx, checkCursor("marker", cursor)); err != nil {
+		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
 	const op = "watch cascade markers"
 	log := p.k.markerLog()
@@ -237,10 +216,7 @@ const (
 // ListCascadeMarkers implements provider.CascadeReader with one script: newest
 // WrittenAt first, ties by (date, schedule) descending.
 func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, limit int) ([]types.CascadeMarker, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return zlist[types.CascadeMarker](ctx, p, "list cascade markers", provider.KindCascadeMarker, pipelineID, p.k.markers(pipelineID), limit)
@@ -250,18 +226,12 @@ func (p *Provider) ListCascadeMarkers(ctx context.Context, pipelineID string, li
 // RPUSH, exactly once per call like AppendEvent; a zero DetectedAt is filled from
 // the clock and an empty ScheduleID is DefaultScheduleID.
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
-	if err := p.writing(ctx, "put late arrival"); err != nil {
-		return err
-	}
 	la, err := provider.PrepareLateArrival(la, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put late arrival", err); err != nil {
 		return err
 	}
 	data, err := p.encode(la)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	key := p.k.late(la.PipelineID, la.Date, la.ScheduleID)
@@ -274,10 +244,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 // oldest DetectedAt first (ties in append order).
 func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, scheduleID string) ([]types.LateArrival, error) {
 	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err = p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	key := p.k.late(pipelineID, date, scheduleID)
@@ -312,18 +279,12 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 // RequestedAt is filled from the clock. Re-putting a RerunID under another pipeline
 // moves it to that pipeline's list.
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
-	if err := p.writing(ctx, "put rerun"); err != nil {
-		return err
-	}
 	rerun, err := provider.PrepareRerun(rerun, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put rerun", err); err != nil {
 		return err
 	}
 	data, err := p.encode(rerun)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	member := ids.TimeKey(rerun.RequestedAt) + rerun.RerunID
@@ -342,7 +303,7 @@ func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error 
 
 // GetRerun implements provider.RerunStore with one HGET.
 func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRecord, error) {
-	if err := provider.CheckID("rerun ID", rerunID); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("rerun ID", rerunID)); err != nil {
 		return nil, err
 	}
 	key := p.k.rerun(rerunID)
@@ -353,7 +314,7 @@ func (p *Provider) GetRerun(ctx context.Context, rerunID string) (*types.RerunRe
 // ListReruns implements provider.RerunStore like ListRuns: newest RequestedAt first,
 // ties by RerunID descending.
 func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return p.listReruns(ctx, p.k.reruns(pipelineID), pipelineID, limit)
@@ -362,17 +323,15 @@ func (p *Provider) ListReruns(ctx context.Context, pipelineID string, limit int)
 // ListAllReruns implements provider.RerunStore from the global rerun list (one
 // round trip) and a pipelined read of the records.
 func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunRecord, error) {
+	if err := p.life.Enter(ctx, provider.CheckLimit(limit)); err != nil {
+		return nil, err
+	}
 	return p.listReruns(ctx, p.k.globalReruns(), "", limit)
 }
 
-// listReruns lists ix; pipelineID "" means every pipeline.
+// listReruns lists ix; pipelineID "" means every pipeline. Its caller has
+// opened the method.
 func (p *Provider) listReruns(ctx context.Context, ix index, pipelineID string, limit int) ([]types.RerunRecord, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	return listIndexed(ctx, p, "list reruns", listSpec{
 		kind:  provider.KindRerun,
 		ix:    ix,
@@ -407,18 +366,12 @@ func replayID(pipelineID, date, schedule string) string {
 // list entry, the record, final entry). An empty ScheduleID is DefaultScheduleID and
 // is stored as such; a zero CreatedAt is filled from the clock.
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
-	if err := p.writing(ctx, "put replay"); err != nil {
-		return err
-	}
 	req, err := provider.PrepareReplay(req, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put replay", err); err != nil {
 		return err
 	}
 	data, err := p.encode(req)
 	if err != nil {
-		return err
-	}
-	if err := p.begin(ctx); err != nil {
 		return err
 	}
 	id := replayID(req.PipelineID, req.Date, req.ScheduleID)
@@ -438,7 +391,7 @@ func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error
 // GetReplay implements provider.ReplayStore with one HGET.
 func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID string) (*types.ReplayRequest, error) {
 	scheduleID, err := provider.CheckSlot(pipelineID, date, scheduleID)
-	if err != nil {
+	if err = p.life.Enter(ctx, err); err != nil {
 		return nil, err
 	}
 	key := p.k.replay(pipelineID, date, scheduleID)
@@ -449,10 +402,7 @@ func (p *Provider) GetReplay(ctx context.Context, pipelineID, date, scheduleID s
 // ListReplays implements provider.ReplayStore from the global replay list: newest
 // CreatedAt first, ties by (pipeline, date, schedule) descending.
 func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRequest, error) {
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return listIndexed(ctx, p, "list replays", listSpec{

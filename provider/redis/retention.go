@@ -76,11 +76,8 @@ func aliveField(x any, now time.Time) bool {
 }
 
 // getLive is getJSON of the JSON field j of the truth hash at key, missing
-// when its expiry field x has passed.
+// when its expiry field x has passed. Its caller has opened the method.
 func getLive[T any](ctx context.Context, p *Provider, op string, kind provider.RecordKind, key string, name func() (id, key string)) (*T, error) {
-	if err := p.begin(ctx); err != nil {
-		return nil, err
-	}
 	v, err := p.c.HMGet(ctx, key, "j", "x").Result()
 	if err != nil {
 		return nil, p.wrap(op, err)

@@ -16,11 +16,8 @@ import (
 // ErrInvalidArgument, a RunID stored under another pipeline), then the list entry is
 // set. See "Cross-slot writes" in the package doc.
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
-	if err := p.writing(ctx, "put run state"); err != nil {
-		return err
-	}
 	run, err := provider.PrepareRunState(run, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "put run state", err); err != nil {
 		return err
 	}
 	old, ok, err := p.putRun(ctx, "put run state", run, putStrict)
@@ -38,11 +35,8 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // go-redis retried after a lost reply finds its call's marker and reports its
 // first attempt's creation (see "Retries" in the package doc).
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
-	if err := p.writing(ctx, "create run state"); err != nil {
-		return false, err
-	}
 	run, err := provider.PrepareCreateRun(run, p.now())
-	if err != nil {
+	if err = p.life.EnterWrite(ctx, "create run state", err); err != nil {
 		return false, err
 	}
 	_, ok, err := p.putRun(ctx, "create run state", run, putCreate)
@@ -50,13 +44,12 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 }
 
 // putRun writes a prepared run and its entry in its pipeline's run list with
-// putIndexed; it returns the previous pipeline and whether mode accepted the write.
+// putIndexed, after its caller opened the method; it returns the previous
+// pipeline and whether mode accepted the write. A run too large to store is its
+// last argument check.
 func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mode putMode) (string, bool, error) {
 	data, err := p.encode(run)
 	if err != nil {
-		return "", false, err
-	}
-	if err := p.begin(ctx); err != nil {
 		return "", false, err
 	}
 	return p.putIndexed(ctx, op, indexedRecord{
@@ -74,10 +67,7 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 
 // GetRunState implements provider.RunStore with one HMGET.
 func (p *Provider) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
-	if err := provider.CheckID("run ID", runID); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("run ID", runID)); err != nil {
 		return nil, err
 	}
 	v, err := p.c.HMGet(ctx, p.k.run(runID), "j", "c", "x").Result()
@@ -118,13 +108,7 @@ func decodeRun(r record, runID, key string, run *types.RunState) error {
 // CreatedAt first, ties by RunID descending. The list only orders; every run returned
 // is read from its truth, so it reflects the latest CAS.
 func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
-	if err := provider.CheckID("pipeline ID", pipelineID); err != nil {
-		return nil, err
-	}
-	if err := provider.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := p.begin(ctx); err != nil {
+	if err := p.life.Enter(ctx, provider.CheckID("pipeline ID", pipelineID), provider.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return listIndexed(ctx, p, "list runs", listSpec{
@@ -149,10 +133,8 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // go-redis retried after a lost reply reports its first attempt's swap (see
 // "Retries" in the package doc).
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
-	if err := p.writing(ctx, "compare and swap run state"); err != nil {
-		return false, err
-	}
-	if err := provider.CheckCAS(runID, expectedVersion, newState); err != nil {
+	const op = "compare and swap run state"
+	if err := p.life.EnterWrite(ctx, op, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
 		return false, err
 	}
 	newState.Version = expectedVersion + 1
@@ -162,12 +144,8 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err != nil {
 		return false, err
 	}
-	if err := p.begin(ctx); err != nil {
-		return false, err
-	}
 	key := p.k.run(runID)
 	life := lifetimeOf(newState.UpdatedAt, p.retention.Runs)
-	const op = "compare and swap run state"
 	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(key), []string{key, p.k.newCall(key)}, []any{int64(expectedVersion),
 		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl})
 	c := p.run(ctx, scriptRunCAS, keys, args...)

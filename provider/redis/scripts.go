@@ -81,7 +81,7 @@ var (
 // provider runs read scripts only: a write script fails with ErrReadOnly, unsent
 // (the write methods refuse before they get here; this is the backstop).
 func (p *Provider) run(ctx context.Context, s script, keys []string, args ...any) *goredis.Cmd {
-	if p.readOnly && !s.ReadOnly() {
+	if p.life.ReadOnly() && !s.ReadOnly() {
 		c := goredis.NewCmd(ctx)
 		c.SetErr(provider.ReadOnly("redis", "script "+s.Name()))
 		return c
