@@ -15,6 +15,7 @@ import (
 
 	idgen "github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/testkit/benchpair"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
@@ -34,12 +35,17 @@ import (
 // benchWorkers is the goroutines of the parallel variants.
 const benchWorkers = 64
 
+// benchUnits counts the capacity units the benchmarks' requests consume
+// (ReturnConsumedCapacity); pair reports them per call of each side as
+// capacity-units/op and raw-capacity-units/op. Benchmarks run one at a time.
+var benchUnits testenv.Capacity
+
 func benchEnv(b *testing.B) *env {
 	b.Helper()
 	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
 		b.Skip("DYNAMODB_ENDPOINT is not set; benchmarks need DynamoDB Local")
 	}
-	return testEnv(b)
+	return testEnv(b, benchUnits.Option())
 }
 
 // benchProvider is benchEnv and a provider on its table.
@@ -62,7 +68,7 @@ func pair(b *testing.B, setup func(w int) error, lib, raw func(w, i int) error) 
 			}
 		}
 		return lib, raw
-	})
+	}, testenv.CapacityMeter(&benchUnits))
 }
 
 func sAV(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
@@ -284,7 +290,7 @@ func BenchmarkReadEventsSince100(b *testing.B) {
 		}
 		sinkRecs = recs
 		return nil
-	})
+	}, testenv.CapacityMeter(&benchUnits))
 }
 
 func BenchmarkGetTraits(b *testing.B) {

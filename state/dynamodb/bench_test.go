@@ -29,12 +29,17 @@ import (
 //
 //	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 go test -run '^$' -bench . -benchtime 2000x ./state/dynamodb
 
+// benchUnits counts the capacity units the benchmarks' requests consume
+// (ReturnConsumedCapacity); pair reports them per call of each side as
+// capacity-units/op and raw-capacity-units/op. Benchmarks run one at a time.
+var benchUnits testenv.Capacity
+
 // pair runs lib against raw sequentially and on each of parallel goroutine counts.
 func pair(b *testing.B, parallel []int, lib, raw func(w, i int) error) {
 	b.Helper()
 	benchpair.Modes(b, append([]int{1}, parallel...), func(*testing.B, int) (func(w, i int) error, func(w, i int) error) {
 		return lib, raw
-	})
+	}, testenv.CapacityMeter(&benchUnits))
 }
 
 var (
@@ -64,7 +69,7 @@ func rawAdd(table, entity string, delta int64) *ddbtypes.Update {
 
 func BenchmarkMergeUpdate(b *testing.B) {
 	e := envFor(b)
-	c := testenv.DynamoDBClient(b)
+	c := testenv.DynamoDBClient(b, benchUnits.Option())
 	sum, _ := dynamodb.NewInt64SumStore(c, e.values)
 	max, _ := dynamodb.NewInt64MaxStore(c, e.values)
 	bs, err := dynamodb.NewBytesStore(c, e.bytes, storetest.Counter{})
@@ -137,7 +142,7 @@ func BenchmarkMergeUpdate(b *testing.B) {
 
 func BenchmarkMergeUpdateOnce(b *testing.B) {
 	e := envFor(b)
-	c := testenv.DynamoDBClient(b)
+	c := testenv.DynamoDBClient(b, benchUnits.Option())
 	sum, err := dynamodb.NewInt64SumStore(c, e.values, dynamodb.WithDedupTable(e.dedup), dynamodb.WithDedupTTL(time.Hour))
 	if err != nil {
 		b.Fatal(err)
@@ -177,7 +182,7 @@ func BenchmarkMergeUpdateOnce(b *testing.B) {
 // (16,000 keys at a time is what DynamoDB Local on a small machine sustains).
 func BenchmarkGetMany1000(b *testing.B) {
 	e := envFor(b)
-	c := testenv.DynamoDBClient(b)
+	c := testenv.DynamoDBClient(b, benchUnits.Option())
 	st, err := dynamodb.NewInt64SumStore(c, e.values)
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
 // Capacity sums the capacity units DynamoDB reports consumed by the requests of
@@ -19,6 +21,12 @@ import (
 type Capacity struct {
 	mu    sync.Mutex
 	units float64
+}
+
+// CapacityMeter is the benchpair meter of c: the capacity units consumed, as
+// capacity-units/op.
+func CapacityMeter(c *Capacity) benchpair.Meter {
+	return benchpair.Meter{Unit: "capacity-units", Read: func() (float64, error) { return c.Load(), nil }}
 }
 
 // Load returns the units counted since creation or the last Reset.
