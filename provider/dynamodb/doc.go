@@ -406,7 +406,9 @@
 //	PutRerun                               5          the run's pattern (4) and the truth's GSI1 copy
 //	WriteCascadeMarker                     8; ~14 to  a transaction of the marker, its by-time copy, the
 //	                                       rewrite    marker-log entry and counter (a rewrite: a refused
-//	                                                  4-item try, then a 5-item one)
+//	                                                  4-item try, then a 5-item one: the copy moves, and
+//	                                                  only the stored marker names the old one; a read
+//	                                                  first would cost every new marker a round trip)
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //
