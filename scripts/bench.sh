@@ -8,7 +8,7 @@
 set -euo pipefail
 go=${GO:-go}
 count=${COUNT:-5}
-hot='^Benchmark(CAS|GetRunState|Lock|AppendEvent|ReadEventsSince100|GetTraits|Int64SumMergeUpdate|Float64SumMergeUpdate|Int64MaxMergeUpdate|Int64SumMergeUpdateOnce|GetMany1000|BytesMergeUpdate|MergeUpdate|MergeUpdateOnce)$'
+hot='^Benchmark(CAS|CASCareful|GetRunState|Lock|LockCareful|AppendEvent|AppendEventCareful|ReadEventsSince100|GetTraits|Int64SumMergeUpdate|Float64SumMergeUpdate|Int64MaxMergeUpdate|Int64SumMergeUpdateOnce|GetMany1000|BytesMergeUpdate|MergeUpdate|MergeUpdateOnce)$'
 # Redis: the real server only (the benchmarks also run on miniredis).
 "$go" test -run '^$' -bench "$hot/^redis$" -benchtime "${REDIS_BENCHTIME:-3000x}" -count "$count" ./provider/redis/ ./state/redis/
 "$go" test -run '^$' -bench "$hot" -benchtime "${DYNAMODB_BENCHTIME:-200x}" -count "$count" ./provider/dynamodb/ ./state/dynamodb/

@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider/redis"
@@ -146,6 +147,122 @@ func BenchmarkCAS(b *testing.B) {
 				}
 				rawVersion[w]++
 				return err
+			}
+	})
+}
+
+// The careful floors: what a careful engineer would write by hand to keep the
+// library's lost-reply guarantee (a call the client retried after a lost reply
+// reports its first attempt's outcome and changes nothing more, even when other
+// writes came in between), with a marker key per call in the record's hash slot,
+// kept for two minutes. BenchmarkCASCareful, BenchmarkLockCareful and
+// BenchmarkAppendEventCareful put the library beside them; against raw, the same
+// floors give the price of the guarantee itself.
+var (
+	carefulCAS = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
+redis.call('SET', KEYS[2], 1, 'PX', 120000)
+return 1`)
+	carefulAcquire = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+redis.call('SET', KEYS[2], 1, 'PX', 120000)
+return 1`)
+	carefulRelease = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], 1, 'PX', 120000)
+return 1`)
+	carefulAppend = goredis.NewScript(`
+if not redis.call('SET', KEYS[2], 1, 'NX', 'PX', 120000) then return 0 end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[1])
+return 1`)
+)
+
+// carefulMarker is the marker key of one call of the careful floors: in key's
+// hash slot, named by a fresh token.
+func carefulMarker(key string) string { return key + ":call:" + ids.Random() }
+
+func BenchmarkCASCareful(b *testing.B) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
+		ctx := context.Background()
+		version := make([]int, workers)
+		rawVersion := make([]int, workers)
+		for w := range workers {
+			if err := e.p.PutRunState(ctx, benchRun(w)); err != nil {
+				b.Fatal(err)
+			}
+			e.c.HSet(ctx, e.raw("{run:"+strconv.Itoa(w)+"}"), "v", 0)
+		}
+		return func(w, _ int) error {
+				ok, err := e.p.CompareAndSwapRunState(ctx, "r"+strconv.Itoa(w), version[w], benchRun(w))
+				if err == nil && !ok {
+					err = fmt.Errorf("CAS from %d lost", version[w])
+				}
+				version[w]++
+				return err
+			}, func(w, _ int) error {
+				run := benchRun(w)
+				run.Version, run.UpdatedAt = rawVersion[w]+1, time.Now()
+				data, err := json.Marshal(run)
+				if err != nil {
+					return err
+				}
+				key := e.raw("{run:" + strconv.Itoa(w) + "}")
+				n, err := carefulCAS.Run(ctx, e.c, []string{key, carefulMarker(key)}, rawVersion[w], data).Int64()
+				if err == nil && n != 1 {
+					err = fmt.Errorf("careful CAS from %d lost", rawVersion[w])
+				}
+				rawVersion[w]++
+				return err
+			}
+	})
+}
+
+func BenchmarkLockCareful(b *testing.B) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
+		ctx := context.Background()
+		owner := e.p.Owner()
+		return func(w, _ int) error {
+				key := "bench-" + strconv.Itoa(w)
+				ok, err := e.p.AcquireLock(ctx, key, time.Minute)
+				if err != nil || !ok {
+					return fmt.Errorf("AcquireLock = %v, %v", ok, err)
+				}
+				return e.p.ReleaseLock(ctx, key)
+			}, func(w, _ int) error {
+				key := e.raw("{lock:" + strconv.Itoa(w) + "}")
+				value := owner + "\n" + ids.Random()
+				n, err := carefulAcquire.Run(ctx, e.c, []string{key, carefulMarker(key)}, value, time.Minute.Milliseconds()).Int64()
+				if err == nil && n != 1 {
+					err = errors.New("careful lock not acquired")
+				}
+				if err != nil {
+					return err
+				}
+				n, err = carefulRelease.Run(ctx, e.c, []string{key, carefulMarker(key)}, value).Int64()
+				if err == nil && n != 1 {
+					err = errors.New("careful lock not held")
+				}
+				return err
+			}
+	})
+}
+
+func BenchmarkAppendEventCareful(b *testing.B) {
+	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
+		ctx := context.Background()
+		key := e.raw("{events}")
+		return func(_, i int) error { return e.p.AppendEvent(ctx, benchEvent(i)) },
+			func(_, i int) error {
+				data, err := json.Marshal(benchEvent(i))
+				if err != nil {
+					return err
+				}
+				return carefulAppend.Run(ctx, e.c, []string{key, carefulMarker(key)}, data, redis.DefaultMaxEvents).Err()
 			}
 	})
 }
