@@ -117,6 +117,16 @@ func benchRun(w int) types.RunState {
 }
 
 func BenchmarkCAS(b *testing.B) {
+	casPair(b, "run:%d", func(ctx context.Context, c *goredis.Client, key string, version int, data []byte) (int64, error) {
+		return rawCAS.Run(ctx, c, []string{key}, version, data).Int64()
+	})
+}
+
+// casPair is the pair of BenchmarkCAS and BenchmarkCASCareful: the library's CAS
+// beside raw, a hand-written CAS of the raw run at key from version to version+1
+// with the run's JSON, which answers 1 when it swapped. Worker w's raw run is the
+// hash e.raw(fmt.Sprintf(keyFormat, w)), created at version 0.
+func casPair(b *testing.B, keyFormat string, raw func(ctx context.Context, c *goredis.Client, key string, version int, data []byte) (int64, error)) {
 	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
 		version := make([]int, workers)
@@ -125,7 +135,7 @@ func BenchmarkCAS(b *testing.B) {
 			if err := e.p.PutRunState(ctx, benchRun(w)); err != nil {
 				b.Fatal(err)
 			}
-			e.c.HSet(ctx, e.raw("run:"+strconv.Itoa(w)), "v", 0)
+			e.c.HSet(ctx, e.raw(fmt.Sprintf(keyFormat, w)), "v", 0)
 		}
 		return func(w, _ int) error {
 				ok, err := e.p.CompareAndSwapRunState(ctx, "r"+strconv.Itoa(w), version[w], benchRun(w))
@@ -141,7 +151,7 @@ func BenchmarkCAS(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				n, err := rawCAS.Run(ctx, e.c, []string{e.raw("run:" + strconv.Itoa(w))}, rawVersion[w], data).Int64()
+				n, err := raw(ctx, e.c, e.raw(fmt.Sprintf(keyFormat, w)), rawVersion[w], data)
 				if err == nil && n != 1 {
 					err = fmt.Errorf("raw CAS from %d lost", rawVersion[w])
 				}
@@ -187,68 +197,44 @@ return 1`)
 func carefulMarker(key string) string { return key + ":call:" + ids.Random() }
 
 func BenchmarkCASCareful(b *testing.B) {
-	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
-		ctx := context.Background()
-		version := make([]int, workers)
-		rawVersion := make([]int, workers)
-		for w := range workers {
-			if err := e.p.PutRunState(ctx, benchRun(w)); err != nil {
-				b.Fatal(err)
-			}
-			e.c.HSet(ctx, e.raw("{run:"+strconv.Itoa(w)+"}"), "v", 0)
-		}
-		return func(w, _ int) error {
-				ok, err := e.p.CompareAndSwapRunState(ctx, "r"+strconv.Itoa(w), version[w], benchRun(w))
-				if err == nil && !ok {
-					err = fmt.Errorf("CAS from %d lost", version[w])
-				}
-				version[w]++
-				return err
-			}, func(w, _ int) error {
-				run := benchRun(w)
-				run.Version, run.UpdatedAt = rawVersion[w]+1, time.Now()
-				data, err := json.Marshal(run)
-				if err != nil {
-					return err
-				}
-				key := e.raw("{run:" + strconv.Itoa(w) + "}")
-				n, err := carefulCAS.Run(ctx, e.c, []string{key, carefulMarker(key)}, rawVersion[w], data).Int64()
-				if err == nil && n != 1 {
-					err = fmt.Errorf("careful CAS from %d lost", rawVersion[w])
-				}
-				rawVersion[w]++
-				return err
-			}
+	casPair(b, "{run:%d}", func(ctx context.Context, c *goredis.Client, key string, version int, data []byte) (int64, error) {
+		return carefulCAS.Run(ctx, c, []string{key, carefulMarker(key)}, version, data).Int64()
 	})
+}
+
+// lockAndRelease is the library side of BenchmarkLock and BenchmarkLockCareful:
+// worker w takes and frees its own lock.
+func lockAndRelease(ctx context.Context, p *redis.Provider) func(w, _ int) error {
+	return func(w, _ int) error {
+		key := "bench-" + strconv.Itoa(w)
+		ok, err := p.AcquireLock(ctx, key, time.Minute)
+		if err != nil || !ok {
+			return fmt.Errorf("AcquireLock = %v, %v", ok, err)
+		}
+		return p.ReleaseLock(ctx, key)
+	}
 }
 
 func BenchmarkLockCareful(b *testing.B) {
 	benchPair(b, func(b *testing.B, e benchEnv, workers int) (func(int, int) error, func(int, int) error) {
 		ctx := context.Background()
 		owner := e.p.Owner()
-		return func(w, _ int) error {
-				key := "bench-" + strconv.Itoa(w)
-				ok, err := e.p.AcquireLock(ctx, key, time.Minute)
-				if err != nil || !ok {
-					return fmt.Errorf("AcquireLock = %v, %v", ok, err)
-				}
-				return e.p.ReleaseLock(ctx, key)
-			}, func(w, _ int) error {
-				key := e.raw("{lock:" + strconv.Itoa(w) + "}")
-				value := owner + "\n" + ids.Random()
-				n, err := carefulAcquire.Run(ctx, e.c, []string{key, carefulMarker(key)}, value, time.Minute.Milliseconds()).Int64()
-				if err == nil && n != 1 {
-					err = errors.New("careful lock not acquired")
-				}
-				if err != nil {
-					return err
-				}
-				n, err = carefulRelease.Run(ctx, e.c, []string{key, carefulMarker(key)}, value).Int64()
-				if err == nil && n != 1 {
-					err = errors.New("careful lock not held")
-				}
+		return lockAndRelease(ctx, e.p), func(w, _ int) error {
+			key := e.raw("{lock:" + strconv.Itoa(w) + "}")
+			value := owner + "\n" + ids.Random()
+			n, err := carefulAcquire.Run(ctx, e.c, []string{key, carefulMarker(key)}, value, time.Minute.Milliseconds()).Int64()
+			if err == nil && n != 1 {
+				err = errors.New("careful lock not acquired")
+			}
+			if err != nil {
 				return err
 			}
+			n, err = carefulRelease.Run(ctx, e.c, []string{key, carefulMarker(key)}, value).Int64()
+			if err == nil && n != 1 {
+				err = errors.New("careful lock not held")
+			}
+			return err
+		}
 	})
 }
 
@@ -303,24 +289,17 @@ func BenchmarkLock(b *testing.B) {
 		// holder, released only by that holder.
 		release := goredis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 		owner := e.p.Owner()
-		return func(w, _ int) error {
-				key := "bench-" + strconv.Itoa(w)
-				ok, err := e.p.AcquireLock(ctx, key, time.Minute)
-				if err != nil || !ok {
-					return fmt.Errorf("AcquireLock = %v, %v", ok, err)
-				}
-				return e.p.ReleaseLock(ctx, key)
-			}, func(w, _ int) error {
-				key := e.raw("lock:" + strconv.Itoa(w))
-				if err := e.c.SetArgs(ctx, key, owner, goredis.SetArgs{Mode: "NX", TTL: time.Minute}).Err(); err != nil {
-					return err
-				}
-				n, err := release.Run(ctx, e.c, []string{key}, owner).Int64()
-				if err == nil && n != 1 {
-					err = errors.New("raw lock not held")
-				}
+		return lockAndRelease(ctx, e.p), func(w, _ int) error {
+			key := e.raw("lock:" + strconv.Itoa(w))
+			if err := e.c.SetArgs(ctx, key, owner, goredis.SetArgs{Mode: "NX", TTL: time.Minute}).Err(); err != nil {
 				return err
 			}
+			n, err := release.Run(ctx, e.c, []string{key}, owner).Int64()
+			if err == nil && n != 1 {
+				err = errors.New("raw lock not held")
+			}
+			return err
+		}
 	})
 }
 
