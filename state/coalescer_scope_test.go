@@ -4,10 +4,8 @@ import (
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/pipestate/pipestate/internal/modversion"
-	"github.com/pipestate/pipestate/internal/signal"
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 )
@@ -26,16 +24,5 @@ func TestCoalescerMeterScope(t *testing.T) {
 	if err := c.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(t.Context(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	if len(rm.ScopeMetrics) == 0 {
-		t.Fatal("no metrics recorded")
-	}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != signal.ScopeName || sm.Scope.Version != modversion.Version() {
-			t.Errorf("scope %s %q, want %s %q", sm.Scope.Name, sm.Scope.Version, signal.ScopeName, modversion.Version())
-		}
-	}
+	signaltest.WantScope(t, reader)
 }

@@ -18,6 +18,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/pipestate/pipestate/internal/modversion"
 	"github.com/pipestate/pipestate/internal/signal"
 )
 
@@ -199,4 +200,22 @@ func (s *Signals) attrKeys(t testing.TB, name string) string {
 	}
 	keys := slices.Sorted(maps.Keys(seen))
 	return fmt.Sprint(keys)
+}
+
+// WantScope collects reader and fails t unless it recorded metrics and every
+// metric's instrumentation scope is signal.ScopeName at this module's version.
+func WantScope(t testing.TB, reader *sdkmetric.ManualReader) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.ScopeMetrics) == 0 {
+		t.Fatal("no metrics recorded")
+	}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != signal.ScopeName || sm.Scope.Version != modversion.Version() {
+			t.Errorf("scope %s %q, want %s %q", sm.Scope.Name, sm.Scope.Version, signal.ScopeName, modversion.Version())
+		}
+	}
 }
