@@ -2,12 +2,11 @@ package redis_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/redis"
 	"github.com/pipestate/pipestate/types"
@@ -53,7 +52,7 @@ func BenchmarkFencedWrite(b *testing.B) {
 				b.Fatalf("CAS = %v, %v", ok, err)
 			}
 			version++
-			resetStats(b, c)
+			testenv.ResetCommandStats(b, c)
 			b.ResetTimer()
 			for range b.N {
 				if ok, err := v.p.CompareAndSwapRunState(ctx, run.RunID, version, run); err != nil || !ok {
@@ -62,40 +61,7 @@ func BenchmarkFencedWrite(b *testing.B) {
 				version++
 			}
 			b.StopTimer()
-			b.ReportMetric(evalshaUsec(b, c), "server-µs/call")
+			b.ReportMetric(testenv.EvalshaUsec(b, c), "server-µs/call")
 		})
 	}
-}
-
-// resetStats resets the server's command statistics.
-func resetStats(b *testing.B, c *goredis.Client) {
-	b.Helper()
-	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// evalshaUsec returns the server's usec_per_call of EVALSHA since resetStats.
-func evalshaUsec(b *testing.B, c *goredis.Client) float64 {
-	b.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") {
-			continue
-		}
-		for f := range strings.SplitSeq(strings.TrimSpace(strings.TrimPrefix(line, "cmdstat_evalsha:")), ",") {
-			if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
-				n, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return n
-			}
-		}
-	}
-	b.Fatal("no cmdstat_evalsha in INFO commandstats")
-	return 0
 }

@@ -3,13 +3,12 @@ package redis_test
 import (
 	"context"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/redis"
 	"github.com/pipestate/pipestate/types"
@@ -46,9 +45,7 @@ func BenchmarkFencedWrite(b *testing.B) {
 			if err := v.s.MergeUpdate(ctx, k, 1, time.Hour); err != nil { // loads the script
 				b.Fatal(err)
 			}
-			if err := c.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
+			testenv.ResetCommandStats(b, c)
 			b.ResetTimer()
 			for range b.N {
 				if err := v.s.MergeUpdate(ctx, k, 1, time.Hour); err != nil {
@@ -56,32 +53,7 @@ func BenchmarkFencedWrite(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(evalshaUsec(b, c), "server-µs/call")
+			b.ReportMetric(testenv.EvalshaUsec(b, c), "server-µs/call")
 		})
 	}
-}
-
-// evalshaUsec returns the server's usec_per_call of EVALSHA since CONFIG
-// RESETSTAT.
-func evalshaUsec(b *testing.B, c *goredis.Client) float64 {
-	b.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
-			for f := range strings.SplitSeq(strings.TrimSpace(v), ",") {
-				if u, ok := strings.CutPrefix(f, "usec_per_call="); ok {
-					n, err := strconv.ParseFloat(u, 64)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return n
-				}
-			}
-		}
-	}
-	b.Fatal("no cmdstat_evalsha in INFO commandstats")
-	return 0
 }

@@ -295,3 +295,40 @@ func CheckRedisRulesDocumented(t testing.TB, file string) {
 		}
 	}
 }
+
+// ResetCommandStats resets c's server's command statistics (CONFIG RESETSTAT),
+// which EvalshaUsec reads.
+func ResetCommandStats(tb testing.TB, c *goredis.Client) {
+	tb.Helper()
+	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// EvalshaUsec returns the server's CPU per EVALSHA call since
+// ResetCommandStats, in µs (INFO commandstats, usec_per_call of
+// cmdstat_evalsha).
+func EvalshaUsec(tb testing.TB, c *goredis.Client) float64 {
+	tb.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for f := range strings.SplitSeq(v, ",") {
+			if u, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+				n, err := strconv.ParseFloat(u, 64)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return n
+			}
+		}
+	}
+	tb.Fatal("no cmdstat_evalsha in INFO commandstats")
+	return 0
+}
