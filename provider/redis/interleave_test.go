@@ -81,7 +81,7 @@ func newRetryEnv(t *testing.T, s server) *retryEnv {
 	e.clean = open(nil, 0)
 	e.faulty = open(e.dial, 1)
 	t.Cleanup(func() {
-		deletePrefix(e.clean, prefix)
+		_ = testenv.DeleteRedisPrefix(e.clean, prefix)
 		_ = e.faulty.Close()
 		_ = e.clean.Close()
 	})
@@ -399,7 +399,7 @@ func TestStaleRepairKeepsListedRun(t *testing.T) {
 				clients[i] = open(nil, 0)
 			}
 			t.Cleanup(func() {
-				deletePrefix(clients[0], prefix)
+				_ = testenv.DeleteRedisPrefix(clients[0], prefix)
 				for _, c := range clients {
 					_ = c.Close()
 				}
@@ -478,7 +478,7 @@ func TestListIsSnapshot(t *testing.T) {
 			open, prefix := s.start(t)
 			c := open(nil, 0)
 			t.Cleanup(func() {
-				deletePrefix(c, prefix)
+				_ = testenv.DeleteRedisPrefix(c, prefix)
 				_ = c.Close()
 			})
 			w, err := New(c, WithKeyPrefix(prefix))
@@ -617,7 +617,7 @@ func TestStaleRemovalKeepsRelistedRecord(t *testing.T) {
 					open, prefix := s.start(t)
 					ca, cb := open(nil, 0), open(nil, 0)
 					t.Cleanup(func() {
-						deletePrefix(ca, prefix)
+						_ = testenv.DeleteRedisPrefix(ca, prefix)
 						_ = ca.Close()
 						_ = cb.Close()
 					})

@@ -410,7 +410,7 @@ func TestLostReplyTable(t *testing.T) {
 				t.Run(r.method+"/"+r.step, func(t *testing.T) {
 					ctx := t.Context()
 					prefix := fmt.Sprintf("%s:%d", base, i)
-					t.Cleanup(func() { deletePrefix(c, prefix) })
+					t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(c, prefix) })
 					a, err := New(c, WithKeyPrefix(prefix), WithOwner("worker-1"))
 					must(t, err)
 					b, err := New(c, WithKeyPrefix(prefix), WithOwner("worker-10"))
@@ -431,23 +431,5 @@ func TestLostReplyTable(t *testing.T) {
 				})
 			}
 		})
-	}
-}
-
-// deletePrefix deletes the keys under prefix, on every master of a cluster.
-func deletePrefix(c goredis.UniversalClient, prefix string) {
-	ctx := context.Background()
-	clean := func(ctx context.Context, c *goredis.Client) error {
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			_ = c.Del(ctx, iter.Val()).Err()
-		}
-		return iter.Err()
-	}
-	switch cc := c.(type) {
-	case *goredis.ClusterClient:
-		_ = cc.ForEachMaster(ctx, clean)
-	case *goredis.Client:
-		_ = clean(ctx, cc)
 	}
 }

@@ -50,7 +50,7 @@ func TestTraitPruneBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c, prefix := target(t)
-			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(c, prefix); _ = c.Close() })
 			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 123_456_789, time.UTC)}
 			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))
 			must(t, err)
@@ -114,7 +114,7 @@ func TestTraitsIndexedAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c, prefix := target(t)
-			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(c, prefix); _ = c.Close() })
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			p, err := New(c, WithKeyPrefix(prefix), WithClock(func() time.Time { return now }))
 			must(t, err)
@@ -168,7 +168,7 @@ func TestTraitsStaleIndex(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c, prefix := target(t)
-			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(c, prefix); _ = c.Close() })
 			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))
 			must(t, err)
@@ -245,7 +245,7 @@ func TestGetTraitsReadPath(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c, prefix := target(t)
-			t.Cleanup(func() { deletePrefix(c, prefix); _ = c.Close() })
+			t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(c, prefix); _ = c.Close() })
 			counter := testenv.CountRedis(c)
 			clock := &settableClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			p, err := New(c, WithKeyPrefix(prefix), WithClock(clock.now))

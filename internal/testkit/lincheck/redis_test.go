@@ -78,22 +78,7 @@ func redisTarget(client func(dial dialer) goredis.UniversalClient) func(t *testi
 // closes c.
 func deletePrefix(t *testing.T, c goredis.UniversalClient, prefix string) {
 	defer c.Close()
-	ctx := context.Background()
-	clean := func(ctx context.Context, c *goredis.Client) error {
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			_ = c.Del(ctx, iter.Val()).Err()
-		}
-		return iter.Err()
-	}
-	var err error
-	switch cc := c.(type) {
-	case *goredis.ClusterClient:
-		err = cc.ForEachMaster(ctx, clean)
-	case *goredis.Client:
-		err = clean(ctx, cc)
-	}
-	if err != nil {
+	if err := testenv.DeleteRedisPrefix(c, prefix); err != nil {
 		t.Logf("delete keys under %s: %v", prefix, err)
 	}
 }

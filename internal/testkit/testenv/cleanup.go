@@ -85,6 +85,13 @@ func RedisPrefix(t testing.TB) string {
 	return name
 }
 
+// DeleteRedisPrefix deletes every key under prefix (prefix + ":*") on every
+// master behind c.
+func DeleteRedisPrefix(c goredis.UniversalClient, prefix string) error {
+	_, err := deleteKeys(c, prefix+":*", nil)
+	return err
+}
+
 // envRedis returns clients of the Redis servers of the environment, opened on
 // first use and shared by the process.
 var envRedis = sync.OnceValue(func() []goredis.UniversalClient {
