@@ -31,11 +31,9 @@ type Flag struct {
 // New returns an open, writable flag for the handle called name in errors.
 func New(name string) *Flag { return &Flag{name: name} }
 
-// NewReadOnly returns an open flag whose EnterWrite refuses every write when
-// readOnly is set (a provider opened WithReadOnly).
-func NewReadOnly(name string, readOnly bool) *Flag {
-	return &Flag{name: name, readOnly: readOnly}
-}
+// SetReadOnly makes EnterWrite refuse every write (a provider's WithReadOnly).
+// It is called while the handle is built, before any method runs.
+func (f *Flag) SetReadOnly() { f.readOnly = true }
 
 // Enter opens a method that does not write, with the results of its argument
 // checks: an error wrapping pipestate.ErrClosed after Close, else ctx.Err(), else

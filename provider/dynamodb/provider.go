@@ -152,7 +152,7 @@ func WithMarkerRetention(d time.Duration) Option {
 // and DescribeTable only).
 func WithReadOnly() Option {
 	return func(p *Provider) error {
-		p.life = lifecycle.NewReadOnly("dynamodb", true)
+		p.life.SetReadOnly()
 		return nil
 	}
 }

@@ -115,7 +115,7 @@ func WithMarkerRetention(d time.Duration) Option {
 // still write.
 func WithReadOnly() Option {
 	return func(p *Provider) error {
-		p.readOnly = true
+		p.life.SetReadOnly()
 		return nil
 	}
 }
@@ -157,7 +157,6 @@ type Provider struct {
 	owner        string
 	readinessTTL time.Duration
 	retention    provider.Retention
-	readOnly     bool            // WithReadOnly, while the options apply; then life holds it
 	life         *lifecycle.Flag // stopped and read-only: every method opens with it
 	meter        metric.MeterProvider
 	log          *slog.Logger
@@ -191,7 +190,7 @@ func (p *Provider) NewHandle(opts ...Option) (*Provider, error) {
 
 func open(s *data, opts []Option) (*Provider, error) {
 	p := &Provider{s: s, now: time.Now, owner: ids.Random(), readinessTTL: DefaultReadinessTTL,
-		retention: provider.DefaultRetention()}
+		retention: provider.DefaultRetention(), life: lifecycle.New("memory")}
 	for _, o := range opts {
 		if o == nil {
 			return nil, provider.Invalidf("memory: nil option")
@@ -200,7 +199,6 @@ func open(s *data, opts []Option) (*Provider, error) {
 			return nil, err
 		}
 	}
-	p.life = lifecycle.NewReadOnly("memory", p.readOnly)
 	p.sig = signal.New(p.meter, p.log, "memory")
 	return p, nil
 }

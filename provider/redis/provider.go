@@ -68,8 +68,6 @@ type Provider struct {
 	maxValue     int
 	now          func() time.Time
 	closeClient  bool
-	// readOnly is WithReadOnly's, until New builds life from it.
-	readOnly bool
 	// life opens every method (closed, ctx, read-only, arguments; see
 	// internal/lifecycle): its read-only mode makes every write fail with
 	// ErrReadOnly and reads repair nothing (see WithReadOnly).
@@ -285,7 +283,7 @@ func WithCloseClient() Option {
 // and EXEC around reads (GetLockInfo) and PING.
 func WithReadOnly() Option {
 	return func(p *Provider) error {
-		p.readOnly = true
+		p.life.SetReadOnly()
 		return nil
 	}
 }
@@ -311,6 +309,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 		maxValue:     DefaultMaxValueSize,
 		now:          time.Now,
 		stopped:      make(chan struct{}),
+		life:         lifecycle.New("redis"),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -320,7 +319,6 @@ func New(client goredis.UniversalClient, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
-	p.life = lifecycle.NewReadOnly("redis", p.readOnly)
 	p.sig = signal.New(p.meter, p.log, "redis")
 	p.scripts.Client, p.scripts.Reloaded = p.c, p.sig.ScriptLoad
 	return p, nil
