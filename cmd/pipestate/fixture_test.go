@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/bloom"
@@ -58,25 +58,6 @@ type harness struct {
 	// corrupt writes a value that does not decode over the stored run runID,
 	// with the backend's raw client; nil where the test cannot (memory).
 	corrupt func(t *testing.T, runID string)
-}
-
-// fixtureClock is the clock of the fixture writers: each write happens when the
-// fixtures say.
-type fixtureClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fixtureClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fixtureClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // at is a fixture time on 2026-11-day.
@@ -125,7 +106,7 @@ func backends(t *testing.T, fn func(t *testing.T, h *harness)) {
 
 // memoryHarness is the memory backend, reached in process through cli.dial.
 func memoryHarness(t *testing.T) *harness {
-	clk := &fixtureClock{}
+	clk := fakeclock.New(time.Time{})
 	data := must(memory.New(memory.WithClock(clk.Now), memory.WithReadinessTTL(24*time.Hour)))
 	mb := &memBackend{data: data, stores: stores{
 		int64sum:   must(statememory.New[int64](monoid.Sum[int64]{})),
@@ -222,7 +203,7 @@ func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
 		env = []string{envRedisCluster + "=" + addr, envPrefix + "=" + prefix}
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	clk := &fixtureClock{}
+	clk := fakeclock.New(time.Time{})
 	storePrefix := prefix + "-state"
 	h := &harness{
 		name:       kind,
@@ -270,7 +251,7 @@ func dynamoHarness(t *testing.T) *harness {
 	storeTable := table + "-state"
 	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, client, name) })
 	testenv.DynamoDBTable(t, client, storeTable, func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, client, name) })
-	clk := &fixtureClock{}
+	clk := fakeclock.New(time.Time{})
 	h := &harness{
 		name:       "dynamodb",
 		line:       "dynamodb " + endpoint + ", table " + table,
@@ -330,7 +311,7 @@ func deleteTables(client *ddb.Client, tables ...string) {
 
 // seed writes the fixtures through h's provider (its clock set to each write's
 // time) and into ss.
-func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
+func seed(t *testing.T, h *harness, clk *fakeclock.Clock, ss stores) {
 	t.Helper()
 	ctx := context.Background()
 	p := h.open(t, "")
@@ -468,7 +449,7 @@ func seed(t *testing.T, h *harness, clk *fixtureClock, ss stores) {
 // seedAudit appends the events of the audit pipeline (not registered): three that
 // retention drops before now, then two it keeps, and records their cursors in
 // h.audit.
-func seedAudit(t *testing.T, h *harness, clk *fixtureClock) {
+func seedAudit(t *testing.T, h *harness, clk *fakeclock.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	p := h.open(t, "")
