@@ -357,12 +357,14 @@
 //	ListRunLogs, ListReruns, ListAllReruns 1 (+1 per page)
 //	ListReplays, ListLateArrivals          1 (+1 per page)
 //	ListCascadeMarkers                     1 (+1 per page)
-//	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt (or a rerun's pipeline) changed
+//	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt changed and another instance made
+//	                                       the record's last write, or a rerun's pipeline changed
 //	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
 //	AppendEvent                            1 when this instance made the pipeline's last append, else 2
-//	WriteCascadeMarker                     1 for a new marker, 2 to rewrite one; +1 unless this
-//	                                       instance made the last marker write (of any pipeline)
+//	WriteCascadeMarker                     1 for a new marker or one this instance wrote last, 2 to
+//	                                       rewrite another's; +1 unless this instance made the
+//	                                       last marker write (of any pipeline)
 //	FollowEvents, WatchCascadeMarkers      1 per page read; caught up, 1 per poll (20 ms doubling
 //	                                       to 1 s by default, see WithPollInterval)
 //	AcquireLock, ReleaseLock               1
@@ -404,11 +406,17 @@
 //	AppendEvent                            4          a transaction of the event and the pipeline's
 //	                                                  counter item, which hands out gap-free numbers
 //	PutRerun                               5          the run's pattern (4) and the truth's GSI1 copy
-//	WriteCascadeMarker                     8; ~14 to  a transaction of the marker, its by-time copy, the
-//	                                       rewrite    marker-log entry and counter (a rewrite: a refused
-//	                                                  4-item try, then a 5-item one: the copy moves, and
-//	                                                  only the stored marker names the old one; a read
-//	                                                  first would cost every new marker a round trip)
+//	WriteCascadeMarker                     8; 10 to   a transaction of the marker, its by-time copy, the
+//	                                       rewrite    marker-log entry and counter; a rewrite also deletes
+//	                                                  the old copy. The copy moves, and only the stored
+//	                                                  marker names the old one: an instance remembers
+//	                                                  where it put the copies of its last 10,000 writes,
+//	                                                  so a rewrite of a marker another instance wrote
+//	                                                  last costs 18 (a refused 4-action try whose
+//	                                                  refusal names the copy, then the 5-action one; a
+//	                                                  read first would cost every new marker a round
+//	                                                  trip). A run's or rerun's copy moving (a changed
+//	                                                  CreatedAt/RequestedAt) works alike: 4, or 8
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //

@@ -274,23 +274,12 @@ var (
 	claimUpdate = "SET #seq = :n, #tok = :tok"
 )
 
-// maxSeqHints bounds the per-pipeline counter hints an instance keeps.
-const maxSeqHints = 10000
-
 func (p *Provider) lastSeq(pipelineID string) int64 {
-	p.seqMu.Lock()
-	defer p.seqMu.Unlock()
-	return p.seqs[pipelineID]
+	seq, _ := p.seqs.get(pipelineID)
+	return seq
 }
 
-func (p *Provider) sawSeq(pipelineID string, seq int64) {
-	p.seqMu.Lock()
-	defer p.seqMu.Unlock()
-	if len(p.seqs) >= maxSeqHints {
-		clear(p.seqs) // hints only: losing them costs one round trip per pipeline
-	}
-	p.seqs[pipelineID] = seq
-}
+func (p *Provider) sawSeq(pipelineID string, seq int64) { p.seqs.put(pipelineID, seq) }
 
 // ListEvents implements provider.EventStore with one strongly consistent Query,
 // newest first, reversed to oldest first.

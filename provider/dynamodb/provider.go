@@ -240,8 +240,8 @@ type Provider struct {
 
 	sdkOpts sync.Map // operation -> its SDK option (see sdk)
 
-	seqMu sync.Mutex
-	seqs  map[string]int64 // pipeline ID -> last event sequence number seen (a hint)
+	seqs  hints[int64]   // pipeline ID -> last event sequence number seen
+	lists hints[listKey] // truth item -> where this instance last put its list copy (see putPair)
 
 	markerSeq atomic.Int64 // the marker log's last sequence number seen (a hint)
 
@@ -280,7 +280,6 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		pollMax:      DefaultPollMax,
 		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},
 		life:         lifecycle.New("dynamodb"),
-		seqs:         map[string]int64{},
 		queues:       map[string]*appendQueue{},
 	}
 	for _, o := range opts {

@@ -59,6 +59,13 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // written in the same transaction (see logEntry). The truth item is written with
 // an update (putUpdate), which keeps its fence attributes and checks g's fence;
 // a refusal of g's fence (checked after check) is returned.
+//
+// When this instance made the truth item's last write (p.lists) and the copy
+// moves within its partition (a marker's rewrite, a run's new CreatedAt), the
+// first attempt already moves it from there, on condition that the truth item
+// is new or still points there: a refused attempt is then paid only when
+// another instance wrote the item since. (check passes on a copy in list's
+// partition, so skipping it on the hinted attempt skips nothing.)
 func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error, entry *logEntry, g guard) error {
 	tav, err := marshal(truth)
 	if err != nil {
@@ -69,15 +76,24 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		return err
 	}
 	putList := p.txPut(lav, expr{})
+	at := listKey{list.PK, list.SK}
 	var old *item // the copy the truth item points at, once known
+	from, hinted := p.lists.get(truth.PK + "\x00" + truth.SK)
+	hinted = hinted && from.pk == at.pk && from != at
 	for lost, conflicts := 0, 0; ; {
 		cond := pointsAt(condNewOrList, list.PK, list.SK)
-		if old != nil {
-			cond = pointsAt(condList, old.ListPK, old.ListSK)
+		switch {
+		case old != nil:
+			cond, from = pointsAt(condList, old.ListPK, old.ListSK), listKey{old.ListPK, old.ListSK}
+		case hinted:
+			cond = pointsAt(condNewOrList, from.pk, from.sk)
+		default:
+			from = at
 		}
+		hinted = false // a refusal tells where the copy is, or that the item is new
 		items := []ddbtypes.TransactWriteItem{p.txUpdate(tav, cond, g), putList}
-		if old != nil && (old.ListPK != list.PK || old.ListSK != list.SK) {
-			items = append(items, p.txDelete(old.ListPK, old.ListSK))
+		if from != at {
+			items = append(items, p.txDelete(from.pk, from.sk))
 		}
 		claimAt := len(items)
 		if entry != nil {
@@ -92,6 +108,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 			if entry != nil {
 				p.markerSeq.Store(entry.last + 1)
 			}
+			p.lists.put(truth.PK+"\x00"+truth.SK, at)
 			return nil
 		}
 		seqLost := false
@@ -150,6 +167,9 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		conflicts++
 	}
 }
+
+// listKey is the key of a truth item's list copy.
+type listKey struct{ pk, sk string }
 
 // pointsAt is f (a condition that includes the one that a truth item's list copy
 // is (pk, sk): condList, condNewOrList or condVersionList) with pk and sk.

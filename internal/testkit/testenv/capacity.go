@@ -3,12 +3,14 @@ package testenv
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
@@ -17,7 +19,11 @@ import (
 // for ReturnConsumedCapacity TOTAL and adds up what the responses say (on
 // DynamoDB Local: its figures, which follow AWS's rules for single items,
 // queries and batches, and count any small transaction as 2 units per item).
-// It is safe for concurrent use; the zero value is ready.
+// A refused conditional write reports nothing, while AWS charges the attempt:
+// Capacity adds what AWS charges for one of small items, 1 unit for a
+// PutItem, UpdateItem or DeleteItem and 2 per action for a transaction that a
+// failed condition cancelled. It is safe for concurrent use; the zero value is
+// ready.
 type Capacity struct {
 	mu    sync.Mutex
 	units float64
@@ -55,6 +61,8 @@ func (c *Capacity) Option() func(*dynamodb.Options) {
 					out, md, err := next.HandleInitialize(ctx, in)
 					if err == nil {
 						c.add(field(out.Result, "ConsumedCapacity"))
+					} else {
+						c.addRefused(in.Parameters, err)
 					}
 					return out, md, err
 				}), middleware.After)
@@ -84,6 +92,24 @@ func (c *Capacity) add(v reflect.Value) {
 	}
 	c.mu.Lock()
 	c.units += sum
+	c.mu.Unlock()
+}
+
+// addRefused counts what AWS charges for a write that err says a failed
+// condition refused: 1 unit for a single item, 2 per action of a transaction.
+func (c *Capacity) addRefused(params any, err error) {
+	var units float64
+	if ddbx.IsConditionFailed(err) {
+		units = 1
+	} else if reasons, ok := ddbx.TxReasons(err); ok && slices.ContainsFunc(reasons, func(r ddbtypes.CancellationReason) bool {
+		return r.Code != nil && *r.Code == ddbx.ReasonConditionalCheck
+	}) {
+		if tx, ok := params.(*dynamodb.TransactWriteItemsInput); ok {
+			units = 2 * float64(len(tx.TransactItems))
+		}
+	}
+	c.mu.Lock()
+	c.units += units
 	c.mu.Unlock()
 }
 
