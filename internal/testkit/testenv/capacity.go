@@ -14,16 +14,20 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
-// Capacity sums the capacity units DynamoDB reports consumed by the requests of
-// a client built with its Option: it asks every request that can report them
-// for ReturnConsumedCapacity TOTAL and adds up what the responses say (on
-// DynamoDB Local: its figures, which follow AWS's rules for single items,
-// queries and batches, and count any small transaction as 2 units per item).
-// A refused conditional write reports nothing, while AWS charges the attempt:
-// Capacity adds what AWS charges for one of small items, 1 unit for a
-// PutItem, UpdateItem or DeleteItem and 2 per action for a transaction that a
-// failed condition cancelled. It is safe for concurrent use; the zero value is
-// ready.
+// Capacity sums the capacity units the requests of a client built with its
+// Option consume, as AWS charges them for items up to 1 KB written: it asks
+// every request that can report them for ReturnConsumedCapacity TOTAL and adds
+// up what the responses say, which on DynamoDB Local follows AWS's rules for
+// single items, queries and batches. Where Local's figures are not AWS's,
+// Capacity counts by AWS's rules instead:
+//   - a TransactWriteItems is 2 units per action, or what Local reports when
+//     that is more (it reports 4 for any small transaction, more when the
+//     transaction writes index copies);
+//   - a conditional write that a failed condition refused reports nothing,
+//     while AWS charges the attempt: 1 unit for a PutItem, UpdateItem or
+//     DeleteItem, 2 per action for a transaction.
+//
+// It is safe for concurrent use; the zero value is ready.
 type Capacity struct {
 	mu    sync.Mutex
 	units float64
@@ -59,10 +63,17 @@ func (c *Capacity) Option() func(*dynamodb.Options) {
 						f.Set(reflect.ValueOf(ddbtypes.ReturnConsumedCapacityTotal))
 					}
 					out, md, err := next.HandleInitialize(ctx, in)
-					if err == nil {
+					if tx, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
+						units := 2 * float64(len(tx.TransactItems))
+						if err == nil {
+							c.addUnits(max(units, c.sum(field(out.Result, "ConsumedCapacity"))))
+						} else if refused(err) {
+							c.addUnits(units)
+						}
+					} else if err == nil {
 						c.add(field(out.Result, "ConsumedCapacity"))
-					} else {
-						c.addRefused(in.Parameters, err)
+					} else if ddbx.IsConditionFailed(err) {
+						c.addUnits(1)
 					}
 					return out, md, err
 				}), middleware.After)
@@ -70,11 +81,14 @@ func (c *Capacity) Option() func(*dynamodb.Options) {
 	}
 }
 
-// add counts a response's ConsumedCapacity: one (a pointer) or one per table
-// (a slice).
-func (c *Capacity) add(v reflect.Value) {
+// add counts a response's ConsumedCapacity.
+func (c *Capacity) add(v reflect.Value) { c.addUnits(c.sum(v)) }
+
+// sum returns the units of a response's ConsumedCapacity: one (a pointer) or
+// one per table (a slice).
+func (c *Capacity) sum(v reflect.Value) float64 {
 	if !v.IsValid() {
-		return
+		return 0
 	}
 	var sum float64
 	count := func(cc *ddbtypes.ConsumedCapacity) {
@@ -90,27 +104,21 @@ func (c *Capacity) add(v reflect.Value) {
 			count(&x[i])
 		}
 	}
-	c.mu.Lock()
-	c.units += sum
-	c.mu.Unlock()
+	return sum
 }
 
-// addRefused counts what AWS charges for a write that err says a failed
-// condition refused: 1 unit for a single item, 2 per action of a transaction.
-func (c *Capacity) addRefused(params any, err error) {
-	var units float64
-	if ddbx.IsConditionFailed(err) {
-		units = 1
-	} else if reasons, ok := ddbx.TxReasons(err); ok && slices.ContainsFunc(reasons, func(r ddbtypes.CancellationReason) bool {
-		return r.Code != nil && *r.Code == ddbx.ReasonConditionalCheck
-	}) {
-		if tx, ok := params.(*dynamodb.TransactWriteItemsInput); ok {
-			units = 2 * float64(len(tx.TransactItems))
-		}
-	}
+func (c *Capacity) addUnits(units float64) {
 	c.mu.Lock()
 	c.units += units
 	c.mu.Unlock()
+}
+
+// refused reports whether err is a transaction that a failed condition cancelled.
+func refused(err error) bool {
+	reasons, _ := ddbx.TxReasons(err)
+	return slices.ContainsFunc(reasons, func(r ddbtypes.CancellationReason) bool {
+		return r.Code != nil && *r.Code == ddbx.ReasonConditionalCheck
+	})
 }
 
 // field returns the named field of the struct p points to, or the zero Value.
