@@ -421,8 +421,10 @@
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //
 // A fenced write costs what the unfenced one does, but for PutLateArrival. A
-// refused conditional write is charged too (1 WCU; a transaction, 2 per item).
-// A retry after a lost reply is a second request and is charged again.
+// refused conditional write is charged too (1 WCU; a transaction, 2 per item),
+// and so is a lost race (a CAS or create that loses, an append or marker write
+// whose number another instance took first). A retry after
+// a lost reply is a second request and is charged again.
 //
 // A reference workload: 1,000 pipelines, 10 runs a day each (300,000 runs in a
 // 30-day month); per run CreateRunState, 3 CompareAndSwapRunState and 3
@@ -436,8 +438,42 @@
 //	before (locks as tx)     235          4            70.5 M WRU $44.06 + 1.2 M RRU $0.15 = $44.21
 //	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
 //
-// Events are 200 of the 232 write units a run costs: AppendEvent at the 1 WCU
-// floor would bring the run to 82 (about $15.5 a month).
+// Events are 200 of the 232 write units a run costs. The counter item is what
+// makes an event 4 units where a conditional PutItem of the next number
+// (attribute_not_exists, stamped with the call's token) would be 1.
+// BenchmarkAppendEventContention puts the two side by side, appending to one
+// pipeline from 1, 4 and 16 instances (64 callers in all; units per event by
+// AWS's rules, read and write together, refused attempts included; DynamoDB
+// Local on 2 vCPUs):
+//
+//	instances  AppendEvent (counter)            conditional put
+//	1          2.06 (group commits of ~32)      1.00 (one at a time per instance)
+//	4          3.7-4.0                          3.6-3.8 (refusals, and a Query after each)
+//	16         17-19, 3.2-3.4 times as slow     8.8-9.5
+//
+// Alone, the counter costs 4 times as much; from one instance, group commit
+// brings it to about 2. From many instances at once both pay for lost races,
+// the counter more (a refused transaction is charged 2 units per action, a
+// refused put 1 and the Query after it 1): a pipeline whose events come from
+// many instances at the same moment does better to send them through one.
+// The counter stays, for what a conditional put cannot hold, since a
+// condition reads only the item it writes:
+//   - the fence check of a fenced append (the counter remembers the fences);
+//   - a number above every number handed out, once the whole log has expired
+//     (WithEventRetention): without it, numbering restarts at 1 and a
+//     follower whose cursor is further on skips the new events without an
+//     error.
+//
+// The floor that keeps both is 2 units a lone event: the newest event takes no
+// TTL (it carries the numbering, and readers see its expiry attribute), and an
+// append is a conditional put of the next number and an UpdateItem that gives
+// the previous newest event its TTL; a fenced append keeps a transaction with
+// the counter. That would bring the run to 132 write units ($24.90 a month;
+// without event retention the TTL update goes and the run is 82, $15.53). It
+// changes the stored format, and a rolling upgrade could not mix the two
+// (an old instance claims the counter and puts its event without a condition,
+// over a new instance's), so it waits for a release that can take a two-step
+// rollout.
 //
 // # Signals
 //

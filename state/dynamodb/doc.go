@@ -137,8 +137,9 @@
 // the item, which changes write units only across a 1 KB boundary; on DynamoDB
 // Local every fenced merge consumes what the unfenced one does (TestRoundTrips).
 // One exception: an Int64MaxStore merge whose value stays, with ttl 0 and no
-// expiry to clear, writes nothing unfenced but needs a second UpdateItem (1
-// write unit) the first time a fence merges into the key, to remember it.
+// expiry to clear, is one refused conditional update unfenced (which AWS
+// charges 1 write unit) but needs a second UpdateItem (1 more) the first time
+// a fence merges into the key, to remember it.
 //
 // # Across regions
 //
