@@ -67,6 +67,65 @@ func advWantRun(t *testing.T, e *env, p *dynamodb.Provider, id, pid string, crea
 	}
 }
 
+// TestHintAdversaryMarkerRewriteAfterLostClaim: an instance rewrites a marker
+// it wrote last, but another instance wrote another marker since, so its
+// marker-log counter hint is stale. The package doc's round trips: "1 ... for
+// one this instance wrote last ... +1 unless this instance made the last
+// marker write", so 2. FAILS (3 requests): the hinted first attempt is refused
+// only for the log's counter (its truth condition held), but putPair drops the
+// hint after any refusal ("hinted = false"), so the second attempt assumes the
+// copy did not move and is refused for the truth; a third moves it.
+func TestHintAdversaryMarkerRewriteAfterLostClaim(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	p, other := openOn(t, e.client, e), openOn(t, e.client, e)
+	ctx := context.Background()
+	if err := p.WriteCascadeMarker(ctx, "pa", "", "2026-01-01", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.WriteCascadeMarker(ctx, "pb", "", "2026-01-01", "b"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	n.Reset()
+	if err := p.WriteCascadeMarker(ctx, "pa", "", "2026-01-01", "a2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("rewrite of a marker this instance wrote last, after another instance's marker: %d requests, budget 2", got)
+	}
+	if sks := advCopies(t, e, "MARKER#pa", "#BYTIME#"); len(sks) != 1 {
+		t.Fatalf("list copies %q; want one", sks)
+	}
+}
+
+// TestHintAdversaryPutRunAfterOwnCreate: an instance creates a run
+// (CreateRunState) and then re-puts it with another CreatedAt. It made the
+// record's last write, so the package doc's round trips ("PutRunState 1; 2
+// when CreatedAt ... changed and another instance made the record's last
+// write") say 1. FAILS (2 requests): only putPair records a hint;
+// CreateRunState, which writes the truth item and its copy too, does not.
+func TestHintAdversaryPutRunAfterOwnCreate(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
+	p := openOn(t, e.client, e)
+	ctx := context.Background()
+	now := e.clock.Now()
+	run := types.RunState{RunID: "cr", PipelineID: "cp", Status: types.RunPending, CreatedAt: now}
+	if created, err := p.CreateRunState(ctx, run); !created || err != nil {
+		t.Fatalf("CreateRunState = %v, %v", created, err)
+	}
+	run.CreatedAt = now.Add(time.Second)
+	n.Reset()
+	if err := p.PutRunState(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("PutRunState moving a run this instance created: %d requests, budget 1", got)
+	}
+	advWantRun(t, e, p, "cr", "cp", run.CreatedAt)
+}
+
 // TestHintAdversaryLostHintedReply drops the reply of a hinted first attempt
 // (it carries the Delete of the hinted copy) after DynamoDB applied it, and
 // lets another instance move the record before the SDK retries: the call
@@ -283,5 +342,34 @@ func TestHintAdversaryRefusedWrites(t *testing.T) {
 	got, err := p.ListCascadeMarkers(ctx, "fm", 10)
 	if sks := advCopies(t, e, "MARKER#fm", "#BYTIME#"); len(sks) != 1 || err != nil || len(got) != 1 || got[0].Source != "b" {
 		t.Fatalf("copies %q, ListCascadeMarkers = %+v, %v; want one, by b", sks, got, err)
+	}
+}
+
+// TestHintAdversaryExpiredCopyHidesRun: a run expires (by the provider's clock,
+// DynamoDB not having deleted it) and is created again (CreateRunState, which
+// the Retention doc allows "as if it had never existed") with an earlier
+// CreatedAt. CreateRunState leaves the expired copy ("DynamoDB's TTL deletes
+// it"), which sorts first in ListRuns' newest-first query; query drops every
+// later copy of the same run as a repeat before it checks expiry, so the live
+// run is not listed. FAILS. Not caused by 8d679ba (CreateRunState and query's
+// dedup predate it, and CreateRunState does not use the hints); recorded here
+// because it breaks "ListRuns shows each record once, the newest".
+func TestHintAdversaryExpiredCopyHidesRun(t *testing.T) {
+	e := testEnv(t)
+	p := openOn(t, e.client, e, dynamodb.WithRetention(provider.Retention{Runs: time.Hour}))
+	ctx := context.Background()
+	base := e.clock.Now()
+	run := types.RunState{RunID: "hr", PipelineID: "hp", Status: types.RunPending, CreatedAt: base}
+	if err := p.PutRunState(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Hour)
+	run.CreatedAt = base.Add(-time.Minute)
+	if created, err := p.CreateRunState(ctx, run); !created || err != nil {
+		t.Fatalf("CreateRunState over the expired run = %v, %v; want created", created, err)
+	}
+	got, err := p.ListRuns(ctx, "hp", 10)
+	if err != nil || len(got) != 1 || !got[0].CreatedAt.Equal(run.CreatedAt) {
+		t.Errorf("ListRuns = %+v, %v; want the created run once (copies %q)", got, err, advCopies(t, e, "PIPELINE#hp", "RUN#"))
 	}
 }
