@@ -30,9 +30,6 @@ import (
 //
 //	go test -run '^$' -bench AppendEventContention -benchtime 1280x ./provider/dynamodb
 func BenchmarkAppendEventContention(b *testing.B) {
-	if testing.Short() {
-		b.Skip("short")
-	}
 	hc, requests := testenv.CountingHTTPClient()
 	base := benchEnv(b)
 	e := &env{client: testenv.DynamoDBClient(b, benchUnits.Option(), func(o *ddb.Options) { o.HTTPClient = hc }),

@@ -357,14 +357,15 @@
 //	ListRunLogs, ListReruns, ListAllReruns 1 (+1 per page)
 //	ListReplays, ListLateArrivals          1 (+1 per page)
 //	ListCascadeMarkers                     1 (+1 per page)
-//	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt changed and another instance made
-//	                                       the record's last write, or a rerun's pipeline changed
+//	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt changed and the list copy is not
+//	                                       where this instance last put it (see Capacity units), or
+//	                                       a rerun's pipeline changed
 //	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
 //	AppendEvent                            1 when this instance made the pipeline's last append, else 2
 //	WriteCascadeMarker                     1 for a new marker or one this instance wrote last, 2 to
-//	                                       rewrite another's; +1 unless this instance made the
-//	                                       last marker write (of any pipeline)
+//	                                       rewrite one another instance rewrote since; +1 unless
+//	                                       this instance made the last marker write (of any pipeline)
 //	FollowEvents, WatchCascadeMarkers      1 per page read; caught up, 1 per poll (20 ms doubling
 //	                                       to 1 s by default, see WithPollInterval)
 //	AcquireLock, ReleaseLock               1
@@ -410,13 +411,13 @@
 //	                                       rewrite    marker-log entry and counter; a rewrite also deletes
 //	                                                  the old copy. The copy moves, and only the stored
 //	                                                  marker names the old one: an instance remembers
-//	                                                  where it put the copies of its last 10,000 writes,
-//	                                                  so a rewrite of a marker another instance wrote
-//	                                                  last costs 18 (a refused 4-action try whose
+//	                                                  where it put the copies of its last 5,000 records
+//	                                                  at least, so a rewrite of a marker another instance
+//	                                                  rewrote since costs 18 (a refused 4-action try whose
 //	                                                  refusal names the copy, then the 5-action one; a
 //	                                                  read first would cost every new marker a round
 //	                                                  trip). A run's or rerun's copy moving (a changed
-//	                                                  CreatedAt/RequestedAt) works alike: 4, or 8
+//	                                                  CreatedAt/RequestedAt) works alike: 6, or 10
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //

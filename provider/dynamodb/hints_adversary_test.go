@@ -71,10 +71,9 @@ func advWantRun(t *testing.T, e *env, p *dynamodb.Provider, id, pid string, crea
 // it wrote last, but another instance wrote another marker since, so its
 // marker-log counter hint is stale. The package doc's round trips: "1 ... for
 // one this instance wrote last ... +1 unless this instance made the last
-// marker write", so 2. FAILS (3 requests): the hinted first attempt is refused
-// only for the log's counter (its truth condition held), but putPair drops the
-// hint after any refusal ("hinted = false"), so the second attempt assumes the
-// copy did not move and is refused for the truth; a third moves it.
+// marker write", so 2. The hinted first attempt is refused only for the log's
+// counter (its truth condition held): the hint must survive that refusal (it
+// was dropped after any refusal, and a third request moved the copy).
 func TestHintAdversaryMarkerRewriteAfterLostClaim(t *testing.T) {
 	hc, n := testenv.CountingHTTPClient()
 	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
@@ -103,8 +102,8 @@ func TestHintAdversaryMarkerRewriteAfterLostClaim(t *testing.T) {
 // (CreateRunState) and then re-puts it with another CreatedAt. It made the
 // record's last write, so the package doc's round trips ("PutRunState 1; 2
 // when CreatedAt ... changed and another instance made the record's last
-// write") say 1. FAILS (2 requests): only putPair records a hint;
-// CreateRunState, which writes the truth item and its copy too, does not.
+// write") say 1: CreateRunState, which writes the truth item and its copy
+// too, must record the hint as putPair does (it did not: 2 requests).
 func TestHintAdversaryPutRunAfterOwnCreate(t *testing.T) {
 	hc, n := testenv.CountingHTTPClient()
 	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc })
@@ -351,9 +350,8 @@ func TestHintAdversaryRefusedWrites(t *testing.T) {
 // CreatedAt. CreateRunState leaves the expired copy ("DynamoDB's TTL deletes
 // it"), which sorts first in ListRuns' newest-first query; query drops every
 // later copy of the same run as a repeat before it checks expiry, so the live
-// run is not listed. FAILS. Not caused by 8d679ba (CreateRunState and query's
-// dedup predate it, and CreateRunState does not use the hints); recorded here
-// because it breaks "ListRuns shows each record once, the newest".
+// run was not listed. Only a live copy may claim its record in query's
+// de-duplication. (Older than the hints; found while attacking them.)
 func TestHintAdversaryExpiredCopyHidesRun(t *testing.T) {
 	e := testEnv(t)
 	p := openOn(t, e.client, e, dynamodb.WithRetention(provider.Retention{Runs: time.Hour}))

@@ -78,6 +78,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 	putList := p.txPut(lav, expr{})
 	at := listKey{list.PK, list.SK}
 	var old *item // the copy the truth item points at, once known
+	// Where this instance last put the copy (under the key putList uses).
 	from, hinted := p.lists.get(truth.PK + "\x00" + truth.SK)
 	hinted = hinted && from.pk == at.pk && from != at
 	for lost, conflicts := 0, 0; ; {
@@ -90,7 +91,6 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		default:
 			from = at
 		}
-		hinted = false // a refusal tells where the copy is, or that the item is new
 		items := []ddbtypes.TransactWriteItem{p.txUpdate(tav, cond, g), putList}
 		if from != at {
 			items = append(items, p.txDelete(from.pk, from.sk))
@@ -108,7 +108,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 			if entry != nil {
 				p.markerSeq.Store(entry.last + 1)
 			}
-			p.lists.put(truth.PK+"\x00"+truth.SK, at)
+			p.putList(truth)
 			return nil
 		}
 		seqLost := false
@@ -139,6 +139,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 				continue
 			}
 			// The truth item is not what this attempt assumed; the failure carries it.
+			hinted = false
 			if av == nil { // deleted meanwhile: write it as new
 				old = nil
 				continue
@@ -170,6 +171,11 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 
 // listKey is the key of a truth item's list copy.
 type listKey struct{ pk, sk string }
+
+// putList remembers where this instance put truth's list copy (see putPair).
+func (p *Provider) putList(truth item) {
+	p.lists.put(truth.PK+"\x00"+truth.SK, listKey{truth.ListPK, truth.ListSK})
+}
 
 // pointsAt is f (a condition that includes the one that a truth item's list copy
 // is (pk, sk): condList, condNewOrList or condVersionList) with pk and sk.
@@ -350,12 +356,17 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	for conflicts := 0; ; conflicts++ {
 		err := p.transact(ctx, op, putTruth, putList)
 		if err == nil {
+			p.putList(truth)
 			return true, nil
 		}
 		if av, failed := ddbx.TxConditionFailed(err, 0); failed { // av is the run that exists
 			o, err := unmarshal(av)
-			if err != nil || o.Tok == truth.Tok {
-				return err == nil, err
+			if err != nil {
+				return false, err
+			}
+			if o.Tok == truth.Tok { // an SDK retry of our own create, whose response was lost
+				p.putList(truth)
+				return true, nil
 			}
 			if err := g.refusedItem(o); err != nil { // the fence before the run's existence
 				return false, fmt.Errorf("dynamodb: %s: %w", op, err)

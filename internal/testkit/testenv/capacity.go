@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/testkit/benchpair"
 )
 
@@ -72,7 +72,7 @@ func (c *Capacity) Option() func(*dynamodb.Options) {
 						}
 					} else if err == nil {
 						c.add(field(out.Result, "ConsumedCapacity"))
-					} else if ddbx.IsConditionFailed(err) {
+					} else if ccf := (*ddbtypes.ConditionalCheckFailedException)(nil); errors.As(err, &ccf) {
 						c.addUnits(1)
 					}
 					return out, md, err
@@ -113,11 +113,13 @@ func (c *Capacity) addUnits(units float64) {
 	c.mu.Unlock()
 }
 
-// refused reports whether err is a transaction that a failed condition cancelled.
+// refused reports whether err is a transaction that a failed condition
+// cancelled. (It reads the reasons itself: internal/ddbx's tests import this
+// package.)
 func refused(err error) bool {
-	reasons, _ := ddbx.TxReasons(err)
-	return slices.ContainsFunc(reasons, func(r ddbtypes.CancellationReason) bool {
-		return r.Code != nil && *r.Code == ddbx.ReasonConditionalCheck
+	var tx *ddbtypes.TransactionCanceledException
+	return errors.As(err, &tx) && slices.ContainsFunc(tx.CancellationReasons, func(r ddbtypes.CancellationReason) bool {
+		return r.Code != nil && *r.Code == "ConditionalCheckFailed"
 	})
 }
 
