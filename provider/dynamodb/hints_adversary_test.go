@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
@@ -22,38 +20,17 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// advCopies returns the sort keys of the items of partition pk whose sort key
-// starts with prefix, expired ones included.
-func advCopies(t *testing.T, e *env, pk, prefix string) []string {
-	t.Helper()
-	out, err := e.client.Query(context.Background(), &ddb.QueryInput{
-		TableName: &e.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :pre)"),
-		ExpressionAttributeNames: map[string]string{"#pk": "PK", "#sk": "SK"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":pk": &ddbtypes.AttributeValueMemberS{Value: pk}, ":pre": &ddbtypes.AttributeValueMemberS{Value: prefix}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sks []string
-	for _, it := range out.Items {
-		sks = append(sks, it["SK"].(*ddbtypes.AttributeValueMemberS).Value)
-	}
-	return sks
-}
-
 // advWantRun checks that run id has exactly one list copy, in pipeline pid
 // (none in any of others), that GetRunState finds it created at created, and
 // that ListRuns shows it once.
 func advWantRun(t *testing.T, e *env, p *dynamodb.Provider, id, pid string, created time.Time, others ...string) {
 	t.Helper()
 	ctx := context.Background()
-	if n := advCopies(t, e, "PIPELINE#"+pid, "RUN#"); len(n) != 1 {
+	if n := listCopies(t, e, "PIPELINE#"+pid, "RUN#"); len(n) != 1 {
 		t.Fatalf("run %s: list copies %q in %s; want one", id, n, pid)
 	}
 	for _, o := range others {
-		if n := advCopies(t, e, "PIPELINE#"+o, "RUN#"); len(n) != 0 {
+		if n := listCopies(t, e, "PIPELINE#"+o, "RUN#"); len(n) != 0 {
 			t.Fatalf("run %s: list copies %q in %s; want none", id, n, o)
 		}
 	}
@@ -93,7 +70,7 @@ func TestHintAdversaryMarkerRewriteAfterLostClaim(t *testing.T) {
 	if got := n.Load(); got != 2 {
 		t.Errorf("rewrite of a marker this instance wrote last, after another instance's marker: %d requests, budget 2", got)
 	}
-	if sks := advCopies(t, e, "MARKER#pa", "#BYTIME#"); len(sks) != 1 {
+	if sks := listCopies(t, e, "MARKER#pa", "#BYTIME#"); len(sks) != 1 {
 		t.Fatalf("list copies %q; want one", sks)
 	}
 }
@@ -197,7 +174,7 @@ func TestHintAdversaryLostHintedReply(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if sks := advCopies(t, e, "MARKER#lm", "#BYTIME#"); len(sks) != 1 {
+			if sks := listCopies(t, e, "MARKER#lm", "#BYTIME#"); len(sks) != 1 {
 				t.Fatalf("step %d: list copies %q; want one", i, sks)
 			}
 			got, err := p.ListCascadeMarkers(ctx, "lm", 10)
@@ -266,7 +243,7 @@ func TestHintAdversaryExpired(t *testing.T) {
 	if err := p.PutRerun(ctx, rr); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := advCopies(t, e, "PIPELINE#ep1", "RERUN#"), advCopies(t, e, "PIPELINE#ep2", "RERUN#"); len(a) != 1 || len(b) != 0 {
+	if a, b := listCopies(t, e, "PIPELINE#ep1", "RERUN#"), listCopies(t, e, "PIPELINE#ep2", "RERUN#"); len(a) != 1 || len(b) != 0 {
 		t.Fatalf("rerun copies %q in ep1, %q in ep2; want one in ep1", a, b)
 	}
 }
@@ -339,7 +316,7 @@ func TestHintAdversaryRefusedWrites(t *testing.T) {
 		t.Fatalf("hinted marker write with a stale fence = %v; want ErrFenced", err)
 	}
 	got, err := p.ListCascadeMarkers(ctx, "fm", 10)
-	if sks := advCopies(t, e, "MARKER#fm", "#BYTIME#"); len(sks) != 1 || err != nil || len(got) != 1 || got[0].Source != "b" {
+	if sks := listCopies(t, e, "MARKER#fm", "#BYTIME#"); len(sks) != 1 || err != nil || len(got) != 1 || got[0].Source != "b" {
 		t.Fatalf("copies %q, ListCascadeMarkers = %+v, %v; want one, by b", sks, got, err)
 	}
 }
@@ -368,6 +345,6 @@ func TestHintAdversaryExpiredCopyHidesRun(t *testing.T) {
 	}
 	got, err := p.ListRuns(ctx, "hp", 10)
 	if err != nil || len(got) != 1 || !got[0].CreatedAt.Equal(run.CreatedAt) {
-		t.Errorf("ListRuns = %+v, %v; want the created run once (copies %q)", got, err, advCopies(t, e, "PIPELINE#hp", "RUN#"))
+		t.Errorf("ListRuns = %+v, %v; want the created run once (copies %q)", got, err, listCopies(t, e, "PIPELINE#hp", "RUN#"))
 	}
 }

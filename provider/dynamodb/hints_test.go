@@ -22,21 +22,6 @@ func TestListCopyHints(t *testing.T) {
 	e := testEnv(t)
 	a, b := openOn(t, e.client, e), openOn(t, e.client, e)
 	ctx := context.Background()
-	// copies returns the items of partition pk whose sort key starts with prefix.
-	copies := func(pk, prefix string) []map[string]ddbtypes.AttributeValue {
-		t.Helper()
-		out, err := e.client.Query(ctx, &ddb.QueryInput{
-			TableName: &e.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :pre)"),
-			ExpressionAttributeNames: map[string]string{"#pk": "PK", "#sk": "SK"},
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-				":pk": &ddbtypes.AttributeValueMemberS{Value: pk}, ":pre": &ddbtypes.AttributeValueMemberS{Value: prefix}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.Items
-	}
 	writers := []struct {
 		name string
 		p    interface {
@@ -55,7 +40,7 @@ func TestListCopyHints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := len(copies("MARKER#hp", "#BYTIME#")); n != 1 || len(got) != 1 || !got[0].WrittenAt.Equal(e.clock.Now()) || got[0].Source != w.name {
+			if n := len(listCopies(t, e, "MARKER#hp", "#BYTIME#")); n != 1 || len(got) != 1 || !got[0].WrittenAt.Equal(e.clock.Now()) || got[0].Source != w.name {
 				t.Fatalf("after write %d by %s: %d list copies, ListCascadeMarkers = %+v; want one, written now by %s", i, w.name, n, got, w.name)
 			}
 		}
@@ -71,9 +56,30 @@ func TestListCopyHints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := len(copies("PIPELINE#hp", "RUN#")); n != 1 || len(got) != 1 || !got[0].CreatedAt.Equal(e.clock.Now()) {
+			if n := len(listCopies(t, e, "PIPELINE#hp", "RUN#")); n != 1 || len(got) != 1 || !got[0].CreatedAt.Equal(e.clock.Now()) {
 				t.Fatalf("after put %d by %s: %d list copies, ListRuns = %+v; want one, created now", i, w.name, n, got)
 			}
 		}
 	})
+}
+
+// listCopies returns the sort keys of the items of partition pk whose sort key
+// starts with prefix, expired ones included.
+func listCopies(t *testing.T, e *env, pk, prefix string) []string {
+	t.Helper()
+	out, err := e.client.Query(context.Background(), &ddb.QueryInput{
+		TableName: &e.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :pre)"),
+		ExpressionAttributeNames: map[string]string{"#pk": "PK", "#sk": "SK"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":pk": &ddbtypes.AttributeValueMemberS{Value: pk}, ":pre": &ddbtypes.AttributeValueMemberS{Value: prefix}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sks []string
+	for _, it := range out.Items {
+		sks = append(sks, it["SK"].(*ddbtypes.AttributeValueMemberS).Value)
+	}
+	return sks
 }

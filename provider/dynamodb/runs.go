@@ -64,7 +64,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 // moves within its partition (a marker's rewrite, a run's new CreatedAt), the
 // first attempt already moves it from there, on condition that the truth item
 // is new or still points there: a refused attempt is then paid only when
-// another instance wrote the item since. (check passes on a copy in list's
+// another instance moved the copy since. (check passes on a copy in list's
 // partition, so skipping it on the hinted attempt skips nothing.)
 func (p *Provider) putPair(ctx context.Context, op string, truth, list item, check func(old item) error, entry *logEntry, g guard) error {
 	tav, err := marshal(truth)
@@ -78,8 +78,8 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 	putList := p.txPut(lav, expr{})
 	at := listKey{list.PK, list.SK}
 	var old *item // the copy the truth item points at, once known
-	// Where this instance last put the copy (under the key putList uses).
-	from, hinted := p.lists.get(truth.PK + "\x00" + truth.SK)
+	// Where this instance last put the copy.
+	from, hinted := p.lists.get(hintKey(truth))
 	hinted = hinted && from.pk == at.pk && from != at
 	for lost, conflicts := 0, 0; ; {
 		cond := pointsAt(condNewOrList, list.PK, list.SK)
@@ -174,8 +174,11 @@ type listKey struct{ pk, sk string }
 
 // putList remembers where this instance put truth's list copy (see putPair).
 func (p *Provider) putList(truth item) {
-	p.lists.put(truth.PK+"\x00"+truth.SK, listKey{truth.ListPK, truth.ListSK})
+	p.lists.put(hintKey(truth), listKey{truth.ListPK, truth.ListSK})
 }
+
+// hintKey is the key of truth's hint in p.lists.
+func hintKey(truth item) string { return truth.PK + "\x00" + truth.SK }
 
 // pointsAt is f (a condition that includes the one that a truth item's list copy
 // is (pk, sk): condList, condNewOrList or condVersionList) with pk and sk.

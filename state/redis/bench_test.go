@@ -15,6 +15,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redis"
 )
@@ -255,8 +256,19 @@ func BenchmarkGetMany1000(b *testing.B) {
 }
 
 // BenchmarkBytesMergeUpdate: BytesStore.MergeUpdate (storetest.Counter) against
-// HMGET, the combine, and rawCAS, retried on a lost race.
-func BenchmarkBytesMergeUpdate(b *testing.B) {
+// HMGET, the combine, and rawCAS with a counted version, retried on a lost race.
+func BenchmarkBytesMergeUpdate(b *testing.B) { benchBytesMerge(b, false) }
+
+// BenchmarkBytesMergeUpdateCareful: BytesStore.MergeUpdate against the floor of
+// its guarantee, rawCAS whose version is the library's (storekey.PushToken: the
+// call's token and those of the 15 writes before it, so that a retry after a
+// lost reply finds its own write), where a counted version cannot tell its own
+// write from another's.
+func BenchmarkBytesMergeUpdateCareful(b *testing.B) { benchBytesMerge(b, true) }
+
+// benchBytesMerge is the BytesStore merge benchmarks: careful says whether the
+// raw side versions its writes as the library does.
+func benchBytesMerge(b *testing.B, careful bool) {
 	benchPair(b, func(b *testing.B, c goredis.UniversalClient, p string) (lib, raw func(w, i int) error) {
 		s, err := redis.NewBytesStore(c, p, storetest.Counter{})
 		if err != nil {
@@ -269,6 +281,10 @@ func BenchmarkBytesMergeUpdate(b *testing.B) {
 		}
 		raw = func(w, _ int) error {
 			key := rawKey(p, benchEntities[w], 0)
+			var tok string
+			if careful {
+				tok = storekey.Token()
+			}
 			for {
 				vals, err := c.HMGet(ctx, key, "v", "ver").Result()
 				if err != nil {
@@ -276,12 +292,21 @@ func BenchmarkBytesMergeUpdate(b *testing.B) {
 				}
 				cur, _ := vals[0].(string)
 				ver, _ := vals[1].(string)
+				if careful && storekey.HasToken(ver, tok) { // a retry met this call's own write
+					return nil
+				}
 				next, err := storetest.Counter{}.TryCombine([]byte(cur), one)
 				if err != nil {
 					return err
 				}
-				n, _ := strconv.ParseInt(ver, 10, 64) // "" (missing) is version 0
-				swapped, err := rawCAS.Run(ctx, c, []string{key}, ver, next, n+1, benchTTLMillis).Int()
+				var nextVer any
+				if careful {
+					nextVer = storekey.PushToken(ver, tok)
+				} else {
+					n, _ := strconv.ParseInt(ver, 10, 64) // "" (missing) is version 0
+					nextVer = n + 1
+				}
+				swapped, err := rawCAS.Run(ctx, c, []string{key}, ver, next, nextVer, benchTTLMillis).Int()
 				if err != nil || swapped == 1 {
 					return err
 				}
