@@ -387,8 +387,9 @@
 // strongly consistent read, half for GSI1 (eventually consistent). The package's
 // TestRoundTripBudget measures every call on DynamoDB Local with
 // ReturnConsumedCapacity and fails when one consumes more than its budget
-// (capacityBudget; Local reports 4 for any small transaction, where AWS
-// charges 2 per item).
+// (capacityBudget). Where Local's figures are not AWS's, the test counts as
+// AWS charges: 2 units per transaction action (Local reports 4 for any small
+// transaction) and the refused attempts (Local reports none).
 //
 //	call                                   WCU / RCU  why not less
 //	-------------------------------------  ---------  -----------------------------------------------
@@ -424,8 +425,8 @@
 // A fenced write costs what the unfenced one does, but for PutLateArrival. A
 // refused conditional write is charged too (1 WCU; a transaction, 2 per item),
 // and so is a lost race (a CAS or create that loses, an append or marker write
-// whose number another instance took first). A retry after
-// a lost reply is a second request and is charged again.
+// whose number another instance took first). A retry after a lost reply is a
+// second request and is charged again.
 //
 // A reference workload: 1,000 pipelines, 10 runs a day each (300,000 runs in a
 // 30-day month); per run CreateRunState, 3 CompareAndSwapRunState and 3
