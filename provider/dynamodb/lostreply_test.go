@@ -157,8 +157,15 @@ func TestLostReply(t *testing.T) {
 		{method: "PutRunState", name: "new", fault: drop("TransactWriteItems"),
 			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now)) },
 			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		// p wrote the run, so its first attempt moves the copy (see putPair's
+		// hints); written by another instance, a refused attempt comes first and
+		// the reply of the second, which moves it, is lost.
 		{method: "PutRunState", name: "moved", fault: drop("TransactWriteItems", `"Delete"`),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now.Add(time.Second))) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "PutRunState", name: "moved from another writer", fault: drop("TransactWriteItems", `"Delete"`),
+			setup: func(t *testing.T, id string) { must(t, other.PutRunState(ctx, run(id, now))) },
 			call:  func(t *testing.T, id string) error { return p.PutRunState(ctx, run(id, now.Add(time.Second))) },
 			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
 		{method: "PutRunState", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
@@ -260,6 +267,20 @@ func TestLostReply(t *testing.T) {
 			}},
 		{method: "WriteCascadeMarker", fault: drop("TransactWriteItems", `"Delete"`),
 			setup: func(t *testing.T, id string) { must(t, p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a")) },
+			call: func(t *testing.T, id string) error {
+				e.clock.Advance(time.Millisecond)
+				return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "b")
+			},
+			check: func(t *testing.T, id string) {
+				if got, err := p.ListCascadeMarkers(ctx, "p-"+id, 10); err != nil || len(got) != 1 || got[0].Source != "b" {
+					t.Fatalf("markers %+v, %v", got, err)
+				}
+				wantLogged(t, p, "p-"+id, "a", "b")
+			}},
+		{method: "WriteCascadeMarker", name: "written by another", fault: drop("TransactWriteItems", `"Delete"`),
+			setup: func(t *testing.T, id string) {
+				must(t, other.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a"))
+			},
 			call: func(t *testing.T, id string) error {
 				e.clock.Advance(time.Millisecond)
 				return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "b")
