@@ -33,7 +33,10 @@ func (h *hints[V]) get(key string) (V, bool) {
 func (h *hints[V]) put(key string, v V) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.cur[key]; !ok && len(h.cur) >= maxHints/2 || h.cur == nil {
+	if h.cur == nil {
+		h.cur = make(map[string]V)
+	}
+	if _, held := h.cur[key]; !held && len(h.cur) >= maxHints/2 {
 		h.prev, h.cur = h.cur, make(map[string]V)
 	}
 	h.cur[key] = v

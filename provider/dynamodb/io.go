@@ -246,17 +246,17 @@ func query[T any](ctx context.Context, p *Provider, op string, q queryIn, decode
 		if err != nil { // decode meets it.bad: the item is skipped (and its number passed) like any corrupt one
 			it = p.badItem(q.kind, av, err)
 		}
-		// Only a live copy claims its record: an expired one left behind (a run
-		// created again after it expired, under another CreatedAt) must not hide
-		// the live copy after it.
-		if q.id != nil && it.live(now) {
-			id := q.id(it)
-			if seen[id] {
-				return true, nil
-			}
-			seen[id] = true
-		}
 		if it.live(now) {
+			// Only a live copy claims its record: an expired one left behind (a
+			// run created again after it expired, under another CreatedAt) must
+			// not hide the live copy after it.
+			if q.id != nil {
+				id := q.id(it)
+				if seen[id] {
+					return true, nil
+				}
+				seen[id] = true
+			}
 			var v T
 			if err := decode(it, &v); err != nil {
 				if provider.SkipCorrupt(ctx, p.sig, err) {
