@@ -44,22 +44,37 @@ func afterSeq(pk, prefix string, since int64) expr {
 }
 
 // AppendEvent implements provider.EventStore. The event gets the pipeline's next
-// sequence number: one TransactWriteItems moves the pipeline's counter item from n
-// to n+k, on condition that it still holds n (the value this instance last saw),
-// and puts k events under n+1..n+k. A lost race returns the counter's current value
-// (ReturnValuesOnConditionCheckFailure) and the transaction is retried with it. So
-// numbers are handed out without gaps, each to exactly one committed event, and
-// number order is commit order.
+// sequence number, handed out in one of two ways (WithEventCounter):
+//
+//   - With the counter (the default): one TransactWriteItems moves the
+//     pipeline's counter item from n to n+k, on condition that it still holds n
+//     (the value this instance last saw), and puts k events under n+1..n+k, each
+//     on condition that its number is free. A lost race returns the counter's
+//     current value (ReturnValuesOnConditionCheckFailure) and the transaction is
+//     retried with it.
+//   - Without it: one PutItem of event n+1, on condition that the number is
+//     free, where n is the newest event (k events: one TransactWriteItems of k
+//     such puts). The newest event of a log is written without its ttl attribute,
+//     so DynamoDB never deletes it and numbering goes on after the whole log has
+//     expired; the next append gives it its ttl (one UpdateItem). A lost race
+//     reads the newest event (one strongly consistent Query) and retries after it.
+//
+// Either way numbers are handed out without gaps, each to exactly one committed
+// event, and number order is commit order. Every event is stamped with its call's
+// token, so a retry after a lost reply that finds its number taken knows whether
+// it took it.
 //
 // Concurrent appends to one pipeline through one Provider are group-committed:
 // they queue, and a background flusher writes up to 99 of them per transaction, so
-// callers within a process never race each other for the counter. AppendEvent
+// callers within a process never race each other for a number. AppendEvent
 // returns when its event is committed. When ctx ends first it returns ctx's error;
 // the event is then not appended if it was still queued, and may be if its
 // transaction was already in flight (as with any write cut off by a deadline).
 //
-// One round trip when this instance knows the counter (it made the pipeline's
-// previous append), else two; one more per race lost to another instance.
+// One round trip when this instance knows the pipeline's newest number (it made
+// the pipeline's previous append), else two; one more per race lost to another
+// instance; without the counter and with event retention, one more that gives
+// the previous newest event its ttl.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	ev, err := provider.PrepareEvent(ev, now)
@@ -72,11 +87,13 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	}
 	it := item{PK: pipelinePrefix + ev.PipelineID, Data: data}
 	if p.retention.Events > 0 {
-		it.setExpiry(now.Add(p.retention.Events))
+		it.Exp = unixNano(now.Add(p.retention.Events))
 	}
-	// Size the item with the widest sequence number; its SK has a fixed width.
-	it.SK, it.Seq = eventSK(math.MaxInt64), math.MaxInt64
-	av, err := marshal(it)
+	// Size the item as stored at its largest: the widest sequence number (its SK
+	// has a fixed width), a token and a ttl.
+	sized := it
+	sized.SK, sized.Seq, sized.Tok, sized.TTL = eventSK(math.MaxInt64), math.MaxInt64, ids.Random(), math.MaxInt64
+	av, err := marshal(sized)
 	if err != nil {
 		return err
 	}
@@ -112,7 +129,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // pendingEvent is an event waiting in its pipeline's append queue.
 type pendingEvent struct {
 	ctx  context.Context
-	item item // SK and Seq are set per attempt
+	item item // SK, Seq, Tok and TTL are set per attempt
 	size int
 	done chan error // buffered: the flusher never blocks
 	// fence and fenced are the token of a fenced append: a batch holds events of
@@ -162,7 +179,14 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
 		p.sig.Batch(ctx, "AppendEvent", len(batch))
-		err := p.appendBatch(ctx, pipelineID, batch)
+		a := &appendCall{p: p, pipelineID: pipelineID, pk: pipelinePrefix + pipelineID, batch: batch, tok: ids.Random(),
+			g: guard{t: batch[0].fence, on: batch[0].fenced, record: "event log of pipeline " + pipelineID}}
+		var err error
+		if p.eventCounter {
+			err = a.counted(ctx)
+		} else {
+			err = a.chained(ctx)
+		}
 		cancel()
 		for _, pe := range batch {
 			pe.done <- err
@@ -170,79 +194,320 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 	}
 }
 
-// appendBatch commits batch under the pipeline's next sequence numbers.
-func (p *Provider) appendBatch(ctx context.Context, pipelineID string, batch []*pendingEvent) error {
-	const op = "AppendEvent"
-	tok := ids.Random()
-	last := p.lastSeq(pipelineID)
-	n := int64(len(batch))
-	g := guard{t: batch[0].fence, on: batch[0].fenced, record: "event log of pipeline " + pipelineID}
+// appendCall is the commit of one batch of events.
+type appendCall struct {
+	p          *Provider
+	pipelineID string
+	pk         string
+	batch      []*pendingEvent
+	tok        string // stamped on the counter (with the counter) and on every event
+	g          guard
+}
+
+// op is the operation of every request of an appendCall.
+const appendOp = "AppendEvent"
+
+// eventTip is what an instance knows of a pipeline's event log: the number the
+// next append goes after (the counter's value with the counter, the newest
+// event's without), when it learnt it, by the provider clock, and, without the
+// counter, the newest event's expiry and whether it still waits for its ttl.
+type eventTip struct {
+	seq  int64
+	exp  int64 // the newest event's item.Exp (0: it never expires)
+	bare bool  // the newest event was written without its ttl attribute
+	at   int64 // Unix nanoseconds
+}
+
+// eventTTLGrace is how long after its expiry (item.Exp) an event is left to
+// DynamoDB's TTL: its ttl attribute is the expiry plus a day. Without the
+// counter, an append's put is conditioned on its own number only, so a number
+// below the newest must not come free while an instance may still append after
+// an older hint. Every event numbered after a hint learnt at h expires after h,
+// so none is deleted before h+eventTTLGrace, and hints are used for less than
+// that (clocks a few minutes apart do not matter).
+const eventTTLGrace = 24 * time.Hour
+
+// eventTTL is the ttl attribute of an event expiring at exp (Unix nanoseconds).
+func eventTTL(exp int64) int64 {
+	return time.Unix(0, exp).Unix() + 1 + int64(eventTTLGrace/time.Second)
+}
+
+// counted commits the batch with the counter item (see AppendEvent).
+func (a *appendCall) counted(ctx context.Context) error {
+	p, n := a.p, int64(len(a.batch))
+	tip, _ := p.seqs.get(a.pipelineID)
+	counter, base := tip.seq, tip.seq // what the counter holds, and the number the batch goes after
 	for lost, conflicts := 0, 0; ; {
-		items := append(make([]ddbtypes.TransactWriteItem, 0, len(batch)+1), p.claimSeq(pipelinePrefix+pipelineID, skEventSeq, last, n, tok, g))
-		for i, pe := range batch {
-			it := pe.item
-			it.Seq = last + 1 + int64(i)
-			it.SK = eventSK(it.Seq)
-			av, err := marshal(it)
-			if err != nil {
-				return err
-			}
-			items = append(items, p.txPut(av, expr{}))
+		events, err := a.puts(base, false)
+		if err != nil {
+			return err
 		}
-		err := p.transact(ctx, op, items...)
-		if err == nil {
-			p.sawSeq(pipelineID, last+n)
+		actions := append([]ddbtypes.TransactWriteItem{p.claimSeq(a.pk, skEventSeq, counter, base+n, a.tok, a.g)}, events...)
+		cause := p.transact(ctx, appendOp, actions...)
+		if cause == nil {
+			p.seqs.put(a.pipelineID, eventTip{seq: base + n})
 			return nil
 		}
-		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
-			// Another instance appended first; the failure carries the counter's
-			// current value, so retry at once: backing off would only hand the next
-			// race to the instance that just won.
-			last = 0
-			if av != nil {
-				o, err := unmarshal(av)
+		i, old, refused := firstRefused(cause, len(actions))
+		switch {
+		case refused && i == 0:
+			// Another instance appended first; the refusal carries the counter's
+			// current value, so retry at once: backing off would only hand the
+			// next race to the instance that just won.
+			counter = 0
+			if old != nil {
+				o, err := unmarshal(old)
 				if err != nil {
 					return err
 				}
-				if o.Tok == tok { // an SDK retry of our own batch, whose response was lost
-					p.sawSeq(pipelineID, o.Seq)
+				if o.Tok == a.tok { // an SDK retry of our own batch, whose response was lost
+					p.seqs.put(a.pipelineID, eventTip{seq: o.Seq})
 					return nil
 				}
-				if err := g.refusedItem(o); err != nil {
-					p.sawSeq(pipelineID, o.Seq)
-					return fmt.Errorf("dynamodb: %s: %w", op, err)
+				if err := a.g.refusedItem(o); err != nil {
+					p.seqs.put(a.pipelineID, eventTip{seq: o.Seq})
+					return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
 				}
-				last = o.Seq
+				counter = o.Seq
 			}
-			p.sawSeq(pipelineID, last)
-			lost++
-			if err := p.lostRace(ctx, op, lost, err); err != nil {
+			base = counter
+			p.seqs.put(a.pipelineID, eventTip{seq: counter})
+		case refused:
+			// An event holds a number the counter handed this batch: an instance
+			// appending without the counter (WithEventCounter(false)) wrote it.
+			if ours, err := a.ours(old); ours || err != nil {
 				return err
 			}
+			if counter, tip, err = p.readTip(ctx, a.pk); err != nil {
+				return err
+			}
+			base = max(counter, tip.seq)
+		default:
+			if err := a.conflict(ctx, conflicts, cause); err != nil {
+				return err
+			}
+			conflicts++
 			continue
 		}
-		if !ddbx.IsTxConflict(err) {
-			return fmt.Errorf("dynamodb: %s: %w", op, err)
+		lost++
+		if err := p.lostRace(ctx, appendOp, lost, cause); err != nil {
+			return err
 		}
-		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
+	}
+}
+
+// chained commits the batch without the counter item (see AppendEvent).
+func (a *appendCall) chained(ctx context.Context) error {
+	p, n := a.p, int64(len(a.batch))
+	tip, ok := p.seqs.get(a.pipelineID)
+	if !ok || unixNano(p.now())-tip.at >= int64(eventTTLGrace) {
+		counter, newest, err := p.readTip(ctx, a.pk)
+		if err != nil {
+			return err
+		}
+		tip = newest
+		if counter > tip.seq { // the events after tip expired and were deleted
+			tip = eventTip{seq: counter, at: tip.at}
+		}
+	}
+	for lost, conflicts := 0, 0; ; {
+		actions, err := a.puts(tip.seq, true)
+		if err != nil {
+			return err
+		}
+		if a.g.on {
+			// The counter item keeps the log's fences; this checks and remembers
+			// one and leaves the counter's number as it is.
+			actions = append([]ddbtypes.TransactWriteItem{p.txGuard(a.pk, skEventSeq, a.g)}, actions...)
+		}
+		if len(actions) == 1 {
+			err = p.putAction(ctx, appendOp, actions[0].Put)
+		} else {
+			err = p.transact(ctx, appendOp, actions...)
+		}
+		i, old, refused := firstRefused(err, len(actions))
+		if refused && a.g.on && i == 0 {
+			if rerr := a.g.refused(old); rerr != nil {
+				return fmt.Errorf("dynamodb: %s: %w", appendOp, rerr)
+			}
+			return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
+		}
+		if refused {
+			ours, oerr := a.ours(old)
+			if oerr != nil {
+				return oerr
+			}
+			if !ours {
+				// Another instance appended first: read where the log is now, and
+				// retry at once, as with the counter.
+				_, newest, rerr := p.readTip(ctx, a.pk)
+				if rerr != nil {
+					return rerr
+				}
+				if newest.seq > tip.seq {
+					tip = newest
+				}
+				lost++
+				if err := p.lostRace(ctx, appendOp, lost, err); err != nil {
+					return err
+				}
+				continue
+			}
+			err = nil // an SDK retry of our own put, whose response was lost
+		}
+		if err == nil {
+			newest := a.batch[n-1].item.Exp
+			p.seqs.put(a.pipelineID, eventTip{seq: tip.seq + n, exp: newest, bare: newest != 0, at: unixNano(p.now())})
+			p.expireTip(ctx, a.pk, tip)
+			return nil
+		}
+		if err := a.conflict(ctx, conflicts, err); err != nil {
 			return err
 		}
 		conflicts++
 	}
 }
 
+// puts returns the conditional put of each event of the batch, numbered after
+// base and stamped with the call's token. Each event's ttl is its expiry plus
+// eventTTLGrace, but, when bareTip, the last one's: it becomes the log's newest
+// event, which expireTip gives its ttl once an event follows it.
+func (a *appendCall) puts(base int64, bareTip bool) ([]ddbtypes.TransactWriteItem, error) {
+	out := make([]ddbtypes.TransactWriteItem, 0, len(a.batch)+1)
+	for i, pe := range a.batch {
+		it := pe.item
+		it.Seq = base + 1 + int64(i)
+		it.SK, it.Tok = eventSK(it.Seq), a.tok
+		if it.Exp != 0 && !(bareTip && i == len(a.batch)-1) {
+			it.TTL = eventTTL(it.Exp)
+		}
+		av, err := marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a.p.txPut(av, expr{form: condNew}))
+	}
+	return out, nil
+}
+
+// ours reports whether old, the event whose number a put found taken, is this
+// call's own (an SDK retry of a put whose response was lost).
+func (a *appendCall) ours(old map[string]ddbtypes.AttributeValue) (bool, error) {
+	if old == nil {
+		return false, nil
+	}
+	o, err := unmarshal(old)
+	if err != nil {
+		return false, fmt.Errorf("dynamodb: %s: %w", appendOp, err)
+	}
+	return o.Tok == a.tok, nil
+}
+
+// conflict is conflictWait for err, an append's failure that was no refusal: it
+// fails when err is no transaction conflict either.
+func (a *appendCall) conflict(ctx context.Context, attempt int, err error) error {
+	if !ddbx.IsTxConflict(err) {
+		return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
+	}
+	return a.p.conflictWait(ctx, appendOp, attempt, err)
+}
+
+// firstRefused returns the first action of a write of n actions (one PutItem or
+// UpdateItem when n is 1, else a transaction) whose condition err reports
+// failed, and the item that condition saw (nil when there was none).
+func firstRefused(err error, n int) (i int, old map[string]ddbtypes.AttributeValue, refused bool) {
+	if err == nil {
+		return 0, nil, false
+	}
+	if n == 1 {
+		old, refused = ddbx.ConditionFailedItem(err)
+		return 0, old, refused
+	}
+	for i := range n {
+		if old, refused := ddbx.TxConditionFailed(err, i); refused {
+			return i, old, true
+		}
+	}
+	return 0, nil, false
+}
+
+// readTip reads what the numbering of the event log in partition pk rests on,
+// in one strongly consistent Query down from the counter item (2 items at most):
+// the counter's value (0 without one) and the newest event stored, expired or
+// not (the zero eventTip without one), stamped with the provider clock.
+func (p *Provider) readTip(ctx context.Context, pk string) (counter int64, tip eventTip, err error) {
+	key := expr{keyRange, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":lo": sv(eventSK(0)), ":hi": sv(skEventSeq)}}
+	fwd, consistent, limit := false, true, int32(2)
+	out, err := p.api.Query(ctx, &ddb.QueryInput{
+		TableName:                 &p.table,
+		KeyConditionExpression:    &key.text,
+		ExpressionAttributeNames:  key.names,
+		ExpressionAttributeValues: key.values,
+		ScanIndexForward:          &fwd,
+		ConsistentRead:            &consistent,
+		Limit:                     &limit,
+	}, p.sdk(appendOp))
+	if err != nil {
+		return 0, eventTip{}, fmt.Errorf("dynamodb: %s: %w", appendOp, err)
+	}
+	tip.at = unixNano(p.now())
+	for _, av := range out.Items {
+		it, err := unmarshal(av)
+		if err != nil { // its number still counts; its expiry is unknown, so it keeps no ttl
+			it = p.badItem(provider.KindEvent, av, err)
+		}
+		if it.SK == skEventSeq {
+			counter = it.Seq
+			continue
+		}
+		tip.seq, tip.exp, tip.bare = it.Seq, it.Exp, it.Exp != 0 && it.TTL == 0
+		break
+	}
+	return counter, tip, nil
+}
+
+// expireTip gives tip, the event that was the log's newest before an append
+// after it without the counter, the ttl attribute it was written without (one
+// UpdateItem, on condition that the event is still stored). The append has
+// committed by then, so a failure does not fail it: the event is then left
+// without a ttl, stored until the pipeline's events are deleted by hand, but
+// readers still treat it as expired; the failure is logged.
+func (p *Provider) expireTip(ctx context.Context, pk string, tip eventTip) {
+	if !tip.bare {
+		return
+	}
+	sk := eventSK(tip.seq)
+	_, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
+		TableName:                 &p.table,
+		Key:                       key(pk, sk),
+		ConditionExpression:       &condStored.text,
+		UpdateExpression:          &setTTL,
+		ExpressionAttributeNames:  condStored.names,
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":ttl": nv(eventTTL(tip.exp))},
+	}, p.sdk(appendOp))
+	if _, refused := ddbx.ConditionFailedItem(err); err != nil && !refused {
+		p.sig.LeftBehind(ctx, appendOp, p.where(pk, sk), err)
+	}
+}
+
+// The expressions of expireTip.
+var (
+	condStored = &form{"attribute_exists(#pk)", map[string]string{"#pk": attrPK, "#ttl": attrTTL}}
+	setTTL     = "SET #ttl = :ttl"
+)
+
 // claimSeq is the transaction action that moves the sequence counter (pk, sk) from
-// last to last+n and stamps it with the writing call's token, failing (with the
+// expect to next and stamps it with the writing call's token, failing (with the
 // counter's item) when it holds another value, or, for a fenced write (g), when
 // the counter remembers a newer fence of g's key; it remembers g's fence.
-func (p *Provider) claimSeq(pk, sk string, last, n int64, tok string, g guard) ddbtypes.TransactWriteItem {
+func (p *Provider) claimSeq(pk, sk string, expect, next int64, tok string, g guard) ddbtypes.TransactWriteItem {
 	values := make(map[string]ddbtypes.AttributeValue, 4)
-	values[":n"], values[":tok"] = nv(last+n), sv(tok)
+	values[":n"], values[":tok"] = nv(next), sv(tok)
 	cond := claimNext
-	if last == 0 {
+	if expect == 0 {
 		cond = claimFirst
 	} else {
-		values[":last"] = nv(last)
+		values[":last"] = nv(expect)
 	}
 	text, names, update := &cond.text, cond.names, &claimUpdate
 	if g.on {
@@ -273,13 +538,6 @@ var (
 	claimNext   = &form{"#seq = :last", namesClaim}
 	claimUpdate = "SET #seq = :n, #tok = :tok"
 )
-
-func (p *Provider) lastSeq(pipelineID string) int64 {
-	seq, _ := p.seqs.get(pipelineID)
-	return seq
-}
-
-func (p *Provider) sawSeq(pipelineID string, seq int64) { p.seqs.put(pipelineID, seq) }
 
 // ListEvents implements provider.EventStore with one strongly consistent Query,
 // newest first, reversed to oldest first.

@@ -209,3 +209,20 @@ func (p *Provider) txUpdate(av map[string]ddbtypes.AttributeValue, cond expr, g 
 	}
 	return ddbtypes.TransactWriteItem{Update: up}
 }
+
+// txGuard is the transaction action that checks and remembers g's fence (g is
+// on) on the item (pk, sk), creating it if need be, and changes nothing else
+// of it.
+func (p *Provider) txGuard(pk, sk string, g guard) ddbtypes.TransactWriteItem {
+	names, values := g.addTo(nil, nil)
+	cond, update := g.and(""), "SET "+fenceSet
+	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+		TableName:                           &p.table,
+		Key:                                 key(pk, sk),
+		ConditionExpression:                 &cond,
+		UpdateExpression:                    &update,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}

@@ -168,6 +168,7 @@ var (
 	// Conditions of truth items: new (or expired by the provider's clock :now,
 	// before DynamoDB deleted it), pointing at a list copy, both, or a live run's
 	// version and list copy.
+	condNew          = &form{"attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}}
 	condNewOrExpired = &form{"attribute_not_exists(#pk) OR #exp <= :now", map[string]string{"#pk": attrPK, "#exp": attrExp}}
 	condList         = &form{"#lpk = :lpk AND #lsk = :lsk", namesList}
 	condNewOrList    = &form{"attribute_not_exists(#pk) OR (#lpk = :lpk AND #lsk = :lsk)",
@@ -341,6 +342,19 @@ func (p *Provider) txPut(av map[string]ddbtypes.AttributeValue, cond expr) ddbty
 		put.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
 	}
 	return ddbtypes.TransactWriteItem{Put: put}
+}
+
+// putAction sends put, a transaction's action, as a PutItem of its own.
+func (p *Provider) putAction(ctx context.Context, op string, put *ddbtypes.Put) error {
+	_, err := p.api.PutItem(ctx, &ddb.PutItemInput{
+		TableName:                           put.TableName,
+		Item:                                put.Item,
+		ConditionExpression:                 put.ConditionExpression,
+		ExpressionAttributeNames:            put.ExpressionAttributeNames,
+		ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
+	}, p.sdk(op))
+	return err
 }
 
 // txDelete is a TransactWriteItem that deletes (pk, sk).

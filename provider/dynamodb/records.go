@@ -252,7 +252,7 @@ type logEntry struct {
 // logActions returns the transaction actions of entry: the claim of sequence
 // number entry.last+1 on the log's counter, and the entry under that number.
 func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, error) {
-	claim := p.claimSeq(markerLogPK, skLogSeq, entry.last, 1, entry.tok, guard{})
+	claim := p.claimSeq(markerLogPK, skLogSeq, entry.last, entry.last+1, entry.tok, guard{})
 	it := entry.it
 	it.Seq = entry.last + 1
 	it.SK = seqSK(skLogEntry, it.Seq)
