@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -38,11 +39,7 @@ func TestRoundTripBudget(t *testing.T) {
 		}
 		return fp
 	}
-	steps := []struct {
-		name string
-		want int64
-		call func() error
-	}{
+	steps := []budgetStep{
 		{"register pipeline", 1, func() error { return p.RegisterPipeline(ctx, types.PipelineConfig{ID: "p1"}) }},
 		{"get pipeline", 1, func() error { _, err := p.GetPipeline(ctx, "p1"); return err }},
 		{"list pipelines", 1, func() error { _, err := p.ListPipelines(ctx); return err }},
@@ -212,6 +209,89 @@ func TestRoundTripBudget(t *testing.T) {
 			return nil
 		}},
 	}
+	checkBudget(t, steps, capacityBudget, n, &units)
+}
+
+// TestRoundTripBudgetWithoutEventCounter holds AppendEvent without the counter
+// item (WithEventCounter(false)) to the package doc's round trips and capacity
+// units: a lone event is a conditional put (1 WCU) and, with event retention,
+// the update that gives the previous newest event its ttl (1 WCU).
+func TestRoundTripBudgetWithoutEventCounter(t *testing.T) {
+	hc, n := testenv.CountingHTTPClient()
+	var units testenv.Capacity
+	e := testEnv(t, func(o *ddb.Options) { o.HTTPClient = hc }, units.Option())
+	p := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
+	other := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
+	forever := openOn(t, e.client, e, dynamodb.WithEventCounter(false), dynamodb.WithEventRetention(0))
+	counted := openOn(t, e.client, e)
+	ctx := context.Background()
+	fenced := func(f int64) provider.Provider {
+		fp, err := provider.Fenced(p, types.Lease{Key: "fk", Token: "t", Fence: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	appendTo := func(p provider.Provider, pipeline string) func() error {
+		return func() error { return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: pipeline}) }
+	}
+	steps := []budgetStep{
+		// No hint: read the newest event, then put the next.
+		{"append first", 2, appendTo(p, "p1")},
+		// The hint: put the next, then give the previous its ttl.
+		{"append next", 2, appendTo(p, "p1")},
+		{"append other instance", 3, appendTo(other, "p1")},
+		// p's hint is stale: a refused put, the read, the put and the update.
+		{"append after other instance", 4, appendTo(p, "p1")},
+		// counted's event took the number p's hint points at: a refused put, the
+		// read and the put (the event counted wrote has its ttl already).
+		{"append after counted", 3, func() error {
+			if err := appendTo(counted, "p1")(); err != nil {
+				return err
+			}
+			n.Reset()
+			units.Reset()
+			return appendTo(p, "p1")()
+		}},
+		{"append without retention first", 2, appendTo(forever, "p2")},
+		{"append without retention next", 1, appendTo(forever, "p2")},
+		// A transaction of the guard (the counter item, which keeps the fences)
+		// and the put; the next one gives the previous event its ttl in it too.
+		{"fenced append first", 2, func() error { return fenced(2).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p3"}) }},
+		{"fenced append next", 1, func() error { return fenced(2).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p3"}) }},
+		{"fenced append refused", 1, func() error {
+			return wantFencedErr(fenced(1).AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p3"}))
+		}},
+		{"read events since", 1, func() error { _, err := p.ReadEventsSince(ctx, "p1", "1", 10); return err }},
+	}
+	checkBudget(t, steps, map[string]float64{
+		"append first":                   2,
+		"append next":                    2,
+		"append other instance":          3,
+		"append after other instance":    4,
+		"append after counted":           3,
+		"append without retention first": 2,
+		"append without retention next":  1,
+		"fenced append first":            5,
+		"fenced append next":             6,
+		"fenced append refused":          6,
+		"read events since":              1,
+	}, n, &units)
+}
+
+// budgetStep is a step of a round-trip budget test: a call and the requests it
+// may make.
+type budgetStep struct {
+	name string
+	want int64
+	call func() error
+}
+
+// checkBudget runs steps in order and fails each one that makes other than its
+// requests (counted by n) or consumes more than its capacity units in budgets
+// (counted by units).
+func checkBudget(t *testing.T, steps []budgetStep, budgets map[string]float64, n *testenv.Counter, units *testenv.Capacity) {
+	t.Helper()
 	for _, s := range steps {
 		n.Reset()
 		units.Reset()
@@ -221,7 +301,7 @@ func TestRoundTripBudget(t *testing.T) {
 		if got := n.Load(); got != s.want {
 			t.Errorf("%s: %d requests, budget %d", s.name, got, s.want)
 		}
-		budget, ok := capacityBudget[s.name]
+		budget, ok := budgets[s.name]
 		t.Logf("%-34s %d requests, %v capacity units", s.name, n.Load(), units.Load())
 		switch got := units.Load(); {
 		case !ok:

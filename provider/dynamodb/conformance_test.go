@@ -42,11 +42,35 @@ func (a pageCap) Query(ctx context.Context, in *ddb.QueryInput, optFns ...func(*
 // one table and one fake clock per subtest, shared by the providers it opens.
 func TestConformance(t *testing.T) {
 	testEnv(t) // skip (or fail under make test) early without DynamoDB Local
-	open := func(t *testing.T, opts ...dynamodb.Option) provider.Provider {
-		e := testEnv(t)
-		return openOn(t, pageCap{e.client, conformancePage}, e, append([]dynamodb.Option{dynamodb.WithEventRetention(conformanceRetention)}, opts...)...)
+	providertest.Run(t, conformanceHarness())
+}
+
+// TestConformanceWithoutEventCounter runs the suite's groups that append events
+// on providers that number them without the counter item (WithEventCounter).
+func TestConformanceWithoutEventCounter(t *testing.T) {
+	testEnv(t)
+	h := conformanceHarness(dynamodb.WithEventCounter(false))
+	for _, g := range []struct {
+		name string
+		run  func(*testing.T, providertest.Harness)
+	}{
+		{"EventStore", providertest.RunEventStore}, {"EventFollower", providertest.RunEventFollower},
+		{"Fencing", providertest.RunFencing}, {"Retention", providertest.RunRetention},
+		{"Expiry", providertest.RunExpiry}, {"Corrupt", providertest.RunCorrupt}, {"Limits", providertest.RunLimits},
+	} {
+		t.Run(g.name, func(t *testing.T) { g.run(t, h) })
 	}
-	providertest.Run(t, providertest.Harness{
+}
+
+// conformanceHarness is the suite's harness on DynamoDB Local, for providers
+// opened with opts.
+func conformanceHarness(opts ...dynamodb.Option) providertest.Harness {
+	open := func(t *testing.T, more ...dynamodb.Option) provider.Provider {
+		e := testEnv(t)
+		all := append([]dynamodb.Option{dynamodb.WithEventRetention(conformanceRetention)}, opts...)
+		return openOn(t, pageCap{e.client, conformancePage}, e, append(all, more...)...)
+	}
+	return providertest.Harness{
 		Open:         func(t *testing.T) provider.Provider { return open(t) },
 		OpenOwner:    func(t *testing.T, owner string) provider.Provider { return open(t, dynamodb.WithOwner(owner)) },
 		Sleep:        func(t *testing.T, d time.Duration) { testEnv(t).clock.Advance(d) },
@@ -59,7 +83,7 @@ func TestConformance(t *testing.T) {
 			corruptRecord(t, testEnv(t), kind, id...)
 		},
 		Retention: provider.DefaultRetention(), // the default, whose Events is conformanceRetention
-	})
+	}
 }
 
 // TestRetentionPlateau runs steadyload's workload (one run a simulated day, with

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -107,20 +108,26 @@ func setPair(ctx context.Context, e *env, pk, sk string, v ddbtypes.AttributeVal
 }
 
 // appendEntry appends an entry with data v to the log whose counter is (pk,
-// counterSK), under the log's next sequence number, as the provider does.
+// counterSK), under the log's next sequence number, as the provider does with
+// the counter (and on condition that the number is free, as it does without).
 func appendEntry(ctx context.Context, e *env, pk, counterSK, prefix string, v ddbtypes.AttributeValue) error {
-	consistent := true
-	out, err := e.client.GetItem(ctx, &ddb.GetItemInput{TableName: &e.table, ConsistentRead: &consistent,
-		Key: map[string]ddbtypes.AttributeValue{
-			"PK": &ddbtypes.AttributeValueMemberS{Value: pk}, "SK": &ddbtypes.AttributeValueMemberS{Value: counterSK},
-		}})
+	// The counter and the newest entry (a provider without the event counter
+	// leaves the counter behind): the counter sorts after every entry.
+	out, err := e.client.Query(ctx, &ddb.QueryInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(2),
+		KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": sAV(pk), ":lo": sAV(prefix), ":hi": sAV(counterSK)}})
 	if err != nil {
 		return err
 	}
 	var seq int64
-	if n, ok := out.Item["seq"].(*ddbtypes.AttributeValueMemberN); ok {
-		if _, err := fmt.Sscan(n.Value, &seq); err != nil {
-			return err
+	for _, it := range out.Items {
+		if n, ok := it["seq"].(*ddbtypes.AttributeValueMemberN); ok {
+			var s int64
+			if _, err := fmt.Sscan(n.Value, &s); err != nil {
+				return err
+			}
+			seq = max(seq, s)
 		}
 	}
 	next := fmt.Sprint(seq + 1)
@@ -137,7 +144,7 @@ func appendEntry(ctx context.Context, e *env, pk, counterSK, prefix string, v dd
 			"SK":   &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("%s%020d", prefix, seq+1)},
 			"seq":  &ddbtypes.AttributeValueMemberN{Value: next},
 			"data": v,
-		}}},
+		}, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	}})
 	return err
 }

@@ -275,8 +275,9 @@ func (a *appendCall) counted(ctx context.Context) error {
 		case refused:
 			// An event holds a number the counter handed this batch: an instance
 			// appending without the counter (WithEventCounter(false)) wrote it.
-			if ours, err := a.ours(old); ours || err != nil {
-				return err
+			if a.ours(old) { // an SDK retry of our own batch, whose response was lost
+				p.seqs.put(a.pipelineID, eventTip{seq: base + n})
+				return nil
 			}
 			if counter, tip, err = p.readTip(ctx, a.pk); err != nil {
 				return err
@@ -311,14 +312,23 @@ func (a *appendCall) chained(ctx context.Context) error {
 		}
 	}
 	for lost, conflicts := 0, 0; ; {
-		actions, err := a.puts(tip.seq, true)
+		puts, err := a.puts(tip.seq, true)
 		if err != nil {
 			return err
 		}
+		var actions []ddbtypes.TransactWriteItem
 		if a.g.on {
 			// The counter item keeps the log's fences; this checks and remembers
 			// one and leaves the counter's number as it is.
-			actions = append([]ddbtypes.TransactWriteItem{p.txGuard(a.pk, skEventSeq, a.g)}, actions...)
+			actions = append(actions, p.txGuard(a.pk, skEventSeq, a.g))
+		}
+		first := len(actions) // the first put's action
+		actions = append(actions, puts...)
+		// A transaction anyway gives the previous newest event its ttl too: 1
+		// write unit more than expireTip, one round trip less.
+		expireIn := len(actions) > 1 && tip.bare
+		if expireIn {
+			actions = append(actions, p.txExpire(a.pk, tip))
 		}
 		if len(actions) == 1 {
 			err = p.putAction(ctx, appendOp, actions[0].Put)
@@ -326,39 +336,42 @@ func (a *appendCall) chained(ctx context.Context) error {
 			err = p.transact(ctx, appendOp, actions...)
 		}
 		i, old, refused := firstRefused(err, len(actions))
-		if refused && a.g.on && i == 0 {
+		switch {
+		case !refused:
+		case i < first:
 			if rerr := a.g.refused(old); rerr != nil {
 				return fmt.Errorf("dynamodb: %s: %w", appendOp, rerr)
 			}
 			return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
-		}
-		if refused {
-			ours, oerr := a.ours(old)
-			if oerr != nil {
-				return oerr
+		case i == len(actions)-1 && expireIn:
+			// The previous newest event is gone (deleted by hand): nothing to expire.
+			tip.bare = false
+			continue
+		case a.ours(old):
+			err = nil // an SDK retry of our own write, whose response was lost
+		default:
+			// Another instance appended first. When some of the puts found their
+			// number free, the last one refused was the newest event; else read
+			// the newest. Retry at once, as with the counter.
+			if next, ok := a.newestRefused(err, first, len(puts)); ok {
+				tip = next
+			} else if _, newest, rerr := p.readTip(ctx, a.pk); rerr != nil {
+				return rerr
+			} else if newest.seq > tip.seq {
+				tip = newest
 			}
-			if !ours {
-				// Another instance appended first: read where the log is now, and
-				// retry at once, as with the counter.
-				_, newest, rerr := p.readTip(ctx, a.pk)
-				if rerr != nil {
-					return rerr
-				}
-				if newest.seq > tip.seq {
-					tip = newest
-				}
-				lost++
-				if err := p.lostRace(ctx, appendOp, lost, err); err != nil {
-					return err
-				}
-				continue
+			lost++
+			if err := p.lostRace(ctx, appendOp, lost, err); err != nil {
+				return err
 			}
-			err = nil // an SDK retry of our own put, whose response was lost
+			continue
 		}
 		if err == nil {
 			newest := a.batch[n-1].item.Exp
 			p.seqs.put(a.pipelineID, eventTip{seq: tip.seq + n, exp: newest, bare: newest != 0, at: unixNano(p.now())})
-			p.expireTip(ctx, a.pk, tip)
+			if !expireIn {
+				p.expireTip(ctx, a.pk, tip)
+			}
 			return nil
 		}
 		if err := a.conflict(ctx, conflicts, err); err != nil {
@@ -366,6 +379,31 @@ func (a *appendCall) chained(ctx context.Context) error {
 		}
 		conflicts++
 	}
+}
+
+// newestRefused is the log's newest event when a transaction whose puts are
+// actions first..first+n-1 was refused, and some of those found their number
+// free: the last one refused (its item, as the refusal returns it). ok is false
+// when every put was refused, or the item does not unmarshal.
+func (a *appendCall) newestRefused(err error, first, n int) (eventTip, bool) {
+	if n < 2 {
+		return eventTip{}, false
+	}
+	for i := first + n - 1; i >= first; i-- {
+		old, refused := ddbx.TxConditionFailed(err, i)
+		if !refused {
+			continue
+		}
+		if i == first+n-1 || old == nil {
+			return eventTip{}, false
+		}
+		it, uerr := unmarshal(old)
+		if uerr != nil {
+			return eventTip{}, false
+		}
+		return eventTip{seq: it.Seq, exp: it.Exp, bare: it.Exp != 0 && it.TTL == 0, at: unixNano(a.p.now())}, true
+	}
+	return eventTip{}, false
 }
 
 // puts returns the conditional put of each event of the batch, numbered after
@@ -391,16 +429,11 @@ func (a *appendCall) puts(base int64, bareTip bool) ([]ddbtypes.TransactWriteIte
 }
 
 // ours reports whether old, the event whose number a put found taken, is this
-// call's own (an SDK retry of a put whose response was lost).
-func (a *appendCall) ours(old map[string]ddbtypes.AttributeValue) (bool, error) {
-	if old == nil {
-		return false, nil
-	}
-	o, err := unmarshal(old)
-	if err != nil {
-		return false, fmt.Errorf("dynamodb: %s: %w", appendOp, err)
-	}
-	return o.Tok == a.tok, nil
+// call's own (an SDK retry of a put whose response was lost). It reads the
+// token only, so a corrupt event is no one's.
+func (a *appendCall) ours(old map[string]ddbtypes.AttributeValue) bool {
+	tok, err := attrString(old[attrTok])
+	return err == nil && tok == a.tok
 }
 
 // conflict is conflictWait for err, an append's failure that was no refusal: it
@@ -468,29 +501,42 @@ func (p *Provider) readTip(ctx context.Context, pk string) (counter int64, tip e
 
 // expireTip gives tip, the event that was the log's newest before an append
 // after it without the counter, the ttl attribute it was written without (one
-// UpdateItem, on condition that the event is still stored). The append has
-// committed by then, so a failure does not fail it: the event is then left
-// without a ttl, stored until the pipeline's events are deleted by hand, but
-// readers still treat it as expired; the failure is logged.
+// UpdateItem, txExpire's). The append has committed by then, so a failure does
+// not fail it: the event is then left without a ttl, stored until the
+// pipeline's events are deleted by hand, but readers still treat it as expired;
+// the failure is logged.
 func (p *Provider) expireTip(ctx context.Context, pk string, tip eventTip) {
 	if !tip.bare {
 		return
 	}
-	sk := eventSK(tip.seq)
+	u := p.txExpire(pk, tip).Update
 	_, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
+		TableName:                 u.TableName,
+		Key:                       u.Key,
+		ConditionExpression:       u.ConditionExpression,
+		UpdateExpression:          u.UpdateExpression,
+		ExpressionAttributeNames:  u.ExpressionAttributeNames,
+		ExpressionAttributeValues: u.ExpressionAttributeValues,
+	}, p.sdk(appendOp))
+	if _, refused := ddbx.ConditionFailedItem(err); err != nil && !refused {
+		p.sig.LeftBehind(ctx, appendOp, p.where(pk, eventSK(tip.seq)), err)
+	}
+}
+
+// txExpire is the transaction action that gives tip, a bare event (written
+// without its ttl), its ttl attribute, on condition that it is still stored.
+func (p *Provider) txExpire(pk string, tip eventTip) ddbtypes.TransactWriteItem {
+	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 		TableName:                 &p.table,
-		Key:                       key(pk, sk),
+		Key:                       key(pk, eventSK(tip.seq)),
 		ConditionExpression:       &condStored.text,
 		UpdateExpression:          &setTTL,
 		ExpressionAttributeNames:  condStored.names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":ttl": nv(eventTTL(tip.exp))},
-	}, p.sdk(appendOp))
-	if _, refused := ddbx.ConditionFailedItem(err); err != nil && !refused {
-		p.sig.LeftBehind(ctx, appendOp, p.where(pk, sk), err)
-	}
+	}}
 }
 
-// The expressions of expireTip.
+// The expressions of txExpire.
 var (
 	condStored = &form{"attribute_exists(#pk)", map[string]string{"#pk": attrPK, "#ttl": attrTTL}}
 	setTTL     = "SET #ttl = :ttl"
