@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
@@ -44,6 +48,9 @@ func TestLostReply(t *testing.T) {
 	e := faultEnv(t, ft, 3)
 	p := openOn(t, e.client, e)
 	other := openOn(t, e.client, e)
+	// chained and chainedOther append without the event counter.
+	chained := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
+	chainedOther := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
 	ctx := context.Background()
 	now := e.clock.Now()
 
@@ -94,6 +101,20 @@ func TestLostReply(t *testing.T) {
 		if !slices.Equal(got, msgs) {
 			t.Fatalf("events %q, want %q", got, msgs)
 		}
+	}
+	// wantTTL checks that event seq of pipeline id has its ttl attribute (the
+	// newest event waits for the next append to get it).
+	wantTTL := func(t *testing.T, id string, seq int64) {
+		t.Helper()
+		out, err := e.client.GetItem(ctx, &ddb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+			Key: map[string]ddbtypes.AttributeValue{"PK": sAV("PIPELINE#p-" + id), "SK": sAV(fmt.Sprintf("EVENT#%020d", seq))}})
+		must(t, err)
+		if _, ok := out.Item["ttl"]; !ok {
+			t.Fatalf("event %d stored without its ttl: %v", seq, out.Item)
+		}
+	}
+	appendMsg := func(pp provider.Provider, id, msg string) error {
+		return pp.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: msg})
 	}
 	wantLock := func(t *testing.T, id string, heldByP bool) {
 		t.Helper()
@@ -241,6 +262,32 @@ func TestLostReply(t *testing.T) {
 				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "b"})
 			},
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b") }},
+		// Without the counter: a lone append is a PutItem, and the next one
+		// gives the previous newest event its ttl with an UpdateItem.
+		{method: "AppendEvent", name: "without counter", fault: drop("PutItem", "EVENT#"),
+			call: func(t *testing.T, id string) error { return appendMsg(chained, id, "a") },
+			check: func(t *testing.T, id string) {
+				must(t, appendMsg(chained, id, "b"))
+				wantEvents(t, id, "a", "b")
+				wantTTL(t, id, 1)
+			}},
+		{method: "AppendEvent", name: "without counter other instance", fault: drop("PutItem", "EVENT#"),
+			setup: func(t *testing.T, id string) { must(t, appendMsg(chainedOther, id, "a")) },
+			call:  func(t *testing.T, id string) error { return appendMsg(chained, id, "b") },
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b"); wantTTL(t, id, 1) }},
+		{method: "AppendEvent", name: "without counter ttl update", fault: drop("UpdateItem", "EVENT#"),
+			setup: func(t *testing.T, id string) { must(t, appendMsg(chained, id, "a")) },
+			call:  func(t *testing.T, id string) error { return appendMsg(chained, id, "b") },
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b"); wantTTL(t, id, 1) }},
+		// Fenced, it is a transaction with the counter item, which keeps the
+		// fences (and, after the first, gives the previous event its ttl).
+		{method: "AppendEvent", name: "without counter fenced", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, appendMsg(fencedBy(t, chained, id, 1), id, "a")) },
+			call:  func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "b") },
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b"); wantTTL(t, id, 1) }},
+		{method: "AppendEvent", name: "without counter conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
+			call: func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "a") },
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
 		{method: "AppendEvent", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
 				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})
