@@ -69,7 +69,7 @@
 // "listSK" (on a truth item: its list copy), "version" (a run's CAS version), "seq"
 // (an event's or marker-log entry's number; a counter's last number), "holder" and
 // "fence" (locks), "tok" (the token of the call that last won a conditional
-// write of the item), "f:{lease key}" (what the item remembers of fenced
+// write of the item, or that appended the event), "f:{lease key}" (what the item remembers of fenced
 // writes; see Fencing), and on lock items "rtok" and "rfreed" (the token of the
 // last release and the tok of the hold it freed).
 //
@@ -86,9 +86,16 @@
 //     (ErrInvalidArgument) from a newState.CreatedAt that is not the stored one (the
 //     swap is redone once with the stored CreatedAt). Of N concurrent swaps from one
 //     version exactly one wins.
-//   - Events are numbered 1, 2, 3... per pipeline by a counter item that each append
-//     moves from n to n+k in the same transaction that puts events n+1..n+k, on
-//     condition that it still holds n. Numbers are therefore gapless and in commit
+//   - Events are numbered 1, 2, 3... per pipeline. With the counter item (the
+//     default), each append moves it from n to n+k in the same transaction that
+//     puts events n+1..n+k, on condition that it still holds n. Without it
+//     (WithEventCounter(false)), an append puts event n+1 on condition that the
+//     number is free, where n is the newest event, which it knows from its last
+//     append (for a day at most) or reads; the newest event carries no ttl, so
+//     DynamoDB keeps it, and with it the numbering, after the whole log has
+//     expired (see AppendEvent and Capacity units). Either way every event put
+//     is conditioned on its number being free, so the two can append to one log
+//     at once. Numbers are therefore gapless and in commit
 //     order, and a reader that has passed cursor n can never later see a new event
 //     below n, whatever the writers' clocks say. The cursor (EventRecord.StreamID) is
 //     the decimal number; anything else is ErrInvalidArgument. Numbers being
@@ -96,7 +103,8 @@
 //     and is no longer retained (WithEventRetention; expired by the provider
 //     clock, or deleted by DynamoDB's TTL): ReadEventsSince and FollowEvents
 //     from it fail with provider.ErrCursorExpired. The Query after a cursor runs
-//     on to the pipeline's counter item (EVENTSEQ sorts after every event), so
+//     on to the pipeline's counter item (EVENTSEQ sorts after every event; without
+//     the counter, the newest event is there, expired or not), so
 //     the same request tells a cursor into a log that expired entirely (expired)
 //     from the newest event's cursor (not): no extra request, and no paging
 //     past an expired backlog either. "" reads from the oldest event retained.
@@ -104,8 +112,10 @@
 //     read stops before the first missing number, and the read from there
 //     fails. Concurrent appends to
 //     one pipeline through one Provider are group-committed (up to 99 events per
-//     transaction), so goroutines of one process never race each other for the
-//     counter; only instances do.
+//     transaction), so goroutines of one process never race each other for a
+//     number; only instances do. An event's ttl is its expiry plus a day
+//     (eventTTLGrace), so that no number below the newest comes free while an
+//     instance may still append after a hint.
 //   - CreateRunState is PutRunState's transaction with the condition that the run's
 //     truth item does not exist: of any number of concurrent creates of one RunID
 //     exactly one commits, and the others fail the condition (or conflict, are
@@ -248,8 +258,8 @@
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its
-//     event transactions are serialized by its counter item (group commit packs many
-//     appends into one). Every pipeline config, rerun and replay shares one GSI1
+//     appends are serialized by its counter item or its newest number (group commit
+//     packs many appends into one). Every pipeline config, rerun and replay shares one GSI1
 //     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
 //     marker-log partition and counter (MARKERLOG); these are low-rate records.
 //
@@ -269,6 +279,9 @@
 //	PutRunLog, PutReplay                  the entry's, the request's own item
 //	AppendEvent                           the pipeline's event counter (EVENTSEQ), which the
 //	                                      append's transaction moves anyway: the event log
+//	                                      (without the counter, a fenced append is a
+//	                                      transaction of the puts and an update of the
+//	                                      counter item that checks and sets the fence only)
 //	PutLateArrival                        the list's fence item (FENCE#LATE#{date}#{schedule})
 //
 // A late arrival is a new item each time, which cannot see what its list
@@ -297,8 +310,8 @@
 // the run's pipeline, as memory does); a CAS with a zero CreatedAt is refused
 // from the GetItem it makes anyway, without a write. Lost replies keep the
 // first attempt's outcome as they do unfenced (the SDK's idempotency token on
-// transactions, the call tokens on CAS and create, the counter's token on
-// appends, an equal fence passing on a retried single-item update). One case
+// transactions, the call tokens on CAS and create, the call's token on
+// the counter and on every event, an equal fence passing on a retried single-item update). One case
 // differs: when a newer fence writes the record between a lost reply and the
 // SDK's retry, a transaction's retry still reports the first attempt's success
 // (its idempotency token), but a PutRunLog's or PutReplay's retry is refused
@@ -362,7 +375,10 @@
 //	                                       a rerun's pipeline changed
 //	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
-//	AppendEvent                            1 when this instance made the pipeline's last append, else 2
+//	AppendEvent                            1 when this instance made the pipeline's last append, else 2;
+//	                                       without the counter, +1 for the previous newest event's
+//	                                       ttl (with event retention; a group commit's transaction
+//	                                       carries it), and 2 when the last append was over a day ago
 //	WriteCascadeMarker                     1 for a new marker or one this instance wrote last, 2 to
 //	                                       rewrite one another instance rewrote since; +1 unless
 //	                                       this instance made the last marker write (of any pipeline)
@@ -406,7 +422,12 @@
 //	CompareAndSwapRunState                            copy is what keeps ListRuns a strongly consistent
 //	                                                  Query in creation order (a GSI would be eventual)
 //	AppendEvent                            4          a transaction of the event and the pipeline's
-//	                                                  counter item, which hands out gap-free numbers
+//	                                                  counter item, which hands out gap-free numbers;
+//	  WithEventCounter(false)              1; 2       a conditional put of the next number; with event
+//	                                                  retention, the update that gives the previous
+//	                                                  newest event its ttl (see below); fenced, 6: a
+//	                                                  transaction with the counter item, which keeps the
+//	                                                  fences
 //	PutRerun                               5          the run's pattern (4) and the truth's GSI1 copy
 //	WriteCascadeMarker                     8; 10 to   a transaction of the marker, its by-time copy, the
 //	                                       rewrite    marker-log entry and counter; a rewrite also deletes
@@ -439,43 +460,51 @@
 //	                         WRU per run  RRU per run  per month
 //	before (locks as tx)     235          4            70.5 M WRU $44.06 + 1.2 M RRU $0.15 = $44.21
 //	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
+//	without the counter      132          4            39.6 M WRU $24.75 + 1.2 M RRU $0.15 = $24.90
+//	  and without retention  82           4            24.6 M WRU $15.38 + 1.2 M RRU $0.15 = $15.53
 //
-// Events are 200 of the 232 write units a run costs. The counter item is what
-// makes an event 4 units where a conditional PutItem of the next number
-// (attribute_not_exists, stamped with the call's token) would be 1.
+// (The last two rows assume that a run's events come from the instance that
+// appended the run's previous event: an append after another instance's pays a
+// refused put and a read, 1 WCU and 1 RCU more.) Events are 200 of the 232
+// write units a run costs with the counter, 100 without it. The counter item is
+// what makes a lone event 4 units: a transaction of two items. Without it
+// (WithEventCounter(false)) an event is a conditional PutItem of the next
+// number (attribute_not_exists, stamped with the call's token), 1 unit, and
+// what the counter held is kept elsewhere, since a condition reads only the item
+// it writes:
+//   - the fence check of a fenced append: a fenced append stays a transaction
+//     with the counter item, which remembers the fences (but no longer moves its
+//     number);
+//   - a number above every number handed out, once the whole log has expired
+//     (WithEventRetention): without it, numbering would restart at 1, and a
+//     follower whose cursor is further on would skip the new events without an
+//     error. The newest event keeps it: it is written without a ttl (readers
+//     still judge its expiry by its exp), and the next append gives it its ttl
+//     with an UpdateItem (1 unit; in a group commit's transaction, 2). A log
+//     that has expired keeps one item stored. When that update fails after the
+//     event committed, the append still succeeds and the failure is logged
+//     (Warn, "an item was left without its ttl", with the item's key): that one
+//     event stays stored until deleted by hand.
+//
 // BenchmarkAppendEventContention puts the two side by side, appending to one
 // pipeline from 1, 4 and 16 instances (64 callers in all; units per event by
 // AWS's rules, read and write together, refused attempts included; DynamoDB
-// Local on 2 vCPUs):
+// Local on 2 vCPUs, while other tests ran):
 //
-//	instances  AppendEvent (counter)            conditional put
-//	1          2.06 (group commits of ~32)      1.00 (one at a time per instance)
-//	4          3.7-4.0                          3.6-3.8 (refusals, and a Query after each)
-//	16         17-19, 3.2-3.4 times as slow     8.8-9.5
+//	instances  with the counter                 without it
+//	1          2.06 (group commits of ~32)      2.01 (group commits: a transaction, 2 a put)
+//	4          3.1                              5.0, 1.5 times as slow
 //
-// Alone, the counter costs 4 times as much; from one instance, group commit
-// brings it to about 2. From many instances at once both pay for lost races,
-// the counter more (a refused transaction is charged 2 units per action, a
-// refused put 1 and the Query after it 1): a pipeline whose events come from
-// many instances at the same moment does better to send them through one.
-// The counter stays, for what a conditional put cannot hold, since a
-// condition reads only the item it writes:
-//   - the fence check of a fenced append (the counter remembers the fences);
-//   - a number above every number handed out, once the whole log has expired
-//     (WithEventRetention): without it, numbering restarts at 1 and a
-//     follower whose cursor is further on skips the new events without an
-//     error.
+// Alone, the counter costs 4 times as much as a put, twice as much as a put and
+// the update. From one instance at once, group commits cost both about 2
+// an event. From many instances at once both pay for lost races, the log without
+// the counter more (a refused put is followed by a read of the newest event,
+// and a refused transaction is charged 2 units per action either way): a
+// pipeline whose events come from many instances at the same moment does
+// better to send them through one.
 //
-// The floor that keeps both is 2 units a lone event: the newest event takes no
-// TTL (it carries the numbering, and readers see its expiry attribute), and an
-// append is a conditional put of the next number and an UpdateItem that gives
-// the previous newest event its TTL; a fenced append keeps a transaction with
-// the counter. That would bring the run to 132 write units ($24.90 a month;
-// without event retention the TTL update goes and the run is 82, $15.53). It
-// changes the stored format, and a rolling upgrade could not mix the two
-// (an old instance claims the counter and puts its event without a condition,
-// over a new instance's), so it waits for a release that can take a two-step
-// rollout.
+// The counter is the default because v0.1.0 knows only it, and puts its events
+// without a condition: see WithEventCounter for the order to roll out in.
 //
 // # Signals
 //

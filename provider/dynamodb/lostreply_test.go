@@ -286,7 +286,7 @@ func TestLostReply(t *testing.T) {
 			call:  func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "b") },
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b"); wantTTL(t, id, 1) }},
 		{method: "AppendEvent", name: "without counter conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
-			call: func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "a") },
+			call:  func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "a") },
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
 		{method: "AppendEvent", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
