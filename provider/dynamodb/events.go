@@ -204,7 +204,7 @@ type appendCall struct {
 	g          guard
 }
 
-// op is the operation of every request of an appendCall.
+// appendOp is the operation of every request of an appendCall.
 const appendOp = "AppendEvent"
 
 // eventTip is what an instance knows of a pipeline's event log: the number the
@@ -237,6 +237,9 @@ func (a *appendCall) counted(ctx context.Context) error {
 	p, n := a.p, int64(len(a.batch))
 	tip, _ := p.seqs.get(a.pipelineID)
 	counter, base := tip.seq, tip.seq // what the counter holds, and the number the batch goes after
+	// prev is the event numbered base when an instance without the counter
+	// wrote it: it waits for its ttl from the append after it (see chained).
+	var prev eventTip
 	for lost, conflicts := 0, 0; ; {
 		events, err := a.puts(base, false)
 		if err != nil {
@@ -246,6 +249,7 @@ func (a *appendCall) counted(ctx context.Context) error {
 		cause := p.transact(ctx, appendOp, actions...)
 		if cause == nil {
 			p.seqs.put(a.pipelineID, eventTip{seq: base + n})
+			p.expireTip(ctx, a.pk, prev)
 			return nil
 		}
 		i, old, refused := firstRefused(cause, len(actions))
@@ -270,19 +274,23 @@ func (a *appendCall) counted(ctx context.Context) error {
 				}
 				counter = o.Seq
 			}
-			base = counter
+			base, prev = counter, eventTip{}
 			p.seqs.put(a.pipelineID, eventTip{seq: counter})
 		case refused:
 			// An event holds a number the counter handed this batch: an instance
 			// appending without the counter (WithEventCounter(false)) wrote it.
 			if a.ours(old) { // an SDK retry of our own batch, whose response was lost
 				p.seqs.put(a.pipelineID, eventTip{seq: base + n})
+				p.expireTip(ctx, a.pk, prev)
 				return nil
 			}
 			if counter, tip, err = p.readTip(ctx, a.pk); err != nil {
 				return err
 			}
-			base = max(counter, tip.seq)
+			base, prev = max(counter, tip.seq), eventTip{}
+			if base == tip.seq {
+				prev = tip
+			}
 		default:
 			if err := a.conflict(ctx, conflicts, cause); err != nil {
 				return err

@@ -72,6 +72,20 @@ func storedEvents(t *testing.T, e *env, pipeline string) []int64 {
 	return seqs
 }
 
+// hasTTL reports whether event seq of pipeline is stored with its ttl
+// attribute (the newest event of a log without the counter waits for the next
+// append to get it).
+func hasTTL(t *testing.T, e *env, pipeline string, seq int64) bool {
+	t.Helper()
+	out, err := e.client.GetItem(context.Background(), &ddb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"PK": sAV("PIPELINE#" + pipeline), "SK": sAV(fmt.Sprintf("EVENT#%020d", seq))}})
+	if err != nil || out.Item == nil {
+		t.Fatalf("event %d of %s: %v, %v", seq, pipeline, out, err)
+	}
+	_, ok := out.Item["ttl"]
+	return ok
+}
+
 // messagesSince is what ReadEventsSince(cursor) returns, as messages.
 func messagesSince(t *testing.T, p provider.EventStore, pipeline, cursor string) ([]string, error) {
 	t.Helper()
@@ -230,5 +244,28 @@ func TestMixedNumbering(t *testing.T) {
 			t.Fatalf("caller %d's round %d numbered after its round %d", c, prev, round)
 		}
 		last[strconv.Itoa(c)] = round
+	}
+}
+
+// TestCountedAfterChained: an instance with the counter that appends after one
+// without it gives the newest event it follows its ttl, as one without the
+// counter does, so switching an instance back leaves nothing stored forever.
+func TestCountedAfterChained(t *testing.T) {
+	e := testEnv(t)
+	chained := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
+	counted := openOn(t, e.client, e)
+	ctx := context.Background()
+	for i, p := range []*dynamodb.Provider{chained, counted, chained, chained, counted} {
+		if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := int64(1); seq <= 5; seq++ {
+		if !hasTTL(t, e, "p", seq) {
+			t.Errorf("event %d stored without its ttl after event %d", seq, seq+1)
+		}
+	}
+	if got, err := messagesSince(t, counted, "p", ""); err != nil || !slices.Equal(got, []string{"1:1", "2:2", "3:3", "4:4", "5:5"}) {
+		t.Fatalf("events %v, %v", got, err)
 	}
 }
