@@ -527,7 +527,10 @@
 // and the size of every group commit of events (pipestate.batch.size, AppendEvent),
 // and each stored record a listing, follower or watcher skipped because it does
 // not decode (pipestate.corrupt.records by pipestate.record.kind; a Warn record
-// naming the item and a pipestate.corrupt span event).
+// naming the item and a pipestate.corrupt span event), and each event an append
+// without the counter failed to give its ttl after its own write committed (a
+// Warn record "an item was left without its ttl" naming the item, and a
+// pipestate.left_behind span event; the item stays stored, see Capacity units).
 //
 // # Corrupt records
 //

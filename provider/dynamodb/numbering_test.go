@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
@@ -267,5 +271,37 @@ func TestCountedAfterChained(t *testing.T) {
 	}
 	if got, err := messagesSince(t, counted, "p", ""); err != nil || !slices.Equal(got, []string{"1:1", "2:2", "3:3", "4:4", "5:5"}) {
 		t.Fatalf("events %v, %v", got, err)
+	}
+}
+
+// TestTTLUpdateFailureIsLogged: when the update that gives the previous newest
+// event its ttl fails after the append committed (here throttled past the SDK's
+// retries), AppendEvent still succeeds, the event stays without its ttl, and a
+// Warn record names its item.
+func TestTTLUpdateFailureIsLogged(t *testing.T) {
+	ft := faults.NewTransport()
+	e := faultEnv(t, ft, 2)
+	sig := signaltest.NewSignals()
+	p := openOn(t, e.client, e, dynamodb.WithEventCounter(false), dynamodb.WithLogger(sig.Log))
+	ctx := context.Background()
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	ft.Reject(2, faults.Op("UpdateItem", "EVENT#"), faults.Throttled)
+	defer ft.StopRejecting()
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "b"}); err != nil {
+		t.Fatalf("AppendEvent with its ttl update throttled: %v, want nil (the event committed)", err)
+	}
+	if got, err := messagesSince(t, p, "p", ""); err != nil || !slices.Equal(got, []string{"1:a", "2:b"}) {
+		t.Fatalf("events %v, %v", got, err)
+	}
+	if hasTTL(t, e, "p", 1) {
+		t.Fatal("event 1 has its ttl although its update was throttled")
+	}
+	if n := sig.Logs(slog.LevelWarn, "pipestate: an item was left without its ttl"); n != 1 {
+		t.Fatalf("%d Warn records of the item left behind, want 1; logs:\n%s", n, sig.LogText())
+	}
+	if !strings.Contains(sig.LogText(), "EVENT#00000000000000000001") {
+		t.Fatalf("the Warn record does not name the item:\n%s", sig.LogText())
 	}
 }
