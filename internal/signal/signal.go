@@ -1,8 +1,9 @@
 // Package signal records what only a backend knows — retries, give-ups, script
-// reloads, index repairs, batch sizes, corrupt records skipped — as OpenTelemetry
-// metrics, as events on the caller's span (the one observe starts, or any in the
-// context), and as slog records: Debug for each retry, Warn for each give-up and
-// each corrupt record, Info for repairs. Records carry IDs, keys and counts, never
+// reloads, index repairs, batch sizes, corrupt records skipped, items left
+// without their ttl — as OpenTelemetry metrics, as events on the caller's span
+// (the one observe starts, or any in the context), and as slog records: Debug
+// for each retry, Warn for each give-up, each corrupt record and each item left
+// behind, Info for repairs. Records carry IDs, keys and counts, never
 // user values; metric attributes are bounded (no IDs, no keys).
 //
 // Backends build one Recorder from their WithMeterProvider and WithLogger options.
