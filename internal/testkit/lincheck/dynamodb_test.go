@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
+	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/state"
 	statedynamodb "github.com/pipestate/pipestate/state/dynamodb"
@@ -26,8 +27,17 @@ const faultRate = 0.1
 // conflict or an internal error, has its connection reset, or has its response lost
 // after DynamoDB applied it; now and then the response to the next write is lost.
 // The SDK retries (3 attempts, backoff capped at 5ms, no retry quota), so most
-// faults are hidden and some reach the caller as unknown outcomes.
-func dynamodbTarget(t *testing.T) target {
+// faults are hidden and some reach the caller as unknown outcomes. Its event
+// stores are providers of one table whose instance i appends with
+// WithEventCounter(eventCounter(i)).
+func dynamodbTarget(eventCounter func(i int) bool) func(t *testing.T) target {
+	return func(t *testing.T) target { return dynamodbStorage(t, eventCounter) }
+}
+
+// alternate is WithEventCounter on every other instance, from the first.
+func alternate(i int) bool { return i%2 == 0 }
+
+func dynamodbStorage(t *testing.T, eventCounter func(i int) bool) target {
 	admin := testenv.DynamoDBClient(t)
 	tr := faults.NewTransport()
 	client := func(t *testing.T) *ddb.Client {
@@ -44,16 +54,32 @@ func dynamodbTarget(t *testing.T) target {
 		testenv.DynamoDBTable(t, admin, name, create)
 		return name
 	}
+	providers := func(t *testing.T, n int, opts func(i int) []dynamodb.Option) []*dynamodb.Provider {
+		name := table(t, "", func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, admin, name) })
+		var out []*dynamodb.Provider
+		for i := range n {
+			p, err := dynamodb.New(client(t), name, append(opts(i), dynamodb.WithOwner(owner(i)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Stop(context.Background()) })
+			out = append(out, p)
+		}
+		return out
+	}
 	return target{
 		providers: func(t *testing.T, n int) []fullProvider {
-			name := table(t, "", func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, admin, name) })
 			var out []fullProvider
-			for i := range n {
-				p, err := dynamodb.New(client(t), name, dynamodb.WithOwner(owner(i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = p.Stop(context.Background()) })
+			for _, p := range providers(t, n, func(int) []dynamodb.Option { return nil }) {
+				out = append(out, p)
+			}
+			return out
+		},
+		events: func(t *testing.T, n int) []provider.EventStore {
+			var out []provider.EventStore
+			for _, p := range providers(t, n, func(i int) []dynamodb.Option {
+				return []dynamodb.Option{dynamodb.WithEventCounter(eventCounter(i))}
+			}) {
 				out = append(out, p)
 			}
 			return out
@@ -91,5 +117,13 @@ func dynamodbTarget(t *testing.T) target {
 func TestDynamoDB(t *testing.T) {
 	t.Parallel()
 	testenv.DynamoDBEndpoint(t)
-	checkBackend(t, dynamodbTarget)
+	checkBackend(t, dynamodbTarget(alternate))
+}
+
+// TestDynamoDBEventsWithoutCounter runs the event log workload with every
+// instance appending without the event counter.
+func TestDynamoDBEventsWithoutCounter(t *testing.T) {
+	t.Parallel()
+	testenv.DynamoDBEndpoint(t)
+	checkWorkloads(t, []workload{eventsWorkload}, dynamodbTarget(func(int) bool { return false }))
 }
