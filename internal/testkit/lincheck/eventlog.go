@@ -232,17 +232,17 @@ func EventLog(t testing.TB, ctx context.Context, stores []provider.EventStore, c
 	// and none when placed last: leaving it out decides the same. Reads of
 	// unknown outcome have no effect.
 	ops := rec.Operations()
-	read := map[string]bool{}
+	returned := map[string]bool{}
 	for _, o := range ops {
 		if out, ok := o.Output.(EventOutput); ok {
 			for _, m := range logMessages(out.Log) {
-				read[m] = true
+				returned[m] = true
 			}
 		}
 	}
 	return withoutIdle(ops, func(in any) bool {
 		i := in.(EventInput)
-		return i.Op != AppendEvent || !read[i.Msg]
+		return i.Op != AppendEvent || !returned[i.Msg]
 	})
 }
 
