@@ -22,14 +22,21 @@
 //   - ListModel: run IDs created by PutRunState and listed by ListRuns: a list
 //     that starts after a create returned contains it, an item once listed is
 //     listed by every later list, and a list never names an ID whose create had
-//     not been called when it returned.
+//     not been called when it returned;
+//   - EventLogModel: the event log of each pipeline (AppendEvent, ReadEventsSince,
+//     ListEvents), the sequence of the messages appended: an append lands once,
+//     at the end; a read from "" returns the whole log in order, a read from an
+//     event's cursor exactly the events after it, ListEvents the newest ones; its
+//     workload, EventLog, has several instances append to each pipeline at once.
 //
-// Each model comes with a workload (RunRegister, Locks, Counter, List) that drives
-// the interfaces of the provider and state packages from several clients started
-// together from a barrier, and returns the recorded history. Config sizes it and
-// bounds its time. The tests of this package run every workload on provider/memory
-// and state/memory, miniredis, redis-server, a Redis Cluster and DynamoDB Local,
-// with faults from internal/testkit/faults, and prove on memory, through deliberately
+// Each model comes with a workload (RunRegister, Locks, Counter, List, EventLog)
+// that drives the interfaces of the provider and state packages from several
+// clients started together from a barrier, and returns the recorded history.
+// Config sizes it and bounds its time. The tests of this package run every
+// workload on provider/memory and state/memory, miniredis, redis-server, a Redis
+// Cluster and DynamoDB Local (whose event log instances alternate
+// WithEventCounter(true) and (false), and then all append without it), with
+// faults from internal/testkit/faults, and prove on memory, through deliberately
 // broken wrappers, that each check can fail.
 //
 // Unknown outcomes: a call that returned an error other than a documented answer

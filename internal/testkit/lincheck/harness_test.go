@@ -25,6 +25,8 @@ type target struct {
 	// providers opens n providers over the storage, with owner identities that
 	// are prefixes of each other ("worker-1", "worker-10", ...).
 	providers func(t *testing.T, n int) []fullProvider
+	// events opens n event stores over the storage; nil: n providers.
+	events func(t *testing.T, n int) []provider.EventStore
 	// counters opens n Int64 sum stores over the storage.
 	counters func(t *testing.T, n int) []state.OnceStore[int64]
 	// fault injects one fault chosen with r; nil for a backend without faults,
@@ -46,6 +48,18 @@ func (tg target) size(cfg lincheck.Config) lincheck.Config {
 	cfg.Ops /= max(1, tg.slow)
 	cfg.Duration = workloadDuration
 	return cfg
+}
+
+// eventStores opens n event stores over tg's storage: tg.events, or providers.
+func (tg target) eventStores(t *testing.T, n int) []provider.EventStore {
+	if tg.events != nil {
+		return tg.events(t, n)
+	}
+	var out []provider.EventStore
+	for _, p := range tg.providers(t, n) {
+		out = append(out, p)
+	}
+	return out
 }
 
 // owner is the owner identity of instance i: each is a prefix of the next.
@@ -117,6 +131,7 @@ var workloads = []workload{
 			return lincheck.Counter(t, ctx, ss, tg.size(lincheck.Config{Clients: 4, Ops: 12, Keys: 2}))
 		})
 	}},
+	eventsWorkload,
 	{"list", lincheck.ListModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
 		ps := tg.providers(t, 2)
 		ss := []provider.RunStore{ps[0], ps[1]}
@@ -126,9 +141,24 @@ var workloads = []workload{
 	}},
 }
 
+// eventsWorkload is the event log workload: 6 clients over 3 instances append
+// to 2 pipelines at once.
+var eventsWorkload = workload{"events", lincheck.EventLogModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
+	ss := tg.eventStores(t, 3)
+	return tg.faulted(func() []porcupine.Operation {
+		return lincheck.EventLog(t, ctx, ss, tg.size(lincheck.Config{Clients: 6, Ops: 20, Keys: 2}))
+	})
+}}
+
 // checkBackend runs every workload on storage from open and checks its history.
 func checkBackend(t *testing.T, open func(t *testing.T) target) {
-	for _, w := range workloads {
+	checkWorkloads(t, workloads, open)
+}
+
+// checkWorkloads runs each of ws, in parallel subtests, on storage from open and
+// checks its history.
+func checkWorkloads(t *testing.T, ws []workload, open func(t *testing.T) target) {
+	for _, w := range ws {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), workloadTimeout)

@@ -3,6 +3,7 @@ package lincheck_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,44 @@ func (s listDropsOldest) ListRuns(ctx context.Context, pipelineID string, limit 
 	return runs, err
 }
 
+// appendDrops is an event store that drops every fourth append it is given (n
+// counts them, over every wrapper that shares it) while reporting success.
+type appendDrops struct {
+	provider.EventStore
+	n *atomic.Int64
+}
+
+func (s appendDrops) AppendEvent(ctx context.Context, ev types.Event) error {
+	if s.n.Add(1)%4 == 0 {
+		return nil
+	}
+	return s.EventStore.AppendEvent(ctx, ev)
+}
+
+// readSwaps is an event store whose ReadEventsSince returns the newest two
+// records swapped.
+type readSwaps struct{ provider.EventStore }
+
+func (s readSwaps) ReadEventsSince(ctx context.Context, pipelineID, sinceID string, count int64) ([]types.EventRecord, error) {
+	recs, err := s.EventStore.ReadEventsSince(ctx, pipelineID, sinceID, count)
+	if n := len(recs); n > 1 {
+		recs[n-2], recs[n-1] = recs[n-1], recs[n-2]
+	}
+	return recs, err
+}
+
+// listRepeats is an event store whose ListEvents returns the newest event in
+// place of the one before it.
+type listRepeats struct{ provider.EventStore }
+
+func (s listRepeats) ListEvents(ctx context.Context, pipelineID string, limit int) ([]types.Event, error) {
+	evs, err := s.EventStore.ListEvents(ctx, pipelineID, limit)
+	if n := len(evs); n > 1 {
+		evs[n-2] = evs[n-1]
+	}
+	return evs, err
+}
+
 // TestTeeth runs the workloads on memory through deliberately broken wrappers: each
 // history must be found not linearizable, with its visualisation written to a file.
 func TestTeeth(t *testing.T) {
@@ -108,6 +147,18 @@ func TestTeeth(t *testing.T) {
 		{"list drops an item", lincheck.ListModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
 			ps := memoryProviders(t, 2)
 			return lincheck.List(t, ctx, []provider.RunStore{listDropsOldest{ps[0]}, listDropsOldest{ps[1]}}, lincheck.Config{Ops: 10})
+		}},
+		{"append dropped", lincheck.EventLogModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps, n := memoryProviders(t, 2), new(atomic.Int64)
+			return lincheck.EventLog(t, ctx, []provider.EventStore{appendDrops{ps[0], n}, appendDrops{ps[1], n}}, lincheck.Config{})
+		}},
+		{"read swaps two events", lincheck.EventLogModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.EventLog(t, ctx, []provider.EventStore{readSwaps{ps[0]}, readSwaps{ps[1]}}, lincheck.Config{})
+		}},
+		{"list repeats an event", lincheck.EventLogModel(), func(t *testing.T, ctx context.Context) []porcupine.Operation {
+			ps := memoryProviders(t, 2)
+			return lincheck.EventLog(t, ctx, []provider.EventStore{listRepeats{ps[0]}, listRepeats{ps[1]}}, lincheck.Config{})
 		}},
 	}
 	for _, c := range cases {
