@@ -488,20 +488,20 @@
 //
 // BenchmarkAppendEventContention puts the two side by side, appending to one
 // pipeline from 1, 4 and 16 instances (64 callers in all; units per event by
-// AWS's rules, read and write together, refused attempts included; DynamoDB
-// Local on 2 vCPUs, while other tests ran):
+// AWS's rules, read and write together, refused attempts included; a fresh
+// DynamoDB Local on 2 vCPUs, five runs):
 //
 //	instances  with the counter                 without it
-//	1          2.06 (group commits of ~32)      2.01 (group commits: a transaction, 2 a put)
-//	4          3.1                              5.0, 1.5 times as slow
+//	1          2.06 (group commits of ~32)      2.03 (group commits: a transaction)
+//	4          3.1-3.9                          4.3-5.2, up to 1.45 times as slow
+//	16         18.3-19.9                        15.2-16.3, as fast
 //
-// Alone, the counter costs 4 times as much as a put, twice as much as a put and
-// the update. From one instance at once, group commits cost both about 2
-// an event. From many instances at once both pay for lost races, the log without
-// the counter more (a refused put is followed by a read of the newest event,
-// and a refused transaction is charged 2 units per action either way): a
-// pipeline whose events come from many instances at the same moment does
-// better to send them through one.
+// Alone, the counter costs 4 units and a put 1, or 2 with the update. Group
+// commits from one instance cost both about 2 an event. From many instances
+// at once both pay for lost races: a refused transaction is charged 2 units per
+// action either way, and without the counter a refused put is followed by a
+// read of the newest event. A pipeline whose events come from many instances at
+// the same moment does better to send them through one.
 //
 // The counter is the default because v0.1.0 knows only it, and puts its events
 // without a condition: see WithEventCounter for the order to roll out in.
