@@ -84,7 +84,8 @@
 //     one newState's pipeline and CreatedAt give; ReturnValuesOnConditionCheckFailure
 //     tells a missing run or a version mismatch (false, nil) from another pipeline
 //     (ErrInvalidArgument) from a newState.CreatedAt that is not the stored one (the
-//     swap is redone once with the stored CreatedAt). Of N concurrent swaps from one
+//     swap is redone with the stored CreatedAt, again each time a concurrent put
+//     moves it). Of N concurrent swaps from one
 //     version exactly one wins.
 //   - Events are numbered 1, 2, 3... per pipeline. With the counter item (the
 //     default), each append moves it from n to n+k in the same transaction that
@@ -523,6 +524,9 @@
 //	                      the SDK's error returned), or a transaction cancelled for throttling
 //	sequence_race         an event batch or marker-log entry whose number another
 //	                      instance took first, retried at once (a give-up after 1,000)
+//	cas_conflict          a CompareAndSwapRunState whose run a concurrent put moved to
+//	                      another CreatedAt (its list copy), retried at once with the
+//	                      stored one (a give-up after 1,000: provider.ErrContention)
 //
 // and the size of every group commit of events (pipestate.batch.size, AppendEvent),
 // and each stored record a listing, follower or watcher skipped because it does

@@ -16,6 +16,7 @@ import (
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -299,7 +300,7 @@ func (a *appendCall) counted(ctx context.Context) error {
 			continue
 		}
 		lost++
-		if err := p.lostRace(ctx, appendOp, lost, cause); err != nil {
+		if err := p.lostRace(ctx, appendOp, signal.ReasonSequenceRace, lost, cause); err != nil {
 			return err
 		}
 	}
@@ -369,7 +370,7 @@ func (a *appendCall) chained(ctx context.Context) error {
 				tip = newest
 			}
 			lost++
-			if err := p.lostRace(ctx, appendOp, lost, err); err != nil {
+			if err := p.lostRace(ctx, appendOp, signal.ReasonSequenceRace, lost, err); err != nil {
 				return err
 			}
 			continue

@@ -243,3 +243,51 @@ func TestRetryWithFreshToken(t *testing.T) {
 	}
 	wantLogged(t, p, "p", "a", "b")
 }
+
+// beforeTx is an API that runs before ahead of each TransactWriteItems.
+type beforeTx struct {
+	dynamodb.API
+	before func()
+}
+
+func (a beforeTx) TransactWriteItems(ctx context.Context, in *ddb.TransactWriteItemsInput, o ...func(*ddb.Options)) (*ddb.TransactWriteItemsOutput, error) {
+	a.before()
+	return a.API.TransactWriteItems(ctx, in, o...)
+}
+
+// TestCASWhileCreatedAtMoves: puts of the run with a new CreatedAt (a zero
+// CreatedAt is filled with the time of the put) move its list copy between the
+// swap's read and each of its attempts, three times. The version stays the
+// expected one throughout, so the swap must win, not report a lost race. (It
+// gave up after one retry and returned false: a history of the lincheck
+// fenced-runs workload caught it.)
+func TestCASWhileCreatedAtMoves(t *testing.T) {
+	e := testEnv(t)
+	ctx := context.Background()
+	other := openOn(t, e.client, e)
+	put := func() {
+		e.clock.Advance(time.Second)
+		if err := other.PutRunState(ctx, types.RunState{RunID: "r", PipelineID: "p", Status: types.RunPending, Version: 1}); err != nil {
+			t.Error(err)
+		}
+	}
+	put()
+	moves := 0
+	p := openOn(t, beforeTx{e.client, func() {
+		if moves < 3 {
+			moves++
+			put()
+		}
+	}}, e)
+	ok, err := p.CompareAndSwapRunState(ctx, "r", 1, types.RunState{RunID: "r", PipelineID: "p", Status: types.RunRunning})
+	if !ok || err != nil {
+		t.Fatalf("CompareAndSwapRunState from the stored version while puts moved the list copy %d times = %v, %v; want true", moves, ok, err)
+	}
+	got, err := p.GetRunState(ctx, "r")
+	if err != nil || got == nil || got.Version != 2 || got.Status != types.RunRunning {
+		t.Fatalf("run after the swap = %+v, %v; want version 2, running", got, err)
+	}
+	if list, err := p.ListRuns(ctx, "p", 10); err != nil || len(list) != 1 || list[0].Version != 2 {
+		t.Fatalf("ListRuns after the swap = %+v, %v; want the swapped run once", list, err)
+	}
+}

@@ -386,16 +386,17 @@ func (p *Provider) conflictWait(ctx context.Context, op string, attempt int, cau
 	return p.retry.Wait(ctx, attempt)
 }
 
-// lostRace records that op lost race number lost (from 1) for a sequence number
-// and returns provider.ErrContention, recording the give-up, once maxLostRaces
-// are lost.
-func (p *Provider) lostRace(ctx context.Context, op string, lost int, cause error) error {
+// lostRace records that op lost race number lost (from 1) to another writer
+// that made progress (reason: signal.ReasonSequenceRace for a sequence number,
+// signal.ReasonCASConflict for a run's moving list copy), and returns
+// provider.ErrContention, recording the give-up, once maxLostRaces are lost.
+func (p *Provider) lostRace(ctx context.Context, op, reason string, lost int, cause error) error {
 	if lost >= maxLostRaces {
-		err := fmt.Errorf("dynamodb: %s: %w: lost %d races for the sequence number: %w", op, provider.ErrContention, lost, cause)
-		p.sig.GiveUp(ctx, op, signal.ReasonSequenceRace, lost, err)
+		err := fmt.Errorf("dynamodb: %s: %w: lost %d races to other writers: %w", op, provider.ErrContention, lost, cause)
+		p.sig.GiveUp(ctx, op, reason, lost, err)
 		return err
 	}
-	p.sig.Retry(ctx, op, signal.ReasonSequenceRace, lost)
+	p.sig.Retry(ctx, op, reason, lost)
 	return nil
 }
 

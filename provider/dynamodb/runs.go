@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/internal/ids"
+	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -129,7 +130,7 @@ func (p *Provider) putPair(ctx context.Context, op string, truth, list item, che
 		av, truthLost := ddbx.TxConditionFailed(err, 0)
 		if seqLost || truthLost {
 			if lost++; seqLost {
-				if err := p.lostRace(ctx, op, lost, err); err != nil {
+				if err := p.lostRace(ctx, op, signal.ReasonSequenceRace, lost, err); err != nil {
 					return err
 				}
 			} else if lost >= maxLostRaces {
@@ -212,9 +213,10 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // replaced with it. A failed condition returns the stored item
 // (ReturnValuesOnConditionCheckFailure), which tells a missing run or a version
 // mismatch ((false, nil)) from another pipeline (ErrInvalidArgument) from a
-// newState.CreatedAt that is not the stored one: then the swap is retried once with
-// the stored CreatedAt, which CAS never changes. A zero newState.CreatedAt costs a
-// GetItem first.
+// newState.CreatedAt that is not the stored one: then the swap is retried with
+// the stored CreatedAt, which CAS never changes (again each time a concurrent
+// put moves it, up to maxLostRaces, then provider.ErrContention). A zero
+// newState.CreatedAt costs a GetItem first.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	const op = "CompareAndSwapRunState"
 	if err := p.life.EnterWrite(ctx, op, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
@@ -287,13 +289,12 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 			return false, err
 		}
 	}
-	createdFixed := false
-	for conflicts := 0; ; {
-		err := p.transact(ctx, op, items...)
-		if err == nil {
+	for conflicts, lost := 0, 0; ; {
+		cause := p.transact(ctx, op, items...)
+		if cause == nil {
 			return true, nil
 		}
-		if av, failed := ddbx.TxConditionFailed(err, 0); failed {
+		if av, failed := ddbx.TxConditionFailed(cause, 0); failed {
 			if av == nil {
 				return false, nil
 			}
@@ -304,20 +305,26 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 			if o.Tok == tok { // an SDK retry of our own swap, whose response was lost
 				return true, nil
 			}
-			retry, err := stale(o)
-			if !retry || createdFixed { // lost, wrong pipeline, or CreatedAt keeps moving
+			retry, serr := stale(o)
+			if !retry { // lost, wrong pipeline, fenced
+				return false, serr
+			}
+			// Only the list copy differs: a put with another CreatedAt moved it
+			// since newState's (or the read's). That writer made progress, so
+			// retry at once with where the copy is now.
+			lost++
+			if err := p.lostRace(ctx, op, signal.ReasonCASConflict, lost, cause); err != nil {
 				return false, err
 			}
-			createdFixed = true
 			if items, err = swap(); err != nil {
 				return false, err
 			}
 			continue
 		}
-		if !ddbx.IsTxConflict(err) {
-			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		if !ddbx.IsTxConflict(cause) {
+			return false, fmt.Errorf("dynamodb: %s: %w", op, cause)
 		}
-		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
+		if err := p.conflictWait(ctx, op, conflicts, cause); err != nil {
 			return false, err
 		}
 		conflicts++
