@@ -108,7 +108,8 @@
 //
 //	instrument                          kind        unit     attributes                            meaning
 //	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:
-//	                                                         pipestate.retry.reason                cas_conflict (a BytesStore merge lost a race),
+//	                                                         pipestate.retry.reason                cas_conflict (a BytesStore merge lost a race,
+//	                                                                                               or a DynamoDB run CAS whose list copy moved),
 //	                                                                                               transaction_conflict, unprocessed (DynamoDB),
 //	                                                                                               throttled (DynamoDB: each throttled attempt the
 //	                                                                                               SDK retried, and each throttled transaction),

@@ -30,7 +30,7 @@ const ScopeName = "github.com/pipestate/pipestate"
 
 // Reasons for a retry, the values of AttrReason.
 const (
-	ReasonCASConflict         = "cas_conflict"         // a compare-and-swap merge lost a race
+	ReasonCASConflict         = "cas_conflict"         // a compare-and-swap (a merge, a DynamoDB run swap) lost a race
 	ReasonTransactionConflict = "transaction_conflict" // DynamoDB TransactionConflict
 	ReasonThrottled           = "throttled"            // DynamoDB throttling: an attempt the SDK retried, or a throttled transaction
 	ReasonUnprocessed         = "unprocessed"          // DynamoDB batch keys or items left unprocessed
