@@ -54,11 +54,13 @@ func afterSeq(pk, prefix string, since int64) expr {
 //     current value (ReturnValuesOnConditionCheckFailure) and the transaction is
 //     retried with it.
 //   - Without it: one PutItem of event n+1, on condition that the number is
-//     free, where n is the newest event (k events: one TransactWriteItems of k
-//     such puts). The newest event of a log is written without its ttl attribute,
-//     so DynamoDB never deletes it and numbering goes on after the whole log has
-//     expired; the next append gives it its ttl (one UpdateItem). A lost race
-//     reads the newest event (one strongly consistent Query) and retries after it.
+//     free, where n is the newest event, which this instance knows from its last
+//     append to the pipeline (for less than eventTTLGrace) or reads (one strongly
+//     consistent Query). The newest event of a log is written without its ttl
+//     attribute, so DynamoDB never deletes it and numbering goes on after the
+//     whole log has expired; the next append gives it its ttl (one UpdateItem).
+//     k events are one TransactWriteItems of k such puts and that update. A
+//     lost race reads the newest event and retries after it.
 //
 // Either way numbers are handed out without gaps, each to exactly one committed
 // event, and number order is commit order. Every event is stamped with its call's
