@@ -294,6 +294,13 @@ func TestLostReply(t *testing.T) {
 			setup: func(t *testing.T, id string) { must(t, appendMsg(fencedBy(t, chained, id, 1), id, "a")) },
 			call:  func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "b") },
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b"); wantTTL(t, id, 1) }},
+		// With the counter, after an instance without it: the first attempt
+		// finds its number taken, reads the newest event, and commits after it
+		// (the reply lost), then gives the event it follows its ttl.
+		{method: "AppendEvent", name: "counter after without", fault: drop("TransactWriteItems", "EVENT#00000000000000000003"),
+			setup: func(t *testing.T, id string) { must(t, appendMsg(p, id, "a")); must(t, appendMsg(chained, id, "b")) },
+			call:  func(t *testing.T, id string) error { return appendMsg(p, id, "c") },
+			check: func(t *testing.T, id string) { wantEvents(t, id, "a", "b", "c"); wantTTL(t, id, 2) }},
 		{method: "AppendEvent", name: "without counter conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
 			call:  func(t *testing.T, id string) error { return appendMsg(fencedBy(t, chained, id, 1), id, "a") },
 			check: func(t *testing.T, id string) { wantEvents(t, id, "a") }},
