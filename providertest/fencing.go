@@ -19,8 +19,11 @@ import (
 // with nothing written; an equal or higher fence writes; another lease key's
 // fences neither pass nor block; an unfenced write passes and leaves what the
 // record remembers as it was; a write that writes nothing (a CAS that lost, a
-// create that found the run) remembers nothing; and a holder that paused past its
-// lease, while another took the lease over and wrote, is refused. The fence is
+// create that found the run) remembers nothing; a record rewritten (unfenced,
+// or fenced again) still refuses a stale fence once the first write's retention
+// has passed (with Harness.Sleep and Harness.Retention, see fencingTime); and a
+// holder that paused past its lease, while another took the lease over and
+// wrote, is refused. The fence is
 // checked before a CAS's version and a create's existence. Every provider must
 // pass it: fencing is not optional. Its leases are made up (any valid key and
 // fence from 1), except the takeover test's, which skips without provider.Leaser.
@@ -330,6 +333,7 @@ func fencingRules(t *testing.T, s *suite, w fencedWrite) {
 		refused(t, q, p, k, k.lock, 4, 3, "fenced 4 after fence 5 wrote and fence 3 was refused")
 		ok(t, p, k, k.lock, 5, 4, "fenced 5 after refused fences 3 and 4")
 	})
+	fencingTime(t, s, w, open, do, refused)
 }
 
 // fenced returns p seen by a made-up lease of key with fence f.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/fencectx"
+	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -41,6 +42,11 @@ var fencingTeeth = []brokenBackend{
 	// The fence is checked before the version.
 	{"fence_after_version", "Fencing/cas_checks_fence_before_version",
 		func(p full, _ *shared) provider.Provider { return fenceAfterVersion{p} }},
+	// What a record remembers lives as long as the record, whatever write
+	// extended it last (issue 35: a memory whose life only the first fenced
+	// write set).
+	{"fence_memory_from_first_write", "Fencing/PutRerun/unfenced_rewrite_keeps_fence_past_first_retention",
+		func(p full, s *shared) provider.Provider { return fenceMemoryFromFirstWrite{p, s, s.ownFences()} }},
 	// What a record remembers is in the storage, not in one instance.
 	{"fence_per_instance", "Fencing/PutRunState/older_refused",
 		func(p full, _ *shared) provider.Provider {
@@ -220,4 +226,34 @@ type fencePerInstance struct {
 
 func (b fencePerInstance) PutRunState(ctx context.Context, r types.RunState) error {
 	return b.f.write(ctx, "run "+r.RunID, func(ctx context.Context) error { return b.full.PutRunState(ctx, r) })
+}
+
+// fenceMemoryFromFirstWrite forgets what a rerun remembers one rerun retention after
+// the fenced write that started remembering, as a backend whose fence memory
+// takes its TTL from the first fenced write only does: the rerun, rewritten
+// since, outlives it.
+type fenceMemoryFromFirstWrite struct {
+	full
+	s *shared
+	f *ownFences
+}
+
+func (b fenceMemoryFromFirstWrite) PutRerun(ctx context.Context, r types.RerunRecord) error {
+	record := "rerun " + r.RerunID
+	if _, ok := fence.FromContext(ctx); ok {
+		b.s.mu.Lock()
+		exp, set := b.s.expiries[record]
+		now := b.s.now()
+		if set && !now.Before(exp) {
+			b.f.mu.Lock()
+			delete(b.f.sets, record)
+			b.f.mu.Unlock()
+			set = false
+		}
+		if !set {
+			b.s.expiries[record] = now.Add(memorytest.Retention.Reruns)
+		}
+		b.s.mu.Unlock()
+	}
+	return b.f.write(ctx, record, func(ctx context.Context) error { return b.full.PutRerun(ctx, r) })
 }

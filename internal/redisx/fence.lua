@@ -1,9 +1,10 @@
 -- fence: the fencing rule of package fence in Lua, the one copy of it (FenceLua).
--- The Redis provider and stores put it before the scripts of their fenced
--- writes, which say where their fence memory, lease key and fence are. A fence
--- memory is a hash, in the record's hash slot: lease key -> the highest fence that
--- wrote the record under that key. Fences are canonical decimal strings of
--- positive int64s, compared as strings (Lua numbers are doubles).
+-- The Redis provider and stores put it before the scripts of their writes of
+-- records that may be fenced, which say where their fence memory, lease key and
+-- fence are. A fence memory is a hash, in the record's hash slot: lease key ->
+-- the highest fence that wrote the record under that key. Fences are canonical
+-- decimal strings of positive int64s, compared as strings (Lua numbers are
+-- doubles).
 local fence_key, fence_lease, fence_value, fence_cur
 local function fence_greater(a, b)
   if #a ~= #b then return #a > #b end
@@ -22,19 +23,26 @@ local function fence_check(key, lease, value)
   if fence_cur and fence_greater(fence_cur, value) then return fence_cur end
   return nil
 end
--- fence_remember, called after the write wrote (a no-op unless fence_check
--- ran), raises the memory to the write's fence and makes it live at least as
--- long as the record: ttl is the record's server TTL in ms ('0': it never
--- expires, and neither does the memory); the memory keeps a longer TTL, or none.
-local function fence_remember(ttl)
-  if not fence_key then return end
-  local pttl = redis.call('PTTL', fence_key)
-  if not fence_cur or fence_greater(fence_value, fence_cur) then
-    redis.call('HSET', fence_key, fence_lease, fence_value)
+-- fence_remember is called after every write that wrote a record a fence
+-- memory guards, fenced or not (the memory must outlive every record it
+-- guards, whatever write extended it last): ttl is the record's server TTL in
+-- ms after the write ('0': it never expires). A fenced write (fence_check ran)
+-- raises its memory to the write's fence; an unfenced one passes its record's
+-- memory as key (nil: leave memories alone), which it never creates. Either way
+-- an existing memory then lives at least ttl: it keeps a longer TTL, or none,
+-- and loses its TTL (PERSIST) when ttl is '0'. Nothing ever shortens it.
+local function fence_remember(ttl, key)
+  key = fence_key or key
+  if not key then return end
+  local pttl = redis.call('PTTL', key)
+  if fence_key and (not fence_cur or fence_greater(fence_value, fence_cur)) then
+    redis.call('HSET', key, fence_lease, fence_value)
+  elseif pttl == -2 then
+    return
   end
   if ttl == '0' then
-    if pttl >= 0 then redis.call('PERSIST', fence_key) end
+    if pttl >= 0 then redis.call('PERSIST', key) end
   elseif pttl == -2 or (pttl >= 0 and pttl < tonumber(ttl)) then
-    redis.call('PEXPIRE', fence_key, ttl)
+    redis.call('PEXPIRE', key, ttl)
   end
 end

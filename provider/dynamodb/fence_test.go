@@ -104,8 +104,8 @@ func TestUnfencedAfterFenced(t *testing.T) {
 					t.Errorf("the unfenced write sent a fence: %s", r)
 				}
 			}
-			if w.method == "PutLateArrival" && (len(unfenced) != 1 || !strings.HasPrefix(unfenced[0], "PutItem ")) {
-				t.Errorf("unfenced PutLateArrival sent %q, want one PutItem", unfenced)
+			if w.method == "PutLateArrival" && (len(unfenced) != 1 || !strings.HasPrefix(unfenced[0], "TransactWriteItems ")) {
+				t.Errorf("unfenced PutLateArrival sent %q, want one TransactWriteItems (its record and the list's guard)", unfenced)
 			}
 			// The record still remembers fence 5: fence 4 is refused, 5 passes.
 			if err := w.write(fp(4), id, 3); !errors.Is(err, provider.ErrFenced) {

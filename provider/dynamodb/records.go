@@ -119,10 +119,7 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 	}
 	it.setExpiry(provider.Expiry(p.now(), p.retention.LateArrivals))
 	g := guardOf(ctx, "late arrivals "+slotName(la.PipelineID, la.Date, la.ScheduleID))
-	if !g.on {
-		return p.put(ctx, "PutLateArrival", it)
-	}
-	return p.putLateFenced(ctx, it, lateGuardSK(la.Date, la.ScheduleID), g)
+	return p.putLate(ctx, it, lateGuardSK(la.Date, la.ScheduleID), g)
 }
 
 // lateGuardSK is the sort key, in the pipeline's partition, of the item that
@@ -130,24 +127,40 @@ func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) err
 // reads it (no list's key range holds it).
 func lateGuardSK(date, scheduleID string) string { return skLateGuard + slotSK(date, scheduleID) }
 
-// putLateFenced writes it, a late arrival, fenced by g: one TransactWriteItems
-// of the list's guard item (lateGuardSK), which checks and remembers g's fence
-// and takes its expiry (the list lives as long as its newest record), and it.
-// The SDK's idempotency token makes a retry after a lost reply answer the first
+// condGuardOutlived is the condition of a late-arrival list's guard update
+// that gives it a record's ttl (:gttl): the guard is missing, or it expires no
+// later than the record. A guard without a ttl never expires, and one that
+// expires later than the record keeps its expiry: the update never shortens
+// it.
+var condGuardOutlived = &form{"attribute_not_exists(#pk) OR (attribute_exists(#ttl) AND #ttl <= :gttl)",
+	map[string]string{"#pk": attrPK, "#ttl": attrTTL}}
+
+// putLate writes it, a late arrival, fenced by g or not, with one
+// TransactWriteItems of the list's guard item (guardSK) and it. The guard
+// update checks and remembers g's fence (when fenced) and, fenced or not, makes
+// the guard live at least as long as it (the list lives as long as its
+// longest-lived record, and the guard as long as the list): it takes its
+// expiry, or loses its own when it never expires, unless the guard already
+// outlives it (condGuardOutlived), in which case a second request writes it
+// leaving the guard's expiry alone (fenced: checking the fence as well). The
+// SDK's idempotency token makes a retry after a lost reply answer the first
 // attempt's outcome; a retry the token no longer covers writes the same item
 // again (its key is set once per call).
-func (p *Provider) putLateFenced(ctx context.Context, it item, guardSK string, g guard) error {
+func (p *Provider) putLate(ctx context.Context, it item, guardSK string, g guard) error {
 	const op = "PutLateArrival"
 	av, err := marshal(it)
 	if err != nil {
 		return err
 	}
-	gu := item{PK: it.PK, SK: guardSK, Exp: it.Exp, TTL: it.TTL}
-	gav, err := marshal(gu)
+	gav, err := marshal(item{PK: it.PK, SK: guardSK, Exp: it.Exp, TTL: it.TTL})
 	if err != nil {
 		return err
 	}
-	items := []ddbtypes.TransactWriteItem{p.txUpdate(gav, expr{}, g), p.txPut(av, expr{})}
+	var outlived expr // none for a record that never expires
+	if it.TTL != 0 {
+		outlived = expr{condGuardOutlived, map[string]ddbtypes.AttributeValue{":gttl": nv(it.TTL)}}
+	}
+	items := []ddbtypes.TransactWriteItem{p.txUpdate(gav, outlived, g), p.txPut(av, expr{})}
 	for conflicts := 0; ; conflicts++ {
 		err := p.transact(ctx, op, items...)
 		if err == nil {
@@ -157,7 +170,16 @@ func (p *Provider) putLateFenced(ctx context.Context, it item, guardSK string, g
 			if rerr := g.refused(old); rerr != nil {
 				return fmt.Errorf("dynamodb: %s: %w", op, rerr)
 			}
-			return fmt.Errorf("dynamodb: %s: %w", op, err)
+			if outlived.form == nil {
+				return fmt.Errorf("dynamodb: %s: %w", op, err)
+			}
+			// The guard outlives the record already: write it without
+			// touching the guard's expiry.
+			if !g.on {
+				return p.put(ctx, op, it)
+			}
+			outlived, items[0] = expr{}, p.txGuard(it.PK, guardSK, g)
+			continue
 		}
 		if !ddbx.IsTxConflict(err) {
 			return fmt.Errorf("dynamodb: %s: %w", op, err)

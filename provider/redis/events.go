@@ -43,7 +43,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 }
 
 // appendOnce runs append_once on key, a stream or list of pipelineID, with args
-// after the key (fenced when ctx carries a fence: the pipeline's fence memory);
+// after the key and the pipeline's fence memory (fenced when ctx carries a fence);
 // record names it in a refusal.
 func (p *Provider) appendOnce(ctx context.Context, op string, kind provider.RecordKind, pipelineID, record, key string, args ...any) error {
 	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(p.k.pipeline(pipelineID)), []string{key, p.k.newCall(key)}, args)

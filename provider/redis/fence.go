@@ -10,21 +10,33 @@ import (
 )
 
 // This file holds the Go side of fenced writes (package fence): the scripts of
-// the writes that take a fence start with the rule (redisx.FenceLua) and
-// lua/fence.lua, and a fenced call
-// passes its record's fence memory as the last key and its lease key and fence
-// as the last two arguments. An unfenced call passes neither, so its script
-// never reads or writes a fence memory.
+// the writes that may take a fence start with the rule (redisx.FenceLua) and
+// lua/fence.lua, and every call of them, fenced or not, passes its record's
+// fence memory after the script's own keys and the lease key and fence as its
+// last two arguments ("" and "" unfenced). An unfenced call never reads a
+// memory nor creates one; it makes an existing one live at least as long as
+// the record it wrote, so that a memory never expires before a record it
+// guards, whatever write extended the record last.
 
-// fenceArgs appends, when ctx carries a fence token, the fence memory to keys and
-// the token to args; it returns them and the token (ok false, keys and args
-// unchanged, for an unfenced call).
+// fenceArgs appends memory (when not "": the record has one) to keys and ctx's
+// fence token, or "" and "" when ctx carries none, to args; it returns them,
+// the token and whether the call is fenced.
 func fenceArgs(ctx context.Context, memory string, keys []string, args []any) ([]string, []any, fence.Token, bool) {
+	if memory != "" {
+		keys = append(keys, memory)
+	}
+	args, t, ok := fenceToken(ctx, args)
+	return keys, args, t, ok
+}
+
+// fenceToken appends ctx's lease key and fence to args, or "" and "" for an
+// unfenced call.
+func fenceToken(ctx context.Context, args []any) ([]any, fence.Token, bool) {
 	t, ok := fence.FromContext(ctx)
 	if !ok {
-		return keys, args, t, false
+		return append(args, "", ""), t, false
 	}
-	return append(keys, memory), append(args, t.Key, t.Fence), t, true
+	return append(args, t.Key, t.Fence), t, true
 }
 
 // refusedFence is a fenced script's refusal: {-2, ..., newest}, the remembered

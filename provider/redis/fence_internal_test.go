@@ -344,8 +344,9 @@ func fencedInterleavings() []interleaving {
 // TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced write
 // gives its hash tag's fence memory the server TTL of the record it wrote when
 // that is longer than the memory's, never a shorter one, and none (PERSIST)
-// when the record never expires (an event stream); refused and unfenced writes
-// leave it as it is.
+// when the record never expires (an event stream); an unfenced write extends
+// an existing one as a fenced write does, and creates none; a refused write
+// leaves it as it is.
 func TestFenceMemoryTTL(t *testing.T) {
 	ctx := t.Context()
 	m := miniredis.RunT(t)
@@ -385,8 +386,8 @@ func TestFenceMemoryTTL(t *testing.T) {
 	if err := wantRefused(late(fenced(ctx, 1))); err != nil {
 		t.Fatal(err)
 	}
-	must(t, late(ctx)) // unfenced
-	ttl(mem, 3*time.Hour+deleteSlack-time.Minute)
+	must(t, late(ctx)) // unfenced, it extends the list, and so the memory
+	ttl(mem, 3*time.Hour+deleteSlack)
 	must(t, p.AppendEvent(fenced(ctx, 3), types.Event{Kind: "K", PipelineID: lrPipe})) // a stream never expires
 	ttl(mem, -1)
 	must(t, late(fenced(ctx, 3)))

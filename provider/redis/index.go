@@ -150,8 +150,8 @@ type indexedRecord struct {
 	// the write then prunes each list of expired records (expiredCall, prune).
 	truth func(id string) string
 	// fences, when not "", is the record's fence memory: a write whose context
-	// carries a fence is fenced (lua/fence.lua); kind names the record in a
-	// refusal.
+	// carries a fence is fenced, and every write keeps the memory as long as the
+	// record (lua/fence.lua); kind names the record in a refusal.
 	fences string
 	kind   provider.RecordKind
 }
@@ -197,9 +197,7 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 		fenced bool
 		stale  error // the fence's refusal
 	)
-	if r.fences != "" {
-		keys, args, t, fenced = fenceArgs(ctx, r.fences, keys, args)
-	}
+	keys, args, t, fenced = fenceArgs(ctx, r.fences, keys, args)
 	res, err := p.run(ctx, scriptRecordPut, keys, args...).Slice()
 	if err != nil {
 		return "", false, p.wrap(op, err)

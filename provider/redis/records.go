@@ -36,16 +36,16 @@ func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error
 
 // slotPut upserts field of ix, a list of pipelineID's records of kind, with one
 // script, which also restarts the record's retention and prunes expired records
-// of ix (see lua/slot_put.lua). A fenced call (ctx carries a fence) also passes
-// a call marker and the pipeline's fence memory.
+// of ix (see lua/slot_put.lua). Every call passes the pipeline's fence memory
+// (see fence.go); a fenced call (ctx carries a fence) also passes a call marker.
 func (p *Provider) slotPut(ctx context.Context, op string, kind provider.RecordKind, pipelineID string, ix index, field string,
 	data []byte, score int64, life lifetime) error {
-	keys := []string{ix.h, ix.z, ix.x}
+	keys := []string{ix.h, ix.z, ix.x, p.k.fences(p.k.pipeline(pipelineID))}
 	args := []any{field, data, score, life.now, life.exp, life.ttl, pruneBatch}
 	if _, ok := fence.FromContext(ctx); ok {
 		keys, args = append(keys, p.k.newCall(ix.h)), append(args, callMemoryMS)
 	}
-	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(p.k.pipeline(pipelineID)), keys, args)
+	args, t, fenced := fenceToken(ctx, args)
 	c := p.run(ctx, scriptSlotPut, keys, args...)
 	if !fenced || c.Err() != nil {
 		return p.wrap(op, c.Err())

@@ -80,9 +80,9 @@ func (s *numeric[V]) mergeMany(ctx context.Context, ups []state.Update[V]) error
 // batchCall is one batch script call: the updates of one group.
 type batchCall struct {
 	idx  []int    // indexes of the updates in the chunk
-	keys []string // their value keys (then, fenced, their fence memories)
+	keys []string // their value keys, then their fence memories
 	args []any
-	// fences are the fence memories of the updates of a fenced call
+	// fences are the fence memories of the updates
 	fences []string
 	cmd    *goredis.Cmd
 }
@@ -94,7 +94,7 @@ type batchCall struct {
 func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs []error) {
 	sc := batchScripts[s.script.Name()]
 	t, fenced := tokenOf(ctx)
-	calls := s.group(ups, fenced)
+	calls := s.group(ups)
 	for _, c := range calls {
 		if fenced {
 			c.args = append(c.args, t.Key, t.Fence)
@@ -143,9 +143,9 @@ func (s *numeric[V]) reply(r any, delta V, key string) error {
 
 // group splits ups into batch script calls: one on a single server, one per
 // entity (the keys of one hash tag share a slot) on a cluster or ring, each in the
-// order of ups. A fenced call's keys are its value keys, then their fence
-// memories (lua/batch.lua); c.fences holds the memories until then.
-func (s *numeric[V]) group(ups []state.Update[V], fenced bool) []*batchCall {
+// order of ups. A call's keys are its value keys, then their fence memories
+// (lua/batch.lua); c.fences holds the memories until then.
+func (s *numeric[V]) group(ups []state.Update[V]) []*batchCall {
 	_, single := s.client.(*goredis.Client)
 	var calls []*batchCall
 	byEntity := map[string]*batchCall{}
@@ -167,9 +167,7 @@ func (s *numeric[V]) group(ups []state.Update[V], fenced bool) []*batchCall {
 		c.idx = append(c.idx, i)
 		c.keys = append(c.keys, s.keys.valueKey(s.kind, u.Key))
 		c.args = append(c.args, redisx.Millis(u.TTL), s.arg(u.Delta))
-		if fenced {
-			c.fences = append(c.fences, s.keys.fenceKey(s.kind, u.Key))
-		}
+		c.fences = append(c.fences, s.keys.fenceKey(s.kind, u.Key))
 	}
 	for _, c := range calls {
 		c.keys = append(c.keys, c.fences...)

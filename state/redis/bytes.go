@@ -102,9 +102,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 	if err := s.life.Enter(ctx, state.CheckWrite(s.m, once, eventID, k, delta, ttl)); err != nil {
 		return false, err
 	}
-	key, claim, nkeys := s.keys.valueKey(s.kind, k), "", 1
+	key, claim, nkeys := s.keys.valueKey(s.kind, k), "", 2 // the value and its fence memory
 	if once {
-		claim, nkeys = s.keys.onceKey(s.kind, k, eventID), 2
+		claim, nkeys = s.keys.onceKey(s.kind, k, eventID), 3
 	}
 	var (
 		ttlArg  any     = redisx.Millis(ttl)
@@ -126,18 +126,13 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 		return r.value, r.found, r.ver, nil
 	}
 	t, fenced := tokenOf(ctx)
-	var fenceKey string
-	if fenced {
-		nkeys, fenceKey = nkeys+1, s.keys.fenceKey(s.kind, k)
-	}
+	fenceKey := s.keys.fenceKey(s.kind, k)
 	write := func(ctx context.Context, next []byte, _ bool, ver string) (bool, error) {
 		args := append(s.args(scriptCAS, nkeys, nkeys+8), key)
 		if once {
 			args = append(args, claim)
 		}
-		if fenced {
-			args = append(args, fenceKey)
-		}
+		args = append(args, fenceKey)
 		args = append(args, ttlArg, s.dedupArg, tok, ver, next, storekey.PushToken(ver, tok))
 		if fenced {
 			args = append(args, t.Key, t.Fence)

@@ -182,7 +182,8 @@ func TestFencedMerges(t *testing.T) {
 // TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced merge
 // gives the memory of its entity's values the value's TTL when that is longer
 // than the memory's, never a shorter one, and none (PERSIST) for a value that
-// never expires; refused and unfenced merges leave it as it is.
+// never expires; an unfenced merge does the same to an existing memory (and
+// creates none); a refused merge leaves it as it is.
 func TestFenceMemoryTTL(t *testing.T) {
 	ctx := t.Context()
 	c := miniBackend.client(t)
@@ -219,9 +220,13 @@ func TestFenceMemoryTTL(t *testing.T) {
 	if err := view(1).MergeUpdate(ctx, k1, 1, 0); !errors.Is(err, state.ErrFenced) {
 		t.Fatalf("older fence = %v, want ErrFenced", err)
 	}
+	must(t, s.MergeUpdate(ctx, k1, 1, 4*time.Hour)) // unfenced, it lengthens it as well
+	if got, want := ttl(mem), ttl(p+":{e}:isum:1"); got != want {
+		t.Fatalf("memory PTTL %v, want the unfenced merge's value's %v", got, want)
+	}
 	must(t, s.MergeUpdate(ctx, k1, 1, 0)) // unfenced, never expires
-	if got := ttl(mem); got != long {
-		t.Fatalf("memory PTTL %v, want still %v", got, long)
+	if got := ttl(mem); got != -1 {
+		t.Fatalf("memory PTTL %v after an unfenced merge made its value permanent, want none (-1)", got)
 	}
 	must(t, view(2).MergeUpdate(ctx, k1, 1, 0)) // a value that never expires
 	if got := ttl(mem); got != -1 {

@@ -61,20 +61,18 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	}
 	key := s.keys.valueKey(s.kind, k)
 	t, fenced := tokenOf(ctx)
-	nkeys, nargs, tok := 1, 4, any("")
+	nkeys, nargs, tok := 2, 4, any("") // the value and its fence memory
 	if once {
-		nkeys, tok = 2, storekey.Token()
+		nkeys, tok = 3, storekey.Token()
 	}
 	if fenced {
-		nkeys, nargs = nkeys+1, nargs+2
+		nargs += 2
 	}
 	args := append(s.args(s.script, nkeys, nkeys+nargs), key)
 	if once {
 		args = append(args, s.keys.onceKey(s.kind, k, eventID))
 	}
-	if fenced {
-		args = append(args, s.keys.fenceKey(s.kind, k))
-	}
+	args = append(args, s.keys.fenceKey(s.kind, k))
 	args = append(args, redisx.Millis(ttl), s.dedupArg, tok, s.arg(delta))
 	if fenced {
 		args = append(args, t.Key, t.Fence)

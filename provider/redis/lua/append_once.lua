@@ -16,17 +16,19 @@
 -- ARGV[3] = value, ARGV[4] = approximate MAXLEN of the stream (0 = none);
 -- for "l": ARGV[5] = now µs, ARGV[6] = expiry µs ("0": never), ARGV[7] = server
 -- TTL in ms ("0": none)
--- Fenced (see fence.lua): KEYS[3] = the fence memory of the pipeline, then the
--- lease key and fence; the marker is checked first and set only when the fence
--- admits the append, so a refusal's retry is refused again. A stream never
--- expires, so an event's fence memory never does either.
+-- KEYS[3] = the fence memory of the pipeline, ARGV's last two = the lease key
+-- and fence ('' unfenced; see fence.lua). Fenced, the marker is checked first
+-- and set only when the fence admits the append, so a refusal's retry is
+-- refused again. A late arrival makes the memory live as long as its list
+-- (fence_kept: the list's TTL, which may be longer than the element's), fenced
+-- or not. A stream never expires, so a fenced event makes
+-- the memory never expire either (an unfenced one needs not: a memory that
+-- guards the stream has no TTL already).
 -- Returns 1 appended, 0 already appended by this call, {-2, newest} refused by
 -- the fence.
-if #KEYS > 2 then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-  local newest = fence_refused(2)
-  if newest then return {-2, newest} end
-end
+if fence_fenced() and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local newest = fence_refused(2)
+if newest then return {-2, newest} end
 if not redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[2]) then return 0 end
 if ARGV[1] == 'l' then
   for _ = 1, 100 do
@@ -39,15 +41,18 @@ if ARGV[1] == 'l' then
   if ARGV[6] == '0' then
     redis.call('RPUSH', KEYS[1], ARGV[3])
     redis.call('PERSIST', KEYS[1])
-    fence_remember('0')
+    fence_kept('0')
     return 1
   end
   redis.call('RPUSH', KEYS[1], ARGV[6] .. '|' .. ARGV[3])
   local ttl = redis.call('PTTL', KEYS[1])
   if (ttl == -1 and fresh) or (ttl >= 0 and ttl < tonumber(ARGV[7])) then
     redis.call('PEXPIRE', KEYS[1], ARGV[7])
+    ttl = tonumber(ARGV[7])
   end
-  fence_remember(ARGV[7])
+  -- the memory lives as long as the list, which may outlive this element
+  if ttl == -1 then ttl = '0' end
+  fence_kept(ttl)
   return 1
 end
 local prev = '0-0'

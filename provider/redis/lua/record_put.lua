@@ -14,10 +14,12 @@
 -- ARGV[5] = marker TTL in ms, ARGV[6] = now µs, ARGV[7] = expiry µs ("0": never),
 -- ARGV[8] = server TTL in ms ("0": none), ARGV[9..] = extra field/value pairs
 -- stored beside the JSON
--- Fenced (see fence.lua): KEYS[3] = the fence memory, then the lease key and
--- fence after the pairs. The fence is checked after the call's marker and a
--- strict refusal (as memory's PutRunState), before the create check, so a stale
--- create is refused as fenced; refused, it returns {-2, oldPipeline, newest}.
+-- Then (see fence.lua) KEYS[3] = the fence memory (none for a pipeline), and
+-- the lease key and fence after the pairs ('' unfenced). A fenced write's fence
+-- is checked after the call's marker and a strict refusal (as memory's
+-- PutRunState), before the create check, so a stale create is refused as
+-- fenced; refused, it returns {-2, oldPipeline, newest}. Every write that
+-- writes makes the memory live as long as the record (fence_kept).
 -- An expired record counts as missing: "create" writes over it, "strict" lets it
 -- change pipeline. (A deleted pipeline's tombstone, fields s and m, counts as
 -- missing too.)
@@ -62,6 +64,6 @@ if ARGV[8] == '0' then
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
-fence_remember(ARGV[8])
+fence_kept(ARGV[8])
 redis.call('SET', KEYS[2], string.format('%d|%s', seq, old), 'PX', ARGV[5])
 return {seq, old}

@@ -11,10 +11,11 @@
 -- JSON, ARGV[4] = new version (expected + 1), ARGV[5] = marker TTL in ms,
 -- ARGV[6] = now µs, ARGV[7] = new expiry µs ("0": never), ARGV[8] = server TTL in
 -- ms ("0": none)
--- Fenced (see fence.lua): KEYS[3] = the fence memory, ARGV[9], ARGV[10] = the
--- lease key and fence, checked after the call's marker, the run's existence and
--- its pipeline (as memory's CAS) and before the version, so a stale holder is
--- refused as fenced, not answered 0.
+-- KEYS[3] = the fence memory, ARGV[9], ARGV[10] = the lease key and fence
+-- ('' unfenced; see fence.lua). A fenced swap's fence is checked after the
+-- call's marker, the run's existence and its pipeline (as memory's CAS) and
+-- before the version, so a stale holder is refused as fenced, not answered 0.
+-- Every swap makes the memory live as long as the run (fence_kept).
 -- Returns 1 swapped, 0 missing, expired or version mismatch, -1 pipeline mismatch,
 -- {-2, newest} refused by the fence.
 if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
@@ -31,6 +32,6 @@ if ARGV[8] == '0' then
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
-fence_remember(ARGV[8])
+fence_kept(ARGV[8])
 redis.call('SET', KEYS[2], 1, 'PX', ARGV[5])
 return 1

@@ -14,20 +14,19 @@
 -- ARGV[1] = field, ARGV[2] = JSON, ARGV[3] = score, ARGV[4] = now µs,
 -- ARGV[5] = expiry µs ("0": never), ARGV[6] = server TTL in ms ("0": none),
 -- ARGV[7] = the most expired records removed
--- Fenced (see fence.lua): KEYS[4] = the call's marker (same slot), KEYS[5] = the
--- fence memory of the pipeline, ARGV[8] = the marker's TTL in ms, ARGV[9],
--- ARGV[10] = the lease key and fence. A
--- fenced upsert keeps a marker, as record_put does, so that a retry after a lost
--- reply reports its first attempt's write, even after a newer fence wrote, and
--- writes nothing more; a refusal keeps none (its retry is refused again).
+-- KEYS[4] = the fence memory of the pipeline; ARGV's last two = the lease key
+-- and fence ('' unfenced; see fence.lua). Fenced: KEYS[5] = the call's marker
+-- (same slot), ARGV[8] = the marker's TTL in ms. A fenced upsert keeps a
+-- marker, as record_put does, so that a retry after a lost reply reports its
+-- first attempt's write, even after a newer fence wrote, and writes nothing
+-- more; a refusal keeps none (its retry is refused again). Every upsert makes
+-- the memory live as long as the keys (fence_kept).
 -- Returns 1 written (or written by this call's first attempt), {-2, newest}
 -- refused by the fence.
-if #KEYS > 3 then
-  if redis.call('EXISTS', KEYS[4]) == 1 then return 1 end
-  local newest = fence_refused(3)
-  if newest then return {-2, newest} end
-  redis.call('SET', KEYS[4], 1, 'PX', ARGV[8])
-end
+if fence_fenced() and redis.call('EXISTS', KEYS[5]) == 1 then return 1 end
+local newest = fence_refused(3)
+if newest then return {-2, newest} end
+if fence_fenced() then redis.call('SET', KEYS[5], 1, 'PX', ARGV[8]) end
 local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[4], 'LIMIT', 0, ARGV[7])
 if #gone > 0 then
   redis.call('HDEL', KEYS[1], unpack(gone))
@@ -52,5 +51,5 @@ for i = 1, 3 do
     redis.call('PEXPIRE', KEYS[i], ARGV[6])
   end
 end
-fence_remember(ARGV[6])
+fence_kept(ARGV[6])
 return 1

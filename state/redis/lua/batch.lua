@@ -2,8 +2,8 @@
 -- once, after the common head and one body, see mergeBody.source): one call merges many
 -- keys, each exactly as its own script would (atomic per key; here the whole call
 -- is atomic too, but MergeMany does not promise it).
--- KEYS: the value keys, one per update, then for a fenced batch the fence memory
--- of each update's value (package fence); on Redis Cluster all in one slot.
+-- KEYS: the value keys, one per update, then the fence memory of each update's
+-- value (package fence), fenced or not; on Redis Cluster all in one slot.
 -- ARGV[2i-1], ARGV[2i]: update i's ttl in milliseconds and its delta; the last
 -- two: the lease key and fence of a fenced batch, '' and '' otherwise.
 -- Returns one reply per update: the single-key script's (1, -1 when refused,
@@ -18,7 +18,7 @@ if ARGV[#ARGV] ~= '' then
 end
 for i = 1, n do
   key[1] = KEYS[i]
-  if args[5] then key[2] = KEYS[n + i] end
+  key[2] = KEYS[n + i]
   args[1] = ARGV[2 * i - 1]
   args[4] = ARGV[2 * i]
   local ok, r = pcall(merge, key, args)

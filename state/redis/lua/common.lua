@@ -8,9 +8,9 @@
 -- KEYS[1]: the value key.
 -- KEYS[2]: only for MergeUpdateOnce, the event's claim key; it shares KEYS[1]'s hash
 --          tag, so both live in one Redis Cluster slot.
--- KEYS[#KEYS]: only for a fenced merge (package fence), the fence memory of the
---          value's entity and store kind (a hash lease key -> the highest fence
---          that merged, prefix:{entity}:kind:fences, in KEYS[1]'s slot).
+-- KEYS[#KEYS]: the fence memory of the value's entity and store kind (package
+--          fence; a hash lease key -> the highest fence that merged,
+--          prefix:{entity}:kind:fences, in KEYS[1]'s slot), fenced or not.
 -- ARGV[1]: the value's ttl in milliseconds, '0' = no expiry (clears an earlier one).
 -- ARGV[2]: the claim's ttl in milliseconds, '0' = the claim never expires.
 -- ARGV[3]: the call's token, a fresh random string per MergeUpdateOnce call, stored
@@ -20,7 +20,10 @@
 -- ARGV[4...]: the body's arguments.
 -- ARGV[fenceAt], ARGV[fenceAt + 1]: only for a fenced merge, the lease key and the
 --          fence (a canonical decimal string). An unfenced merge passes no fence
---          key or argument and never touches a fence memory.
+--          argument; it never reads a fence memory nor creates one, but once it
+--          merged it makes an existing one live at least as long as the value
+--          (finish), as a fenced merge does: a memory outlives every value it
+--          guards, whatever merge extended the value last.
 -- Bodies must not write before their last possible error (Lua scripts do not roll
 -- back): a claim is only written by finish(), after the value was written.
 -- A body calls fenced_out() before it writes (after the claim, which claimed
@@ -34,7 +37,7 @@ local function claimed(keys, argv)
   K, A = keys, argv
   fenced = A[fenceAt] ~= nil
   claimKey = nil
-  if #K == (fenced and 3 or 2) then claimKey = K[2] end
+  if #K == 3 then claimKey = K[2] end
   if claimKey then
     local claim = redis.call('GET', claimKey)
     if claim == A[3] then
@@ -67,6 +70,6 @@ local function finish()
       redis.call('SET', claimKey, A[3], 'PX', A[2])
     end
   end
-  if fenced then fence_remember(A[1]) end
+  fence_remember(A[1], K[#K])
   return 1
 end
