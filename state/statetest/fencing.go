@@ -17,7 +17,10 @@ import (
 // state.ErrFenced (and pipestate.ErrLockNotHeld), from any instance, with nothing
 // written; equal and higher fences merge; another lease key's fences neither pass
 // nor block; an unfenced merge passes and leaves what the key remembers as it
-// was; a refused merge remembers nothing. MergeUpdateOnce checks its event's
+// was; a refused merge remembers nothing (refused by a fence, or by an int64
+// sum's range); what a key remembers outlives every merge that extended its
+// value (with FakeTime: a ttl'd fenced merge, then a merge extending or clearing
+// the ttl, then time past the first merge's ttl). MergeUpdateOnce checks its event's
 // claim first (a redelivery is a duplicate whatever its fence) and a refused
 // event claims nothing; MergeMany reports a refused update at its index in a
 // *state.MergeError and applies the others. RunStore calls it: every store must
@@ -144,6 +147,8 @@ func fencingRules[V any](t *testing.T, h *Harness[V], w fencedMerge[V]) {
 		a, b := h.open(t), h.open(t)
 		run(t, "lock", []step{{a, "", 5, true}, {b, "", 3, false}, {b, "", 4, false}, {a, "", 5, true}})
 	})
+	fencingTime(t, h, w.name)
+	fencingRefusedByMonoid(t, h, w.name)
 }
 
 // testOnceClaimBeforeFence: a redelivered event is a duplicate whatever its

@@ -77,6 +77,8 @@ type flaws struct {
 	fenceBeforeClaim     bool // MergeUpdateOnce checks the fence before the event's claim
 	fenceRefusedClaims   bool // a refused MergeUpdateOnce claims its event
 	batchFenceAborts     bool // MergeMany stops at a refused update
+	fenceFirstTTL        bool // a key's fences expire with the first fenced merge's value, whatever merged since
+	fenceRemembersRange  bool // a merge the monoid refuses (past the range) still remembers its fence
 }
 
 // world is the shared storage of the toy stores of one test.
@@ -87,6 +89,8 @@ type world struct {
 	events map[string]time.Time // Deduper claims and their expiry (zero: none)
 	claims map[string]time.Time // MergeUpdateOnce claims and their expiry (zero: none)
 	fences toyFences
+	// fenceExp is when fenceFirstTTL forgets a key's fences (absent: never).
+	fenceExp map[string]time.Time
 }
 
 // toyDedupTTL is the claim TTL of the toy OnceStore.
@@ -276,6 +280,10 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	case s.f.naiveClaimID:
 		claim = fmt.Sprintf("%s:%s:%d", id, k.Entity, k.Bucket)
 	}
+	if exp, ok := s.w.fenceExp[s.key(k)]; ok && !s.w.now.Before(exp) {
+		delete(s.w.fences, s.key(k))
+		delete(s.w.fenceExp, s.key(k))
+	}
 	admit := func() (func(), error) {
 		remember, err := s.w.fences.admit(ctx, s.key(k), s.f)
 		if err != nil && id != "" && s.f.fenceRefusedClaims {
@@ -336,6 +344,9 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 	}
 	v, err := state.Combine(s.monoid(), it.v, delta)
 	if err != nil {
+		if s.f.fenceRemembersRange {
+			remember()
+		}
 		if !s.f.wrapOverflow {
 			return false, err
 		}
@@ -368,6 +379,9 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		s.w.claims[claim] = s.claimExpiry(ttl)
 	}
 	remember()
+	if _, set := s.w.fenceExp[s.key(k)]; s.f.fenceFirstTTL && !set && !exp.IsZero() && len(s.w.fences[s.key(k)]) > 0 {
+		s.w.fenceExp[s.key(k)] = exp
+	}
 	return true, nil
 }
 
@@ -463,7 +477,7 @@ func (ws *worlds) get(t *testing.T) *world {
 	w, ok := ws.m[t.Name()]
 	if !ok {
 		w = &world{now: time.Unix(1_000_000, 0), values: map[string]item{}, events: map[string]time.Time{}, claims: map[string]time.Time{},
-			fences: toyFences{}}
+			fences: toyFences{}, fenceExp: map[string]time.Time{}}
 		ws.m[t.Name()] = w
 	}
 	return w
@@ -643,6 +657,10 @@ var broken = []struct {
 	{"fence refusal claims", flaws{fenceRefusedClaims: true}, sumToy, "fencing/MergeUpdateOnce/claim_before_fence"},
 	// Rule: a refused update of a batch fails alone.
 	{"batch stops at a fence", flaws{batchFenceAborts: true}, sumToy, "fencing/MergeMany/refusal_at_its_index"},
+	// Rule: what a key remembers outlives every merge that extended its value.
+	{"fence memory from the first ttl", flaws{fenceFirstTTL: true}, sumToy, "fencing/MergeUpdate/unfenced_ttl_cleared_keeps_fence"},
+	// Rule: a merge the monoid refuses remembers nothing.
+	{"fence remembered by a refused merge", flaws{fenceRemembersRange: true}, sumToy, "fencing/MergeMany/refused_merge_remembers_nothing"},
 }
 
 const brokenEnv = "STATETEST_BROKEN"
