@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -78,4 +79,20 @@ func TestLateGuardOutlivesList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFencingWithTTLDeletion runs the suite's Fencing group on providers whose
+// Sleep also deletes what DynamoDB's TTL would have deleted by then (sweepTTL),
+// which DynamoDB Local never does: the group's tests with time then meet the
+// items as a real table holds them (PutLateArrival's failed before the guard
+// item lived as long as its list).
+func TestFencingWithTTLDeletion(t *testing.T) {
+	testEnv(t)
+	h := conformanceHarness()
+	h.Sleep = func(t *testing.T, d time.Duration) {
+		e := testEnv(t)
+		e.clock.Advance(d)
+		sweepTTL(t, e)
+	}
+	providertest.RunFencing(t, h)
 }
