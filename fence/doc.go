@@ -72,7 +72,8 @@
 // # Unfenced writes
 //
 // An unfenced write (p itself, not provider.Fenced(p, lease)) to a record that remembers fences is
-// allowed, and neither checks nor changes what the record remembers: an operator
+// allowed, and neither checks nor changes which fences the record remembers
+// (it does make them live as long as the record it extends, see Lifetime): an operator
 // fixing a stuck run with the CLI holds no lease, and during a rolling upgrade
 // the older version writes unfenced. A fence therefore protects a record only
 // from fenced writers of the same lease key; mix unfenced writers in only where
@@ -95,7 +96,17 @@
 // TTL of a store) and no longer, so it adds no unbounded growth: once the backend
 // has deleted an expired record, the record written again remembers from scratch,
 // and a holder paused for longer than the record's retention can write it again
-// (a backend may remember longer, which only refuses more). Each lease key that ever wrote a record adds one small entry to it (a
+// (a backend may remember longer, which only refuses more). "As long as the
+// record" counts from the record's last write, whatever write it was: any
+// write that extends a record's life (fenced or not, by an instance with a
+// longer retention, a store merge with a longer ttl or ttl 0) extends what it
+// remembers with it, atomically with the write, so a stale holder never meets
+// a live record that forgot the newer fence (an operator's unfenced fix, such
+// as the CLI's run fail, included). A backend that keeps the memory apart from
+// the record (a Redis hash beside the record, a DynamoDB item beside a list)
+// must therefore touch it on unfenced writes too; providertest's and
+// statetest's Fencing groups check it with time (Harness.Sleep past the first
+// write's retention only). Each lease key that ever wrote a record adds one small entry to it (a
 // hash field on Redis, an attribute on DynamoDB), so use a bounded set of lease
 // keys per record (one per pipeline or job, not one per run).
 //

@@ -355,7 +355,7 @@ var capacityBudget = map[string]float64{
 	"put replay":                        2,
 	"get replay":                        1,
 	"list replays":                      0.5,
-	"put late arrival":                  1,
+	"put late arrival":                  4, // with the list's guard item (see the fenced writes)
 	"list late arrivals":                1,
 	"write marker new":                  8,
 	"write marker again":                10,
@@ -374,9 +374,9 @@ var capacityBudget = map[string]float64{
 	"inspect free":                      1,
 	// Fenced writes: what their unfenced counterparts consume (the fence
 	// attribute adds len(lease key)+4 bytes or so to the item, which changes
-	// the units only when it crosses a 1 KB boundary). PutLateArrival is the
-	// exception: fenced, it is a transaction of the list's guard item and the
-	// record (2 items at 2 units each) where unfenced it is one PutItem (1).
+	// the units only when it crosses a 1 KB boundary). PutLateArrival, fenced
+	// or not, is a transaction of the list's guard item and the record (2 items
+	// at 2 units each): the guard lives as long as the list.
 	// A refused write consumes nothing on Local, as a failed condition does.
 	"fenced put run new":              4,
 	"fenced put run again":            4,

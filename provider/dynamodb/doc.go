@@ -286,10 +286,20 @@
 //	PutLateArrival                        the list's fence item (FENCE#LATE#{date}#{schedule})
 //
 // A late arrival is a new item each time, which cannot see what its list
-// remembers: a fenced PutLateArrival is one TransactWriteItems of its record
-// and the list's fence item (an update that also carries the record's expiry,
-// so the fence item lives as long as the list's newest record), where an
-// unfenced one stays one PutItem. The fence items of the other writes are the
+// remembers: every PutLateArrival, fenced or not, is one TransactWriteItems of
+// its record and the list's fence item, an update that checks and sets the
+// fence when fenced and, either way, gives the fence item the record's expiry
+// unless it already expires later (or never): the list lives as long as its
+// longest-lived record, and the fence item at least as long as the list,
+// whichever write extended the list last (an unfenced one, or one by an
+// instance with a longer retention). Before, an unfenced PutLateArrival was
+// one PutItem that left the fence item to expire, and DynamoDB's TTL to delete
+// it, while the list was live: a stale holder's write was then accepted
+// (TestLateGuardOutlivesList, TestFencingWithTTLDeletion). When the fence item
+// already outlives the record, the transaction's condition fails and a second
+// request writes the record alone (fenced: with the fence item's check and
+// fence, leaving its expiry); with one retention per table that happens only
+// under clock skew between instances. The fence items of the other writes are the
 // record's own item, so the fences live and expire with it (its exp and ttl);
 // an expired item that DynamoDB has not deleted yet still remembers, which
 // refuses more stale writes, never fewer. Events of one pipeline batch only
@@ -322,10 +332,12 @@
 // Capacity: the attribute adds 2 + len(lease key) bytes of name and a number
 // to the item (about 25 bytes for a short key), which changes its write units
 // only when it crosses a 1 KB boundary; on DynamoDB Local every fenced write
-// consumes what its unfenced counterpart does (TestRoundTripBudget), except a
-// fenced PutLateArrival: a transaction of 2 items at 2 units each per 1 KB
-// (4 for a small record) instead of a PutItem's 1. A refused write is charged
-// as a failed condition of the same write.
+// consumes what its unfenced counterpart does (TestRoundTripBudget).
+// PutLateArrival, fenced or not, is a transaction of 2 items at 2 units each
+// per 1 KB (4 for a small record) where an unfenced one was a PutItem's 1: the
+// price of a fence item that lives as long as the list (late arrivals are
+// rare next to runs and events, so it is a small share of a pipeline's
+// writes). A refused write is charged as a failed condition of the same write.
 //
 // # Across regions
 //
@@ -411,8 +423,8 @@
 //	call                                   WCU / RCU  why not less
 //	-------------------------------------  ---------  -----------------------------------------------
 //	PutTrait, PutReadiness, PutRunLog      1          the floor: one PutItem
-//	PutLateArrival                         1          the floor (fenced: 4, a transaction with the
-//	                                                  list's guard item; see Fencing)
+//	PutLateArrival                         4          a transaction with the list's guard item, which
+//	                                                  must live as long as the list (see Fencing)
 //	RegisterPipeline, DeletePipeline,      2          the item and its GSI1 copy (ListPipelines,
 //	PutReplay                                         ListReplays across pipelines)
 //	AcquireLock, ReleaseLock               1          the floor: one conditional UpdateItem that
@@ -444,7 +456,7 @@
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
 //
-// A fenced write costs what the unfenced one does, but for PutLateArrival. A
+// A fenced write costs what the unfenced one does. A
 // refused conditional write is charged too (1 WCU; a transaction, 2 per item),
 // and so is a lost race (a CAS or create that loses, an append or marker write
 // whose number another instance took first). A retry after a lost reply is a

@@ -212,14 +212,16 @@
 // The writes that take a fence (see package fence: PutRunState,
 // CompareAndSwapRunState, CreateRunState, AppendEvent, PutLateArrival, PutRunLog,
 // WriteCascadeMarker, PutRerun, PutReplay) check it in the script that writes,
-// with no extra round trip and no cross-slot key: a call whose context carries a
-// fence (through provider.Fenced) passes its fence memory as one more key and the
-// lease key and fence as two more arguments, and the script (the rule's one copy,
-// internal/redisx's fence.lua, shared with the stores, before its body) refuses the write, writing nothing, when the
+// with no extra round trip and no cross-slot key: every call of these writes,
+// fenced or not, passes its record's fence memory as one more key and the
+// lease key and fence as two more arguments ("" and "" unfenced), and the
+// script (the rule's one copy, internal/redisx's fence.lua, shared with the
+// stores, before its body) refuses a fenced write, writing nothing, when the
 // memory holds a higher fence for that lease key, and otherwise, once it wrote,
-// raises the memory to the write's fence. An unfenced call passes neither and its
-// script never reads or writes a fence memory, so it costs what it did before
-// fencing, and neither checks nor resets what a record remembers.
+// raises the memory to the write's fence. An unfenced call never reads a
+// memory, creates none and neither checks nor resets what a record remembers;
+// it only extends an existing memory's TTL (see Lifetime), in the same script
+// call, so it costs the round trips it did before fencing.
 //
 // The memory is one hash per hash tag, in the tag of the records it guards: a
 // run's (P:{run:<runID>}:fences), a rerun's, and one per pipeline
@@ -245,12 +247,21 @@
 // marker log (another slot, the first of its two steps): watchers see it, a
 // phantom as after a crash between the steps, with no marker stored.
 //
-// Lifetime: a fenced write gives the memory the server TTL of the record it wrote
-// when that is longer than the memory's own (retention + a minute), and removes
-// the memory's TTL (PERSIST) when the record never expires (an event stream, or
-// retention 0), so the memory lives at least as long as every record it guards
-// (TestFenceMemoryTTL); a refused or unfenced write leaves it as it is. A
-// memory holds one field per lease key that wrote under its tag.
+// Lifetime: every write that writes one of the records a memory guards, fenced
+// or not, gives the memory the record's server TTL (retention + a minute; for a
+// late arrival the list's, which may be longer than the element's) when that
+// is longer than the memory's own, and removes the memory's TTL (PERSIST) when
+// the record never expires (an event stream, or retention 0); nothing shortens
+// it. Any write that extends a record's life extends its memory with it, in
+// the same script: an unfenced rewrite (the CLI's run fail, an older version's
+// write, a plain PutRunState) or a write by an instance with a longer
+// retention, so a stale holder never meets a live record whose memory expired
+// (TestFenceMemoryTTL, TestFenceMemoryOutlivesRewrite,
+// TestFenceMemoryLongerRetention). An unfenced write creates no memory (a
+// record no fence wrote needs none), and an unfenced event append leaves it
+// alone (a memory that guards a stream never expires already). A refused write
+// leaves it as it is. A memory holds one field per lease key that wrote under
+// its tag.
 //
 // # Clocks
 //
@@ -485,9 +496,9 @@
 // that expires after 2 minutes (one small key per write of the last 2 minutes); a
 // lock key keeps its fence counter forever (one small key per lease key ever
 // used); a fence memory holds one field per lease key that wrote under its hash
-// tag and lives as long as the longest-lived record written there under a
-// fence, so a pipeline whose events were fenced keeps its memory forever (see
-// "Fencing"); a fenced run-log or marker write leaves a call marker as the
+// tag and lives as long as the longest-lived record written there since a fence
+// first wrote there, so a pipeline whose events were fenced keeps its memory
+// forever (see "Fencing"); a fenced run-log or marker write leaves a call marker as the
 // other writes do; a provisional list entry whose writer died before writing the truth
 // stays, unseen, until a reader that may write meets it 5 minutes later; event
 // streams are trimmed to about WithMaxEvents entries per pipeline and the marker

@@ -72,11 +72,12 @@
 // MergeUpdate, MergeUpdateOnce and MergeMany through state.Fenced check the fence
 // in the merge's own script (the common head, lua/common.lua, applies the rule's
 // one copy, internal/redisx's fence.lua, shared with provider/redis): no extra round trip, and the fence memory lives in the
-// value's hash tag, so no cross-slot key on a cluster. A fenced call passes the
-// memory as one more key and the lease key and fence as two more arguments
-// (MergeMany: one memory per update, the lease key and fence once per script
-// call); an unfenced call passes none (MergeMany: two empty arguments per script
-// call) and never reads or writes a memory. The script refuses a merge, writing
+// value's hash tag, so no cross-slot key on a cluster. Every merge, fenced or
+// not, passes the memory as one more key (MergeMany: one memory per update); a
+// fenced call also passes the lease key and fence as two more arguments
+// (MergeMany: once per script call; two empty arguments unfenced). An unfenced
+// merge never reads a memory nor creates one: it only extends an existing one
+// (see Lifetime). The script refuses a fenced merge, writing
 // nothing, when the memory holds a higher fence for the lease key, and
 // otherwise, once it merged, raises the memory to the merge's fence.
 //
@@ -96,11 +97,15 @@
 //     newer holder's merge in between makes the retry fail with ErrFenced after
 //     the first attempt applied); a refused merge writes nothing and its retry is
 //     refused again.
-//   - Lifetime: a fenced merge gives the memory the value's TTL when that is
-//     longer than the memory's own, and removes its TTL (PERSIST) when the value
-//     never expires (ttl 0), so it lives at least as long as every value it
-//     guards (TestFenceMemoryTTL); refused and unfenced merges leave it as it
-//     is. It holds one field per lease key.
+//   - Lifetime: every merge that merged, fenced or not, gives an existing
+//     memory the value's TTL when that is longer than the memory's own, and
+//     removes its TTL (PERSIST) when the value never expires (ttl 0); a fenced
+//     merge creates the memory so. Nothing shortens it, so it lives at least
+//     as long as every value it guards, whatever merge extended a value last:
+//     an unfenced merge with a longer ttl or ttl 0 (a backfill, an older
+//     version) keeps a stale holder refused (TestFenceMemoryTTL,
+//     TestFenceMemoryOutlivesUnfencedMerge). A merge refused by the fence or by
+//     the value's range leaves it as it is. It holds one field per lease key.
 //
 // # Signals
 //

@@ -11,10 +11,10 @@ import (
 
 // This file holds the Go side of fenced merges (package fence, state.Fenced):
 // the merge scripts' common head (lua/common.lua) applies the rule
-// (redisx.FenceLua), and a fenced
-// call passes its value's fence memory (keyspace.fenceKey) as its last key and
-// the lease key and fence as its last two arguments. An unfenced call passes
-// neither, so its script never reads or writes a fence memory.
+// (redisx.FenceLua). Every merge passes its value's fence memory
+// (keyspace.fenceKey) as its last key; a fenced one also passes the lease key
+// and fence as its last two arguments. An unfenced merge never reads a memory
+// nor creates one; it extends an existing one's TTL to its value's.
 
 // fenceRefusal is the first element of a fenced merge's refusal {-2, newest}.
 const fenceRefusal = -2
