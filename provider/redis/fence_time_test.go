@@ -117,6 +117,11 @@ func TestFenceMemoryLongerRetention(t *testing.T) {
 						if err := w.write(ctx, fencedView(t, short, "job", 2), 2); err != nil {
 							t.Fatalf("fenced write: %v", err)
 						}
+						// A late arrivals list lives as long as its longest-lived
+						// element: the unfenced one, 3 h.
+						if d := pttl(); w.name == "PutLateArrival" && d < 2*time.Hour {
+							t.Errorf("after a fenced late arrival kept 1 h in a list kept 3 h the fence memory has %v to live, want the list's", d)
+						}
 						var again provider.Provider = long
 						if rewrite == "fenced" {
 							again = fencedView(t, long, "job", 2)

@@ -520,7 +520,7 @@ func TestListIsSnapshot(t *testing.T) {
 							data, _ := w.encode(x) // x's step 2
 							key := w.k.run("x")
 							if err := lua(scriptRecordPut).Run(ctx, c, []string{key, w.k.call(key, "n")}, mx, data, lrPipe, "strict", 60000, 0, 0, 0,
-								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
+								"v", 0, "c", x.CreatedAt.Format(time.RFC3339Nano), "", "").Err(); err != nil {
 								t.Error(err)
 							}
 						})

@@ -158,7 +158,7 @@ func TestRunCrashWindows(t *testing.T) {
 		data, _ := p.encode(r)
 		m2 := ids.TimeKey(t2) + "r1"
 		if err := lua(scriptRecordPut).Run(ctx, c, []string{p.k.run("r1"), p.k.call(p.k.run("r1"), "n")}, m2, data, "pipe", "strict", 1000, 0, 0, 0,
-			"v", 0, "c", t2.Format(time.RFC3339Nano)).Err(); err != nil {
+			"v", 0, "c", t2.Format(time.RFC3339Nano), "", "").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if ids := listRunIDs(t, p, "pipe"); !slices.Equal(ids, []string{"r1", "r2"}) {
@@ -236,7 +236,7 @@ func TestCreateRunLoserKeepsEntry(t *testing.T) {
 				once.Do(func() { // the winner's truth, just before the loser's
 					key := p.k.run("r1")
 					if err := lua(scriptRecordPut).Run(ctx, w, []string{key, p.k.call(key, "w")}, mw, data, "pipe", "create", 1000, 0, 0, 0,
-						"v", 0, "c", winner.CreatedAt.Format(time.RFC3339Nano)).Err(); err != nil {
+						"v", 0, "c", winner.CreatedAt.Format(time.RFC3339Nano), "", "").Err(); err != nil {
 						t.Error(err)
 					}
 				})
@@ -282,7 +282,7 @@ func TestRerunMoveCrash(t *testing.T) {
 	if _, err := p.runBatch(ctx, "test", []call{idxCall(p.k.reruns("b"), "p", "x", m, 0), idxCall(p.k.globalReruns(), "p", "x", m, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lua(scriptRecordPut).Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000, 0, 0, 0).Err(); err != nil {
+	if err := lua(scriptRecordPut).Run(ctx, c, []string{p.k.rerun("x"), p.k.call(p.k.rerun("x"), "n")}, m, data, "b", "move", 1000, 0, 0, 0, "", "").Err(); err != nil {
 		t.Fatal(err)
 	}
 	for pid, want := range map[string]int{"a": 0, "b": 1} {
@@ -361,7 +361,7 @@ func TestRetriedCallsApplyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cas := func(nonce string) (int64, error) {
-		return lua(scriptRunCAS).Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000, 0, 0, 0).Int64()
+		return lua(scriptRunCAS).Run(ctx, c, []string{p.k.run("r"), p.k.call(p.k.run("r"), nonce)}, "0", "pipe", `{}`, "1", 60000, 0, 0, 0, "", "").Int64()
 	}
 	for i := range 2 {
 		n, err := cas("n1")

@@ -286,7 +286,7 @@ func damageIndexes(t *testing.T, p *Provider, admin goredis.UniversalClient, at 
 	must(t, err)
 	key := p.k.run("r3")
 	must(t, lua(scriptRecordPut).Run(ctx, admin, []string{key, p.k.call(key, "n")}, ids.TimeKey(later)+"r3", data, "orders", "strict", 1000, 0, 0, 0,
-		"v", 0, "c", later.Format(time.RFC3339Nano)).Err())
+		"v", 0, "c", later.Format(time.RFC3339Nano), "", "").Err())
 	must(t, admin.Del(ctx, p.k.rerun("rr2")).Err())
 }
 

@@ -99,7 +99,7 @@ func TestSignalsRepair(t *testing.T) {
 	must(t, err)
 	key := p.k.run("r2")
 	must(t, lua(scriptRecordPut).Run(ctx, c, []string{key, p.k.call(key, "n")}, ids.TimeKey(later)+"r2", data, "pipe", "strict", 1000, 0, 0, 0,
-		"v", 0, "c", later.Format(time.RFC3339Nano)).Err())
+		"v", 0, "c", later.Format(time.RFC3339Nano), "", "").Err())
 	if ids := listRunIDs(t, p, "pipe"); len(ids) != 1 || repairs() != 2 || retries() != 1 {
 		t.Errorf("listing a moved entry: %v, %d repairs, %d retries recorded; want [r2], 2, 1", ids, repairs(), retries())
 	}
