@@ -232,7 +232,14 @@
 // RunFencing runs on every harness: fencing is part of the contract, not an
 // optional interface. It writes through provider.Fenced with made-up leases (any
 // valid key, fences from 1), so it needs no Leaser, except its takeover test,
-// which takes real leases and sleeps past the first one's expiry (Sleep).
+// which takes real leases and sleeps past the first one's expiry (Sleep). With
+// Sleep and Retention it also checks, per write, that what a record remembers
+// outlives every write that extended the record: a fenced write, a rewrite
+// (unfenced, or fenced again) at half the retention, then Sleep to 1.25
+// retentions: the stale fence is still refused. A harness whose Sleep only
+// moves a clock while the storage deletes expired data by its own (DynamoDB's
+// TTL) should delete what expired in Sleep too, or this test cannot see a
+// fence memory deleted before its record.
 //
 // # Teeth
 //
@@ -249,7 +256,7 @@
 // that keeps expired runs, a create that refuses a run that expired, fences
 // ignored, refused but written, kept per instance or for one lease key, forgotten
 // by an unfenced write, lowered by a refusal, remembered by a CAS that lost or
-// checked after the version — and
+// checked after the version, or expiring with the first fenced write only — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.

@@ -76,7 +76,10 @@
 //     is refused with ErrFenced from any instance, writing nothing (MergeUpdate,
 //     MergeUpdateOnce, MergeMany); equal and newer fences pass; lease keys are
 //     remembered apart; unfenced merges pass and forget nothing; refusals
-//     remember nothing; a redelivered event is a duplicate whatever its fence
+//     remember nothing, the monoid's too (an int64 sum past its range); what a
+//     key remembers outlives every merge that extended its value (FakeTime: a
+//     ttl'd fenced merge, a merge with a longer ttl or ttl 0, then time past
+//     the first ttl); a redelivered event is a duplicate whatever its fence
 //     and a refused event claims nothing; MergeMany reports a refusal at its
 //     index and applies the rest.
 //
