@@ -194,6 +194,7 @@ func Run(t *testing.T, h Harness) {
 	RunLimits(t, h)
 	RunCorrupt(t, h)
 	RunFencing(t, h)
+	RunFencingRace(t, h)
 	RunLifecycle(t, h)
 }
 
