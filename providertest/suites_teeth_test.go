@@ -2,9 +2,14 @@ package providertest_test
 
 import (
 	"context"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -16,6 +21,12 @@ var suitesTeeth = []brokenBackend{
 	// The fence is checked and the record written in one atomic step.
 	{"fence_check_then_write", "FencingRace/PutRunState",
 		func(p full, s *shared) provider.Provider { return fenceCheckThenWrite{p, s.ownFences()} }},
+	// The fence memory keeps the whole lease key, however long.
+	{"fence_key_truncated", "Limits/lease_keys_at_limit_fence_apart",
+		func(p full, s *shared) provider.Provider { return fenceKeyTruncated{p, s.ownFences()} }},
+	// A follower yields its own pipeline's events only, after its last one too.
+	{"follow_then_neighbours", "EventFollower/no_neighbour_events",
+		func(p full, s *shared) provider.Provider { return followThenNeighbours{p, pipelinesOf(s)} }},
 }
 
 func init() { brokenBackends = append(brokenBackends, suitesTeeth...) }
@@ -47,4 +58,88 @@ func (b fenceCheckThenWrite) PutRunState(ctx context.Context, r types.RunState) 
 	defer b.f.mu.Unlock()
 	b.f.remember(record, t)
 	return nil
+}
+
+// fenceKeyTruncated remembers a run's fences under the first 256 bytes of the
+// lease key, as a fixed-width column or a hashed prefix would.
+type fenceKeyTruncated struct {
+	full
+	f *ownFences
+}
+
+func (b fenceKeyTruncated) PutRunState(ctx context.Context, r types.RunState) error {
+	if t, ok := fence.FromContext(ctx); ok && len(t.Key) > 256 {
+		t.Key = t.Key[:256]
+		ctx = fencectx.With(ctx, t)
+	}
+	return b.f.write(ctx, "run "+r.RunID, func(ctx context.Context) error { return b.full.PutRunState(ctx, r) })
+}
+
+// knownPipelines are the pipelines the broken instances of one test appended
+// to, by their shared state.
+var knownPipelines sync.Map // *shared -> *pipelineSet
+
+type pipelineSet struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func pipelinesOf(s *shared) *pipelineSet {
+	v, _ := knownPipelines.LoadOrStore(s, &pipelineSet{})
+	return v.(*pipelineSet)
+}
+
+// followThenNeighbours follows a pipeline by polling its log, page by page,
+// and after each page yields what every pipeline its ID prefixes appended
+// since (a follower of a key pattern).
+type followThenNeighbours struct {
+	full
+	known *pipelineSet
+}
+
+func (b followThenNeighbours) AppendEvent(ctx context.Context, ev types.Event) error {
+	b.known.mu.Lock()
+	if !slices.Contains(b.known.ids, ev.PipelineID) {
+		b.known.ids = append(b.known.ids, ev.PipelineID)
+	}
+	b.known.mu.Unlock()
+	return b.full.AppendEvent(ctx, ev)
+}
+
+func (b followThenNeighbours) FollowEvents(ctx context.Context, pipelineID, cursor string) iter.Seq2[types.EventRecord, error] {
+	if cursor != "" || types.ValidateID("pipeline ID", pipelineID) != nil {
+		return b.full.FollowEvents(ctx, pipelineID, cursor)
+	}
+	return func(yield func(types.EventRecord, error) bool) {
+		cursors := map[string]string{}
+		for {
+			ids := []string{pipelineID}
+			b.known.mu.Lock()
+			for _, id := range b.known.ids {
+				if id != pipelineID && strings.HasPrefix(id, pipelineID) {
+					ids = append(ids, id)
+				}
+			}
+			b.known.mu.Unlock()
+			for _, id := range ids {
+				recs, err := b.full.ReadEventsSince(ctx, id, cursors[id], 100)
+				if err != nil {
+					yield(types.EventRecord{}, err)
+					return
+				}
+				for _, r := range recs {
+					cursors[id] = r.StreamID
+					if !yield(r, nil) {
+						return
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				yield(types.EventRecord{}, ctx.Err())
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
 }
