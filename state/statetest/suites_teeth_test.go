@@ -12,6 +12,8 @@ func init() {
 		// Rule: the fence check and the write are one atomic step.
 		{"fence check then write", flaws{fenceCheckWrite: true}, sumToy, "fencing_race/MergeUpdate"},
 		{"fence check then write (max)", flaws{fenceCheckWrite: true}, maxToy, "fencing_race/MergeUpdateOnce"},
+		// Rule: Key.Entity is limited in bytes, not runes.
+		{"entity limited in runes", flaws{entityRunes: true}, sumToy, "entity_length_in_bytes"},
 	} {
 		broken = append(broken, b)
 	}

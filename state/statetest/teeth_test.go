@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/monoid"
@@ -54,6 +55,7 @@ type flaws struct {
 	first100         bool // GetMany answers only its first 100 keys
 	racyOnce         bool // MergeUpdateOnce checks the claim and claims in two steps
 	fenceCheckWrite  bool // a fenced merge checks the fence, lets others run, then writes
+	entityRunes      bool // a merge limits Key.Entity in runes, not bytes
 	onceCtxLate      bool // MergeUpdateOnce claims, then checks the context
 	releaseCtxLate   bool // deduper: Release deletes, then checks the context
 	batchDropsLast   bool // MergeMany skips the last update of its batch
@@ -265,7 +267,8 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		return false, err
 	}
 	if !s.f.noValidate {
-		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil && !(id != "" && s.f.claimBeforeCheck) {
+		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil && !(id != "" && s.f.claimBeforeCheck) &&
+			!(s.f.entityRunes && utf8.ValidString(k.Entity) && utf8.RuneCountInString(k.Entity) <= state.MaxEntityLen) {
 			return false, err
 		}
 	}
