@@ -141,6 +141,13 @@ type Harness struct {
 	// backend that retains a log by count rather than by age (Redis's event
 	// streams) leaves that field zero. Zero skips the group.
 	Retention provider.Retention
+
+	// OpenReadOnly is Open for a read-only handle (the backend's read-only
+	// option, WithReadOnly in the built-in backends) on the storage of t: every
+	// write returns an error wrapping provider.ErrReadOnly and writes nothing,
+	// every read works. It enables the ReadOnly group; nil skips it, for a
+	// backend without a read-only mode.
+	OpenReadOnly func(t *testing.T) provider.Provider
 }
 
 // Durations the TTL tests use. They are chosen to be robust on a real server with
@@ -195,6 +202,7 @@ func Run(t *testing.T, h Harness) {
 	RunCorrupt(t, h)
 	RunFencing(t, h)
 	RunFencingRace(t, h)
+	RunReadOnly(t, h)
 	RunLifecycle(t, h)
 }
 

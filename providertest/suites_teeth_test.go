@@ -27,6 +27,12 @@ var suitesTeeth = []brokenBackend{
 	// A follower yields its own pipeline's events only, after its last one too.
 	{"follow_then_neighbours", "EventFollower/no_neighbour_events",
 		func(p full, s *shared) provider.Provider { return followThenNeighbours{p, pipelinesOf(s)} }},
+	// A read-only handle refuses a write before it writes.
+	{"read_only_writes_first", "ReadOnly/writes_refused",
+		func(p full, s *shared) provider.Provider { return readOnlyWritesFirst{p, s} }},
+	// A read-only handle reads: no read needs a write.
+	{"read_only_read_repairs", "ReadOnly/reads_work",
+		func(p full, _ *shared) provider.Provider { return readOnlyReadRepairs{p} }},
 }
 
 func init() { brokenBackends = append(brokenBackends, suitesTeeth...) }
@@ -142,4 +148,45 @@ func (b followThenNeighbours) FollowEvents(ctx context.Context, pipelineID, curs
 			}
 		}
 	}
+}
+
+// readOnly reports whether p is a read-only handle.
+func readOnly(p full) bool {
+	ro, ok := p.(interface{ ReadOnly() bool })
+	return ok && ro.ReadOnly()
+}
+
+// readOnlyWritesFirst appends an event through a writable handle of the same
+// storage before it reports that the handle is read-only.
+type readOnlyWritesFirst struct {
+	full
+	s *shared
+}
+
+func (b readOnlyWritesFirst) AppendEvent(ctx context.Context, ev types.Event) error {
+	err := b.full.AppendEvent(ctx, ev)
+	if !readOnly(b.full) {
+		return err
+	}
+	b.s.mu.Lock()
+	writers := slices.Clone(b.s.instances)
+	b.s.mu.Unlock()
+	for _, w := range writers {
+		if !readOnly(w) {
+			_ = w.AppendEvent(ctx, ev)
+			break
+		}
+	}
+	return err
+}
+
+// readOnlyReadRepairs repairs the run index on ListRuns, a write that a
+// read-only handle refuses, so the read fails.
+type readOnlyReadRepairs struct{ full }
+
+func (b readOnlyReadRepairs) ListRuns(ctx context.Context, pipelineID string, limit int) ([]types.RunState, error) {
+	if readOnly(b.full) {
+		return nil, provider.ReadOnly("broken", "ListRuns (index repair)")
+	}
+	return b.full.ListRuns(ctx, pipelineID, limit)
 }
