@@ -166,7 +166,9 @@ func readOnlyWrites(p provider.Provider, k ids, lease types.Lease, bad bool) []c
 		{"RegisterPipeline", func(ctx context.Context, p provider.Provider, _ ids) error {
 			return p.RegisterPipeline(ctx, newPipeline(id(k.other)))
 		}},
-		{"DeletePipeline", func(ctx context.Context, p provider.Provider, _ ids) error { return p.DeletePipeline(ctx, id(k.pipeline)) }},
+		{"DeletePipeline", func(ctx context.Context, p provider.Provider, _ ids) error {
+			return p.DeletePipeline(ctx, id(k.pipeline))
+		}},
 		{"PutTrait", func(ctx context.Context, p provider.Provider, _ ids) error {
 			return p.PutTrait(ctx, id(k.pipeline), newTrait(k.trait+"-2"), 0)
 		}},
