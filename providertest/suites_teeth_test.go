@@ -2,15 +2,21 @@ package providertest_test
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"os"
+	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/fencectx"
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -33,6 +39,14 @@ var suitesTeeth = []brokenBackend{
 	// A read-only handle reads: no read needs a write.
 	{"read_only_read_repairs", "ReadOnly/reads_work",
 		func(p full, _ *shared) provider.Provider { return readOnlyReadRepairs{p} }},
+	// A missing run is (nil, nil): the first step of the basics that fails
+	// names the cause, and every group skips (TestFirstCauseOutput).
+	{"get_missing_run_errors", "Basics/runs",
+		func(p full, _ *shared) provider.Provider { return getMissingRunErrors{p} }},
+	// ReleaseLock of a key another instance holds is ErrLockNotHeld: each
+	// rule of a race reports once (TestFailureReportedOnce).
+	{"release_by_other_wrong_error", "Locker/concurrent_one_winner",
+		func(p full, _ *shared) provider.Provider { return releaseByOtherWrongError{p} }},
 }
 
 func init() { brokenBackends = append(brokenBackends, suitesTeeth...) }
@@ -189,4 +203,106 @@ func (b readOnlyReadRepairs) ListRuns(ctx context.Context, pipelineID string, li
 		return nil, provider.ReadOnly("broken", "ListRuns (index repair)")
 	}
 	return b.full.ListRuns(ctx, pipelineID, limit)
+}
+
+// getMissingRunErrors returns an error, not (nil, nil), for a missing run.
+type getMissingRunErrors struct{ full }
+
+func (b getMissingRunErrors) GetRunState(ctx context.Context, runID string) (*types.RunState, error) {
+	r, err := b.full.GetRunState(ctx, runID)
+	if r == nil && err == nil {
+		return nil, errors.New("run not found")
+	}
+	return r, err
+}
+
+// releaseByOtherWrongError answers a ReleaseLock of a key another instance
+// holds with an error of its own instead of ErrLockNotHeld.
+type releaseByOtherWrongError struct{ full }
+
+func (b releaseByOtherWrongError) ReleaseLock(ctx context.Context, key string) error {
+	if err := b.full.ReleaseLock(ctx, key); errors.Is(err, provider.ErrLockNotHeld) {
+		return errors.New("not the holder")
+	} else {
+		return err
+	}
+}
+
+// runBrokenSuite runs the suite, or the subtests run selects below
+// TestBrokenBackend, on the broken backend name in a subprocess, and returns
+// its output; the run must fail.
+func runBrokenSuite(t *testing.T, name, run string) string {
+	t.Helper()
+	if os.Getenv(brokenEnv) != "" {
+		t.Skip("running as a subprocess")
+	}
+	if testing.Short() {
+		t.Skip("runs the suite in a subprocess")
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenBackend$"+run, "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), brokenEnv+"="+name)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("the suite on %s: got %v, want a non-zero exit; output:\n%s", name, err, out)
+	}
+	return string(out)
+}
+
+// TestFirstCauseOutput (issue 39): one wrong error for a missing run fails the
+// first step of the basics and nothing else, in under 100 lines of output that
+// name the step.
+func TestFirstCauseOutput(t *testing.T) {
+	out := runBrokenSuite(t, "get_missing_run_errors", "")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var failed []string
+	for _, line := range lines {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			failed = append(failed, strings.Fields(name)[0])
+		}
+	}
+	slices.Sort(failed)
+	if want := []string{"TestBrokenBackend", "TestBrokenBackend/Basics", "TestBrokenBackend/Basics/runs"}; !slices.Equal(failed, want) {
+		t.Errorf("failed %q, want only %q:\n%s", failed, want, tail(out, 60))
+	}
+	if len(lines) >= 100 {
+		t.Errorf("the output has %d lines, want under 100:\n%s", len(lines), tail(out, 60))
+	}
+	if !strings.Contains(out, "GetRunState of a missing run") {
+		t.Errorf("the output does not name the rule (GetRunState of a missing run):\n%s", out)
+	}
+}
+
+// TestFailureReportedOnce (issue 39): a rule a race breaks in every round is
+// reported once, not once a round.
+func TestFailureReportedOnce(t *testing.T) {
+	out := runBrokenSuite(t, "release_by_other_wrong_error", "/^Locker$/^concurrent_one_winner$")
+	if n := strings.Count(out, "ReleaseLock by the losing instance"); n != 1 {
+		t.Errorf("the failure is reported %d times, want once:\n%s", n, tail(out, 30))
+	}
+}
+
+// TestBasicsDocumented: the package doc prints the order of the basics as
+// the suite runs them, which covers each method of provider.Provider once, and
+// every group it names exists.
+func TestBasicsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(providertest.BasicsTable(), "\n"), "\n") {
+		if !strings.Contains(string(doc), "//\t"+strings.TrimRight(line, " ")+"\n") {
+			t.Errorf("doc.go does not print the basics' line %q", line)
+		}
+	}
+	methods := providertest.BasicsMethods()
+	typ := reflect.TypeFor[provider.Provider]()
+	var want []string
+	for i := range typ.NumMethod() {
+		want = append(want, typ.Method(i).Name)
+	}
+	slices.Sort(methods)
+	if !slices.Equal(methods, want) {
+		t.Errorf("the basics' methods are %q, want each method of provider.Provider once: %q", methods, want)
+	}
 }
