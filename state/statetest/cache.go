@@ -58,7 +58,6 @@ type cacheWorld struct {
 	// onRead, when set, runs inside a store read, after it read its values
 	// and before it returns them (without mu held).
 	onRead func()
-	closed bool
 }
 
 func newCacheWorld() *cacheWorld {
