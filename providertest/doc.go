@@ -3,6 +3,34 @@
 // by passing it from its own tests. It imports only the standard library,
 // provider, types and go-cmp, so it pulls in no backend and no SDK.
 //
+// # Where to start
+//
+// Implement the 34 methods of provider.Provider in the order below, running
+// the suite after each step. Run first checks the simplest rule of each step (a
+// missing entity is (nil, nil), one write reads back) as the subtest
+// Basics/<step>; when one fails, it is the only failure: the later steps and
+// every group skip, naming it, so one bug shows as one failure, not hundreds.
+// Each step turns on the groups after it (its interface's, and the optional
+// interfaces built on it); the groups in the last row need every step. A rule
+// that fails in many rounds of a race, or in many goroutines, is reported
+// once, with the count of its repeats. Harness.Features lists the optional
+// Harness fields and the subtests each turns on.
+//
+//	STEP                METHODS                                                        TURNS ON
+//	1 lifecycle         Start, Stop, Ping                                              Lifecycle
+//	2 pipelines         RegisterPipeline, GetPipeline, ListPipelines, DeletePipeline   PipelineStore
+//	3 traits            PutTrait, GetTrait, GetTraits                                  TraitStore
+//	4 runs              PutRunState, GetRunState, ListRuns, CompareAndSwapRunState     RunStore, RunCreator
+//	5 events            AppendEvent, ListEvents, ReadEventsSince                       EventStore, EventFollower
+//	6 run_logs          PutRunLog, GetRunLog, ListRunLogs                              RunLogStore
+//	7 reruns            PutRerun, GetRerun, ListReruns, ListAllReruns                  RerunStore
+//	8 cascade_markers   WriteCascadeMarker                                             CascadeStore, CascadeReader, MarkerWatcher
+//	9 late_arrivals     PutLateArrival, ListLateArrivals                               LateArrivalStore
+//	10 replays          PutReplay, GetReplay, ListReplays                              ReplayStore
+//	11 locks            AcquireLock, ReleaseLock                                       Locker, Leaser, KeepAlive, LockInspector, LockLister
+//	12 readiness        PutReadiness, GetReadiness                                     Readiness
+//	(all)                                                                              Expiry, Retention, Fidelity, Lists, Limits, Corrupt, Fencing, FencingRace, ReadOnly
+//
 // # What it checks
 //
 // Every rule of the semantics table in the provider package doc has at least one
@@ -121,7 +149,19 @@
 //   - a cancelled context for every method: errors.Is(err, context.Canceled),
 //     and a read afterwards shows that no write, delete or release happened;
 //   - lifecycle: Ping, idempotent Start and Stop, ErrClosed from every method after
-//     Stop.
+//     Stop;
+//   - fencing under concurrency (FencingRace): a stale and a newer holder
+//     writing one record at once from two instances, from a barrier, in
+//     repeated rounds: every outcome is one some order of the two writes gives
+//     (a backend that checks the fence, then writes, fails); lease keys at the
+//     size limit that differ only in their last byte or rune fence apart
+//     (Limits/lease_keys_at_limit_fence_apart);
+//   - followers of prefix-related pipelines yield nothing of a neighbour's,
+//     also in a window after their own last event
+//     (EventFollower/no_neighbour_events);
+//   - a read-only handle (Harness.OpenReadOnly, the ReadOnly group): every
+//     write returns ErrReadOnly, also with bad arguments, and changes nothing;
+//     every read returns what a writer's does.
 //   - opening order: every bad_input case also runs with a cancelled context
 //     (context.Canceled, not ErrInvalidArgument) and then on the stopped provider
 //     (ErrClosed), so a backend checks closed, then the context, then the
@@ -205,6 +245,8 @@
 //   - Retention is the record retention your providers were built with; with
 //     Sleep it enables the Retention group for each kind with a positive
 //     retention; zero skips the group.
+//   - OpenReadOnly opens a read-only handle (your backend's WithReadOnly) on
+//     the test's storage; it enables the ReadOnly group; nil skips it.
 //
 // Before anything else, Run and each Run* group check the harness: two
 // providers opened with one t must share storage. When they do not, the group
@@ -243,7 +285,7 @@
 //
 // # Teeth
 //
-// The suite's own tests (teeth_test.go) wrap the memory backend in 104 broken
+// The suite's own tests (teeth_test.go) wrap the memory backend in 111 broken
 // backends, each with one realistic bug — a check-then-act CAS or lock with no
 // I/O between check and act, a read-through cache, a ttl kept in whole seconds, a
 // prefix scan without its delimiter, a list that stops after one page, a write
@@ -256,7 +298,10 @@
 // that keeps expired runs, a create that refuses a run that expired, fences
 // ignored, refused but written, kept per instance or for one lease key, forgotten
 // by an unfenced write, lowered by a refusal, remembered by a CAS that lost or
-// checked after the version, or expiring with the first fenced write only — and
+// checked after the version, expiring with the first fenced write only, checked
+// and then written in two steps, kept under a cut lease key; a follower of a key
+// pattern; a read-only handle that writes first or a read that repairs; a missing
+// run answered with an error — and
 // require each to fail the subtest named for the rule it breaks, in a
 // subprocess; and a harness whose providers share nothing must fail in the
 // harness check alone.

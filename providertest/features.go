@@ -62,6 +62,9 @@ var features = []Feature{
 	{Field: "Retention",
 		Enables: []string{"Retention/*"},
 		Effect:  "each record kind with a positive retention; needs Sleep; zero skips the Retention group"},
+	{Field: "OpenReadOnly",
+		Enables: []string{"ReadOnly/*"},
+		Effect:  "a read-only handle (the backend's WithReadOnly); nil skips the ReadOnly group"},
 }
 
 // Features lists every optional field of the harness: whether h sets it, the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -110,7 +111,9 @@ func readLog(t *testing.T, p provider.Provider, pipelineID string) []types.Event
 
 // RunEventFollower tests provider.EventFollower: following from the start and from
 // a cursor, events appended while following (by 8 concurrent writers: each once, in
-// the log's order), resuming after a cancel, two followers agreeing, a cursor
+// the log's order), resuming after a cancel, two followers agreeing, followers
+// of prefix-related pipelines that yield nothing of each other's, neither
+// before their own last event nor in neighbourWindow after it, a cursor
 // whose successors retention dropped failing with ErrCursorExpired
 // (Harness.ExpireEvents, and Harness.OpenMaxEvents for a log kept by count), the
 // end on cancel, and bad input. It skips when the provider is not an EventFollower.
@@ -125,6 +128,7 @@ func RunEventFollower(t *testing.T, h Harness) {
 		s.run(t, "concurrent_writers", testEventFollowerConcurrentWriters)
 		s.run(t, "resume_after_cancel", testEventFollowerResumeAfterCancel)
 		s.run(t, "two_followers_agree", testEventFollowerTwoFollowersAgree)
+		s.run(t, "no_neighbour_events", testEventFollowerNoNeighbourEvents)
 		s.run(t, "expired_cursor_fails", testEventFollowerExpiredCursorFails)
 		s.run(t, "count_retention_expires_old_cursor", testEventFollowerCountRetentionExpiresOldCursor)
 		s.run(t, "ends_on_cancel", testEventFollowerEndsOnCancel)
@@ -467,4 +471,69 @@ func datesFrom(from string, date func(int) string, last int) []string {
 // markerKey names a marker write by what identifies the marker and its source.
 func markerKey(m types.CascadeMarker) string {
 	return m.PipelineID + "|" + m.ScheduleID + "|" + m.Date + "|" + m.Source
+}
+
+// neighbourWindow is how long no_neighbour_events keeps reading after every
+// follower yielded its own last event.
+const neighbourWindow = 500 * time.Millisecond
+
+// testEventFollowerNoNeighbourEvents follows each pipeline of prefixFamily,
+// from before and from after the writes, while every pipeline of the family
+// appends a tagged event and then its last one. Each follower yields its own
+// two events, and nothing of a neighbour's: neither before its own last event
+// nor during neighbourWindow after every follower yielded its own (a follower
+// that reads its pipeline and then every pipeline its ID prefixes, page by
+// page, yields them after its own).
+func testEventFollowerNoNeighbourEvents(t *testing.T, s *suite) {
+	f := s.open(t).(provider.EventFollower)
+	var followers []<-chan item[types.EventRecord]
+	for _, id := range prefixFamily {
+		followers = append(followers, consume(f.FollowEvents(t.Context(), id, "")))
+	}
+	w := s.open(t)
+	for _, last := range []bool{false, true} {
+		for tag, id := range prefixFamily {
+			ev := newEvent(id, tag)
+			ev.Message = strconv.Itoa(tag)
+			if last {
+				ev.Message = "end"
+			}
+			noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q)", id))
+		}
+	}
+	for _, id := range prefixFamily {
+		followers = append(followers, consume(f.FollowEvents(t.Context(), id, "")))
+	}
+	for i, ch := range followers {
+		what := "FollowEvents started before the writes"
+		if i >= len(prefixFamily) {
+			what = "FollowEvents started after the writes"
+		}
+		checkFollowed(t, ch, i%len(prefixFamily), what)
+	}
+	time.Sleep(neighbourWindow)
+	for i, ch := range followers {
+		id := prefixFamily[i%len(prefixFamily)]
+		var extra []string
+		for drained := false; !drained; {
+			select {
+			case it, ok := <-ch:
+				if !ok {
+					drained = true
+					break
+				}
+				if it.err != nil {
+					extra = append(extra, "error "+it.err.Error())
+				} else {
+					extra = append(extra, it.r.Event.PipelineID+":"+it.r.Event.Message)
+				}
+			default:
+				drained = true
+			}
+		}
+		if len(extra) > 0 {
+			t.Errorf("FollowEvents(%q) yielded %q (pipeline:message) after its own last event, within %v: "+
+				"a follower yields its own pipeline's events only, never a prefix-related neighbour's", id, extra, neighbourWindow)
+		}
+	}
 }

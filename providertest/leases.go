@@ -358,7 +358,7 @@ func testLeaserConcurrentOneWinner(t *testing.T, s *suite) {
 	insts := []provider.Leaser{s.leaser(t), s.leaser(t)}
 	k := newIDs(t)
 	const n = 16
-	for round, start := 0, time.Now(); raceAgain(round, start); round++ {
+	for round, start := 0, time.Now(); raceAgain(round, start) && !t.Failed(); round++ {
 		key := fmt.Sprintf("%s-r%04d", k.lock, round)
 		leases := make([]*types.Lease, n)
 		var e errs

@@ -20,7 +20,9 @@ import (
 // the limit staying held, and the length limits, which are in bytes: lock and
 // lease keys (types.MaxLockKeyLen) and event kinds (types.MaxEventKindLen) of
 // 2-, 3- and 4-byte runes exactly at the limit are accepted, one rune more (over
-// it in bytes, under it in runes) is ErrInvalidArgument and writes nothing. IDs
+// it in bytes, under it in runes) is ErrInvalidArgument and writes nothing;
+// two lease keys of the longest length that differ only in their last byte (or
+// their last rune) are remembered apart by fenced writes. IDs
 // (types.ValidateID) are ASCII, so their bytes are their runes.
 func RunLimits(t *testing.T, h Harness) {
 	t.Helper()
@@ -32,6 +34,7 @@ func RunLimits(t *testing.T, h Harness) {
 		s.run(t, "lease_ttl_limits", testLimitsLeaseTTLLimits)
 		s.run(t, "lock_key_length_in_bytes", testLimitsLockKeyLengthInBytes)
 		s.run(t, "lease_key_length_in_bytes", testLimitsLeaseKeyLengthInBytes)
+		s.run(t, "lease_keys_at_limit_fence_apart", testLimitsLeaseKeysAtLimitFenceApart)
 		s.run(t, "event_kind_length_in_bytes", testLimitsEventKindLengthInBytes)
 	})
 }
@@ -195,4 +198,32 @@ func byteLimited(prefix string, limit int) []byteLimit {
 		out = append(out, byteLimit{name: fmt.Sprintf("%d-byte runes", w), at: at, over: at + string(r)})
 	}
 	return out
+}
+
+// testLimitsLeaseKeysAtLimitFenceApart: lease keys of types.MaxLockKeyLen bytes
+// that share all but their last byte, or all but their last 3-byte rune, are
+// remembered apart by a record, as RunFencing's keys_apart requires of short
+// keys: a backend that truncates or hashes a prefix of the key into its fence
+// memory mixes them up.
+func testLimitsLeaseKeysAtLimitFenceApart(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	ascii := strings.Repeat("k", types.MaxLockKeyLen-1)
+	wide := strings.Repeat("k", types.MaxLockKeyLen-3)
+	for _, keys := range [][2]string{{ascii + "a", ascii + "b"}, {wide + "\u4e00", wide + "\u4e01"}} {
+		a, b := keys[0], keys[1]
+		write := func(p provider.Provider, key string, f int64, i int) error {
+			return fenced(t, p, key, f).PutRunState(t.Context(), fencedRun(k, i))
+		}
+		noErr(t, write(p, a, 5, 1), "PutRunState fenced 5 by the first long key")
+		noErr(t, write(q, b, 1, 2), "PutRunState fenced 1 by the second long key (another key: it neither passes nor is blocked)")
+		wantFenced(t, write(p, a, 4, 3), "PutRunState fenced 4 by the first long key after its fence 5 wrote")
+		noErr(t, write(q, b, 1, 4), "PutRunState fenced 1 by the second long key again (its own newest)")
+		noErr(t, write(q, b, 7, 5), "PutRunState fenced 7 by the second long key")
+		noErr(t, write(p, a, 5, 6), "PutRunState fenced 5 by the first long key after the second's fence 7 wrote")
+		got, err := q.GetRunState(t.Context(), k.run)
+		if r := mustGet(t, got, err, "GetRunState"); step(r) != 6 {
+			t.Errorf("run after the writes = step %d, want 6", step(r))
+		}
+		k.run += "-wide"
+	}
 }

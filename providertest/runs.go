@@ -530,7 +530,7 @@ func testRunStoreCASConcurrentOneWinner(t *testing.T, s *suite) {
 	insts := []provider.Provider{s.open(t), s.open(t)}
 	k := newIDs(t)
 	const n = 16
-	for round, start := 0, time.Now(); raceAgain(round, start); round++ {
+	for round, start := 0, time.Now(); raceAgain(round, start) && !t.Failed(); round++ {
 		run := newRun(k.pipeline, fmt.Sprintf("%s-r%04d", k.run, round), at(0))
 		run.Version = 4
 		noErr(t, insts[0].PutRunState(t.Context(), run), "PutRunState")

@@ -82,7 +82,8 @@ func conformanceHarness(opts ...dynamodb.Option) providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, testEnv(t), kind, id...)
 		},
-		Retention: provider.DefaultRetention(), // the default, whose Events is conformanceRetention
+		Retention:    provider.DefaultRetention(), // the default, whose Events is conformanceRetention
+		OpenReadOnly: func(t *testing.T) provider.Provider { return open(t, dynamodb.WithReadOnly()) },
 	}
 }
 

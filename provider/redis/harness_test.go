@@ -104,7 +104,8 @@ func (h *miniHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.env(t).c, redis.DefaultKeyPrefix, kind, id...)
 		},
-		Retention: retention,
+		Retention:    retention,
+		OpenReadOnly: func(t *testing.T) provider.Provider { return h.open(t, conformanceMarkerWrites, redis.WithReadOnly()) },
 	}
 }
 
@@ -200,6 +201,7 @@ func (h *serverHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.c, h.prefix(t), kind, id...)
 		},
+		OpenReadOnly: func(t *testing.T) provider.Provider { return h.open(t, conformanceMarkerWrites, redis.WithReadOnly()) },
 	}
 }
 

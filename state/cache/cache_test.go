@@ -427,3 +427,17 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Get after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestCacheSuite runs statetest's read cache rules on the cache.
+func TestCacheSuite(t *testing.T) {
+	statetest.RunCache(t, statetest.CacheHarness{
+		Wrap: func(t *testing.T, s state.Store[int64], now func() time.Time) state.Store[int64] {
+			c, err := cache.New(s, cache.WithClock(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+		Staleness: cache.DefaultStaleness,
+	})
+}

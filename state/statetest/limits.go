@@ -144,6 +144,7 @@ func testFloat64SumLimits(t *testing.T, h *Harness[float64]) {
 // runLimits runs the limit tests that apply to h's value type and monoid.
 func runLimits[V any](t *testing.T, h *Harness[V]) {
 	t.Run("ttl limits", func(t *testing.T) { testTTLLimits(t, h) })
+	t.Run("entity length in bytes", func(t *testing.T) { testEntityLengthInBytes(t, h) })
 	if !h.SkipTTL {
 		t.Run("expiry instant", func(t *testing.T) { testExpiryInstant(t, h) })
 	}

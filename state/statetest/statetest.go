@@ -81,7 +81,20 @@
 //     ttl'd fenced merge, a merge with a longer ttl or ttl 0, then time past
 //     the first ttl); a redelivered event is a duplicate whatever its fence
 //     and a refused event claims nothing; MergeMany reports a refusal at its
-//     index and applies the rest.
+//     index and applies the rest. Under concurrency (RunFencingRace): a stale
+//     and a newer holder merging into one key at once from two instances, in
+//     repeated rounds; a stale merge that succeeded is already in what the
+//     newer holder reads as soon as its merge returned (a store that checks
+//     the fence, then writes, fails).
+//   - Limits: Key.Entity is limited in bytes: entities of 2-, 3- and 4-byte
+//     runes at the limit are stored, ones of 513 to 2,048 bytes (within the
+//     limit in runes) are refused with ErrInvalidArgument by every keyed
+//     method and write nothing.
+//
+// RunCache (with a CacheHarness) checks a read cache in front of a store the
+// suite controls: freshness counts from the fill, not the last hit; a read
+// racing the process's own write leaves nothing old cached; a slow read does
+// not extend staleness.
 //
 // RunDeduper checks first-seen-once across instances, distinct IDs, simultaneous
 // MarkSeen from a barrier in repeated rounds, Release, claim expiry (a repeated

@@ -99,6 +99,7 @@ func RunStore[V any](t *testing.T, h Harness[V]) {
 		t.Run("batch", func(t *testing.T) { RunBatchStore(t, h) })
 	}
 	t.Run("fencing", func(t *testing.T) { RunFencing(t, h) })
+	t.Run("fencing race", func(t *testing.T) { RunFencingRace(t, h) })
 }
 
 // mustGet reads k and fails the test on error.

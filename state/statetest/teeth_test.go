@@ -11,7 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/statetest"
@@ -52,6 +54,8 @@ type flaws struct {
 	zeroTTLIsDay     bool // ttl 0 means a day, not no expiry
 	first100         bool // GetMany answers only its first 100 keys
 	racyOnce         bool // MergeUpdateOnce checks the claim and claims in two steps
+	fenceCheckWrite  bool // a fenced merge checks the fence, lets others run, then writes
+	entityRunes      bool // a merge limits Key.Entity in runes, not bytes
 	onceCtxLate      bool // MergeUpdateOnce claims, then checks the context
 	releaseCtxLate   bool // deduper: Release deletes, then checks the context
 	batchDropsLast   bool // MergeMany skips the last update of its batch
@@ -267,7 +271,8 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		return false, err
 	}
 	if !s.f.noValidate {
-		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil && !(id != "" && s.f.claimBeforeCheck) {
+		if err := state.CheckMerge[int64](s.monoid(), k, delta, ttl); err != nil && !(id != "" && s.f.claimBeforeCheck) &&
+			!(s.f.entityRunes && utf8.ValidString(k.Entity) && utf8.RuneCountInString(k.Entity) <= state.MaxEntityLen) {
 			return false, err
 		}
 	}
@@ -316,6 +321,11 @@ func (s *toy) merge(ctx context.Context, id string, k state.Key, delta int64, tt
 		if remember, err = admit(); err != nil {
 			return false, err
 		}
+	}
+	if _, fenced := fence.FromContext(ctx); fenced && s.f.fenceCheckWrite {
+		s.w.mu.Unlock() // a round trip between the check and the write
+		time.Sleep(time.Millisecond)
+		s.w.mu.Lock()
 	}
 	it, ok := s.w.values[s.key(k)]
 	live := ok && s.w.liveAt(it, s.f)

@@ -58,7 +58,8 @@ func TestConformance(t *testing.T) {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRow(t, env(t).path, kind, id...)
 		},
-		Retention: provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
+		Retention:    provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
+		OpenReadOnly: func(t *testing.T) provider.Provider { return open(t, keepMarkers, sqlite.WithReadOnly()) },
 	})
 }
 

@@ -13,9 +13,9 @@
 // check of its arguments, which it checks and fills with defaults through the
 // provider package's Check* and Prepare* helpers, so bad input is rejected exactly
 // as in the built-in backends. One function does it (enter, in provider.go): each
-// method computes its checks and passes their errors to it. This backend has no
-// read-only mode; one that has refuses a write with provider.ReadOnly between the
-// context and the arguments.
+// method computes its checks and passes their errors to it; a write passes them
+// to enterWrite, which on a read-only handle (WithReadOnly) refuses it with
+// provider.ReadOnly between the context and the arguments.
 //
 // Where atomicity comes from:
 //   - a single SQL statement is atomic (upserts, deletes, the lease renewal);

@@ -20,7 +20,7 @@ import (
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	e, err := provider.PrepareEvent(ev, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "AppendEvent", err); err != nil {
 		return err
 	}
 	err = p.putRetained(ctx, "append event", "events", record{kind: "events", a: e.PipelineID}, e, now, p.retention.Events,

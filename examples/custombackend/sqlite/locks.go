@@ -42,7 +42,7 @@ func (p *Provider) release(ctx context.Context, op, key, holder string) error {
 
 // AcquireLock implements provider.Locker.
 func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := p.enter(ctx, provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
+	if err := p.enterWrite(ctx, "AcquireLock", provider.CheckLockKey(key), provider.CheckTTL(ttl)); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -56,7 +56,7 @@ func (p *Provider) AcquireLock(ctx context.Context, key string, ttl time.Duratio
 
 // ReleaseLock implements provider.Locker.
 func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
-	if err := p.enter(ctx, provider.CheckLockKey(key)); err != nil {
+	if err := p.enterWrite(ctx, "ReleaseLock", provider.CheckLockKey(key)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lock", key, provider.LockHolder(p.owner))
@@ -66,7 +66,7 @@ func (p *Provider) ReleaseLock(ctx context.Context, key string) error {
 // key's fence counter, which is never reset, and takes the key.
 func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
 	const op = "acquire lease"
-	if err := p.enter(ctx, provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
+	if err := p.enterWrite(ctx, "AcquireLease", provider.CheckLockKey(key), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -95,7 +95,7 @@ func (p *Provider) AcquireLease(ctx context.Context, key string, ttl time.Durati
 // RenewLease implements provider.Leaser. It is one UPDATE that matches only the
 // current, live lease.
 func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.Duration) (*types.Lease, error) {
-	if err := p.enter(ctx, provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
+	if err := p.enterWrite(ctx, "RenewLease", provider.Validate(lease), provider.CheckLeaseTTL(ttl)); err != nil {
 		return nil, err
 	}
 	now := p.now()
@@ -114,7 +114,7 @@ func (p *Provider) RenewLease(ctx context.Context, lease types.Lease, ttl time.D
 
 // ReleaseLease implements provider.Leaser.
 func (p *Provider) ReleaseLease(ctx context.Context, lease types.Lease) error {
-	if err := p.enter(ctx, provider.Validate(lease)); err != nil {
+	if err := p.enterWrite(ctx, "ReleaseLease", provider.Validate(lease)); err != nil {
 		return err
 	}
 	return p.release(ctx, "release lease", lease.Key, provider.LeaseHolder(lease.Token))

@@ -10,7 +10,7 @@ import (
 
 // RegisterPipeline implements provider.PipelineStore.
 func (p *Provider) RegisterPipeline(ctx context.Context, cfg types.PipelineConfig) error {
-	if err := p.enter(ctx, provider.Validate(cfg)); err != nil {
+	if err := p.enterWrite(ctx, "RegisterPipeline", provider.Validate(cfg)); err != nil {
 		return err
 	}
 	return p.put(ctx, "register pipeline", cfg,
@@ -39,7 +39,7 @@ func (p *Provider) ListPipelines(ctx context.Context) ([]types.PipelineConfig, e
 // DeletePipeline implements provider.PipelineStore. It deletes only the config,
 // not the pipeline's runs, events or logs.
 func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
-	if err := p.enter(ctx, provider.CheckID("pipeline ID", id)); err != nil {
+	if err := p.enterWrite(ctx, "DeletePipeline", provider.CheckID("pipeline ID", id)); err != nil {
 		return err
 	}
 	_, err := p.exec(ctx, p.db, "delete pipeline", `DELETE FROM pipelines WHERE id = ?`, id)
@@ -49,7 +49,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 // PutTrait implements provider.TraitStore.
 func (p *Provider) PutTrait(ctx context.Context, pipelineID string, trait types.TraitEvaluation, ttl time.Duration) error {
 	t, err := provider.PrepareTrait(pipelineID, trait, ttl, p.now())
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutTrait", err); err != nil {
 		return err
 	}
 	return p.put(ctx, "put trait", t,
@@ -81,7 +81,7 @@ func (p *Provider) GetTrait(ctx context.Context, pipelineID, traitType string) (
 // PutReadiness implements provider.Provider: the result is kept for the
 // provider's readiness TTL (WithReadinessTTL).
 func (p *Provider) PutReadiness(ctx context.Context, result types.ReadinessResult) error {
-	if err := p.enter(ctx, provider.Validate(result)); err != nil {
+	if err := p.enterWrite(ctx, "PutReadiness", provider.Validate(result)); err != nil {
 		return err
 	}
 	return p.put(ctx, "put readiness", result,

@@ -41,6 +41,17 @@ const DefaultMaxPollInterval = 500 * time.Millisecond
 // fail with an error wrapping provider.ErrInvalidArgument.
 type Option func(*Provider) error
 
+// WithReadOnly makes the handle read-only: every write method returns an
+// error wrapping provider.ErrReadOnly (after the stopped and context checks,
+// before its arguments: the opening order) and changes nothing; reads are
+// unchanged (no read writes). Other handles of the same file may still write.
+func WithReadOnly() Option {
+	return func(p *Provider) error {
+		p.readOnly = true
+		return nil
+	}
+}
+
 // WithClock sets the clock that fills timestamps and judges TTLs (default
 // time.Now). Every provider opened on one database file should share one clock.
 func WithClock(now func() time.Time) Option {
@@ -165,6 +176,7 @@ type Provider struct {
 	busyTimeout  time.Duration
 	maxPoll      time.Duration
 	report       reporter
+	readOnly     bool
 	closed       atomic.Bool
 }
 
@@ -266,8 +278,8 @@ func (p *Provider) Ping(ctx context.Context) error {
 // with a done context, ctx.Err(); then the first non-nil of checks, the method's
 // argument checks in the order it lists them. Cheap facts about the provider
 // come before facts about the call, so a caller learns first what no change of
-// arguments can mend. (A backend with a read-only mode refuses its writes with
-// provider.ReadOnly between the context and the arguments; this one has none.)
+// arguments can mend. A write opens with enterWrite, which refuses it on a
+// read-only handle (WithReadOnly) between the context and the arguments.
 func (p *Provider) enter(ctx context.Context, checks ...error) error {
 	if p.closed.Load() {
 		return provider.ErrClosed
@@ -281,6 +293,18 @@ func (p *Provider) enter(ctx context.Context, checks ...error) error {
 		}
 	}
 	return nil
+}
+
+// enterWrite is enter for the write method op: on a read-only handle, after
+// the stopped and context checks, provider.ReadOnly instead of the arguments'.
+func (p *Provider) enterWrite(ctx context.Context, op string, checks ...error) error {
+	if p.readOnly {
+		if err := p.enter(ctx); err != nil {
+			return err
+		}
+		return provider.ReadOnly("sqlite", op)
+	}
+	return p.enter(ctx, checks...)
 }
 
 // fail turns a database error into the error the contract asks for: the context's

@@ -13,7 +13,7 @@ import (
 // PutRunLog implements provider.RunLogStore.
 func (p *Provider) PutRunLog(ctx context.Context, entry types.RunLogEntry) error {
 	e, err := provider.PrepareRunLog(entry)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutRunLog", err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put run log", "run_logs", record{"run_log", e.PipelineID, e.Date, e.ScheduleID}, e, p.now(), p.retention.RunLogs,
@@ -48,7 +48,7 @@ func (p *Provider) ListRunLogs(ctx context.Context, pipelineID string, limit int
 func (p *Provider) PutRerun(ctx context.Context, rerun types.RerunRecord) error {
 	now := p.now()
 	r, err := provider.PrepareRerun(rerun, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutRerun", err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put rerun", "reruns", record{kind: "rerun", a: r.RerunID}, r, now, p.retention.Reruns,
@@ -91,7 +91,7 @@ func (p *Provider) ListAllReruns(ctx context.Context, limit int) ([]types.RerunR
 func (p *Provider) PutReplay(ctx context.Context, req types.ReplayRequest) error {
 	now := p.now()
 	r, err := provider.PrepareReplay(req, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutReplay", err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put replay", "replays", record{"replay", r.PipelineID, r.Date, r.ScheduleID}, r, now, p.retention.Replays,
@@ -126,7 +126,7 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
 	now := p.now()
 	l, err := provider.PrepareLateArrival(la, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutLateArrival", err); err != nil {
 		return err
 	}
 	return p.putRetained(ctx, "put late arrival", "late_arrivals", record{"late", l.PipelineID, l.Date, l.ScheduleID}, l, now, p.retention.LateArrivals,
@@ -155,7 +155,7 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 	const op = "write cascade marker"
 	now := p.now()
 	m, err := provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "WriteCascadeMarker", err); err != nil {
 		return err
 	}
 	body, err := encode(m)

@@ -16,7 +16,7 @@ import (
 func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 	now := p.now()
 	r, err := provider.PrepareRunState(run, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "PutRunState", err); err != nil {
 		return err
 	}
 	n, err := p.insertRun(ctx, "put run state", r, now,
@@ -34,7 +34,7 @@ func (p *Provider) PutRunState(ctx context.Context, run types.RunState) error {
 func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool, error) {
 	now := p.now()
 	r, err := provider.PrepareCreateRun(run, now)
-	if err = p.enter(ctx, err); err != nil {
+	if err = p.enterWrite(ctx, "CreateRunState", err); err != nil {
 		return false, err
 	}
 	n, err := p.insertRun(ctx, "create run state", r, now, `WHERE runs.expires_at <= ?`)
@@ -85,7 +85,7 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // UPDATE ... WHERE run_id = ? AND version = ?; the swap happened iff one row changed.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	const op = "compare and swap run state"
-	if err := p.enter(ctx, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
+	if err := p.enterWrite(ctx, "CompareAndSwapRunState", provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
 		return false, err
 	}
 	swapped := false

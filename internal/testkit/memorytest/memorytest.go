@@ -117,5 +117,6 @@ func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.P
 		ExpireMarkers: func(t *testing.T) { b.Advance(t, MarkerRetention) },
 		Corrupt:       b.Corrupt,
 		Retention:     Retention,
+		OpenReadOnly:  func(t *testing.T) provider.Provider { return wrap(t, b.Open(t, memory.WithReadOnly())) },
 	}
 }
