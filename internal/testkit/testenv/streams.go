@@ -2,11 +2,13 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -120,4 +122,50 @@ func (r *StreamReader) readShard(ctx context.Context, t testing.TB, id string) [
 		iter = out.NextShardIterator
 	}
 	return recs
+}
+
+// LambdaRecordJSON is r in the JSON a Lambda function receives for it from the
+// table's stream (an element of the event's "Records"), from a table ARN of
+// account 123456789012 in us-east-1.
+func LambdaRecordJSON(t testing.TB, r streamtypes.Record) []byte {
+	t.Helper()
+	image := func(m map[string]streamtypes.AttributeValue) json.RawMessage {
+		if m == nil {
+			return nil
+		}
+		av, err := attributevalue.FromDynamoDBStreamsMap(m)
+		if err == nil {
+			var b []byte
+			if b, err = attributevalue.MarshalMapJSON(av); err == nil {
+				return b
+			}
+		}
+		t.Fatalf("testenv: image as JSON: %v", err)
+		return nil
+	}
+	change := map[string]any{
+		"Keys": image(r.Dynamodb.Keys), "SequenceNumber": aws.ToString(r.Dynamodb.SequenceNumber),
+		"SizeBytes": aws.ToInt64(r.Dynamodb.SizeBytes), "StreamViewType": "NEW_AND_OLD_IMAGES",
+	}
+	if at := r.Dynamodb.ApproximateCreationDateTime; at != nil {
+		change["ApproximateCreationDateTime"] = at.Unix()
+	}
+	for name, m := range map[string]map[string]streamtypes.AttributeValue{"NewImage": r.Dynamodb.NewImage, "OldImage": r.Dynamodb.OldImage} {
+		if m != nil {
+			change[name] = image(m)
+		}
+	}
+	rec := map[string]any{
+		"eventID": aws.ToString(r.EventID), "eventName": string(r.EventName), "eventVersion": "1.1",
+		"eventSource": "aws:dynamodb", "awsRegion": "us-east-1", "dynamodb": change,
+		"eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/T/stream/2026-11-28T00:00:00.000",
+	}
+	if u := r.UserIdentity; u != nil {
+		rec["userIdentity"] = map[string]any{"type": aws.ToString(u.Type), "principalId": aws.ToString(u.PrincipalId)}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatalf("testenv: record as JSON: %v", err)
+	}
+	return b
 }

@@ -2,14 +2,12 @@ package ddbstream_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -83,7 +81,7 @@ func decodeAll(t *testing.T, d *ddbstream.Decoder, recs []streamtypes.Record) []
 		if err != nil {
 			t.Fatalf("decode %s %v: %v", r.EventName, r.Dynamodb.Keys, err)
 		}
-		cj, err := d.DecodeJSON(lambdaJSON(t, r))
+		cj, err := d.DecodeJSON(testenv.LambdaRecordJSON(t, r))
 		if err != nil {
 			t.Fatalf("decode JSON of %s %v: %v", r.EventName, r.Dynamodb.Keys, err)
 		}
@@ -93,36 +91,6 @@ func decodeAll(t *testing.T, d *ddbstream.Decoder, recs []streamtypes.Record) []
 		out = append(out, c)
 	}
 	return out
-}
-
-// lambdaJSON is r in the JSON a Lambda function receives for it.
-func lambdaJSON(t *testing.T, r streamtypes.Record) []byte {
-	t.Helper()
-	image := func(m map[string]streamtypes.AttributeValue) json.RawMessage {
-		if m == nil {
-			return nil
-		}
-		av, err := attributevalue.FromDynamoDBStreamsMap(m)
-		must(t, err)
-		b, err := attributevalue.MarshalMapJSON(av)
-		must(t, err)
-		return b
-	}
-	rec := map[string]any{
-		"eventID": aws.ToString(r.EventID), "eventName": string(r.EventName), "eventSource": "aws:dynamodb",
-		"eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/T/stream/2026-11-28T00:00:00.000",
-		"dynamodb": map[string]any{
-			"ApproximateCreationDateTime": r.Dynamodb.ApproximateCreationDateTime.Unix(),
-			"Keys":                        image(r.Dynamodb.Keys), "NewImage": image(r.Dynamodb.NewImage), "OldImage": image(r.Dynamodb.OldImage),
-			"SequenceNumber": aws.ToString(r.Dynamodb.SequenceNumber), "StreamViewType": "NEW_AND_OLD_IMAGES",
-		},
-	}
-	if u := r.UserIdentity; u != nil {
-		rec["userIdentity"] = map[string]any{"type": aws.ToString(u.Type), "principalId": aws.ToString(u.PrincipalId)}
-	}
-	b, err := json.Marshal(rec)
-	must(t, err)
-	return b
 }
 
 // TestDecodeEveryKind writes every kind of item the backend writes, and a
@@ -352,7 +320,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		if !strings.Contains(ce.Key, "dynamodb table "+tb.name+" item ") || c.SequenceNumber == "" || c.SequenceNumber != aws.ToString(r.Dynamodb.SequenceNumber) || c.Item == "" {
 			t.Errorf("record %d: error %q, change %+v: want the item named and the sequence number", i, err, c)
 		}
-		if _, err := d.DecodeJSON(lambdaJSON(t, r)); !errors.Is(err, provider.ErrCorrupt) {
+		if _, err := d.DecodeJSON(testenv.LambdaRecordJSON(t, r)); !errors.Is(err, provider.ErrCorrupt) {
 			t.Errorf("record %d as JSON: %v, want ErrCorrupt", i, err)
 		}
 	}
