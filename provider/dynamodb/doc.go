@@ -552,6 +552,14 @@
 // them. Package observe adds spans and call metrics around any provider; its doc
 // lists every instrument.
 //
+// # DynamoDB Streams
+//
+// The table's stream (NEW_AND_OLD_IMAGES: CreateTable and the snippets below
+// set it) serves a router that cannot hold WatchCascadeMarkers open, such as a
+// Lambda function: package ddbstream decodes its records into typed changes
+// through this package's own item decoding, so the item format stays this
+// package's. docs/aws-lambda.md sets it up from table to router.
+//
 // # Creating the table in production
 //
 // CreateTable is convenient for development and tests. For production, the same

@@ -24,29 +24,36 @@ type Decoder struct {
 }
 
 // Option configures a Decoder.
-type Option func(*Decoder)
+type Option func(*Decoder) error
 
 // WithClock sets the clock that judges expiry (default time.Now): a record is
 // expired when now >= its expiry, as the provider's reads judge it by theirs.
-// A nil now keeps the default.
+// A nil clock is an error wrapping provider.ErrInvalidArgument.
 func WithClock(now func() time.Time) Option {
-	return func(d *Decoder) {
-		if now != nil {
-			d.now = now
+	return func(d *Decoder) error {
+		if err := provider.CheckClock(now); err != nil {
+			return err
 		}
+		d.now = now
+		return nil
 	}
 }
 
 // New returns a Decoder of the records of table, the name given to
-// dynamodb.New (it names items in errors). An empty name is an error wrapping
-// provider.ErrInvalidArgument.
+// dynamodb.New (it names items in errors). An empty name or a nil option is an
+// error wrapping provider.ErrInvalidArgument.
 func New(table string, opts ...Option) (*Decoder, error) {
 	if table == "" {
 		return nil, provider.Invalidf("ddbstream: New: empty table name")
 	}
 	d := &Decoder{table: table, now: time.Now}
 	for _, o := range opts {
-		o(d)
+		if o == nil {
+			return nil, provider.Invalidf("ddbstream: New: nil option")
+		}
+		if err := o(d); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -115,7 +122,7 @@ type Change struct {
 
 	Marker *Pair[types.CascadeMarker] // a marker written (Old set: rewritten) or removed
 	Run    *Pair[types.RunState]      // a run's state: status and version, old and new
-	Event  *Pair[types.EventRecord]   // appended: New set, Old nil (a MODIFY only moves its ttl)
+	Event  *Pair[types.EventRecord]   // appended: New set, Old nil (a MODIFY changes only its ttl)
 	Rerun  *Pair[types.RerunRecord]   // a rerun requested or updated
 	Replay *Pair[types.ReplayRequest] // a replay requested or updated
 	Lock   *Pair[types.LockInfo]      // a lock or lease taken, renewed, taken over or freed

@@ -357,6 +357,11 @@ func TestDecodeCorrupt(t *testing.T) {
 			t.Errorf("DecodeJSON(%s): %v, want ErrInvalidArgument", js, err)
 		}
 	}
+	for name, opts := range map[string][]ddbstream.Option{"nil option": {nil}, "nil clock": {ddbstream.WithClock(nil)}} {
+		if _, err := ddbstream.New("t", opts...); !errors.Is(err, provider.ErrInvalidArgument) {
+			t.Errorf("New with a %s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
 	if _, err := ddbstream.New(""); !errors.Is(err, provider.ErrInvalidArgument) {
 		t.Errorf("New(\"\"): %v", err)
 	}
