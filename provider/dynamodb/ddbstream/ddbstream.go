@@ -284,14 +284,17 @@ func (d *Decoder) decode(r raw) (Change, error) {
 	if err != nil {
 		return c, err
 	}
+	if cur.Kind != keyed.Kind {
+		return c, provider.Invalidf("ddbstream: record %s of %s: its image is of another item", r.seq, c.Item)
+	}
 	c.Expired = !cur.Exp.IsZero() && !now.Before(cur.Exp)
 	var old itemimage.Item
 	if c.Op == Written && r.oldImage != nil {
 		if old, err = itemimage.Decode(d.table, r.oldImage); err != nil {
 			return c, err
 		}
-		if old.Kind != cur.Kind {
-			return c, provider.Invalidf("ddbstream: record %s of %s: old and new images are of different items", r.seq, c.Item)
+		if old.Kind != keyed.Kind {
+			return c, provider.Invalidf("ddbstream: record %s of %s: its old image is of another item", r.seq, c.Item)
 		}
 	}
 	if c.Op != Written { // what the change leaves is the old item, gone

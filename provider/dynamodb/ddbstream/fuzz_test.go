@@ -20,13 +20,44 @@ func FuzzDecodeJSON(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// Keys of a marker, an image of a run.
+	f.Add([]byte(`{"eventName":"INSERT","dynamodb":{"Keys":{"PK":{"S":"MARKER#p"},"SK":{"S":"d#s"}},"NewImage":{"PK":{"S":"RUN#r"},"SK":{"S":"STATE"},"data":{"S":"{}"}}}}`))
 	d, err := ddbstream.New("t")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := d.DecodeJSON(data); err != nil && !errors.Is(err, provider.ErrInvalidArgument) && !errors.Is(err, provider.ErrCorrupt) {
-			t.Errorf("DecodeJSON(%s): %v, want ErrInvalidArgument or ErrCorrupt", data, err)
+		c, err := d.DecodeJSON(data)
+		if err != nil {
+			if !errors.Is(err, provider.ErrInvalidArgument) && !errors.Is(err, provider.ErrCorrupt) {
+				t.Errorf("DecodeJSON(%s): %v, want ErrInvalidArgument or ErrCorrupt", data, err)
+			}
+			return
+		}
+		// A reported change holds the record it reports: a router may
+		// dereference it.
+		var set, old bool
+		switch c.Kind {
+		case "":
+			return
+		case provider.KindCascadeMarker:
+			set, old = c.Marker != nil && c.Marker.New != nil, c.Marker != nil && c.Marker.Old != nil
+		case provider.KindRunState:
+			set, old = c.Run != nil && c.Run.New != nil, c.Run != nil && c.Run.Old != nil
+		case provider.KindEvent:
+			set, old = c.Event != nil && c.Event.New != nil, c.Event != nil && c.Event.Old != nil
+		case provider.KindRerun:
+			set, old = c.Rerun != nil && c.Rerun.New != nil, c.Rerun != nil && c.Rerun.Old != nil
+		case provider.KindReplay:
+			set, old = c.Replay != nil && c.Replay.New != nil, c.Replay != nil && c.Replay.Old != nil
+		case provider.KindLock:
+			if c.Lock == nil {
+				t.Errorf("DecodeJSON(%s): a lock change without Lock", data)
+			}
+			return // either side may be free
+		}
+		if (c.Op == ddbstream.Written && !set) || (c.Op != ddbstream.Written && !old) {
+			t.Errorf("DecodeJSON(%s): %v %s change without its record", data, c.Op, c.Kind)
 		}
 	})
 }
