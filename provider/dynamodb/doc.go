@@ -674,4 +674,5 @@ package dynamodb
 // lifecycle), pipelines.go (+ traits, readiness), runs.go (+ CAS), events.go,
 // records.go (run logs, reruns, replays, late arrivals, cascade markers), locks.go
 // (+ leases). Support: item.go (the stored item and its encoding), io.go (keys,
-// reads, queries, transactions), table.go (the table).
+// reads, queries, transactions), table.go (the table), image.go (item images for
+// package ddbstream).
