@@ -22,11 +22,11 @@ import (
 //
 // RunStarter creates the run through provider.RunCreator. A Step Functions
 // starter is the same step: StartExecution with Name set to
-// routing.RunID(target, 1) on a Standard workflow (which keeps an execution
-// name for 90 days; ExecutionAlreadyExists, for an input that differs, or a
-// success returning the existing execution's ARN, for the same input, means
-// started false), which needs states:StartExecution on the state machine's ARN
-// and no table write.
+// routing.RunID(target, 1) on a Standard workflow, which keeps an execution
+// name for 90 days: a second start with the same input returns the first
+// execution (so started cannot tell the two apart), and one with another input
+// fails with ExecutionAlreadyExists (started false). It needs
+// states:StartExecution on the state machine's ARN and no table write.
 type Starter interface {
 	Start(ctx context.Context, target routing.Target) (started bool, err error)
 }
