@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pipestate/pipestate/examples/internal/routing"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -179,7 +180,8 @@ func (o *Orchestrator) Route(ctx context.Context) error {
 			break
 		}
 		m := rec.Marker
-		key := m.PipelineID + " " + m.Date
+		target := routing.TargetOf(m)
+		key := target.PipelineID + " " + target.Date
 		mu.Lock()
 		busy := settling[key]
 		settling[key] = true
@@ -194,11 +196,11 @@ func (o *Orchestrator) Route(ctx context.Context) error {
 				delete(settling, key)
 				mu.Unlock()
 			}()
-			cfg, err := o.Store.GetPipeline(gctx, m.PipelineID)
+			cfg, err := o.Store.GetPipeline(gctx, target.PipelineID)
 			if err != nil || cfg == nil {
 				return err // no such pipeline (any more): nothing to evaluate
 			}
-			return o.settle(gctx, *cfg, m.Date)
+			return o.settle(gctx, *cfg, target.Date)
 		})
 	}
 	err := g.Wait()
@@ -423,7 +425,7 @@ func (o *Orchestrator) runWithRetries(ctx context.Context, cfg types.PipelineCon
 	for {
 		if !takeover {
 			entry.AttemptNumber++
-			entry.RunID = fmt.Sprintf("%s-%s-%s-%d", cfg.ID, entry.Date, entry.ScheduleID, entry.AttemptNumber)
+			entry.RunID = routing.RunID(routing.Target{PipelineID: cfg.ID, Date: entry.Date, ScheduleID: entry.ScheduleID}, entry.AttemptNumber)
 			entry.Status, entry.UpdatedAt = types.RunRunning, o.Now()
 			if err := o.Store.PutRunLog(ctx, entry); err != nil { // claims the date
 				return nil, err

@@ -35,8 +35,11 @@ var (
 	banYAML   = ban{"YAML", contains("yaml")}
 	banDocker = ban{"Docker or testcontainers", under("github.com/docker", "github.com/moby", "github.com/containerd",
 		"github.com/testcontainers")}
-	banAWS   = ban{"the AWS SDK", under("github.com/aws")}
-	banRedis = ban{"a Redis client", under("github.com/redis", "github.com/alicebob/miniredis")}
+	banAWS = ban{"the AWS SDK", under("github.com/aws")}
+	// banLambda: the Lambda runtime is the examples' (examples/streamrouter);
+	// package ddbstream decodes a Lambda's records from their JSON instead.
+	banLambda = ban{"the AWS Lambda runtime", under("github.com/aws/aws-lambda-go")}
+	banRedis  = ban{"a Redis client", under("github.com/redis", "github.com/alicebob/miniredis")}
 	// banTestkit: the test kits (internal/testkit/...: lincheck, faults, testenv,
 	// fakeclock, benchpair, steadyload, memorytest) sit above what they test:
 	// only tests and other test kits import them.
@@ -51,7 +54,7 @@ var rules = []struct {
 	pkgs []string
 	bans []ban
 }{
-	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker, banTestkit}},
+	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker, banTestkit, banLambda}},
 	{[]string{"provider/memory", "provider/redis", "state/memory", "state/redis"}, []ban{banAWS}},
 	// The backend-neutral packages: the contract (types, fence, provider, state, the
 	// root sentinels), the monoids and the conformance suites import no client library and
@@ -110,6 +113,7 @@ func TestBansMatch(t *testing.T) {
 		{banRedis, []string{"github.com/redis/go-redis/v9", "github.com/alicebob/miniredis/v2"}},
 		{banBackends, []string{module + "/provider/redis", module + "/state/dynamodb"}},
 		{banTestkit, []string{module + "/internal/testkit/testenv", module + "/internal/testkit/memorytest"}},
+		{banLambda, []string{"github.com/aws/aws-lambda-go/events", "github.com/aws/aws-lambda-go/lambda"}},
 	} {
 		for _, h := range c.hits {
 			if !c.b.match(h) {

@@ -564,6 +564,14 @@
 // them. Package observe adds spans and call metrics around any provider; its doc
 // lists every instrument.
 //
+// # DynamoDB Streams
+//
+// The table's stream (NEW_AND_OLD_IMAGES: CreateTable and the snippets below
+// set it) serves a router that cannot hold WatchCascadeMarkers open, such as a
+// Lambda function: package ddbstream decodes its records into typed changes
+// through this package's own item decoding, so the item format stays this
+// package's. docs/aws-lambda.md sets it up from table to router.
+//
 // # Creating the table in production
 //
 // CreateTable is convenient for development and tests. For production, the same
@@ -678,4 +686,5 @@ package dynamodb
 // lifecycle), pipelines.go (+ traits, readiness), runs.go (+ CAS), events.go,
 // records.go (run logs, reruns, replays, late arrivals, cascade markers), locks.go
 // (+ leases). Support: item.go (the stored item and its encoding), io.go (keys,
-// reads, queries, transactions), table.go (the table).
+// reads, queries, transactions), table.go (the table), image.go (item images for
+// package ddbstream).

@@ -89,13 +89,8 @@ func (p *Provider) lockInfo(it item, now time.Time) (*types.LockInfo, error) {
 	if it.bad != nil {
 		return nil, it.bad
 	}
-	if it.Holder == "" || !it.live(now) {
+	if !it.live(now) {
 		return nil, nil
 	}
-	var expires time.Time
-	if it.Exp != 0 {
-		expires = time.Unix(0, it.Exp).UTC()
-	}
-	info, err := provider.HolderInfo(recordID(provider.KindLock, it), it.Holder, it.Fence, expires)
-	return info, provider.CorruptAt(err, p.where(it.PK, it.SK))
+	return imageLock(p, it)
 }
