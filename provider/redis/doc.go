@@ -93,7 +93,9 @@
 //	                                                 arrivals and events: lease key ->
 //	                                                 highest fence (see "Fencing")
 //	P:{run:<runID>}:fences,                  hash    fence memory of one run, one
-//	  P:{rerun:<rerunID>}:fences                     rerun
+//	  P:{rerun:<rerunID>}:fences                     rerun; a memory's TTL is the
+//	                                                 longest of the records it
+//	                                                 guards (see "Fencing")
 //	<truth, lock, stream or list key>        string  a write's outcome, kept for a
 //	  :call:<nonce>                                  retry of the same call; PX 2m
 //

@@ -157,7 +157,8 @@
 //	                                     holding the claiming call's token
 //	prefix:seen:eventID                  Deduper claim (the claiming call's token)
 //	prefix:{entity}:<kind>:fences        fence memory of the kind's values of the
-//	                                     entity (hash: lease key -> highest fence)
+//	                                     entity (hash: lease key -> highest fence),
+//	                                     TTL: the longest of its values' (see Fencing)
 //
 // # Round trips
 //
