@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// opKind is what an operation does.
+type opKind int
+
+const (
+	opPut opKind = iota
+	opCAS
+	opCreate
+	opGet
+	opAppend
+	opRead
+	opFollow
+	opMarker
+	opWatch
+	opAcquire
+	opRenew
+	opRelease
+	opSleep
+	opSweep
+	opCorrupt
+	opRestart
+	nKinds
+)
+
+var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
+	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart"}
+
+func (k opKind) String() string { return kindNames[k] }
+
+// weights are how often the generator picks each kind.
+var weights = [nKinds]int{
+	opPut: 8, opCAS: 8, opCreate: 4, opGet: 8,
+	opAppend: 10, opRead: 10, opFollow: 4, opMarker: 7, opWatch: 5,
+	opAcquire: 7, opRenew: 3, opRelease: 3,
+	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
+}
+
+// op is one operation. It names what it acts on by index (slot, run, lease,
+// saved cursor, variant), resolved modulo what exists when it runs, so that a
+// sequence with operations removed still runs.
+type op struct {
+	kind  opKind
+	slot  int
+	run   int
+	lease int // -1: unfenced; else which lease's fenced view writes (modulo)
+	n     int // a small number: a version offset, a cursor pick, a count, a variant, a date
+	m     int // another one: a status, a corruption, the jump's shape
+	d     time.Duration
+}
+
+// slots is how many provider instances a run keeps open; runIDs how many runs
+// it writes.
+const (
+	slots  = 3
+	runIDs = 2
+)
+
+// generate returns the operations of seed.
+func generate(seed uint64, n int, h Harness) []op {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	ret := h.Retention
+	spans := []time.Duration{time.Minute, time.Hour}
+	for _, d := range []time.Duration{ret.Runs, ret.Events, ret.MarkerLog, ret.CascadeMarkers} {
+		if d > 0 {
+			spans = append(spans, d)
+		}
+	}
+	for _, v := range h.Variants {
+		if v.Retention != nil {
+			for _, d := range []time.Duration{v.Retention.Runs, v.Retention.Events, v.Retention.MarkerLog} {
+				if d > 0 {
+					spans = append(spans, d)
+				}
+			}
+		}
+	}
+	ops := make([]op, n)
+	for i := range ops {
+		x := rng.IntN(total)
+		k := opKind(0)
+		for x >= weights[k] {
+			x -= weights[k]
+			k++
+		}
+		o := op{kind: k, slot: rng.IntN(slots), run: rng.IntN(runIDs), lease: -1, n: rng.IntN(1 << 16), m: rng.IntN(1 << 16)}
+		if rng.IntN(2) == 0 {
+			o.lease = rng.IntN(1 << 16)
+		}
+		switch k {
+		case opAcquire, opRenew:
+			o.d = []time.Duration{time.Minute, time.Hour, 24 * time.Hour}[rng.IntN(3)]
+		case opSleep:
+			// m%4: 0 a jump of a fraction of a span, 1 to an expiry instant
+			// exactly, 2 to just before one, 3 a few seconds.
+			span := spans[rng.IntN(len(spans))]
+			frac := []float64{0.25, 0.5, 0.75, 1, 1.25, 2}[rng.IntN(6)]
+			o.d = time.Duration(float64(span)*frac) + time.Duration(rng.IntN(60))*time.Second
+		}
+		ops[i] = o
+	}
+	return ops
+}
