@@ -124,7 +124,12 @@ func (w *world) do(o op) (string, error) {
 // checkFence applies the fence rule of the record mem guards, which is live
 // or not, to a write through l (nil: unfenced) that returned err, and tells
 // whether the write went on past the fence check.
-func checkFence(mem fenceMem, recordLive bool, l *leaseM, err error) (bool, error) {
+//
+// A backend may remember fences for a larger group of records (fence's doc:
+// "a fence below a newer one of the same key is stale everywhere"), so a
+// refusal is also allowed when a higher fence of the key wrote anything
+// (newest).
+func checkFence(mem fenceMem, recordLive bool, l *leaseM, newest int64, err error) (bool, error) {
 	if !recordLive {
 		mem.forget()
 	}
@@ -140,7 +145,7 @@ func checkFence(mem fenceMem, recordLive bool, l *leaseM, err error) (bool, erro
 	case v == mustRefuse && !refused:
 		return false, fmt.Errorf("fence %d accepted (err %v) on a live record that fence %d of the same key wrote: want ErrFenced",
 			l.lease.Fence, err, mem.sure[l.lease.Key])
-	case v == mustPass && refused:
+	case v == mustPass && refused && l.lease.Fence >= newest:
 		return false, fmt.Errorf("fence %d refused (%v), but no higher fence than %d wrote the record", l.lease.Fence, err, mem.maybe[l.lease.Key])
 	}
 	return !refused, nil
@@ -166,7 +171,10 @@ func (w *world) writeRun(o op) (string, error) {
 		v := o.n % 5
 		desc = fmt.Sprintf("PutRunState(%s v%d %s) [slot %d, %s]", id, v, st, o.slot, how)
 		err = p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
-		if on, ferr := checkFence(r.fences, wasLive, l, err); ferr != nil || !on {
+		if err == nil {
+			desc += " → <nil>"
+		}
+		if on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err); ferr != nil || !on {
 			return desc + fmt.Sprintf(" → %v", err), ferr
 		}
 		if err != nil {
@@ -179,7 +187,7 @@ func (w *world) writeRun(o op) (string, error) {
 		var swapped bool
 		swapped, err = p.CompareAndSwapRunState(ctx, id, expected, types.RunState{RunID: id, PipelineID: pipelineID, Status: st})
 		desc += fmt.Sprintf(" → %t, %v", swapped, err)
-		on, ferr := checkFence(r.fences, wasLive, l, err)
+		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr
 		}
@@ -207,7 +215,7 @@ func (w *world) writeRun(o op) (string, error) {
 		var created bool
 		created, err = rc.CreateRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
 		desc += fmt.Sprintf(" → %t, %v", created, err)
-		on, ferr := checkFence(r.fences, wasLive, l, err)
+		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr
 		}
@@ -229,6 +237,7 @@ func (w *world) writeRun(o op) (string, error) {
 		r.exp = provider.Expiry(w.m.now, ret)
 		if l != nil {
 			r.fences.wrote(l.lease.Key, l.lease.Fence)
+			w.m.wrote = max(w.m.wrote, l.lease.Fence)
 		}
 	}
 	return desc, nil
@@ -286,7 +295,7 @@ func (w *world) appendEvent(o op) (string, error) {
 	defer cancel()
 	err := p.AppendEvent(ctx, types.Event{Kind: "SIM", PipelineID: pipelineID, Message: msg})
 	desc := fmt.Sprintf("AppendEvent(%s) [slot %d %s, %s] → %v", msg, o.slot, w.variantName(o.slot), how, err)
-	on, ferr := checkFence(w.m.evMem, logLive(w.m.events, w.m.now), l, err)
+	on, ferr := checkFence(w.m.evMem, logLive(w.m.events, w.m.now), l, w.m.newest(l), err)
 	if ferr != nil || !on {
 		return desc, ferr
 	}
@@ -296,6 +305,7 @@ func (w *world) appendEvent(o op) (string, error) {
 	w.m.events = append(w.m.events, entry{name: msg, exp: provider.Expiry(w.m.now, ret)})
 	if l != nil {
 		w.m.evMem.wrote(l.lease.Key, l.lease.Fence)
+		w.m.wrote = max(w.m.wrote, l.lease.Fence)
 	}
 	return desc, nil
 }
@@ -439,7 +449,7 @@ func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what str
 		if !ok {
 			return nil, fmt.Errorf("%s yielded %q, which nobody wrote", what, n)
 		}
-		if j <= c.idx || seen[n] {
+		if j <= c.idx || seen[n] || log[j].phantom {
 			continue
 		}
 		seen[n] = true
@@ -489,11 +499,14 @@ func (w *world) follow(o op) (string, error) {
 	return desc, nil
 }
 
-// upTo returns the names of log's entries up to index i.
+// upTo returns the names of log's entries up to index i, and of its
+// phantoms: what a stream from i may yield without it counting.
 func upTo(log []entry, i int) map[string]bool {
 	old := map[string]bool{}
-	for _, e := range log[:i+1] {
-		old[e.name] = true
+	for j, e := range log {
+		if j <= i || e.phantom {
+			old[e.name] = true
+		}
 	}
 	return old
 }
@@ -531,7 +544,10 @@ func (w *world) writeMarker(o op) (string, error) {
 	defer cancel()
 	err := p.WriteCascadeMarker(ctx, pipelineID, "", date, src)
 	desc := fmt.Sprintf("WriteCascadeMarker(%s, %s) [slot %d, %s] → %v", date, src, o.slot, how, err)
-	on, ferr := checkFence(mem, wasLive, l, err)
+	on, ferr := checkFence(mem, wasLive, l, w.m.newest(l), err)
+	if ferr == nil && !on && w.h.PhantomMarkers {
+		w.m.markers = append(w.m.markers, entry{name: src, phantom: true})
+	}
 	if ferr != nil || !on {
 		return desc, ferr
 	}
@@ -542,6 +558,7 @@ func (w *world) writeMarker(o op) (string, error) {
 	w.m.markers = append(w.m.markers, entry{name: src, exp: provider.Expiry(w.m.now, logRet)})
 	if l != nil {
 		mem.wrote(l.lease.Key, l.lease.Fence)
+		w.m.wrote = max(w.m.wrote, l.lease.Fence)
 	}
 	return desc, nil
 }
@@ -581,7 +598,11 @@ func (w *world) lease(o op) (string, error) {
 		}
 		got, err := ls.AcquireLease(ctx, leaseKey, o.d)
 		desc := fmt.Sprintf("AcquireLease(%v) [slot %d]", o.d, o.slot)
-		if m.keyHeld() {
+		held := m.cur >= 0 && m.leaseLive(m.cur)
+		if m.cur >= 0 && !m.leaseSure(m.cur, w.h.LeaseEarly) {
+			held = errors.Is(err, provider.ErrLockHeld) // within LeaseEarly of its expiry: either
+		}
+		if held {
 			desc += fmt.Sprintf(" → %v", err)
 			if !errors.Is(err, provider.ErrLockHeld) {
 				return desc, fmt.Errorf("AcquireLease of a key held by fence %d until %v: %v, want ErrLockHeld", m.leases[m.cur].lease.Fence, m.leases[m.cur].exp, err)
@@ -615,9 +636,19 @@ func (w *world) lease(o op) (string, error) {
 		l := &m.leases[i]
 		ls := w.slots[l.slot].p.(provider.Leaser)
 		held := m.leaseLive(i)
+		if !m.leaseSure(i, w.h.LeaseEarly) {
+			defer func() { // within LeaseEarly of its expiry: either answer, followed
+				if !held {
+					l.exp = m.now
+				}
+			}()
+		}
 		if o.kind == opRenew {
 			got, err := ls.RenewLease(ctx, l.lease, o.d)
 			desc := fmt.Sprintf("RenewLease(fence %d, %v) [slot %d] → %v", l.lease.Fence, o.d, l.slot, err)
+			if !m.leaseSure(i, w.h.LeaseEarly) {
+				held = err == nil
+			}
 			if !held {
 				if !errors.Is(err, provider.ErrLockNotHeld) {
 					return desc, fmt.Errorf("RenewLease of a lease that is not current and live: %v, want ErrLockNotHeld", err)
@@ -635,6 +666,9 @@ func (w *world) lease(o op) (string, error) {
 		}
 		err := ls.ReleaseLease(ctx, l.lease)
 		desc := fmt.Sprintf("ReleaseLease(fence %d) [slot %d] → %v", l.lease.Fence, l.slot, err)
+		if !m.leaseSure(i, w.h.LeaseEarly) {
+			held = err == nil
+		}
 		if !held {
 			if !errors.Is(err, provider.ErrLockNotHeld) {
 				return desc, fmt.Errorf("ReleaseLease of a lease that is not current and live: %v, want ErrLockNotHeld", err)
@@ -686,6 +720,9 @@ func (w *world) corrupt(o op) (string, error) {
 		c.Append(w.t, pipelineID)
 		w.m.events = append(w.m.events, entry{name: name, exp: provider.Expiry(w.m.now, ret.Events), corrupt: true})
 	case provider.KindMarkerWrite:
+		if len(w.m.markers) == 0 {
+			return "corrupt marker write (no marker log yet)", nil
+		}
 		c.Append(w.t, pipelineID)
 		w.m.markers = append(w.m.markers, entry{name: name, exp: provider.Expiry(w.m.now, ret.MarkerLog), corrupt: true})
 	default:

@@ -78,6 +78,7 @@ type entry struct {
 	name    string
 	exp     time.Time
 	corrupt bool
+	phantom bool // a refused write a watcher may see (Harness.PhantomMarkers)
 }
 
 // outcome is one result a read from a cursor may have: the good entries it
@@ -112,6 +113,9 @@ func readFrom(log []entry, from int, now time.Time) []outcome {
 	walk = func(i int, o outcome, corrupt bool) {
 		for ; i < len(log); i++ {
 			e := log[i]
+			if e.phantom {
+				continue
+			}
 			if live(e.exp, now) {
 				if e.corrupt {
 					corrupt = true
@@ -159,6 +163,7 @@ type model struct {
 	leases  []leaseM
 	cur     int // index of the current lease in leases, -1 when none was acquired or it was released
 	fence   int64
+	wrote   int64 // the highest fence that wrote a record
 	evCurs  []savedCursor
 	mkCurs  []savedCursor
 	serial  int // names events and marker writes
@@ -183,8 +188,20 @@ func (m *model) leaseLive(i int) bool {
 	return i == m.cur && live(m.leases[i].exp, m.now)
 }
 
-// keyHeld reports whether the lease key is held by a live lease.
-func (m *model) keyHeld() bool { return m.cur >= 0 && m.leaseLive(m.cur) }
+// newest returns the highest fence of l's key that wrote a record (0 for an
+// unfenced write).
+func (m *model) newest(l *leaseM) int64 {
+	if l == nil {
+		return 0
+	}
+	return m.wrote
+}
+
+// leaseSure reports whether the model knows if the lease at index i is live:
+// not within early before its expiry.
+func (m *model) leaseSure(i int, early time.Duration) bool {
+	return i != m.cur || m.now.Before(m.leases[i].exp.Add(-early)) || !m.now.Before(m.leases[i].exp)
+}
 
 // instants returns the future instants the model knows of at which something
 // expires: the generator's clock jumps land on them exactly.

@@ -42,6 +42,17 @@ type Harness struct {
 	// expiry attribute is what is corrupt, for one.
 	Corruptions []Corruption
 
+	// LeaseEarly is how long before the ExpiresAt a call returned a lease may
+	// already have expired, for a backend that documents it (Redis: 1ms, its
+	// server's whole milliseconds). The model then accepts either answer in
+	// that window.
+	LeaseEarly time.Duration
+
+	// PhantomMarkers says that a refused fenced WriteCascadeMarker may still
+	// have appended its write to the marker log (watchers may see it), as the
+	// Redis provider documents: its marker log is another slot.
+	PhantomMarkers bool
+
 	// Corpus is a file of seeds that once failed, one a line ('#' starts a
 	// comment), replayed by every Run before fresh seeds. Empty: none.
 	Corpus string
@@ -277,8 +288,10 @@ func runOps(t *testing.T, h Harness, ops []op) result {
 		done = true
 	})
 	if !done && r.err == nil {
-		r.err = errors.New("the run stopped early (the harness failed or skipped the subtest; see its log)")
-		r.at, r.class = len(r.trace)-1, "harness"
+		r.at = len(r.trace)
+		r.err = fmt.Errorf("the run stopped at operation %d (%s): the harness failed or skipped the subtest (see its log)", r.at, ops[r.at].kind)
+		r.trace = append(r.trace, fmt.Sprintf("%3d %s: the harness stopped the run", r.at, ops[r.at].kind))
+		r.class = "harness " + ops[r.at].kind.String()
 	}
 	return r
 }
