@@ -75,6 +75,7 @@ func TestSim(t *testing.T) {
 		}}},
 		LeaseEarly:     time.Millisecond,
 		PhantomMarkers: true,
+		CorruptExpires: true, // events and the marker log are kept by count
 		Corpus:         "testdata/sim/miniredis.seeds",
 		Budget:         15 * time.Second,
 	})

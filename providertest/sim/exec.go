@@ -52,8 +52,8 @@ func newWorld(t *testing.T, h Harness) *world {
 	w.m = newModel(h.Now(t), runIDs)
 	if h.Corrupt != nil {
 		w.corr = append(w.corr,
-			Corruption{Name: "harness", Kind: provider.KindEvent, Append: func(t *testing.T, id ...string) { h.Corrupt(t, provider.KindEvent, id...) }},
-			Corruption{Name: "harness", Kind: provider.KindMarkerWrite, Append: func(t *testing.T, _ ...string) { h.Corrupt(t, provider.KindMarkerWrite) }})
+			Corruption{Name: harnessCorrupt, Kind: provider.KindEvent, Append: func(t *testing.T, id ...string) { h.Corrupt(t, provider.KindEvent, id...) }},
+			Corruption{Name: harnessCorrupt, Kind: provider.KindMarkerWrite, Append: func(t *testing.T, _ ...string) { h.Corrupt(t, provider.KindMarkerWrite) }})
 	}
 	w.corr = append(w.corr, h.Corruptions...)
 	return w
@@ -82,6 +82,10 @@ func (w *world) fenced(o op) (provider.Provider, *leaseM, string) {
 	}
 	return fp, l, fmt.Sprintf("fence %d", l.lease.Fence)
 }
+
+// harnessCorrupt names the corruptions Harness.Corrupt makes, whose
+// records' expiry the model does not know.
+const harnessCorrupt = "Harness.Corrupt"
 
 var statuses = []types.RunStatus{types.RunPending, types.RunRunning, types.RunCompleted, types.RunFailed}
 
@@ -714,17 +718,18 @@ func (w *world) corrupt(o op) (string, error) {
 	}
 	c := w.corr[o.m%len(w.corr)]
 	name := w.name("x")
+	unknown := c.Name == harnessCorrupt && !w.h.CorruptExpires
 	ret := w.h.Retention
 	switch c.Kind {
 	case provider.KindEvent:
 		c.Append(w.t, pipelineID)
-		w.m.events = append(w.m.events, entry{name: name, exp: provider.Expiry(w.m.now, ret.Events), corrupt: true})
+		w.m.events = append(w.m.events, entry{name: name, exp: provider.Expiry(w.m.now, ret.Events), corrupt: true, unknownExp: unknown})
 	case provider.KindMarkerWrite:
 		if len(w.m.markers) == 0 {
 			return "corrupt marker write (no marker log yet)", nil
 		}
 		c.Append(w.t, pipelineID)
-		w.m.markers = append(w.m.markers, entry{name: name, exp: provider.Expiry(w.m.now, ret.MarkerLog), corrupt: true})
+		w.m.markers = append(w.m.markers, entry{name: name, exp: provider.Expiry(w.m.now, ret.MarkerLog), corrupt: true, unknownExp: unknown})
 	default:
 		return fmt.Sprintf("corrupt %s (kind not simulated)", c.Kind), nil
 	}

@@ -79,6 +79,9 @@ type entry struct {
 	exp     time.Time
 	corrupt bool
 	phantom bool // a refused write a watcher may see (Harness.PhantomMarkers)
+	// unknownExp: a corrupt record whose expiry the model does not know (one
+	// Harness.Corrupt appended).
+	unknownExp bool
 }
 
 // outcome is one result a read from a cursor may have: the good entries it
@@ -98,16 +101,11 @@ type outcome struct {
 // index from (-1: the cursor ""), by the "no gaps" rule of package provider:
 // the live entries after the cursor, in order, up to the first one dropped;
 // ErrCursorExpired when that one comes first. "" is never expired: it starts at
-// the oldest entry retained. A dropped corrupt entry may or may not end the
-// read (what the backend knows of a record it cannot decode is not specified),
-// so it forks the outcome.
+// the oldest entry retained. Whether a corrupt entry was dropped is not always
+// known (what the backend knows of a record it cannot decode is not specified,
+// and a harness's raw record may have no expiry at all): where the model
+// cannot tell, the outcome forks.
 func readFrom(log []entry, from int, now time.Time) []outcome {
-	i := from + 1
-	if from < 0 {
-		for i < len(log) && !live(log[i].exp, now) {
-			i++
-		}
-	}
 	var outs []outcome
 	var walk func(i int, o outcome, corrupt bool)
 	walk = func(i int, o outcome, corrupt bool) {
@@ -116,31 +114,53 @@ func readFrom(log []entry, from int, now time.Time) []outcome {
 			if e.phantom {
 				continue
 			}
-			if live(e.exp, now) {
-				if e.corrupt {
-					corrupt = true
-					continue
+			isLive := live(e.exp, now)
+			if e.corrupt {
+				if !isLive || e.unknownExp {
+					stop := o
+					stop.gap, stop.corruptAfter = true, corrupt
+					outs = append(outs, stop) // one fork: it was dropped
 				}
-				o.names = append(append([]string(nil), o.names...), e.name)
-				o.idx = append(append([]int(nil), o.idx...), i)
-				o.corruptBefore = append(append([]bool(nil), o.corruptBefore...), corrupt)
-				corrupt = false
+				corrupt = true // the other: it is skipped
 				continue
 			}
-			if e.corrupt {
-				stop := o
-				stop.gap, stop.corruptAfter = true, corrupt
-				outs = append(outs, stop)
-				continue // the other fork: skip it
+			if !isLive {
+				o.gap, o.corruptAfter = true, corrupt
+				outs = append(outs, o)
+				return
 			}
-			o.gap, o.corruptAfter = true, corrupt
-			outs = append(outs, o)
-			return
+			o.names = append(append([]string(nil), o.names...), e.name)
+			o.idx = append(append([]int(nil), o.idx...), i)
+			o.corruptBefore = append(append([]bool(nil), o.corruptBefore...), corrupt)
+			corrupt = false
 		}
 		o.corruptAfter = corrupt
 		outs = append(outs, o)
 	}
-	walk(i, outcome{}, false)
+	if from >= 0 {
+		walk(from+1, outcome{}, false)
+		return outs
+	}
+	// "": the first entry retained starts the read; a corrupt one may or may
+	// not be retained.
+	for i := 0; i <= len(log); i++ {
+		if i == len(log) {
+			outs = append(outs, outcome{})
+			break
+		}
+		e := log[i]
+		if e.phantom {
+			continue
+		}
+		if e.corrupt && (e.unknownExp || !live(e.exp, now)) {
+			walk(i, outcome{}, false) // it is retained
+			continue                  // or not
+		}
+		if live(e.exp, now) {
+			walk(i, outcome{}, false)
+			break
+		}
+	}
 	return outs
 }
 

@@ -48,6 +48,12 @@ type Harness struct {
 	// that window.
 	LeaseEarly time.Duration
 
+	// CorruptExpires says that the log records Harness.Corrupt appends expire
+	// as a write at that moment by a provider of Open would (its retention).
+	// Otherwise the model does not know when they expire, and accepts a read
+	// that treats one as retained or as dropped.
+	CorruptExpires bool
+
 	// PhantomMarkers says that a refused fenced WriteCascadeMarker may still
 	// have appended its write to the marker log (watchers may see it), as the
 	// Redis provider documents: its marker log is another slot.

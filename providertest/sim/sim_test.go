@@ -25,8 +25,9 @@ func TestSimMemory(t *testing.T) {
 		Variants: []sim.Variant{{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
 			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerRetention(time.Hour))
 		}}},
-		Corpus: "testdata/memory.seeds",
-		Budget: 10 * time.Second,
+		CorruptExpires: true,
+		Corpus:         "testdata/memory.seeds",
+		Budget:         10 * time.Second,
 	})
 }
 
