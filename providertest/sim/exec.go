@@ -743,7 +743,7 @@ func (w *world) restart(o op) (string, error) {
 	ctx, cancel := w.ctx()
 	defer cancel()
 	if err := s.p.Stop(ctx); err != nil {
-		return "Stop", fmt.Errorf("Stop: %w", err)
+		return "Stop", fmt.Errorf("stop: %w", err)
 	}
 	if _, err := s.p.GetRunState(ctx, runID(0)); !errors.Is(err, provider.ErrClosed) {
 		return "Stop; GetRunState", fmt.Errorf("GetRunState after Stop: %v, want ErrClosed", err)

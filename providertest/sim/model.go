@@ -107,8 +107,7 @@ type outcome struct {
 // cannot tell, the outcome forks.
 func readFrom(log []entry, from int, now time.Time) []outcome {
 	var outs []outcome
-	var walk func(i int, o outcome, corrupt bool)
-	walk = func(i int, o outcome, corrupt bool) {
+	walk := func(i int, o outcome, corrupt bool) {
 		for ; i < len(log); i++ {
 			e := log[i]
 			if e.phantom {
