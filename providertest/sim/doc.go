@@ -9,7 +9,9 @@
 // sweeper that deletes what the server would have deleted by then, corrupt
 // records appended to the logs, and instances stopped and reopened, possibly
 // with other options. After every operation a referee compares what the
-// backend returned with what the model allows.
+// backend returned with what the model allows. Each seed enables a random
+// subset of the operation kinds, with random weights (swarm testing), so the
+// few kinds a breach needs meet often.
 //
 // A backend author turns it on from the providertest.Harness they already
 // write:
@@ -57,8 +59,10 @@
 // once failed), then runs fresh seeds for the budget: PIPESTATE_SIM_DURATION
 // (a Go duration; default Harness.Budget, else 15s). PIPESTATE_SIM_SEED=n
 // runs that seed alone and logs its trace; PIPESTATE_SIM_OPS sets the
-// operations per run (default 60). At the end it logs the runs, operations
-// per second and how often each operation and fault kind ran.
+// operations per run (default 60); PIPESTATE_SIM_SKIP=watch,corrupt leaves
+// operation kinds out (to look for another failure once one is known);
+// PIPESTATE_SIM_SHRINK bounds shrinking (default 60s). At the end it logs the
+// runs, operations per second and how often each operation and fault kind ran.
 //
 // # What it does not cover
 //

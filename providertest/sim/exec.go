@@ -21,12 +21,8 @@ const (
 
 func runID(i int) string { return fmt.Sprintf("sim-r%d", i) }
 
-// callTimeout bounds each call; watchWait is how long a watch or a follower is
-// given to yield what the model expects (an error included) once caught up.
-const (
-	callTimeout = 30 * time.Second
-	watchWait   = 2 * time.Second
-)
+// callTimeout bounds each call.
+const callTimeout = 30 * time.Second
 
 // slot is one open provider instance.
 type slot struct {
@@ -345,6 +341,7 @@ func (w *world) readEvents(o op) (string, error) {
 	desc := fmt.Sprintf("ReadEventsSince(after %s, %d) [slot %d] → %v, %v", w.cursorName(w.m.events, c), count, o.slot, names, err)
 	outs := readFrom(w.m.events, c.idx, w.m.now)
 	var wants []string
+	unreported := false
 	for _, out := range outs {
 		// "" is never expired: a read from it that meets a dropped entry
 		// before any good one (after a retained corrupt one) returns nothing.
@@ -360,14 +357,17 @@ func (w *world) readEvents(o op) (string, error) {
 			continue
 		}
 		// A corrupt record among those the read passed must be reported.
-		passed := slices.Contains(out.corruptBefore[:len(want)], true)
-		if passed && reports == 0 {
-			return desc, errors.New("ReadEventsSince skipped a corrupt event without reporting it to OnCorrupt")
+		if slices.Contains(out.corruptBefore[:len(want)], true) && reports == 0 {
+			unreported = true
+			continue
 		}
 		for i, r := range got {
 			w.m.evCurs = append(w.m.evCurs, savedCursor{cursor: r.StreamID, idx: out.idx[i]})
 		}
 		return desc, nil
+	}
+	if unreported {
+		return desc, errors.New("ReadEventsSince skipped a corrupt event without reporting it to OnCorrupt")
 	}
 	if err != nil && !errors.Is(err, provider.ErrCursorExpired) {
 		return desc, fmt.Errorf("ReadEventsSince: %w", err)
@@ -414,7 +414,7 @@ type stream struct {
 
 // collect reads seq until it has yielded want names that old does not hold
 // (then it stops), an error, or watchWait passed.
-func collect[R any](ctx context.Context, cancel context.CancelFunc, seq func(func(R, error) bool), want int, old map[string]bool, name func(R) (string, string)) stream {
+func collect[R any](ctx context.Context, cancel context.CancelFunc, watchWait time.Duration, seq func(func(R, error) bool), want int, old map[string]bool, name func(R) (string, string)) stream {
 	var s stream
 	fresh := map[string]bool{}
 	timer := time.AfterFunc(watchWait, cancel)
@@ -442,7 +442,7 @@ func collect[R any](ctx context.Context, cancel context.CancelFunc, seq func(fun
 // before the cursor again and to repeat one; what is new must be the live
 // entries after the cursor, in order, and ErrCursorExpired when one was
 // dropped.
-func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what string) ([]savedCursor, error) {
+func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what string, watchWait time.Duration) ([]savedCursor, error) {
 	pos := map[string]int{}
 	for i, e := range log {
 		pos[e.name] = i
@@ -494,15 +494,22 @@ func (w *world) follow(o op) (string, error) {
 	}
 	ctx, cancel := context.WithCancel(w.t.Context())
 	defer cancel()
-	got := collect(ctx, cancel, f.FollowEvents(ctx, pipelineID, c.cursor), want, upTo(w.m.events, c.idx),
+	got := collect(ctx, cancel, w.watchWait(), f.FollowEvents(ctx, pipelineID, c.cursor), want, upTo(w.m.events, c.idx),
 		func(r types.EventRecord) (string, string) { return r.Event.Message, r.StreamID })
 	desc := fmt.Sprintf("FollowEvents(after %s) [slot %d] → %v, %v", w.cursorName(w.m.events, c), o.slot, got.names, got.err)
-	saved, err := judgeStream(w.m.events, c, w.m.now, got, "FollowEvents")
+	saved, err := judgeStream(w.m.events, c, w.m.now, got, "FollowEvents", w.watchWait())
 	if err != nil {
 		return desc, fmt.Errorf("%w (log: %s)", err, w.describeLog(w.m.events))
 	}
 	w.m.evCurs = append(w.m.evCurs, saved...)
 	return desc, nil
+}
+
+func (w *world) watchWait() time.Duration {
+	if w.h.WatchWait > 0 {
+		return w.h.WatchWait
+	}
+	return time.Second
 }
 
 // upTo returns the names of log's entries up to index i, and of its
@@ -581,10 +588,10 @@ func (w *world) watch(o op) (string, error) {
 	}
 	ctx, cancel := context.WithCancel(w.t.Context())
 	defer cancel()
-	got := collect(ctx, cancel, mw.WatchCascadeMarkers(ctx, c.cursor), want, upTo(w.m.markers, c.idx),
+	got := collect(ctx, cancel, w.watchWait(), mw.WatchCascadeMarkers(ctx, c.cursor), want, upTo(w.m.markers, c.idx),
 		func(r types.CascadeMarkerRecord) (string, string) { return r.Marker.Source, r.Cursor })
 	desc := fmt.Sprintf("WatchCascadeMarkers(after %s) [slot %d] → %v, %v", w.cursorName(w.m.markers, c), o.slot, got.names, got.err)
-	saved, err := judgeStream(w.m.markers, c, w.m.now, got, "WatchCascadeMarkers")
+	saved, err := judgeStream(w.m.markers, c, w.m.now, got, "WatchCascadeMarkers", w.watchWait())
 	if err != nil {
 		return desc, fmt.Errorf("%w (marker log: %s)", err, w.describeLog(w.m.markers))
 	}

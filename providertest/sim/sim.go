@@ -42,6 +42,12 @@ type Harness struct {
 	// expiry attribute is what is corrupt, for one.
 	Corruptions []Corruption
 
+	// WatchWait is how long a follower or watcher is given to yield what the
+	// model expects, an ErrCursorExpired included, once it is caught up; zero
+	// means 1s. A backend that wakes its watchers on a write (memory) needs
+	// little; one that polls needs a few of its poll intervals.
+	WatchWait time.Duration
+
 	// LeaseEarly is how long before the ExpiresAt a call returned a lease may
 	// already have expired, for a backend that documents it (Redis: 1ms, its
 	// server's whole milliseconds). The model then accepts either answer in

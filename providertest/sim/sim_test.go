@@ -26,6 +26,7 @@ func TestSimMemory(t *testing.T) {
 			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerRetention(time.Hour))
 		}}},
 		CorruptExpires: true,
+		WatchWait:      100 * time.Millisecond, // memory wakes watchers on each write
 		Corpus:         "testdata/memory.seeds",
 		Budget:         10 * time.Second,
 	})
@@ -64,12 +65,18 @@ func (p *toy) PutRunState(ctx context.Context, r types.RunState) error {
 }
 
 func (p *toy) GetRunState(ctx context.Context, id string) (*types.RunState, error) {
+	return p.get(ctx, id, func(e, now time.Time) bool { return now.After(e) }) // the bug: at e exactly the run is gone
+}
+
+// get is GetRunState, with expired judging a run's expiry.
+func (p *toy) get(ctx context.Context, id string, expired func(e, now time.Time) bool) (*types.RunState, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.exp[id]; ok && p.now().After(e) { // the bug: at e exactly the run is gone
+	r, err := p.Provider.GetRunState(ctx, id)
+	if e, ok := p.exp[id]; ok && err == nil && expired(e, p.now()) {
 		return nil, nil
 	}
-	return p.Provider.GetRunState(ctx, id)
+	return r, err
 }
 
 func (p *toy) CompareAndSwapRunState(ctx context.Context, id string, v int, r types.RunState) (bool, error) {
@@ -109,23 +116,10 @@ func toyHarness(fixed bool) sim.Harness {
 	b := memorytest.New()
 	var mu sync.Mutex
 	exps := map[string]map[string]time.Time{}
-	h := b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
-		mu.Lock()
-		defer mu.Unlock()
-		if exps[t.Name()] == nil {
-			exps[t.Name()] = map[string]time.Time{}
-		}
-		tp := &toy{Provider: p, now: func() time.Time { return b.Now(t) }, exp: exps[t.Name()]}
-		if fixed {
-			return fixedToy{tp}
-		}
-		return tp
-	})
-	open := h.Open
+	h := b.Harness(nil)
 	h.Open = func(t *testing.T) provider.Provider {
 		r := memorytest.Retention
-		r.Runs = 0
-		_ = open
+		r.Runs = 0 // the toy keeps runs for toyRetention
 		p := b.Open(t, memory.WithRetention(r))
 		mu.Lock()
 		defer mu.Unlock()
@@ -139,19 +133,14 @@ func toyHarness(fixed bool) sim.Harness {
 		return tp
 	}
 	h.Retention.Runs = toyRetention
-	return sim.Harness{Harness: h, Budget: 20 * time.Second}
+	return sim.Harness{Harness: h, Budget: 20 * time.Second, CorruptExpires: true, WatchWait: 100 * time.Millisecond}
 }
 
 // fixedToy is the toy without its bug.
 type fixedToy struct{ *toy }
 
 func (p fixedToy) GetRunState(ctx context.Context, id string) (*types.RunState, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.expired(id, p.now()) {
-		return nil, nil
-	}
-	return p.Provider.GetRunState(ctx, id)
+	return p.get(ctx, id, func(e, now time.Time) bool { return !now.Before(e) })
 }
 
 // TestSimCatchesToyExpiryBug is the third-party path's teeth: the simulation,
