@@ -2,7 +2,6 @@ package dynamodb_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -44,11 +43,6 @@ func TestSim(t *testing.T) {
 		}}},
 		Corpus: "testdata/sim/dynamodb.seeds",
 		Budget: 30 * time.Second,
-	}
-	// PIPESTATE_SIM_WITHOUT=seq leaves the seq corruption out, so that a long
-	// run looks for the other breaches (the teeth measurements of issue 36).
-	if os.Getenv("PIPESTATE_SIM_WITHOUT") == "seq" {
-		sh.Corruptions = nil
 	}
 	sim.Run(t, sh)
 }

@@ -56,7 +56,7 @@
 // # Running it
 //
 // Run replays the seeds of Harness.Corpus (a file of seeds, one a line, that
-// once failed), then runs fresh seeds for the budget: PIPESTATE_SIM_DURATION
+// once failed; "n skip=watch,corrupt" for one found with kinds left out), then runs fresh seeds for the budget: PIPESTATE_SIM_DURATION
 // (a Go duration; default Harness.Budget, else 15s). PIPESTATE_SIM_SEED=n
 // runs that seed alone and logs its trace; PIPESTATE_SIM_OPS sets the
 // operations per run (default 60); PIPESTATE_SIM_SKIP=watch,corrupt leaves

@@ -2,18 +2,17 @@ package sim
 
 import (
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 )
 
-// skipped returns the kinds PIPESTATE_SIM_SKIP names (comma-separated, e.g.
-// "watch,corrupt"): a long run leaves them out to look for what else fails
-// once one failure is known. Leaving kinds out does not change what the other
-// draws of a seed are.
-func skipped() map[opKind]bool {
+// skipped returns the kinds list names (comma-separated, e.g.
+// "watch,corrupt", as PIPESTATE_SIM_SKIP and a corpus line's skip= say): a
+// long run leaves them out to look for what else fails once one failure is
+// known. A seed's sequence depends on the kinds left out.
+func skipped(list string) map[opKind]bool {
 	off := map[opKind]bool{}
-	for _, name := range strings.Split(os.Getenv("PIPESTATE_SIM_SKIP"), ",") {
+	for _, name := range strings.Split(list, ",") {
 		for k, n := range kindNames {
 			if n == strings.TrimSpace(name) && opKind(k) != opSleep {
 				off[opKind(k)] = true
@@ -80,7 +79,7 @@ const (
 )
 
 // generate returns the operations of seed.
-func generate(seed uint64, n int, h Harness) []op {
+func generate(seed uint64, n int, h Harness, skip string) []op {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// Swarm testing: each seed enables a random subset of the kinds, with
 	// random weights, so that the few kinds a breach needs meet often (a
@@ -88,7 +87,7 @@ func generate(seed uint64, n int, h Harness) []op {
 	// matter).
 	var w [nKinds]int
 	total := 0
-	off := skipped()
+	off := skipped(skip)
 	for k, base := range weights {
 		if opKind(k) == opSleep || rng.IntN(3) > 0 {
 			w[k] = base * (1 + rng.IntN(4))

@@ -142,11 +142,11 @@ func Run(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatalf("sim: PIPESTATE_SIM_SEED=%q: %v", s, err)
 		}
-		report(t, h, seed, "PIPESTATE_SIM_SEED", true)
+		report(t, h, seed, os.Getenv("PIPESTATE_SIM_SKIP"), "PIPESTATE_SIM_SEED", true)
 		return
 	}
-	for _, seed := range corpus(t, h.Corpus) {
-		if report(t, h, seed, "corpus "+h.Corpus, false) {
+	for _, c := range corpus(t, h.Corpus) {
+		if report(t, h, c.seed, c.skip, "corpus "+h.Corpus, false) {
 			return
 		}
 	}
@@ -164,8 +164,12 @@ func Run(t *testing.T, h Harness) {
 	f, st := Search(t, h, uint64(time.Now().UnixNano()), budget)
 	t.Logf("sim: %v", st)
 	if f != nil {
-		t.Errorf("sim: the reference model refused a run after %d runs and %d operations (replay: PIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v",
-			st.FirstHit, st.HitOps, f.Seed, t.Name(), f)
+		env := ""
+		if skip := os.Getenv("PIPESTATE_SIM_SKIP"); skip != "" {
+			env = "PIPESTATE_SIM_SKIP=" + skip + " "
+		}
+		t.Errorf("sim: the reference model refused a run after %d runs and %d operations (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v",
+			st.FirstHit, st.HitOps, env, f.Seed, t.Name(), f)
 	}
 }
 
@@ -181,10 +185,11 @@ func usable(t *testing.T, h Harness) bool {
 	return true
 }
 
-// report runs seed alone and fails t when the model refuses it.
-func report(t *testing.T, h Harness, seed uint64, from string, trace bool) bool {
+// report runs seed alone, with the kinds skip names left out, and fails t
+// when the model refuses it.
+func report(t *testing.T, h Harness, seed uint64, skip, from string, trace bool) bool {
 	t.Helper()
-	r := runSeed(t, h, seed, ops())
+	r := runSeed(t, h, seed, ops(), skip)
 	if trace {
 		t.Logf("sim: seed %d (%d operations):\n%s", seed, len(r.trace), strings.Join(r.trace, "\n"))
 	}
@@ -192,7 +197,11 @@ func report(t *testing.T, h Harness, seed uint64, from string, trace bool) bool 
 		return false
 	}
 	f := shrink(t, h, seed, r)
-	t.Errorf("sim: seed %d from %s fails (replay: PIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v", seed, from, seed, t.Name(), f)
+	env := ""
+	if skip != "" {
+		env = "PIPESTATE_SIM_SKIP=" + skip + " "
+	}
+	t.Errorf("sim: seed %d from %s fails (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v", seed, from, env, seed, t.Name(), f)
 	return true
 }
 
@@ -207,7 +216,7 @@ func Search(t *testing.T, h Harness, seed uint64, budget time.Duration) (*Failur
 	start := time.Now()
 	n := ops()
 	for time.Since(start) < budget {
-		r := runSeed(t, h, seed, n)
+		r := runSeed(t, h, seed, n, os.Getenv("PIPESTATE_SIM_SKIP"))
 		st.Runs++
 		st.Ops += len(r.trace)
 		for k, c := range r.kinds {
@@ -234,8 +243,14 @@ func ops() int {
 	return 60
 }
 
-// corpus reads the seeds of path.
-func corpus(t *testing.T, path string) []uint64 {
+// seedLine is one corpus line: a seed, and the kinds it leaves out.
+type seedLine struct {
+	seed uint64
+	skip string
+}
+
+// corpus reads the seeds of path: "seed" or "seed skip=watch,corrupt".
+func corpus(t *testing.T, path string) []seedLine {
 	t.Helper()
 	if path == "" {
 		return nil
@@ -248,18 +263,25 @@ func corpus(t *testing.T, path string) []uint64 {
 		t.Fatalf("sim: corpus: %v", err)
 	}
 	defer f.Close()
-	var seeds []uint64
+	var seeds []seedLine
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line, _, _ := strings.Cut(sc.Text(), "#")
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		seed, err := strconv.ParseUint(strings.Fields(line)[0], 10, 64)
+		fields := strings.Fields(line)
+		seed, err := strconv.ParseUint(fields[0], 10, 64)
 		if err != nil {
 			t.Fatalf("sim: corpus %s: %q: %v", path, line, err)
 		}
-		seeds = append(seeds, seed)
+		sl := seedLine{seed: seed}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "skip="); ok {
+				sl.skip = v
+			}
+		}
+		seeds = append(seeds, sl)
 	}
 	return seeds
 }
@@ -275,8 +297,8 @@ type result struct {
 }
 
 // runSeed runs the sequence of seed, n operations long.
-func runSeed(t *testing.T, h Harness, seed uint64, n int) result {
-	return runOps(t, h, generate(seed, n, h))
+func runSeed(t *testing.T, h Harness, seed uint64, n int, skip string) result {
+	return runOps(t, h, generate(seed, n, h, skip))
 }
 
 // runOps runs ops on fresh storage: a subtest of its own, since harnesses
