@@ -41,8 +41,11 @@ func TestSim(t *testing.T) {
 		Corruptions: []sim.Corruption{{Name: "an event's seq attribute a string", Kind: provider.KindEvent, Append: func(t *testing.T, id ...string) {
 			corruptEventSeq(t, base(t), id[0])
 		}}},
-		Corpus: "testdata/sim/dynamodb.seeds",
-		Budget: 30 * time.Second,
+		// The watchers poll (20 ms doubling to 1 s), and DynamoDB Local takes
+		// up to 300 ms a request on a loaded machine.
+		WatchWait: 5 * time.Second,
+		Corpus:    "testdata/sim/dynamodb.seeds",
+		Budget:    30 * time.Second,
 	}
 	sim.Run(t, sh)
 }
