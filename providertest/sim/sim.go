@@ -131,7 +131,8 @@ func (s Stats) String() string {
 
 // Run replays the seeds of h.Corpus, then runs fresh seeds for the budget (see
 // the package doc), and fails t with the seed, the referee's complaint and the
-// shrunk sequence at the first run the model refuses.
+// shrunk sequence of each corpus seed the model refuses and of the first
+// fresh one.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if !usable(t, h) {
@@ -146,9 +147,7 @@ func Run(t *testing.T, h Harness) {
 		return
 	}
 	for _, c := range corpus(t, h.Corpus) {
-		if report(t, h, c.seed, c.skip, "corpus "+h.Corpus, false) {
-			return
-		}
+		report(t, h, c.seed, c.skip, "corpus "+h.Corpus, false) // and go on: fresh seeds may find more
 	}
 	budget := h.Budget
 	if budget == 0 {
