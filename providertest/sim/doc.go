@@ -61,7 +61,8 @@
 // runs that seed alone and logs its trace; PIPESTATE_SIM_OPS sets the
 // operations per run (default 60); PIPESTATE_SIM_SKIP=watch,corrupt leaves
 // operation kinds out (to look for another failure once one is known);
-// PIPESTATE_SIM_SHRINK bounds shrinking (default 60s). At the end it logs the
+// PIPESTATE_SIM_SHRINK bounds shrinking (default 60s); PIPESTATE_SIM_CORPUS=off
+// skips the corpus. At the end it logs the
 // runs, operations per second and how often each operation and fault kind ran.
 //
 // # What it does not cover

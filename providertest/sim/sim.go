@@ -146,7 +146,11 @@ func Run(t *testing.T, h Harness) {
 		report(t, h, seed, os.Getenv("PIPESTATE_SIM_SKIP"), "PIPESTATE_SIM_SEED", true)
 		return
 	}
-	for _, c := range corpus(t, h.Corpus) {
+	path := h.Corpus
+	if os.Getenv("PIPESTATE_SIM_CORPUS") == "off" {
+		path = ""
+	}
+	for _, c := range corpus(t, path) {
 		report(t, h, c.seed, c.skip, "corpus "+h.Corpus, false) // and go on: fresh seeds may find more
 	}
 	budget := h.Budget
