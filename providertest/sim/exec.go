@@ -111,8 +111,15 @@ func (w *world) do(o op) (string, error) {
 		if w.h.Sweep == nil {
 			return "sweep (none)", nil
 		}
+		// The server deletes at a random delay after expiry (DynamoDB's TTL:
+		// up to 48 hours): the sweep comes after up to two days.
+		d := time.Duration(o.n%49) * time.Hour
+		if d > 0 {
+			w.h.Sleep(w.t, d)
+			w.m.now = w.h.Now(w.t)
+		}
 		w.h.Sweep(w.t)
-		return "sweep", nil
+		return fmt.Sprintf("sweep after %v (now %s)", d, w.m.now.Format(time.RFC3339Nano)), nil
 	case opCorrupt:
 		return w.corrupt(o)
 	case opRestart:

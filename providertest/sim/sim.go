@@ -26,9 +26,9 @@ type Harness struct {
 	// Sweep deletes, in the storage of t, what the backend's server would have
 	// deleted by now (DynamoDB's TTL sweeper deletes items whose ttl has
 	// passed, up to 48 hours late; a Redis server whose clock moves with Sleep
-	// does it itself). The simulation calls it at random moments, so deletions
-	// come at random delays after expiry. Nil: the server deletes nothing the
-	// provider would not.
+	// does it itself). The simulation moves the clock by 0 to 48 hours and
+	// calls it, at random moments, so deletions come at random delays after
+	// expiry. Nil: the server deletes nothing the provider would not.
 	Sweep func(t *testing.T)
 
 	// Variants are providers opened with other options on the same storage
