@@ -8,6 +8,10 @@
 #                              call beside raw client code), then their table
 #                              (internal/testkit/benchpair/benchtable); output in .bench/out.txt
 #   make bench-readme          the README's performance table from .bench/out.txt
+#   make sim [BACKEND=memory] [DURATION=1m]
+#                              a long simulation run (providertest/sim) on memory, miniredis,
+#                              dynamodb, sqlite or toy: seeds, the first failure shrunk, ops/s and
+#                              the coverage of operation and fault kinds (scripts/sim.sh)
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make api                   api/current.txt: the exported API snapshot of both modules
 #   make api-check             fails when api/current.txt is stale, or when an identifier
@@ -26,13 +30,19 @@ COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
 
-.PHONY: all test bench bench-readme lint api api-check api-release servers servers-stop
+BACKEND      ?= memory
+DURATION     ?= 1m
+
+.PHONY: all test sim bench bench-readme lint api api-check api-release servers servers-stop
 
 all: lint test
 
 test:
 	bash scripts/ensure-cc.sh
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+
+sim:
+	bash scripts/sim.sh $(BACKEND) $(DURATION)
 
 bench:
 	bash scripts/ensure-cc.sh

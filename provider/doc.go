@@ -104,7 +104,11 @@
 //	               since). "" is never expired: it reads from the oldest event
 //	               retained, which is how a reader that accepts the loss goes on
 //	               (ReadEventsSince(ctx, id, "", 1) returns that event and its
-//	               cursor).
+//	               cursor). A corrupt event (see "Corrupt records") is held, not
+//	               dropped: a read that skips corrupt events and then meets a
+//	               dropped one ends there as above, failing with ErrCursorExpired
+//	               when it returns no events (from "": returns none), and a
+//	               follower, whose cursor moved past them, yields that error.
 //	run logs       keyed by (pipeline, date, schedule); an empty schedule is
 //	               types.DefaultScheduleID on put and get, and is stored as such;
 //	               ListRunLogs is newest Date first (string order), entries of one

@@ -11,12 +11,26 @@ import (
 	"github.com/pipestate/pipestate/examples/custombackend/sqlite"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/providertest"
+	"github.com/pipestate/pipestate/providertest/sim"
 	"github.com/pipestate/pipestate/types"
 )
 
 // TestConformance runs the providertest conformance suite. Each (sub)test gets its
 // own database file and clock; the providers it opens share both.
 func TestConformance(t *testing.T) {
+	providertest.Run(t, conformanceHarness(false))
+}
+
+// TestSim simulates the backend against the reference model of package
+// providertest/sim, from the conformance harness.
+func TestSim(t *testing.T) {
+	sim.Run(t, sim.Harness{Harness: conformanceHarness(true), Corpus: "testdata/sim/sqlite.seeds", Budget: 15 * time.Second})
+}
+
+// conformanceHarness is the suite's harness: each (sub)test gets its own
+// database file and clock, real time plus what Sleep added, or, frozen, a
+// clock that moves only when Sleep moves it (as the simulation needs).
+func conformanceHarness(frozen bool) providertest.Harness {
 	var mu sync.Mutex
 	envs := map[string]*testEnv{}
 	env := func(t *testing.T) *testEnv {
@@ -25,6 +39,9 @@ func TestConformance(t *testing.T) {
 		e, ok := envs[t.Name()]
 		if !ok {
 			e = &testEnv{path: filepath.Join(t.TempDir(), "pipestate.db")}
+			if frozen {
+				e.start = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+			}
 			envs[t.Name()] = e
 		}
 		return e
@@ -44,7 +61,7 @@ func TestConformance(t *testing.T) {
 	// older ones.
 	const markerRetention = 24 * time.Hour
 	keepMarkers := sqlite.WithMarkerLogRetention(markerRetention)
-	providertest.Run(t, providertest.Harness{
+	return providertest.Harness{
 		Open: func(t *testing.T) provider.Provider { return open(t, keepMarkers) },
 		OpenOwner: func(t *testing.T, owner string) provider.Provider {
 			return open(t, keepMarkers, sqlite.WithOwner(owner))
@@ -60,7 +77,7 @@ func TestConformance(t *testing.T) {
 		},
 		Retention:    provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
 		OpenReadOnly: func(t *testing.T) provider.Provider { return open(t, keepMarkers, sqlite.WithReadOnly()) },
-	})
+	}
 }
 
 // corruptBody is what corruptRow stores: JSON cut short.
@@ -127,11 +144,15 @@ type testEnv struct {
 
 	mu     sync.Mutex
 	offset time.Duration
+	start  time.Time // when not zero, the clock is start + offset: frozen between sleeps
 }
 
 func (e *testEnv) now() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.start.IsZero() {
+		return e.start.Add(e.offset)
+	}
 	return time.Now().Add(e.offset)
 }
 

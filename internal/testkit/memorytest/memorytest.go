@@ -58,11 +58,15 @@ func (b *Backend) env(t *testing.T) *env {
 	if v, ok := b.tests.Load(t.Name()); ok {
 		return v.(*env)
 	}
-	data, err := memory.New()
+	// The first handle writes what Corrupt appends: on the test's clock, with
+	// the retention of the providers Open returns.
+	clock := fakeclock.New(Start)
+	data, err := memory.New(memory.WithClock(clock.Now), memory.WithRetention(Retention),
+		memory.WithEventRetention(EventRetention), memory.WithMarkerRetention(MarkerRetention))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := b.tests.LoadOrStore(t.Name(), &env{data: data, clock: fakeclock.New(Start)})
+	v, _ := b.tests.LoadOrStore(t.Name(), &env{data: data, clock: clock})
 	return v.(*env)
 }
 

@@ -1,0 +1,43 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestReadFrom pins the referee's "no gaps" rule on small logs.
+func TestReadFrom(t *testing.T) {
+	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	live, dropped := now.Add(time.Hour), now // an entry expires at now: dropped
+	cases := []struct {
+		name string
+		log  []entry
+		from int
+		want string
+	}{
+		{"all live from \"\"", []entry{{name: "a", exp: live}, {name: "b", exp: live}}, -1, "[a b]"},
+		{"leading dropped skipped from \"\"", []entry{{name: "a", exp: dropped}, {name: "b", exp: live}}, -1, "[b]"},
+		{"gap after the cursor", []entry{{name: "a", exp: live}, {name: "b", exp: dropped}, {name: "c", exp: live}}, 0, "[] gap"},
+		{"entries before the gap", []entry{{name: "a", exp: live}, {name: "b", exp: live}, {name: "c", exp: dropped}, {name: "d", exp: live}}, 0, "[b] gap"},
+		{"dropped cursor, nothing dropped after", []entry{{name: "a", exp: dropped}, {name: "b", exp: live}}, 0, "[b]"},
+		{"a live corrupt entry is skipped", []entry{{name: "a", exp: live}, {name: "x", exp: live, corrupt: true}, {name: "b", exp: live}}, 0, "[b]"},
+		{"a dropped corrupt entry forks", []entry{{name: "a", exp: live}, {name: "x", exp: dropped, corrupt: true}, {name: "b", exp: live}}, 0, "[] gap | [b]"},
+		{"a phantom is never expected", []entry{{name: "a", exp: live}, {name: "p", phantom: true}, {name: "b", exp: live}}, -1, "[a b]"},
+	}
+	for _, c := range cases {
+		got := ""
+		for i, o := range readFrom(c.log, c.from, now) {
+			if i > 0 {
+				got += " | "
+			}
+			got += fmt.Sprint(o.names)
+			if o.gap {
+				got += " gap"
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s: readFrom = %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# sim.sh BACKEND DURATION: a long run of the simulation (package
+# providertest/sim) on one backend: memory, miniredis, dynamodb, sqlite or toy
+# (the third-party path's toy backend). It prints the seeds it tries, the first
+# failure shrunk, operations per second and how often each operation and fault
+# kind ran. DynamoDB uses the servers of the environment (DYNAMODB_ENDPOINT),
+# or starts them (with-servers.sh) when none is set.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
+
+backend=${1:-memory}
+duration=${2:-1m}
+case "$backend" in
+memory) dir=. pkg=./providertest/sim run='^TestSimMemory$' ;;
+toy) dir=. pkg=./providertest/sim run='^TestSimCatchesToyExpiryBug$' ;;
+miniredis) dir=. pkg=./provider/redis run='^TestSim$' ;;
+dynamodb) dir=. pkg=./provider/dynamodb run='^TestSim$' ;;
+sqlite) dir=examples pkg=./custombackend/... run='^TestSim$' ;;
+*) die "sim.sh: unknown backend $backend (memory, miniredis, dynamodb, sqlite, toy)" ;;
+esac
+
+cmd=(go test -count=1 -timeout 0 -v -run "$run" "$pkg")
+export PIPESTATE_SIM_DURATION="$duration"
+cd "$here/../$dir"
+if [[ $backend == dynamodb && -z ${DYNAMODB_ENDPOINT:-} ]]; then
+	exec bash "$here/with-servers.sh" "${cmd[@]}"
+fi
+"${cmd[@]}" | grep -v -e '^=== RUN' -e '^\s*--- PASS: .*/run'
