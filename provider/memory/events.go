@@ -91,9 +91,16 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 					return nil, err
 				}
 				defer p.s.mu.Unlock()
-				recs, last, err := p.readEvents(ctx, pipelineID, since, followPage)
-				since = last // past the records skipped as corrupt too
-				return recs, err
+				for {
+					recs, last, err := p.readEvents(ctx, pipelineID, since, followPage)
+					moved := last != since
+					since = last // past the records skipped as corrupt too
+					if len(recs) > 0 || err != nil || !moved {
+						return recs, err
+					}
+					// Only corrupt records were skipped: read on from past
+					// them now, rather than wait for a write.
+				}
 			},
 			Wait: func(ctx context.Context, _ int) error { return wait(ctx, written) },
 		}
@@ -195,8 +202,18 @@ func (p *Provider) readEvents(ctx context.Context, pipelineID, sinceID string, c
 	out := []types.EventRecord{}
 	last := sinceID
 	for _, r := range recs {
-		if int64(len(out)) == count || !provider.Live(r.expires, now) {
-			break // a dropped event: the read from the one before it fails
+		if int64(len(out)) == count {
+			break
+		}
+		if !provider.Live(r.expires, now) {
+			// A dropped event: the read from the one before it fails. A
+			// corrupt event is held, not dropped, so a read that skipped
+			// only corrupt ones to get here fails now.
+			if len(out) == 0 && sinceID != "" {
+				return nil, sinceID, fmt.Errorf("memory: read events: %w: event %d after cursor %d is no longer retained",
+					provider.ErrCursorExpired, r.seq, since)
+			}
+			break
 		}
 		last = provider.FormatSeqCursor(r.seq)
 		if ev, ok := p.event(ctx, pipelineID, r); ok {
