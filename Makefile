@@ -14,6 +14,8 @@
 #                              changed since the last release's api/vX.Y.Z.txt is not
 #                              named in CHANGELOG.md's Unreleased section (scripts/api.sh)
 #   make api-release V=v0.2.0  api/v0.2.0.txt at a release
+#   make build [VERSION=v0.2.0] bin/pipestate, stamped with VERSION (default: git describe),
+#                              which 'pipestate version' prints
 #   make servers               start servers for local work; then: source .servers/env
 #   make servers-stop
 
@@ -25,10 +27,14 @@ TEST_TIMEOUT ?= 30m
 COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
-.PHONY: all test bench bench-readme lint api api-check api-release servers servers-stop
+.PHONY: all build test bench bench-readme lint api api-check api-release servers servers-stop
 
 all: lint test
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/pipestate ./cmd/pipestate
 
 test:
 	bash scripts/ensure-cc.sh
