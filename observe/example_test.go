@@ -52,7 +52,7 @@ func ExampleProvider() {
 			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "pipestate.run.cas" {
 				for _, dp := range sum.DataPoints {
 					outcome, _ := dp.Attributes.Value(observe.AttrOutcome)
-					lines = append(lines, fmt.Sprintf("%s %s=%s: %d", m.Name, observe.AttrOutcome, outcome.Emit(), dp.Value))
+					lines = append(lines, fmt.Sprintf("%s %s=%s: %d", m.Name, observe.AttrOutcome, outcome.String(), dp.Value))
 				}
 			}
 		}
