@@ -7,7 +7,7 @@
 #   make bench [COUNT=5]       real servers up, the paired benchmarks (scripts/bench.sh: each
 #                              call beside raw client code), then their table
 #                              (internal/testkit/benchpair/benchtable); output in .bench/out.txt
-#   make bench-readme          the README's performance table from .bench/out.txt
+#   make bench-readme          docs/benchmarks.md's performance table from .bench/out.txt
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make api                   api/current.txt: the exported API snapshot of both modules
 #   make api-check             fails when api/current.txt is stale, or when an identifier
@@ -47,7 +47,7 @@ bench:
 	$(GO) run ./internal/testkit/benchpair/benchtable < .bench/out.txt
 
 bench-readme:
-	$(GO) run ./internal/testkit/benchpair/benchtable -readme README.md < .bench/out.txt
+	$(GO) run ./internal/testkit/benchpair/benchtable -readme docs/benchmarks.md < .bench/out.txt
 
 lint:
 	bash scripts/lint.sh $(LINT_PKGS)
