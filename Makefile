@@ -7,7 +7,7 @@
 #   make bench [COUNT=5]       real servers up, the paired benchmarks (scripts/bench.sh: each
 #                              call beside raw client code), then their table
 #                              (internal/testkit/benchpair/benchtable); output in .bench/out.txt
-#   make bench-readme          the README's performance table from .bench/out.txt
+#   make bench-readme          docs/benchmarks.md's performance table from .bench/out.txt
 #   make sim [BACKEND=memory] [DURATION=1m]
 #                              a long simulation run (providertest/sim) on memory, miniredis,
 #                              dynamodb, sqlite or toy: seeds, the first failure shrunk, ops/s and
@@ -18,6 +18,8 @@
 #                              changed since the last release's api/vX.Y.Z.txt is not
 #                              named in CHANGELOG.md's Unreleased section (scripts/api.sh)
 #   make api-release V=v0.2.0  api/v0.2.0.txt at a release
+#   make build [VERSION=v0.2.0] bin/pipestate, stamped with VERSION (default: git describe),
+#                              which 'pipestate version' prints
 #   make servers               start servers for local work; then: source .servers/env
 #   make servers-stop
 
@@ -29,13 +31,17 @@ TEST_TIMEOUT ?= 30m
 COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
 BACKEND      ?= memory
 DURATION     ?= 1m
 
-.PHONY: all test sim bench bench-readme lint api api-check api-release servers servers-stop
+.PHONY: all build test sim bench bench-readme lint api api-check api-release servers servers-stop
 
 all: lint test
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/pipestate ./cmd/pipestate
 
 test:
 	bash scripts/ensure-cc.sh
@@ -51,7 +57,7 @@ bench:
 	$(GO) run ./internal/testkit/benchpair/benchtable < .bench/out.txt
 
 bench-readme:
-	$(GO) run ./internal/testkit/benchpair/benchtable -readme README.md < .bench/out.txt
+	$(GO) run ./internal/testkit/benchpair/benchtable -readme docs/benchmarks.md < .bench/out.txt
 
 lint:
 	bash scripts/lint.sh $(LINT_PKGS)

@@ -79,6 +79,14 @@
 // a breaker is attached; the breaker counts the same attempts toward opening,
 // and once open, no attempt is sent, so the counter stops rising too.
 //
+// # go-redis's log while the breaker is open
+//
+// The breaker stops calls, not go-redis's own log: the failed dials before it
+// opens, and those of its probes, each print a line through go-redis's
+// process-wide logger. Route them with goredis.SetLogger or silence them with
+// logging.Disable() (package github.com/redis/go-redis/v9/logging), as
+// provider/redis's doc ("go-redis's own log") shows.
+//
 // # Across processes
 //
 // Each process has its own breakers: a breaker measures what its process sees of

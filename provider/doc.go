@@ -8,6 +8,25 @@
 // provider/redis and provider/dynamodb; a third-party backend proves it behaves the
 // same by passing providertest.Run.
 //
+// # Using it
+//
+// Open a backend (provider/redis.New over a go-redis client, provider/dynamodb.New
+// over an AWS SDK client, provider/memory.New in tests), take a lease on the work,
+// keep it alive, and write through the lease's fenced view, so a holder that lost
+// the lease cannot overwrite its successor's writes:
+//
+//	lease, err := p.AcquireLease(ctx, "ingest/orders", time.Minute) // p: a Provider and a Leaser
+//	work, stop, err := provider.KeepAlive(ctx, p, *lease, time.Minute) // work ends when the lease is lost
+//	defer stop()                                                       // releases the lease
+//	fp, err := provider.Fenced(p, *lease)
+//	created, err := fp.(provider.RunCreator).CreateRunState(work, run) // once per RunID
+//	ok, err := fp.CompareAndSwapRunState(work, run.RunID, 0, next)    // ErrFenced after a takeover
+//	err = fp.AppendEvent(work, types.Event{PipelineID: "orders", Kind: "RUN_STATE_CHANGED", RunID: run.RunID})
+//	for rec, err := range p.(provider.EventFollower).FollowEvents(ctx, "orders", cursor) { ... rec.Event.Kind, rec.StreamID ... }
+//
+// The Examples (KeepAlive, Fenced, RunCreator, EventFollower, MarkerWatcher)
+// run these steps on provider/memory. The rules every backend keeps follow.
+//
 // # Semantics
 //
 // Every backend meets these rules; providertest checks each one.

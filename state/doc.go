@@ -52,7 +52,7 @@
 //     with their revision, a number every write of the key raises, so a shared
 //     cache (package tiered) can keep the newer of two values it is given.
 //   - Deduper: MarkSeen's claim lives for the deduper's TTL, a constructor option
-//     WithTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
+//     WithDedupTTL(d) on every backend (default DefaultDedupTTL; 0 = never expires; negative
 //     is an error). Release deletes the claim, so the next MarkSeen wins again.
 //   - Numbers: an int64 sum that would overflow, and a float64 delta or merged value
 //     outside the float contract (see MinFloat64), are errors wrapping
@@ -119,7 +119,7 @@
 // Once-claims (MergeUpdateOnce and Deduper) and BytesStore versions are keys: a
 // server that evicts them (any maxmemory-policy but noeviction) silently breaks
 // exactly-once, so give the stores a server or database with noeviction. A claim key
-// exists per (event, key) for the dedup TTL (WithDedupTTL, WithTTL; default
+// exists per (event, key) for the dedup TTL (WithDedupTTL; default
 // DefaultDedupTTL), so claims grow with the event rate times the TTL: 1000 events/s
 // updating two keys each hold about 170 million claims over a day; size the TTL to
 // the redelivery window of the queue. Failover to an asynchronous replica can lose
@@ -127,8 +127,8 @@
 //
 // Note for backend authors: keep the constructor shapes of the built-in backends —
 // New...(client, where, opts...) with where the required key prefix or table,
-// NewDeduper(client, where, WithTTL(d)), WithDedupTTL for
-// OnceStore claims, WithMaxRetries(n) (n >= 0, default DefaultMaxRetries) for
+// NewDeduper(client, where, WithDedupTTL(d)), one WithDedupTTL for the
+// claims of dedupers and OnceStores alike, WithMaxRetries(n) (n >= 0, default DefaultMaxRetries) for
 // BytesStore — so users switch backends by changing one line. Give each
 // constructor an option type of its own kind (StoreOption, DeduperOption, ...), so
 // that an option a constructor does not use does not compile. Call CheckMonoid in
@@ -149,6 +149,6 @@ package state
 import "time"
 
 // DefaultDedupTTL is how long a Deduper claim or an OnceStore event claim lives unless
-// the backend's WithTTL / WithDedupTTL option says otherwise: long enough to cover the
+// the backend's WithDedupTTL option says otherwise: long enough to cover the
 // redelivery window of common queues, short enough that claims do not pile up forever.
 const DefaultDedupTTL = 24 * time.Hour

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,10 +29,13 @@ var lockReleaseCmd = &spec{
 		"frees now instead of at its expiry, and its holder, if it lives, can no longer renew it.\n" +
 		"A key that is free, expired or held by another owner or lease is left alone and the\n" +
 		"command exits 3. After the release, an " + auditKind + " event records it in the log of\n" +
-		"pipeline --pipeline (the pipeline whose work the lock guards; default " + auditPipeline + "):\n" +
-		"the key, the owner or token and fence released, operator (--as) and reason (--reason,\n" +
-		"required). The release comes first: a crash between the two leaves it unrecorded, and an\n" +
-		"append that fails is an error (exit 1) that says the lock was released.\n" +
+		"the pipeline whose work the lock guards: --pipeline, or when it is not given the one\n" +
+		"registered pipeline that a part of KEY names (KEY split at ':' and '/': eval:orders:daily\n" +
+		"names orders); a KEY that names none, or several, needs --pipeline. The event records the\n" +
+		"key, the owner or token and fence released, operator (--as) and reason (--reason,\n" +
+		"required); 'pipestate events PIPELINE' shows it ('run history' shows a run's events, and\n" +
+		"a release names no run). The release comes first: a crash between the two leaves it\n" +
+		"unrecorded, and an append that fails is an error (exit 1) that says the lock was released.\n" +
 		"--json prints {key, owner or token, fence, released, pipeline}.",
 	example: "pipestate lock release eval:orders:daily --owner worker-7 --reason 'worker-7 is gone' --yes --redis localhost:6379\n" +
 		"pipestate lock release sched:orders --token 3f2a... --pipeline orders --reason 'holder OOM-killed, INC-123' --yes --redis localhost:6379",
@@ -40,7 +44,7 @@ var lockReleaseCmd = &spec{
 	define: func(in *inv, fs *flag.FlagSet) action {
 		owner := fs.String("owner", "", "the owner identity that holds the lock (or --token)")
 		token := fs.String("token", "", "the token of the lease to release (or --owner)")
-		pipeline := fs.String("pipeline", auditPipeline, "the pipeline whose event log records the release")
+		pipeline := fs.String("pipeline", "", "the pipeline whose event log records the release (default: the one KEY names)")
 		return func(ctx context.Context, pos []string) error {
 			a, err := args(pos, "KEY")
 			if err != nil {
@@ -56,8 +60,10 @@ var lockReleaseCmd = &spec{
 			case *token != "":
 				holder, what = "token "+*token, "lease"
 			}
-			if err := types.ValidateID("--pipeline", *pipeline); err != nil {
-				return usagef("%v", err)
+			if isSet(fs, "pipeline") {
+				if err := types.ValidateID("--pipeline", *pipeline); err != nil {
+					return usagef("%v", err)
+				}
 			}
 			if err := in.audit.check("release " + key); err != nil {
 				return err
@@ -65,11 +71,16 @@ var lockReleaseCmd = &spec{
 			if !in.yes {
 				return usagef("this writes: add --yes to release %s %q if %s holds it", what, key, holder)
 			}
-			if _, err := auditEvent(*pipeline, "", "RELEASED", in.record("lock release", nil, nil)); err != nil {
-				return err
-			}
 			p, err := in.providerOf(ctx, *owner)
 			if err != nil {
+				return err
+			}
+			if !isSet(fs, "pipeline") {
+				if *pipeline, err = lockPipeline(ctx, p, key); err != nil {
+					return err
+				}
+			}
+			if _, err := auditEvent(*pipeline, "", "RELEASED", in.record("lock release", nil, nil)); err != nil {
 				return err
 			}
 			released := map[string]any{"key": key}
@@ -103,10 +114,38 @@ var lockReleaseCmd = &spec{
 			} else {
 				in.say("released lock %q held by owner %s", key, *owner)
 			}
-			in.say("recorded: %s by %s, reason %q (%s event in pipeline %s's log)", rec.Action, rec.Operator, rec.Reason, auditKind, *pipeline)
+			in.say("recorded: %s by %s, reason %q (%s event in pipeline %s's log: pipestate events %s)",
+				rec.Action, rec.Operator, rec.Reason, auditKind, *pipeline, *pipeline)
 			return nil
 		}
 	},
+}
+
+// lockPipeline is the pipeline whose event log records the release of lock key
+// when no --pipeline names it: the one registered pipeline whose ID is a part
+// of key split at ':' and '/'. A key that names none or several is a usage
+// error that asks for --pipeline.
+func lockPipeline(ctx context.Context, p provider.Provider, key string) (string, error) {
+	var named []string
+	for part := range strings.FieldsFuncSeq(key, func(r rune) bool { return r == ':' || r == '/' }) {
+		if slices.Contains(named, part) || types.ValidateID("pipeline", part) != nil {
+			continue
+		}
+		cfg, err := p.GetPipeline(ctx, part)
+		if err != nil {
+			return "", err
+		}
+		if cfg != nil {
+			named = append(named, part)
+		}
+	}
+	switch len(named) {
+	case 1:
+		return named[0], nil
+	case 0:
+		return "", usagef("lock %q names no registered pipeline: give --pipeline PIPELINE, the pipeline whose work it guards, whose event log records the release", key)
+	}
+	return "", usagef("lock %q names pipelines %s: give --pipeline PIPELINE, the one whose event log records the release", key, strings.Join(named, " and "))
 }
 
 // releaseLease releases the lease of key with token as its holder would, and

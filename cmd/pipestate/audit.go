@@ -24,9 +24,6 @@ const (
 	// auditMetadata is the run metadata key where run fail keeps its
 	// auditRecord, written with the run in one compare-and-swap.
 	auditMetadata = "pipestate.audit"
-	// auditPipeline is the event log of lock release when no --pipeline names
-	// the pipeline the lock guards.
-	auditPipeline = "pipestate-oncall"
 	// maxReason is the longest --reason and --as, in bytes.
 	maxReason = 1000
 )

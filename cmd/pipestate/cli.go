@@ -50,6 +50,8 @@ type cli struct {
 	getenv         func(string) string
 	dial           func(ctx context.Context, t target, now func() time.Time) (backend, error)
 	buildInfo      func() (*debug.BuildInfo, bool) // debug.ReadBuildInfo; tests fix it
+	version        string                          // the release stamped at link time (main.version)
+	stderrTTY      bool                            // stderr is a terminal: long reads show their progress there
 }
 
 // spec is one command.
@@ -226,6 +228,9 @@ func (sk *skipped) handler(c *cli, s *spec, in *inv) func(*provider.CorruptError
 		sk.mu.Lock()
 		defer sk.mu.Unlock()
 		sk.n++
+		if c.stderrTTY {
+			fmt.Fprint(c.stderr, "\r\x1b[K") // over a progress line
+		}
 		if in.json {
 			_ = emitTo(c.stderr, skippedReport{Skipped: e.Error(), Kind: string(e.Kind), ID: e.ID, Key: e.Key, Command: s.name})
 			return

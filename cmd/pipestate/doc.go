@@ -38,7 +38,8 @@
 // --reason (why; an incident tool should not let a destructive write go
 // unexplained) and take --as (who; default $USER@host). Each appends an
 // OPERATOR_WRITE event to a pipeline's log (run fail: the run's pipeline; lock
-// release: --pipeline, default pipestate-oncall) whose Details hold the action,
+// release: --pipeline, or the one registered pipeline a part of the lock's key
+// names, eval:orders:daily naming orders) whose Details hold the action,
 // operator, reason, time and what changed (status and version before and after;
 // the key and the owner, or the token and fence, released). The event cannot be
 // one write with the change through the Provider interface, so the order is

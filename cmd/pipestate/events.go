@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
@@ -27,30 +28,39 @@ const (
 var eventsCmd = &spec{
 	name:    "events",
 	args:    "PIPELINE",
-	summary: "a pipeline's events (--since CURSOR, --limit, --follow)",
+	summary: "a pipeline's events (--since CURSOR, --limit, --follow, --from-end)",
 	about: "Without --since: the newest --limit events, oldest first, without cursors.\n" +
 		"With --since CURSOR: at most --limit events strictly after CURSOR, with their cursors, and\n" +
 		"the --since of the next page; --since '' starts at the oldest retained event. A CURSOR\n" +
 		"older than the events the backend keeps (retention dropped events after it) is an error\n" +
 		"(exit 3): events after it may have been lost, and --since '' goes on from the oldest kept.\n" +
 		"--follow prints events as they are committed until interrupted (Ctrl-C): those after\n" +
-		"CURSOR with --since, otherwise the newest --limit first (found by reading the retained\n" +
-		"log once). It uses the backend's follower (provider.EventFollower) when it has one and\n" +
+		"CURSOR with --since, with --from-end only those committed from now on, otherwise the\n" +
+		"newest --limit first (found by reading the retained log once). It uses the backend's follower (provider.EventFollower) when it has one and\n" +
 		"polls otherwise (every " + pollFirst.String() + " to " + pollMost.String() + "). Each followed event is one line: its time,\n" +
 		"kind, run, trait, status, message and cursor.\n" +
-		"--json prints one types.Event per line, or with --since or --follow one types.EventRecord\n" +
-		"(streamId and event).",
+		"--json prints one types.EventRecord (streamId: the cursor, and event) per line, whatever\n" +
+		"the flags; without --since it finds the newest --limit and their cursors by reading the\n" +
+		"retained log from the oldest (1 read per " + strconv.Itoa(eventPage) + " events).",
 	example: "pipestate events orders --limit 50 --redis localhost:6379\n" +
 		"pipestate events orders --since '' --limit 100 --redis localhost:6379\n" +
-		"pipestate events orders --follow --redis localhost:6379",
+		"pipestate events orders --follow --redis localhost:6379\n" +
+		"pipestate events orders --follow --from-end --json --redis localhost:6379",
 	define: func(in *inv, fs *flag.FlagSet) action {
 		since := fs.String("since", "", "print the events after this cursor (an event's cursor; '' for the start), with cursors")
 		limit := fs.Int("limit", 20, "the most events to print (with --follow: before following)")
 		follow := fs.Bool("follow", false, "keep printing events as they are committed, until interrupted")
+		fromEnd := fs.Bool("from-end", false, "with --follow: print only the events committed from now on")
 		return func(ctx context.Context, pos []string) error {
 			a, err := args(pos, "PIPELINE")
 			if err != nil {
 				return err
+			}
+			switch {
+			case *fromEnd && !*follow:
+				return usagef("--from-end starts a follow at the newest event: add --follow")
+			case *fromEnd && isSet(fs, "since"):
+				return usagef("give --since CURSOR or --from-end, not both")
 			}
 			if err := checkLimit(*limit); err != nil {
 				return err
@@ -61,10 +71,14 @@ var eventsCmd = &spec{
 			}
 			id := a[0]
 			switch {
+			case *follow && *fromEnd:
+				return followEvents(ctx, in, p, id, *since, false, 0)
 			case *follow:
 				return followEvents(ctx, in, p, id, *since, isSet(fs, "since"), *limit)
 			case isSet(fs, "since"):
 				return eventsSince(ctx, in, p, id, *since, *limit)
+			case in.json:
+				return newestEvents(ctx, in, p, id, *limit)
 			}
 			evs, err := p.ListEvents(ctx, id, *limit)
 			if err != nil {
@@ -75,10 +89,7 @@ var eventsCmd = &spec{
 					return err
 				}
 			}
-			switch {
-			case in.json:
-				return emitAll(in, evs)
-			case len(evs) == 0:
+			if len(evs) == 0 {
 				in.say("no events of pipeline %s", id)
 				return nil
 			}
@@ -139,6 +150,20 @@ func eventsSince(ctx context.Context, in *inv, p provider.Provider, id, cursor s
 		in.say("next page: --since %s", recs[len(recs)-1].StreamID)
 	}
 	return nil
+}
+
+// newestEvents prints the newest limit events as JSON records, with their cursors.
+func newestEvents(ctx context.Context, in *inv, p provider.Provider, id string, limit int) error {
+	recs, _, err := tail(ctx, p, id, limit)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		if err := requirePipeline(ctx, p, id, "events"); err != nil {
+			return err
+		}
+	}
+	return emitAll(in, recs)
 }
 
 // followEvents prints the events after cursor (hasCursor) or the newest limit,

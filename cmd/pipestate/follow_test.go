@@ -100,11 +100,16 @@ func TestFollow(t *testing.T) {
 	backends(t, func(t *testing.T, h *harness) {
 		t.Run("tail", func(t *testing.T) { followTail(t, h, h.dial) })
 		t.Run("json", func(t *testing.T) { followJSON(t, h, h.dial) })
+		t.Run("from-end", func(t *testing.T) { followFromEnd(t, h, h.dial) })
 	})
 	// The polling loop of a backend without EventFollower.
 	t.Run("polling", func(t *testing.T) {
 		h := memoryHarness(t)
 		followTail(t, h, withoutFollower(h.dial))
+	})
+	t.Run("polling-from-end", func(t *testing.T) {
+		h := memoryHarness(t)
+		followFromEnd(t, h, withoutFollower(h.dial))
 	})
 }
 
@@ -148,6 +153,25 @@ func followJSON(t *testing.T, h *harness, dial func(context.Context, target, fun
 	}
 	if r := decode(); r.StreamID == "" || r.Event.Message != appended.Message || !r.Event.Timestamp.Equal(now) {
 		t.Errorf("followed %+v, want the appended event", r)
+	}
+	if code := f.stop(); code != exitOK {
+		t.Errorf("exit status %d after an interrupt, want 0", code)
+	}
+}
+
+// followFromEnd follows with --from-end: none of the log's events, then the
+// appended one.
+func followFromEnd(t *testing.T, h *harness, dial func(context.Context, target, func() time.Time) (backend, error)) {
+	f := startFollow(t, h, dial, words("events orders --follow --from-end")...)
+	if line := f.next(t); line != "backend: "+h.line {
+		t.Fatalf("line %q, want the backend line", line)
+	}
+	// The follow found the end before it printed the backend line.
+	if err := h.open(t, "").AppendEvent(context.Background(), appended); err != nil {
+		t.Fatal(err)
+	}
+	if line := f.next(t); !strings.Contains(line, appended.Message) {
+		t.Errorf("followed %q, want the appended event, and none before it", line)
 	}
 	if code := f.stop(); code != exitOK {
 		t.Errorf("exit status %d after an interrupt, want 0", code)

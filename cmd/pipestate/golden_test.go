@@ -62,6 +62,8 @@ var (
 		{"events-since-start", []string{"events", "orders", "--since", "", "--limit", "10"}},
 		{"events-since-end", words("events orders --since {C6}")},
 		{"events-missing", words("events nosuch")},
+		{"usage-events-from-end", words("events orders --from-end")},
+		{"usage-events-from-end-since", words("events orders --follow --from-end --since {C2}")},
 		{"events-since-expired", words("events audit --since {A1}")},
 		{"events-since-expired-json", words("events audit --since {A2} --json")},
 		{"events-follow-expired", words("events audit --follow --since {A1}")},
@@ -164,6 +166,7 @@ var (
 		{"run-history-stuck", words("run history r-b0")},
 		{"run-history-failed", words("run history r-0003")},
 		{"run-history-failed-json", words("run history r-0003 --json")},
+		{"usage-lock-no-pipeline", words("lock release nightly:compaction --owner worker-7 --reason gone --as oncall@ops --yes")},
 		{"lock-release-other", words("lock release eval:orders:daily --owner worker-8 --reason gone --as oncall@ops --yes")},
 		{"lock-release", words("lock release eval:orders:daily --owner worker-7 --reason gone --as oncall@ops --yes")},
 		{"lock-release-again", words("lock release eval:orders:daily --owner worker-7 --reason gone --as oncall@ops --yes")},
@@ -172,7 +175,6 @@ var (
 		{"lock-release-token", []string{"lock", "release", "sched:orders", "--token", "{TOKEN}", "--pipeline", "orders",
 			"--reason", "scheduler OOM-killed, INC-42", "--as", "alice@ops", "--yes"}},
 		{"locks-list-released", words("locks list")},
-		{"events-audit", words("events pipestate-oncall")},
 		{"events-audit-orders", words("events orders --limit 4")},
 	}
 )
@@ -374,21 +376,24 @@ func checkAudit(t *testing.T, h *harness) {
 		return out
 	}
 	orders := events("orders")
-	if len(orders) != 3 {
-		t.Fatalf("%s events of orders: %+v, want run fail's of r-0003 and r-0004 and lock release --token's", auditKind, orders)
+	if len(orders) != 4 {
+		t.Fatalf("%s events of orders: %+v, want run fail's of r-0003 and r-0004 and lock release --owner's and --token's", auditKind, orders)
 	}
 	if e := orders[0]; e.RunID != "r-0003" || e.Status != "FAILED" || e.Message != want.Reason || !e.Timestamp.Equal(now) {
 		t.Errorf("run fail's event = %+v, want run r-0003, status FAILED, the reason, at now", e)
 	} else if got, ok := auditOf(e.Details); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("run fail's event details = %+v, want %+v", got, want)
 	}
-	lease, ok := auditOf(orders[2].Details)
+	// lock release eval:orders:daily --owner, without --pipeline: in the log of
+	// the pipeline its key names.
+	if lock, ok := auditOf(orders[2].Details); !ok || lock.Action != "lock release" || lock.Before["key"] != "eval:orders:daily" ||
+		lock.Before["owner"] != "worker-7" {
+		t.Errorf("lock release --owner's event details = %+v, want the lock's key and owner", orders[2].Details)
+	}
+	lease, ok := auditOf(orders[3].Details)
 	if !ok || lease.Action != "lock release" || lease.Before["key"] != "sched:orders" || lease.Before["token"] != h.lease.Token ||
 		lease.Before["fence"] != float64(h.lease.Fence) || lease.Reason != "scheduler OOM-killed, INC-42" {
-		t.Errorf("lock release --token's event details = %+v, want the lease's key, token and fence and the reason", orders[2].Details)
-	}
-	if oncall := events(auditPipeline); len(oncall) != 1 || oncall[0].Details["before"].(map[string]any)["owner"] != "worker-7" {
-		t.Errorf("%s events of %s = %+v, want lock release --owner worker-7's", auditKind, auditPipeline, oncall)
+		t.Errorf("lock release --token's event details = %+v, want the lease's key, token and fence and the reason", orders[3].Details)
 	}
 }
 

@@ -285,7 +285,7 @@ var hostileCases = []hostileCase{
 	{args: words("run r"), lines: 8, json: anys(hostileRuns[0])},
 	{args: words("run fail r --version 3 --reason stuck --yes")},
 	{args: words("run fail r --version 4 --reason stuck --yes")}, // its pipeline ID cannot name an event log: nothing written
-	{args: words("events p"), lines: 4, json: anys(hostileEvents[0].Event, hostileEvents[1].Event)},
+	{args: words("events p"), lines: 4, json: anys(hostileEvents[:2]...)},
 	{args: words("events p --since c"), lines: 4, json: anys(hostileEvents[:2]...)},
 	{args: words("events p --since c --limit 2"), lines: 5, json: anys(hostileEvents[:2]...)},
 	{args: words("events p --follow"), lines: 4, json: anys(hostileEvents...)},
@@ -478,12 +478,12 @@ func TestStoredEventIsEscaped(t *testing.T) {
 
 		r = h.run(t, words("events orders --limit 1 --json")...)
 		terminalSafe(t, "the JSON", r.stdout)
-		got := decodeLines[types.Event](t, r.stdout)
+		got := decodeLines[types.EventRecord](t, r.stdout)
 		if len(got) != 1 {
 			t.Fatalf("%d events, want 1", len(got))
 		}
 		want := roundTrip(t, ev).(types.Event)
-		if g := got[0]; g.Kind != want.Kind || g.Status != want.Status || g.Message != want.Message || !reflect.DeepEqual(g.Details, want.Details) {
+		if g := got[0].Event; g.Kind != want.Kind || g.Status != want.Status || g.Message != want.Message || !reflect.DeepEqual(g.Details, want.Details) {
 			t.Errorf("--json printed\n%#v\nwant\n%#v", g, want)
 		}
 	})

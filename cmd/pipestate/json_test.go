@@ -62,9 +62,12 @@ var jsonCases = []jsonCase{
 		want(t, "metadata host", r.Metadata["host"], any("worker-7"))
 	}},
 	{"events orders --limit 3", func(t *testing.T, out string) {
-		es := decodeLines[types.Event](t, out)
-		want(t, "events", len(es), 3)
-		want(t, "oldest", es[0].TraitType, "freshness")
+		rs := decodeLines[types.EventRecord](t, out) // the shape of --since and --follow: with cursors
+		want(t, "events", len(rs), 3)
+		want(t, "oldest", rs[0].Event.TraitType, "freshness")
+		if rs[0].StreamID == "" || rs[0].StreamID == rs[2].StreamID {
+			t.Errorf("cursors %q, %q: want two different ones", rs[0].StreamID, rs[2].StreamID)
+		}
 	}},
 	{"events orders --since= --limit 2", func(t *testing.T, out string) {
 		rs := decodeLines[types.EventRecord](t, out)
@@ -148,7 +151,7 @@ var jsonCases = []jsonCase{
 			Key, Owner, Pipeline string
 			Released             bool
 		}
-		want(t, "released", decodeLines[released](t, out)[0], released{"eval:orders:daily", "worker-7", auditPipeline, true})
+		want(t, "released", decodeLines[released](t, out)[0], released{"eval:orders:daily", "worker-7", "orders", true})
 	}},
 }
 

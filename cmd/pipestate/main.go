@@ -43,6 +43,7 @@ func clock(fixed string) (func() time.Time, error) {
 // and stderr, with now as the clock of relative times and of the provider, and
 // returns the exit status: exitOK, exitError, exitUsage or exitNotFound.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func() time.Time) int {
-	c := &cli{stdout: stdout, stderr: stderr, now: now, getenv: os.Getenv, dial: dial, buildInfo: debug.ReadBuildInfo}
+	c := &cli{stdout: stdout, stderr: stderr, now: now, getenv: os.Getenv, dial: dial, buildInfo: debug.ReadBuildInfo, version: version,
+		stderrTTY: isTerminal(stderr)}
 	return c.main(ctx, args)
 }

@@ -40,6 +40,7 @@ var runsCmd = &spec{
 		"--limit runs, or " + strconv.Itoa(scanLimit) + " with a filter. Measured at 1,000 pipelines (go test\n" +
 		"./cmd/pipestate -run TestCost -cost -v): Redis 2,008 round trips in 0.1 s, a 3-master\n" +
 		"Cluster 3,521 in 0.2 s, DynamoDB Local 1,001 requests in 15 s to 107 s (see the README).\n" +
+		"When stderr is a terminal, --all shows there how many pipelines it has read.\n" +
 		"Runs of a pipeline that is not registered (or was deleted) are not found by --all.\n" +
 		"--json prints one types.RunState per line.",
 	example: "pipestate runs orders --status RUNNING --limit 5 --redis localhost:6379\n" +
@@ -120,6 +121,7 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 		return err
 	}
 	found := make([][]types.RunState, len(pipelines))
+	shown := in.progress("pipelines' runs read", len(pipelines))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runsAtOnce)
 	for i, cfg := range pipelines {
@@ -129,10 +131,13 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 				return fmt.Errorf("pipeline %s: %w", cfg.ID, err)
 			}
 			found[i] = f.keep(runs, limit)
+			shown.step()
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err = g.Wait()
+	shown.done()
+	if err != nil {
 		return err
 	}
 	runs := slices.Concat(found...)

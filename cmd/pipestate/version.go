@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"runtime/debug"
@@ -10,8 +11,10 @@ import (
 var versionCmd = &spec{
 	name:    "version",
 	summary: "the command's version and the commit it was built from",
-	about: "Prints the module version the command was built as (a release such as v0.1.0, a\n" +
-		"pseudo-version, or (devel) for a build from a source tree without one), the VCS commit\n" +
+	about: "Prints the version the command was built as: the one a release build stamped at link\n" +
+		"time (make build, or -ldflags '-X main.version=v0.2.0'), else the module version ('go\n" +
+		"install github.com/pipestate/pipestate/cmd/pipestate@v0.2.0' records v0.2.0), else (devel)\n" +
+		"for a build from a source tree (a go.work workspace records no version), the VCS commit\n" +
 		"and its time when the build recorded them (a build inside a git checkout does; 'go\n" +
 		"install ...@version' does not: its version names the release), and the Go version.\n" +
 		"--json prints one {version, module, commit, commitTime, modified, go}.",
@@ -26,7 +29,7 @@ var versionCmd = &spec{
 			if read == nil {
 				read = debug.ReadBuildInfo
 			}
-			v := buildVersion(read)
+			v := buildVersion(read, in.version)
 			if in.json {
 				return in.emit(v)
 			}
@@ -39,7 +42,7 @@ var versionCmd = &spec{
 			}
 			version := v.Version
 			if version == develVersion {
-				version += ", not a release"
+				version += ", not a release (see pipestate version --help)"
 			}
 			return in.fields("version", version, "module", v.Module, "commit", commit, "time", v.CommitTime, "go", v.Go)
 		}
@@ -56,20 +59,21 @@ type versionInfo struct {
 	Go         string `json:"go,omitempty"`
 }
 
+// version is the release a build stamped at link time (make build sets it:
+// -ldflags '-X main.version=v0.2.0'); empty when it was not stamped.
+var version string
+
 // develVersion is the version of a build without one, as the go command says it.
 const develVersion = "(devel)"
 
-// buildVersion is the version that read (debug.ReadBuildInfo) reports; a build
-// without module information (or without a version) is develVersion.
-func buildVersion(read func() (*debug.BuildInfo, bool)) versionInfo {
+// buildVersion is the version stamped at link time, else the one that read
+// (debug.ReadBuildInfo) reports; a build with neither is develVersion.
+func buildVersion(read func() (*debug.BuildInfo, bool), stamped string) versionInfo {
 	bi, ok := read()
 	if !ok || bi == nil {
-		return versionInfo{Version: develVersion}
+		return versionInfo{Version: cmp.Or(stamped, develVersion)}
 	}
-	v := versionInfo{Version: bi.Main.Version, Module: bi.Main.Path, Go: bi.GoVersion}
-	if v.Version == "" {
-		v.Version = develVersion
-	}
+	v := versionInfo{Version: cmp.Or(stamped, bi.Main.Version, develVersion), Module: bi.Main.Path, Go: bi.GoVersion}
 	var goos, goarch string
 	for _, s := range bi.Settings {
 		switch s.Key {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -21,23 +23,28 @@ func TestVersion(t *testing.T) {
 	release := main
 	release.Version = "v0.1.0"
 	for _, tc := range []struct {
-		name string
-		info *debug.BuildInfo // nil: no build information
-		args string
+		name    string
+		info    *debug.BuildInfo // nil: no build information
+		args    string
+		stamped string // main.version
 	}{
-		{"version-devel", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: settings}, "version"},
-		{"version-vcs", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: vcs}, "version"},
+		{"version-devel", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: settings}, "version", ""},
+		{"version-vcs", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: vcs}, "version", ""},
 		{"version-modified", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main,
-			Settings: append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "version"},
-		{"version-release", &debug.BuildInfo{GoVersion: "go1.26.0", Main: release, Settings: settings}, "version"},
-		{"version-release-json", &debug.BuildInfo{GoVersion: "go1.26.0", Main: release, Settings: settings}, "version --json"},
-		{"version-vcs-json", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: vcs}, "--version --json"},
-		{"version-none", nil, "version"},
-		{"usage-version-arg", nil, "version v2"},
+			Settings: append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "version", ""},
+		{"version-release", &debug.BuildInfo{GoVersion: "go1.26.0", Main: release, Settings: settings}, "version", ""},
+		{"version-release-json", &debug.BuildInfo{GoVersion: "go1.26.0", Main: release, Settings: settings}, "version --json", ""},
+		{"version-vcs-json", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: vcs}, "--version --json", ""},
+		{"version-none", nil, "version", ""},
+		{"usage-version-arg", nil, "version v2", ""},
+		// A release build from a source tree (go.work: the module version is
+		// (devel)) stamped by make build.
+		{"version-stamped", &debug.BuildInfo{GoVersion: "go1.26.0", Main: main, Settings: vcs}, "version", "v0.2.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r result
-			c := &cli{now: nil, getenv: getenv(nil), buildInfo: func() (*debug.BuildInfo, bool) { return tc.info, tc.info != nil }}
+			c := &cli{now: nil, getenv: getenv(nil), buildInfo: func() (*debug.BuildInfo, bool) { return tc.info, tc.info != nil },
+				version: tc.stamped}
 			var stdout, stderr strings.Builder
 			c.stdout, c.stderr = &stdout, &stderr
 			r.code = c.main(context.Background(), words(tc.args))
@@ -56,5 +63,20 @@ func TestVersionBinary(t *testing.T) {
 	v := decodeLines[versionInfo](t, r.stdout)
 	if r.code != exitOK || len(v) != 1 || v[0].Module != "github.com/pipestate/pipestate" || v[0].Version == "" || !strings.HasPrefix(v[0].Go, "go1.") {
 		t.Errorf("exit %d, %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestVersionStamped: a build stamped at link time, as make build stamps a
+// release, prints that version, not (devel).
+func TestVersionStamped(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "pipestate")
+	if out, err := exec.Command("go", "build", "-ldflags", "-X main.version=v0.2.0-test", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version", "--json").Output()
+	v := decodeLines[versionInfo](t, string(out))
+	if err != nil || len(v) != 1 || v[0].Version != "v0.2.0-test" {
+		t.Errorf("version --json of a stamped build: %q, %v; want version v0.2.0-test", out, err)
 	}
 }

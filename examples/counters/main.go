@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -57,7 +58,9 @@ func main() {
 	var cfg exbackend.Config
 	cfg.Register(flag.CommandLine, "counters", false)
 	flag.Parse()
-	if err := connectAndRun(os.Stdout, cfg); err != nil {
+	end := cfg.Begin(flag.CommandLine)
+	err := connectAndRun(os.Stdout, cfg)
+	if err := errors.Join(err, end(context.Background(), os.Stdout)); err != nil {
 		log.Fatal(err)
 	}
 }

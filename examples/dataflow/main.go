@@ -51,6 +51,7 @@ func main() {
 	var cfg exbackend.Config
 	cfg.Register(flag.CommandLine, "dataflow", false)
 	flag.Parse()
+	end := cfg.Begin(flag.CommandLine)
 	data := defaultFlow
 	if *flowPath != "" {
 		var err error
@@ -60,7 +61,8 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := connectAndRun(ctx, os.Stdout, cfg, data, *date); err != nil {
+	err := connectAndRun(ctx, os.Stdout, cfg, data, *date)
+	if err := errors.Join(err, end(ctx, os.Stdout)); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,15 +60,17 @@ func main() {
 	cfg.backend.Register(flag.CommandLine, "observability", false)
 	flag.BoolVar(&cfg.trace, "trace", false, "print every span (stdout trace exporter)")
 	flag.Parse()
+	end := cfg.backend.Begin(flag.CommandLine)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ex, err := run(ctx, os.Stdout, cfg)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(errors.Join(err, end(context.Background(), os.Stdout)))
 	}
 	fmt.Println("serving /metrics until interrupted")
 	<-ctx.Done()
-	if err := ex.close(context.Background()); err != nil {
+	err = ex.close(context.Background())
+	if err := errors.Join(err, end(context.Background(), os.Stdout)); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -44,6 +44,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,23 +57,24 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipestate/pipestate/types"
+
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
 
 func main() {
-	var cfg backendConfig
+	var ex exbackend.Config
 	n := flag.Int("orchestrators", 1, "how many orchestrators run at once on one store")
-	flag.StringVar(&cfg.redisAddr, "redis", "", "Redis address (default: in memory)")
-	flag.StringVar(&cfg.dynamoEndpoint, "dynamodb", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 (default: in memory)")
-	flag.StringVar(&cfg.prefix, "prefix", "orchestrator", "Redis key prefix or DynamoDB table name")
-	flag.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "how long a call waits for a server that does not answer")
+	ex.Register(flag.CommandLine, "orchestrator", false)
 	flag.Parse()
+	end := ex.Begin(flag.CommandLine)
+	cfg := backendConfig{redisAddr: ex.Redis, dynamoEndpoint: ex.DynamoDB, prefix: ex.Prefix, timeout: ex.Timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	b, err := openBackend(ctx, cfg)
 	if err == nil {
 		err = run(ctx, os.Stdout, *n, b)
 	}
-	if err != nil {
+	if err := errors.Join(err, end(ctx, os.Stdout)); err != nil {
 		log.Fatal(err)
 	}
 }

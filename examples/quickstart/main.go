@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,18 +22,27 @@ import (
 )
 
 func main() {
-	var cfg exbackend.Config
-	cfg.Register(flag.CommandLine, "quickstart", false)
-	flag.Parse()
-	ctx := context.Background()
-	b, err := open(ctx, cfg)
-	if err == nil {
-		defer b.close()
-		err = run(ctx, os.Stdout, b)
-	}
-	if err != nil {
+	if err := mainArgs(context.Background(), os.Args[1:], os.Stdout); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// mainArgs runs the quickstart with the command-line arguments args, and on a
+// server says at the end what it wrote and removes it (exbackend.Config.Begin).
+func mainArgs(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	var cfg exbackend.Config
+	cfg.Register(fs, "quickstart", false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	end := cfg.Begin(fs)
+	b, err := open(ctx, cfg)
+	if err == nil {
+		err = run(ctx, w, b)
+		b.close()
+	}
+	return errors.Join(err, end(ctx, w))
 }
 
 func run(ctx context.Context, w io.Writer, b *backend) error {

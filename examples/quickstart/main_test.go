@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 
@@ -88,6 +93,82 @@ func TestDeadServer(t *testing.T) {
 				t.Errorf("took %v, error %v; want an error within %v", took, err, timeout+4*time.Second)
 			}
 			t.Logf("failed after %v: %v", took, err)
+		})
+	}
+}
+
+// TestLeavesNothing: a run on a real server writes under a prefix of its own,
+// says what it wrote and removes it: no key or table is left under the prefix;
+// with -keep it is all left, and said so.
+func TestLeavesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags func(t *testing.T) []string
+		left  func(t *testing.T, prefix string) int
+	}{
+		{"redis", func(t *testing.T) []string { return []string{"-redis", testenv.RedisAddr(t)} }, func(t *testing.T, prefix string) int {
+			c := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(t)})
+			defer c.Close()
+			keys, err := c.Keys(context.Background(), prefix+":*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(keys)
+		}},
+		{"dynamodb", func(t *testing.T) []string {
+			return []string{"-dynamodb", testenv.DynamoDBEndpoint(t), "-timeout", "1m"}
+		}, func(t *testing.T, prefix string) int {
+			cfg := exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: prefix}
+			out, err := cfg.DynamoDBClient().ListTables(context.Background(), &ddb.ListTablesInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, name := range out.TableNames {
+				if strings.HasPrefix(name, prefix) {
+					n++
+				}
+			}
+			return n
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, keep := range []bool{false, true} {
+				args := tc.flags(t)
+				if keep {
+					args = append(args, "-keep")
+				}
+				var out bytes.Buffer
+				if err := mainArgs(context.Background(), args, &out); err != nil {
+					t.Fatalf("quickstart %v: %v\n%s", args, err, out.String())
+				}
+				said := strings.TrimSpace(out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:])
+				m := regexp.MustCompile(`^wrote (\d+) \w+ under (quickstart-[0-9a-f]{8}) on `).FindStringSubmatch(said)
+				if m == nil || m[1] == "0" {
+					t.Fatalf("last line %q: want what the run wrote, under a prefix of its own", said)
+				}
+				prefix := m[2]
+				if keep {
+					cleanup := exbackend.Config{Prefix: prefix}
+					if tc.name == "redis" {
+						cleanup.Redis = testenv.RedisAddr(t)
+					} else {
+						cleanup.DynamoDB, cleanup.Timeout = testenv.DynamoDBEndpoint(t), time.Minute
+					}
+					t.Cleanup(func() {
+						if err := cleanup.Remove(context.Background()); err != nil {
+							t.Errorf("remove %s: %v", prefix, err)
+						}
+					})
+				}
+				n := tc.left(t, prefix)
+				switch {
+				case !keep && (n != 0 || !strings.Contains(said, "removed them")):
+					t.Errorf("%d left under %s after %q, want 0", n, prefix, said)
+				case keep && (n == 0 || !strings.Contains(said, "kept them (-keep)")):
+					t.Errorf("-keep: %d left under %s after %q, want what it wrote", n, prefix, said)
+				}
+			}
 		})
 	}
 }

@@ -107,6 +107,9 @@ func TestSnippetsCompile(t *testing.T) {
 	add("given.go", given)
 	for i, b := range blocks {
 		body := b[1]
+		if strings.HasPrefix(body, "package main\n") {
+			continue // a complete program: TestProgramsBuild
+		}
 		// The state stores of every backend share names; the README says which
 		// backend a line is about, and the snippet uses the state/redis one.
 		body = strings.NewReplacer("redis.NewInt64SumStore", "sredis.NewInt64SumStore",
@@ -136,5 +139,47 @@ func TestSnippetsCompile(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Fatalf("README snippets do not compile:\n%s\n(snippets are numbered in README order from 0; full output:\n%s)", strings.Join(bad, "\n"), out)
+	}
+}
+
+// TestProgramsBuild builds every complete program of the README (a Go block
+// that starts with "package main") as it is, so a copy and paste builds: at
+// least one on provider/redis and one on provider/dynamodb.
+func TestProgramsBuild(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := map[string]bool{}
+	for i, b := range regexp.MustCompile("(?s)```go\n(package main\n.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		for _, backend := range []string{"provider/redis", "provider/dynamodb"} {
+			if strings.Contains(b[1], `"github.com/pipestate/pipestate/`+backend+`"`) {
+				backends[backend] = true
+			}
+		}
+		dir := t.TempDir()
+		src := filepath.Join(dir, "main.go")
+		if err := os.WriteFile(src, []byte(b[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pkg := filepath.Join(here, fmt.Sprintf("program%d", i))
+		overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(pkg, "main.go"): src}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ov := filepath.Join(dir, "overlay.json")
+		if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("go", "build", "-overlay", ov, "-o", filepath.Join(dir, "program"), "./"+filepath.Base(pkg)).CombinedOutput(); err != nil {
+			t.Errorf("README's program %d does not build: %v\n%s", i, err, out)
+		}
+	}
+	if !backends["provider/redis"] || !backends["provider/dynamodb"] {
+		t.Errorf("README's complete programs use %v, want provider/redis and provider/dynamodb", backends)
 	}
 }

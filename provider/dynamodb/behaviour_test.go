@@ -41,10 +41,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "readiness ttl over max", client: client, table: "t", opt: dynamodb.WithReadinessTTL(provider.MaxTTL + 1)},
 		{name: "negative retention", client: client, table: "t", opt: dynamodb.WithEventRetention(-time.Second)},
 		{name: "retention over max", client: client, table: "t", opt: dynamodb.WithEventRetention(provider.MaxTTL + 1)},
-		{name: "negative marker retention", client: client, table: "t", opt: dynamodb.WithMarkerRetention(-time.Second)},
+		{name: "negative marker retention", client: client, table: "t", opt: dynamodb.WithMarkerLogRetention(-time.Second)},
 		{name: "negative run retention", client: client, table: "t", opt: dynamodb.WithRetention(provider.Retention{Runs: -time.Second})},
 		{name: "late arrival retention over max", client: client, table: "t", opt: dynamodb.WithRetention(provider.Retention{LateArrivals: provider.MaxTTL + 1})},
-		{name: "marker retention over max", client: client, table: "t", opt: dynamodb.WithMarkerRetention(provider.MaxTTL + 1)},
+		{name: "marker retention over max", client: client, table: "t", opt: dynamodb.WithMarkerLogRetention(provider.MaxTTL + 1)},
 		{name: "zero poll interval", client: client, table: "t", opt: dynamodb.WithPollInterval(0, time.Second)},
 		{name: "poll bounds reversed", client: client, table: "t", opt: dynamodb.WithPollInterval(time.Second, time.Millisecond)},
 		{name: "poll interval over an hour", client: client, table: "t", opt: dynamodb.WithPollInterval(time.Second, 2*time.Hour)},
@@ -61,9 +61,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	for _, opts := range [][]dynamodb.Option{
 		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(time.Second), dynamodb.WithEventRetention(0)},
 		{dynamodb.WithOwner("me"), dynamodb.WithReadinessTTL(provider.MaxTTL), dynamodb.WithEventRetention(provider.MaxTTL)},
-		{dynamodb.WithOwner("me"), dynamodb.WithMarkerRetention(0), dynamodb.WithPollInterval(time.Millisecond, time.Millisecond),
+		{dynamodb.WithOwner("me"), dynamodb.WithMarkerLogRetention(0), dynamodb.WithPollInterval(time.Millisecond, time.Millisecond),
 			dynamodb.WithMeterProvider(sdkmetric.NewMeterProvider()), dynamodb.WithLogger(slog.New(slog.DiscardHandler))},
-		{dynamodb.WithOwner("me"), dynamodb.WithMarkerRetention(provider.MaxTTL), dynamodb.WithPollInterval(time.Hour, time.Hour)},
+		{dynamodb.WithOwner("me"), dynamodb.WithMarkerLogRetention(provider.MaxTTL), dynamodb.WithPollInterval(time.Hour, time.Hour)},
 	} {
 		p, err := dynamodb.New(client, "t", opts...)
 		if err != nil || p.Owner() != "me" || p.Table() != "t" {

@@ -20,7 +20,7 @@
 // identity, default random), WithClock (default time.Now), WithReadinessTTL (default
 // 5 minutes), WithRetention (how long each record kind is kept after its last
 // write, default provider.DefaultRetention(): 30 days, 24 hours for the marker
-// log; see Retention below), WithEventRetention and WithMarkerRetention (one field
+// log; see Retention below), WithEventRetention and WithMarkerLogRetention (one field
 // of it each),
 // WithPollInterval (how FollowEvents and WatchCascadeMarkers poll once caught up,
 // default 20 ms doubling to 1 s), WithMeterProvider and WithLogger (see Signals).
@@ -143,7 +143,7 @@
 //     the same idle cost and a like delay (BenchmarkWatchDelivery: 354 ms on
 //     average and 765 ms at most after an idle spell, 8 ms and 30 ms while markers
 //     flow, from WriteCascadeMarker's return). Entries carry a TTL of
-//     the MarkerLog retention (WithMarkerRetention, default 24 hours, by the
+//     the MarkerLog retention (WithMarkerLogRetention, default 24 hours, by the
 //     writer's clock; 0 keeps them forever), after which reads skip them and DynamoDB deletes them. Numbers
 //     being gapless, an entry missing after the cursor was dropped by retention:
 //     the watch yields the entries before the gap, then an error wrapping

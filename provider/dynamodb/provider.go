@@ -100,7 +100,7 @@ func WithReadinessTTL(ttl time.Duration) Option {
 // which reads and conditions judge, and the table's `ttl` attribute, by which
 // DynamoDB deletes it. A zero field keeps that kind forever. A field that is
 // negative or above provider.MaxTTL is invalid. WithEventRetention and
-// WithMarkerRetention set one field each; the last option that sets a field
+// WithMarkerLogRetention set one field each; the last option that sets a field
 // wins.
 func WithRetention(r provider.Retention) Option {
 	return func(p *Provider) error {
@@ -150,15 +150,15 @@ func WithEventCounter(on bool) Option {
 	}
 }
 
-// WithMarkerRetention sets the MarkerLog field of the retention (WithRetention):
+// WithMarkerLogRetention sets the MarkerLog field of the retention (WithRetention):
 // each entry of the marker log, which WatchCascadeMarkers reads, is kept for d
 // after it is written (by the writer's clock; default DefaultMarkerRetention). A watch whose cursor is older than that fails
 // with provider.ErrCursorExpired. 0 keeps entries forever (the log then grows by
 // one item per marker write); d must be at most provider.MaxTTL.
-func WithMarkerRetention(d time.Duration) Option {
+func WithMarkerLogRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
-			return fmt.Errorf("dynamodb: WithMarkerRetention: %w", err)
+			return fmt.Errorf("dynamodb: WithMarkerLogRetention: %w", err)
 		}
 		p.retention.MarkerLog = d
 		return nil
@@ -182,7 +182,7 @@ func WithReadOnly() Option {
 func (p *Provider) ReadOnly() bool { return p.life.ReadOnly() }
 
 // DefaultMarkerRetention is how long the marker log keeps an entry unless
-// WithMarkerRetention says otherwise.
+// WithMarkerLogRetention says otherwise.
 const DefaultMarkerRetention = provider.DefaultMarkerLogRetention
 
 // Default bounds of the polling of FollowEvents and WatchCascadeMarkers; see

@@ -290,7 +290,7 @@ func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, er
 // waiting between empty reads as FollowEvents does (WithPollInterval). Cursors are
 // the entries' decimal sequence numbers ("" and "0": the oldest entry retained);
 // anything else is ErrInvalidArgument. Numbers are gapless, so an entry missing
-// after the cursor was dropped by retention (WithMarkerRetention): the watch
+// after the cursor was dropped by retention (WithMarkerLogRetention): the watch
 // yields the entries before the gap, then an error wrapping
 // provider.ErrCursorExpired. A gap is noticed once a later entry is read: until
 // the next marker write, a watch whose every entry expired simply waits.

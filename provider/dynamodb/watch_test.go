@@ -91,10 +91,10 @@ func wantLogged(t *testing.T, p *dynamodb.Provider, pipelineID string, sources .
 
 // TestMarkerLogRetention: a watch from a cursor whose next entries expired fails
 // with ErrCursorExpired, after delivering what precedes the gap; a watch from ""
-// starts at the oldest retained entry; WithMarkerRetention(0) keeps entries.
+// starts at the oldest retained entry; WithMarkerLogRetention(0) keeps entries.
 func TestMarkerLogRetention(t *testing.T) {
 	e := testEnv(t)
-	p := openOn(t, e.client, e, dynamodb.WithMarkerRetention(time.Hour))
+	p := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(time.Hour))
 	ctx := t.Context()
 	write := func(p *dynamodb.Provider, date string) {
 		t.Helper()
@@ -107,7 +107,7 @@ func TestMarkerLogRetention(t *testing.T) {
 	e.clock.Advance(30 * time.Minute)
 	write(p, "2026-01-03")
 	e.clock.Advance(40 * time.Minute) // the first two expired, the third has 20 minutes left
-	forever := openOn(t, e.client, e, dynamodb.WithMarkerRetention(0))
+	forever := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(0))
 	write(forever, "2026-01-04")
 
 	recs, err := watchAll(t, p, "")
@@ -144,8 +144,8 @@ func TestMarkerLogRetention(t *testing.T) {
 // watch fails with ErrCursorExpired; resuming from the last cursor fails at once.
 func TestMarkerLogGapAfterDelivery(t *testing.T) {
 	e := testEnv(t)
-	short := openOn(t, e.client, e, dynamodb.WithMarkerRetention(time.Minute))
-	long := openOn(t, e.client, e, dynamodb.WithMarkerRetention(time.Hour))
+	short := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(time.Minute))
+	long := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(time.Hour))
 	ctx := t.Context()
 	for i, p := range []*dynamodb.Provider{long, short, long} { // entry 2 expires first
 		if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-0"+strconv.Itoa(i+1), "up"); err != nil {

@@ -89,7 +89,7 @@ func WithEventRetention(d time.Duration) Option {
 	}
 }
 
-// WithMarkerRetention sets the MarkerLog field of the retention
+// WithMarkerLogRetention sets the MarkerLog field of the retention
 // (WithRetention): each cascade marker write is kept in the log that
 // WatchCascadeMarkers reads for d after it is written, by the clock of the
 // provider that writes it: from then on (now >= write time + d) no watch
@@ -97,10 +97,10 @@ func WithEventRetention(d time.Duration) Option {
 // with an error wrapping provider.ErrCursorExpired. The markers themselves
 // (ListCascadeMarkers) are kept for the CascadeMarkers field. 0 keeps every
 // write forever; d must be at most provider.MaxTTL.
-func WithMarkerRetention(d time.Duration) Option {
+func WithMarkerLogRetention(d time.Duration) Option {
 	return func(p *Provider) error {
 		if err := provider.CheckTTL(d); err != nil {
-			return fmt.Errorf("memory: WithMarkerRetention: %w", err)
+			return fmt.Errorf("memory: WithMarkerLogRetention: %w", err)
 		}
 		p.retention.MarkerLog = d
 		return nil

@@ -30,8 +30,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"readiness_ttl_over_max", memory.WithReadinessTTL(provider.MaxTTL + 1)},
 		{"negative_retention", memory.WithEventRetention(-time.Second)},
 		{"retention_over_max", memory.WithEventRetention(provider.MaxTTL + 1)},
-		{"negative_marker_retention", memory.WithMarkerRetention(-time.Second)},
-		{"marker_retention_over_max", memory.WithMarkerRetention(provider.MaxTTL + 1)},
+		{"negative_marker_retention", memory.WithMarkerLogRetention(-time.Second)},
+		{"marker_retention_over_max", memory.WithMarkerLogRetention(provider.MaxTTL + 1)},
 		{"negative_run_retention", memory.WithRetention(provider.Retention{Runs: -time.Nanosecond})},
 		{"replay_retention_over_max", memory.WithRetention(provider.Retention{Replays: provider.MaxTTL + 1})},
 	} {
@@ -45,7 +45,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 	p, err := memory.New(memory.WithOwner("me"), memory.WithReadinessTTL(provider.MaxTTL), memory.WithEventRetention(provider.MaxTTL),
-		memory.WithMarkerRetention(provider.MaxTTL))
+		memory.WithMarkerLogRetention(provider.MaxTTL))
 	if err != nil || p.Owner() != "me" {
 		t.Fatalf("New with valid options: %v, %v", p, err)
 	}

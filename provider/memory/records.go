@@ -189,7 +189,7 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 }
 
 // WriteCascadeMarker implements provider.CascadeStore. It also drops the marker
-// log's expired writes from its front (WithMarkerRetention).
+// log's expired writes from its front (WithMarkerLogRetention).
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
 	now := p.now()
 	m, err := stored(provider.PrepareCascadeMarker(pipelineID, scheduleID, date, source, now))
@@ -221,7 +221,7 @@ func (d *data) expiredMarkers(now time.Time) int {
 
 // WatchCascadeMarkers implements provider.MarkerWatcher. Cursors are decimal
 // sequence numbers of the marker log, "" its oldest write retained
-// (WithMarkerRetention). A watch whose next write is no longer retained yields the
+// (WithMarkerLogRetention). A watch whose next write is no longer retained yields the
 // writes before it, then an error wrapping provider.ErrCursorExpired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	since, err := provider.ParseSeqCursor(cursor)

@@ -508,6 +508,18 @@
 // written keeps the entries of its expired records (their truths are deleted by
 // the server) until a listing that may write drops them, and its empty stream.
 //
+// # go-redis's own log
+//
+// go-redis logs through one process-wide logger of its own, apart from
+// WithLogger: with the server down, its connection pool prints a line per
+// failed dial ("redis: connection pool: failed to dial after N attempts"),
+// about 20 in the first seconds of an outage. Route it
+// to your logger with goredis.SetLogger (any type with Printf(ctx, format, ...);
+// Example_goRedisLog adapts a *slog.Logger), or silence it with
+// logging.Disable() (package github.com/redis/go-redis/v9/logging): what a
+// failure means for pipestate reaches you anyway, as the error of each call and
+// through WithLogger and the signals below.
+//
 // # Signals
 //
 // What only the backend knows it records through the meter provider and logger of

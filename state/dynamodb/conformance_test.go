@@ -77,7 +77,7 @@ func TestConformance(t *testing.T) {
 			Open: func(t *testing.T) state.Deduper {
 				t.Helper()
 				e := envFor(t)
-				d, err := dynamodb.NewDeduper(testenv.DynamoDBClient(t), e.dedup, dynamodb.WithClock(e.clock.Now), dynamodb.WithTTL(time.Hour))
+				d, err := dynamodb.NewDeduper(testenv.DynamoDBClient(t), e.dedup, dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTTL(time.Hour))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,7 +14,7 @@ import (
 // Deduper is a state.Deduper over a dedup table (see CreateDedupTable): a claim is
 // the item pk = "seen#" + eventID, written by a PutItem conditioned on no live claim
 // (attribute_not_exists(pk) OR ttl <= now), so exactly one caller across all
-// processes wins it until it expires (WithTTL) or is released. Expired claims that
+// processes wins it until it expires (WithDedupTTL) or is released. Expired claims that
 // DynamoDB has not deleted yet count as absent. It is safe for concurrent use.
 type Deduper struct {
 	base
@@ -23,7 +23,7 @@ type Deduper struct {
 var _ state.Deduper = (*Deduper)(nil)
 
 // NewDeduper returns a Deduper over the dedup table, using client without owning it.
-// Options: WithClock, WithTTL (default state.DefaultDedupTTL; 0 = claims never
+// Options: WithClock, WithDedupTTL (default state.DefaultDedupTTL; 0 = claims never
 // expire), WithMeterProvider, WithLogger. The table may also hold the MergeUpdateOnce claims of stores.
 func NewDeduper(client API, table string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
@@ -49,7 +49,7 @@ func (d *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	}
 	tok := storekey.Token()
 	_, err = d.client.PutItem(ctx, &ddb.PutItemInput{
-		TableName: &d.table, Item: d.claimItem(pk, tok, d.cfg.TTL),
+		TableName: &d.table, Item: d.claimItem(pk, tok, d.cfg.DedupTTL),
 		ConditionExpression: &claimCond, ExpressionAttributeNames: claimNames,
 		ExpressionAttributeValues:           map[string]av{":now": numAV(d.now())},
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,

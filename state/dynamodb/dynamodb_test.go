@@ -225,8 +225,8 @@ func TestOptions(t *testing.T) {
 		"nil deduper option": func() error { _, err := dynamodb.NewDeduper(c, "t", nil); return err },
 		"nil bytes option":   func() error { _, err := dynamodb.NewBytesStore(c, "t", storetest.Counter{}, nil); return err },
 		"nil clock on store": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithClock(nil)); return err },
-		"ttl over MaxTTL":    func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(state.MaxTTL+1)); return err },
-		"negative ttl":       func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithTTL(-time.Second)); return err },
+		"ttl over MaxTTL":    func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithDedupTTL(state.MaxTTL+1)); return err },
+		"negative ttl":       func() error { _, err := dynamodb.NewDeduper(c, "t", dynamodb.WithDedupTTL(-time.Second)); return err },
 		"nil meter provider": func() error { _, err := dynamodb.NewInt64SumStore(c, "t", dynamodb.WithMeterProvider(nil)); return err },
 		"typed nil meter provider": func() error {
 			_, err := dynamodb.NewDeduper(c, "t", dynamodb.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
@@ -241,7 +241,8 @@ func TestOptions(t *testing.T) {
 
 // TestOptionKinds checks which constructor takes which option, as the compiler
 // does: dynamodb.NewDeduper(c, t, dynamodb.WithDedupTable("d")) and
-// dynamodb.NewInt64SumStore(c, t, dynamodb.WithTTL(d)) do not compile.
+// dynamodb.NewInt64SumStore(c, t, ...) with a Deduper-only option do not compile;
+// WithDedupTTL is taken by every constructor.
 func TestOptionKinds(t *testing.T) {
 	stores := []string{"NewInt64SumStore", "NewFloat64SumStore", "NewInt64MaxStore", "NewBytesStore"}
 	storetest.OptionKinds(t,
@@ -251,14 +252,14 @@ func TestOptionKinds(t *testing.T) {
 		},
 		map[string]any{
 			"WithClock": dynamodb.WithClock, "WithMaxRetries": dynamodb.WithMaxRetries, "WithBackoff": dynamodb.WithBackoff,
-			"WithDedupTable": dynamodb.WithDedupTable, "WithDedupTTL": dynamodb.WithDedupTTL, "WithTTL": dynamodb.WithTTL,
+			"WithDedupTable": dynamodb.WithDedupTable, "WithDedupTTL": dynamodb.WithDedupTTL,
 			"WithMeterProvider": dynamodb.WithMeterProvider, "WithLogger": dynamodb.WithLogger,
 		},
 		map[string][]string{
 			"WithClock":         append(stores, "NewDeduper"),
 			"WithMeterProvider": append(stores, "NewDeduper"), "WithLogger": append(stores, "NewDeduper"),
-			"WithMaxRetries": stores, "WithBackoff": stores, "WithDedupTable": stores, "WithDedupTTL": stores,
-			"WithTTL": {"NewDeduper"},
+			"WithMaxRetries": stores, "WithBackoff": stores, "WithDedupTable": stores,
+			"WithDedupTTL": append(stores, "NewDeduper"),
 		})
 }
 

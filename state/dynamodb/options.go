@@ -11,10 +11,10 @@ import (
 )
 
 // Options are checked by the compiler: every constructor takes only the options it
-// uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable, WithDedupTTL,
-// WithBatchConcurrency) is taken by every store constructor, a DeduperOption
-// (WithTTL) by NewDeduper, and an Option (WithClock, WithMeterProvider, WithLogger)
-// by both. So
+// uses. A StoreOption (WithMaxRetries, WithBackoff, WithDedupTable,
+// WithBatchConcurrency) is taken by every store constructor, and an Option
+// (WithDedupTTL, WithClock, WithMeterProvider, WithLogger) by every constructor,
+// NewDeduper included. So
 //
 //	dynamodb.NewDeduper(client, table, dynamodb.WithDedupTable("d")) // does not compile
 //
@@ -84,17 +84,12 @@ func WithDedupTable(table string) StoreOption {
 	})
 }
 
-// WithDedupTTL sets how long a MergeUpdateOnce claim on an event ID lives (default
-// state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
-// [0, state.MaxTTL] is an error.
-func WithDedupTTL(d time.Duration) StoreOption {
-	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
-}
-
-// WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
-// forever). d outside [0, state.MaxTTL] is an error.
-func WithTTL(d time.Duration) DeduperOption {
-	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
+// WithDedupTTL sets how long a claimed event ID is remembered: a store's
+// MergeUpdateOnce claims and a Deduper's claims (default state.DefaultDedupTTL;
+// 0 = forever), independent of a value's ttl. d outside [0, state.MaxTTL] is an
+// error. Every constructor takes it.
+func WithDedupTTL(d time.Duration) Option {
+	return storeopt.Any(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // WithMeterProvider sets the meter provider of the signals only the store or

@@ -72,7 +72,7 @@ func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
 	return statetest.DeduperHarness{
 		Open: func(t *testing.T) state.Deduper {
 			root, _ := p.get(t, func(now func() time.Time) *memory.Deduper {
-				d, err := memory.NewDeduper(memory.WithClock(now), memory.WithTTL(ttl))
+				d, err := memory.NewDeduper(memory.WithClock(now), memory.WithDedupTTL(ttl))
 				if err != nil {
 					t.Fatalf("memory.NewDeduper: %v", err)
 				}

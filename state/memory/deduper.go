@@ -10,7 +10,7 @@ import (
 var _ state.Deduper = (*Deduper)(nil)
 
 // Deduper is an in-memory state.Deduper: MarkSeen claims an event ID for the TTL of
-// WithTTL (default state.DefaultDedupTTL; 0: forever). It is safe for concurrent
+// WithDedupTTL (default state.DefaultDedupTTL; 0: forever). It is safe for concurrent
 // use; exactly one concurrent MarkSeen per ID wins.
 type Deduper struct {
 	life *lifecycle.Flag
@@ -57,7 +57,7 @@ func (dd *Deduper) MarkSeen(ctx context.Context, eventID string) (bool, error) {
 	if d.claims.claimed(eventID, now) {
 		return false, nil
 	}
-	d.claims.set(eventID, now, d.cfg.TTL)
+	d.claims.set(eventID, now, d.cfg.DedupTTL)
 	return true, nil
 }
 

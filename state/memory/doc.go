@@ -31,7 +31,7 @@
 //	visitors, _ := hll.New(hll.DefaultPrecision)
 //	store, _ := memory.New[[]byte](visitors)
 //	applied, err := store.MergeUpdateOnce(ctx, eventID, state.Key{Entity: "site"}, visitors.Delta(user), 0)
-//	dedup, _ := memory.NewDeduper(memory.WithTTL(time.Hour))
+//	dedup, _ := memory.NewDeduper(memory.WithDedupTTL(time.Hour))
 //	first, err := dedup.MarkSeen(ctx, eventID)
 //	worker2 := dedup.NewHandle() // the same claims
 package memory

@@ -9,9 +9,7 @@ import (
 )
 
 // Options are checked by the compiler: New takes StoreOptions, NewDeduper
-// DeduperOptions, and an Option (WithClock) is both. So
-//
-//	memory.NewDeduper(memory.WithDedupTTL(time.Hour)) // does not compile: a StoreOption
+// DeduperOptions, and an Option (WithClock, WithDedupTTL) is both.
 //
 // A nil option or a bad value makes the constructor return an error wrapping
 // state.ErrInvalidArgument. Options belong to the data New creates (one clock, one
@@ -34,17 +32,12 @@ func WithClock(now func() time.Time) Option {
 	return storeopt.Any(func(c *config) error { return c.SetClock(now) })
 }
 
-// WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 means
-// claims never expire). d outside [0, state.MaxTTL] is an error.
-func WithTTL(d time.Duration) DeduperOption {
-	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
-}
-
-// WithDedupTTL sets how long a Store remembers an event ID applied by
-// MergeUpdateOnce (default state.DefaultDedupTTL; 0 means forever). d outside [0,
-// state.MaxTTL] is an error.
-func WithDedupTTL(d time.Duration) StoreOption {
-	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
+// WithDedupTTL sets how long a claimed event ID is remembered: a store's
+// MergeUpdateOnce claims and a Deduper's claims (default state.DefaultDedupTTL;
+// 0 = forever), independent of a value's ttl. d outside [0, state.MaxTTL] is an
+// error. Every constructor takes it.
+func WithDedupTTL(d time.Duration) Option {
+	return storeopt.Any(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // newConfig applies opts, each through apply, to the defaults of constructor ctor.

@@ -29,19 +29,18 @@ func TestOptions(t *testing.T) {
 		"store nil option":        func() error { _, err := memory.New[int64](monoid.Sum[int64]{}, nil); return err },
 		"deduper nil option":      func() error { _, err := memory.NewDeduper(nil); return err },
 		"deduper nil clock":       func() error { _, err := memory.NewDeduper(memory.WithClock(nil)); return err },
-		"deduper negative ttl":    func() error { _, err := memory.NewDeduper(memory.WithTTL(-1)); return err },
-		"deduper ttl over MaxTTL": func() error { _, err := memory.NewDeduper(memory.WithTTL(state.MaxTTL + 1)); return err },
+		"deduper negative ttl":    func() error { _, err := memory.NewDeduper(memory.WithDedupTTL(-1)); return err },
+		"deduper ttl over MaxTTL": func() error { _, err := memory.NewDeduper(memory.WithDedupTTL(state.MaxTTL + 1)); return err },
 	})
 }
 
 // TestOptionKinds checks which constructor takes which option, as the compiler
-// does: memory.NewDeduper(memory.WithDedupTTL(d)) and memory.New(m,
-// memory.WithTTL(d)) do not compile.
+// does: WithClock and WithDedupTTL are taken by both constructors.
 func TestOptionKinds(t *testing.T) {
 	storetest.OptionKinds(t,
 		map[string]any{"New": memory.New[int64], "NewDeduper": memory.NewDeduper},
-		map[string]any{"WithClock": memory.WithClock, "WithDedupTTL": memory.WithDedupTTL, "WithTTL": memory.WithTTL},
-		map[string][]string{"WithClock": {"New", "NewDeduper"}, "WithDedupTTL": {"New"}, "WithTTL": {"NewDeduper"}})
+		map[string]any{"WithClock": memory.WithClock, "WithDedupTTL": memory.WithDedupTTL},
+		map[string][]string{"WithClock": {"New", "NewDeduper"}, "WithDedupTTL": {"New", "NewDeduper"}})
 }
 
 func TestDedupTTLOfMergeUpdateOnce(t *testing.T) {

@@ -96,7 +96,7 @@ func TestConformance(t *testing.T) {
 			statetest.RunDeduper(t, statetest.DeduperHarness{
 				Open: func(t *testing.T) state.Deduper {
 					t.Helper()
-					d, err := redis.NewDeduper(b.client(t), prefixFor(t), redis.WithTTL(ttl))
+					d, err := redis.NewDeduper(b.client(t), prefixFor(t), redis.WithDedupTTL(ttl))
 					if err != nil {
 						t.Fatal(err)
 					}

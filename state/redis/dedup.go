@@ -13,7 +13,7 @@ import (
 // Deduper is a state.Deduper over Redis: a claim is the key "prefix:seen:eventID",
 // created by a Lua script only when absent and holding the claiming call's random
 // token, so exactly one caller across all processes wins it until it expires
-// (WithTTL) or is released, also when the client library retried a claim whose reply
+// (WithDedupTTL) or is released, also when the client library retried a claim whose reply
 // was lost (the retry finds its own token and still answers true). It is safe for
 // concurrent use.
 type Deduper struct {
@@ -24,7 +24,7 @@ type Deduper struct {
 var _ state.Deduper = (*Deduper)(nil)
 
 // NewDeduper returns a Deduper over client, which it uses but does not own, keeping
-// its claims under prefix as NewInt64SumStore does. Options: WithTTL (default
+// its claims under prefix as NewInt64SumStore does. Options: WithDedupTTL (default
 // state.DefaultDedupTTL; 0 = claims never expire), WithMeterProvider, WithLogger.
 func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOption) (*Deduper, error) {
 	const name = "Deduper"
@@ -36,7 +36,7 @@ func NewDeduper(client goredis.UniversalClient, prefix string, opts ...DeduperOp
 	if err != nil {
 		return nil, err
 	}
-	return &Deduper{base: b, ttlArg: redisx.Millis(c.TTL)}, nil
+	return &Deduper{base: b, ttlArg: redisx.Millis(c.DedupTTL)}, nil
 }
 
 // MarkSeen claims eventID with one Lua script (one round trip); firstSeen is true for

@@ -10,10 +10,9 @@ import (
 )
 
 // Options are checked by the compiler: every constructor takes only the options it
-// uses. An Option (WithMeterProvider, WithLogger) is taken by every constructor; a
-// StoreOption (WithDedupTTL) by every store constructor; a BytesOption
-// (WithMaxRetries, WithBackoff) by NewBytesStore only; a DeduperOption (WithTTL) by
-// NewDeduper only. So
+// uses. An Option (WithDedupTTL, WithMeterProvider, WithLogger) is taken by every
+// constructor; a BytesOption (WithMaxRetries, WithBackoff) by NewBytesStore only.
+// So
 //
 //	redis.NewInt64SumStore(client, prefix, redis.WithMaxRetries(3)) // does not compile
 //
@@ -56,17 +55,12 @@ func WithBackoff(base, max time.Duration) BytesOption {
 	return storeopt.Bytes(func(c *config) error { return c.SetBackoff(base, max) })
 }
 
-// WithDedupTTL sets how long a MergeUpdateOnce claim on an event ID lives (default
-// state.DefaultDedupTTL; 0 = forever), independent of the value's ttl. d outside
-// [0, state.MaxTTL] is an error.
-func WithDedupTTL(d time.Duration) StoreOption {
-	return storeopt.Store(func(c *config) error { return c.SetDedupTTL(d) })
-}
-
-// WithTTL sets how long a Deduper claim lives (default state.DefaultDedupTTL; 0 =
-// forever). d outside [0, state.MaxTTL] is an error.
-func WithTTL(d time.Duration) DeduperOption {
-	return storeopt.Deduper(func(c *config) error { return c.SetTTL(d) })
+// WithDedupTTL sets how long a claimed event ID is remembered: a store's
+// MergeUpdateOnce claims and a Deduper's claims (default state.DefaultDedupTTL;
+// 0 = forever), independent of a value's ttl. d outside [0, state.MaxTTL] is an
+// error. Every constructor takes it.
+func WithDedupTTL(d time.Duration) Option {
+	return storeopt.Any(func(c *config) error { return c.SetDedupTTL(d) })
 }
 
 // WithMeterProvider sets the meter provider of the signals only the store or deduper

@@ -168,14 +168,14 @@ func TestOptions(t *testing.T) {
 		"typed nil client":            func() error { _, err := redis.NewDeduper((*goredis.Client)(nil), "p"); return err },
 		"typed nil cluster client":    func() error { _, err := redis.NewInt64SumStore((*goredis.ClusterClient)(nil), "p"); return err },
 		"control character in prefix": func() error { _, err := redis.NewInt64SumStore(c, "a\nb"); return err },
-		"ttl over MaxTTL":             func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(state.MaxTTL+1)); return err },
+		"ttl over MaxTTL":             func() error { _, err := redis.NewDeduper(c, "p", redis.WithDedupTTL(state.MaxTTL+1)); return err },
 		"nil monoid":                  func() error { _, err := redis.NewBytesStore(c, "p", nil); return err },
 		"negative retries":            func() error { _, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMaxRetries(-1)); return err },
 		"bad backoff": func() error {
 			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithBackoff(time.Second, time.Millisecond))
 			return err
 		},
-		"negative ttl":       func() error { _, err := redis.NewDeduper(c, "p", redis.WithTTL(-time.Second)); return err },
+		"negative ttl":       func() error { _, err := redis.NewDeduper(c, "p", redis.WithDedupTTL(-time.Second)); return err },
 		"negative dedup ttl": func() error { _, err := redis.NewInt64SumStore(c, "p", redis.WithDedupTTL(-1)); return err },
 		"nil meter provider": func() error {
 			_, err := redis.NewBytesStore(c, "p", concat{}, redis.WithMeterProvider(nil))
@@ -190,8 +190,8 @@ func TestOptions(t *testing.T) {
 }
 
 // TestOptionKinds checks which constructor takes which option, as the compiler
-// does: redis.NewInt64SumStore(c, p, redis.WithMaxRetries(3)) and
-// redis.NewDeduper(c, p, redis.WithDedupTTL(d)) do not compile.
+// does: redis.NewInt64SumStore(c, p, redis.WithMaxRetries(3)) does not compile;
+// WithDedupTTL is taken by every constructor.
 func TestOptionKinds(t *testing.T) {
 	stores := []string{"NewInt64SumStore", "NewFloat64SumStore", "NewInt64MaxStore", "NewBytesStore"}
 	storetest.OptionKinds(t,
@@ -200,11 +200,11 @@ func TestOptionKinds(t *testing.T) {
 			"NewInt64MaxStore": redis.NewInt64MaxStore, "NewBytesStore": redis.NewBytesStore, "NewDeduper": redis.NewDeduper,
 		},
 		map[string]any{
-			"WithDedupTTL": redis.WithDedupTTL, "WithMaxRetries": redis.WithMaxRetries, "WithBackoff": redis.WithBackoff, "WithTTL": redis.WithTTL,
+			"WithDedupTTL": redis.WithDedupTTL, "WithMaxRetries": redis.WithMaxRetries, "WithBackoff": redis.WithBackoff,
 			"WithMeterProvider": redis.WithMeterProvider, "WithLogger": redis.WithLogger,
 		},
 		map[string][]string{
-			"WithDedupTTL": stores, "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"}, "WithTTL": {"NewDeduper"},
+			"WithDedupTTL": append(stores, "NewDeduper"), "WithMaxRetries": {"NewBytesStore"}, "WithBackoff": {"NewBytesStore"},
 			"WithMeterProvider": append(stores, "NewDeduper"), "WithLogger": append(stores, "NewDeduper"),
 		})
 }

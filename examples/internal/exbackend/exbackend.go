@@ -1,6 +1,13 @@
 // Package exbackend is how every example chooses and connects to its backend: the
-// -redis, -dynamodb, -prefix and -timeout flags, and clients whose every wait on a
-// server is bounded, so a dead server fails an example instead of hanging it.
+// -redis, -dynamodb, -prefix, -timeout and -keep flags, and clients whose every
+// wait on a server is bounded, so a dead server fails an example instead of
+// hanging it.
+//
+// An example run on a server writes under a prefix of its own (Begin: the
+// example's name and a random suffix, unless -prefix names one), says at the end
+// what it wrote there (keys, or tables) and removes it unless -keep. It never
+// removes what an explicit -prefix names: that may be data the example did not
+// write.
 package exbackend
 
 import (
@@ -27,6 +34,7 @@ type Config struct {
 	DynamoDB string        // DynamoDB endpoint URL, e.g. http://127.0.0.1:8000
 	Prefix   string        // Redis key prefix, or the prefix of the DynamoDB table names
 	Timeout  time.Duration // each call's bound on a server that does not answer; 0: DefaultTimeout
+	Keep     bool          // leave what the run wrote on the server (see Begin)
 }
 
 // Register defines -redis, -dynamodb (unless noDynamoDB), -prefix and -timeout on fs.
@@ -37,6 +45,7 @@ func (c *Config) Register(fs *flag.FlagSet, prefix string, noDynamoDB bool) {
 	}
 	fs.StringVar(&c.Prefix, "prefix", prefix, "Redis key prefix, or the prefix of the DynamoDB table names")
 	fs.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "how long a call waits for a server that does not answer")
+	fs.BoolVar(&c.Keep, "keep", false, "keep what the run wrote on the server (default: remove it at the end)")
 }
 
 // RedisClient connects to c.Redis, or to an embedded miniredis when it is empty,

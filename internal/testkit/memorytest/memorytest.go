@@ -77,7 +77,7 @@ func (b *Backend) Open(t *testing.T, opts ...memory.Option) *memory.Provider {
 	t.Helper()
 	e := b.env(t)
 	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithRetention(Retention),
-		memory.WithEventRetention(EventRetention), memory.WithMarkerRetention(MarkerRetention)}
+		memory.WithEventRetention(EventRetention), memory.WithMarkerLogRetention(MarkerRetention)}
 	p, err := e.data.NewHandle(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -26,16 +26,15 @@ type Common struct {
 	Ctor     string               // the constructor being configured, for error messages
 	Now      func() time.Time     // the clock that judges expiry
 	CAS      state.CASPolicy      // retries of lost races
-	DedupTTL time.Duration        // life of MergeUpdateOnce claims
-	TTL      time.Duration        // life of Deduper claims
+	DedupTTL time.Duration        // life of claims: MergeUpdateOnce's and a Deduper's
 	Meter    metric.MeterProvider // of the backend's signals; nil: the global one
 	Log      *slog.Logger         // of the backend's signals; nil: none
 }
 
 // NewCommon returns the defaults for constructor ctor: time.Now,
-// state.DefaultCASPolicy and state.DefaultDedupTTL for both claim TTLs.
+// state.DefaultCASPolicy and state.DefaultDedupTTL.
 func NewCommon(ctor string) Common {
-	return Common{Ctor: ctor, Now: time.Now, CAS: state.DefaultCASPolicy(), DedupTTL: state.DefaultDedupTTL, TTL: state.DefaultDedupTTL}
+	return Common{Ctor: ctor, Now: time.Now, CAS: state.DefaultCASPolicy(), DedupTTL: state.DefaultDedupTTL}
 }
 
 // Apply runs apply(o, c) for each option o in order. A nil option (also a typed
@@ -104,15 +103,10 @@ func (c *Common) SetBackoff(base, max time.Duration) error {
 }
 
 // SetDedupTTL is WithDedupTTL: d passes state.CheckTTL (0 = forever).
-func (c *Common) SetDedupTTL(d time.Duration) error { return c.setTTL(&c.DedupTTL, "dedup ", d) }
-
-// SetTTL is WithTTL: d passes state.CheckTTL (0 = forever).
-func (c *Common) SetTTL(d time.Duration) error { return c.setTTL(&c.TTL, "", d) }
-
-func (c *Common) setTTL(dst *time.Duration, what string, d time.Duration) error {
+func (c *Common) SetDedupTTL(d time.Duration) error {
 	if err := state.CheckTTL(d); err != nil {
-		return fmt.Errorf("%s: %s%w", c.Ctor, what, err)
+		return fmt.Errorf("%s: dedup %w", c.Ctor, err)
 	}
-	*dst = d
+	c.DedupTTL = d
 	return nil
 }
