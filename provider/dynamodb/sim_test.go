@@ -35,7 +35,7 @@ func TestSim(t *testing.T) {
 		Variants: []sim.Variant{
 			{Name: "without the event counter", Open: func(t *testing.T) provider.Provider { return base(t, dynamodb.WithEventCounter(false)) }},
 			{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
-				return base(t, dynamodb.WithRetention(short), dynamodb.WithEventRetention(time.Hour), dynamodb.WithMarkerRetention(time.Hour))
+				return base(t, dynamodb.WithRetention(short), dynamodb.WithEventRetention(time.Hour), dynamodb.WithMarkerLogRetention(time.Hour))
 			}},
 		},
 		Corruptions: []sim.Corruption{{Name: "an event's seq attribute a string", Kind: provider.KindEvent, Append: func(t *testing.T, id ...string) {

@@ -23,7 +23,7 @@ func TestSimMemory(t *testing.T) {
 	sim.Run(t, sim.Harness{
 		Harness: b.Harness(nil),
 		Variants: []sim.Variant{{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
-			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerRetention(time.Hour))
+			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerLogRetention(time.Hour))
 		}}},
 		CorruptExpires: true,
 		WatchWait:      100 * time.Millisecond, // memory wakes watchers on each write

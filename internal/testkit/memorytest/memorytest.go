@@ -62,7 +62,7 @@ func (b *Backend) env(t *testing.T) *env {
 	// the retention of the providers Open returns.
 	clock := fakeclock.New(Start)
 	data, err := memory.New(memory.WithClock(clock.Now), memory.WithRetention(Retention),
-		memory.WithEventRetention(EventRetention), memory.WithMarkerRetention(MarkerRetention))
+		memory.WithEventRetention(EventRetention), memory.WithMarkerLogRetention(MarkerRetention))
 	if err != nil {
 		t.Fatal(err)
 	}
