@@ -147,7 +147,9 @@
 //     writer's clock; 0 keeps them forever), after which reads skip them and DynamoDB deletes them. Numbers
 //     being gapless, an entry missing after the cursor was dropped by retention:
 //     the watch yields the entries before the gap, then an error wrapping
-//     provider.ErrCursorExpired, never a silent gap. Delivery is at least once: a
+//     provider.ErrCursorExpired, never a silent gap; its Query runs on to the
+//     log's counter (SEQ sorts after every ENTRY#), so a watch whose cursor's
+//     successors all expired hears it at once, also before the next write. Delivery is at least once: a
 //     write whose reply was lost is logged once (see Lost responses) unless its
 //     retry comes after DynamoDB forgot the idempotency token (10 minutes) and
 //     after another write took the next number; a watch from "" (or "0") starts at

@@ -627,43 +627,68 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if since == math.MaxInt64 {
 		return out, nil
 	}
-	out, _, err = p.readEvents(ctx, op, pipelinePrefix+pipelineID, sinceID == "", since, count)
+	out, _, err = p.readEvents(ctx, op, pipelineID, sinceID == "", since, count)
 	return out, err
 }
 
-// readEvents is ReadEventsSince after its checks: at most count events of
-// partition pk after since (< math.MaxInt64; fromOldest: from the oldest event
-// retained), and the sequence number of the last item it read (since when
-// none). An item that does not decode is skipped and reported, and the read goes
-// on after it for as many more; so the number moves past it, for a follower.
-func (p *Provider) readEvents(ctx context.Context, op, pk string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
-	out := []types.EventRecord{}
+// seqLog is a numbered log stored in one partition: its entries under
+// prefix+N(seq) and, sorting after every entry, its counter item (the last
+// number handed out): a pipeline's events, or the marker log.
+type seqLog struct {
+	pk, prefix, counter string
+	kind                provider.RecordKind
+	what                string // what its entries are, for messages
+}
+
+// eventLog is the event log of pipelineID.
+func eventLog(pipelineID string) seqLog {
+	return seqLog{pk: pipelinePrefix + pipelineID, prefix: skEvent, counter: skEventSeq, kind: provider.KindEvent, what: "event"}
+}
+
+// markerLog is the marker log.
+var markerLog = seqLog{pk: markerLogPK, prefix: skLogEntry, counter: skLogSeq, kind: provider.KindMarkerWrite, what: "marker write"}
+
+// readEvents is ReadEventsSince after its checks (see readLog).
+func (p *Provider) readEvents(ctx context.Context, op, pipelineID string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
+	return readLog(ctx, p, op, eventLog(pipelineID), fromOldest, since, count, func(it item) (types.EventRecord, error) {
+		r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
+		return r, decodeData(p, provider.KindEvent, it, &r.Event)
+	})
+}
+
+// readLog reads at most count entries of l after since (< math.MaxInt64;
+// fromOldest: from the oldest entry retained), decoded by rec, and returns the
+// sequence number of the last entry it read (since when none). An entry that
+// does not decode is skipped and reported, and the read goes on after it for
+// as many more; so the number moves past it, for a follower.
+func readLog[R any](ctx context.Context, p *Provider, op string, l seqLog, fromOldest bool, since, count int64, rec func(it item) (R, error)) ([]R, int64, error) {
+	out := []R{}
 	last := since
 	for {
 		want := count - int64(len(out))
 		var items []item
 		var err error
 		if fromOldest {
-			items, err = p.queryItems(ctx, op, queryIn{kind: provider.KindEvent, key: afterSeq(pk, skEvent, 0), limit: int(min(want, math.MaxInt32))})
+			items, err = p.queryItems(ctx, op, queryIn{kind: l.kind, key: afterSeq(l.pk, l.prefix, 0), limit: int(min(want, math.MaxInt32))})
 			for i := 1; i < len(items); i++ {
-				if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired event: stop before it
+				if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired entry: stop before it
 					items = items[:i]
 					break
 				}
 			}
 		} else {
-			items, err = p.readAfter(ctx, op, pk, last, want)
+			items, err = p.readAfter(ctx, op, l, last, want)
 		}
 		if err != nil {
 			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
-				return out, last, nil // the read from the last event returned fails
+				return out, last, nil // the read from the last entry returned fails
 			}
 			return nil, since, err
 		}
 		for _, it := range items {
 			last = it.Seq
-			r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
-			if err := decodeData(p, provider.KindEvent, it, &r.Event); err != nil {
+			r, err := rec(it)
+			if err != nil {
 				if provider.SkipCorrupt(ctx, p.sig, err) {
 					continue
 				}
@@ -678,25 +703,26 @@ func (p *Provider) readEvents(ctx context.Context, op, pk string, fromOldest boo
 	}
 }
 
-// eventsThroughCounter is the key condition of the events of partition pk
-// numbered after since and, after them, the partition's event counter
-// (EVENTSEQ sorts after every EVENT#N(seq)).
-func eventsThroughCounter(pk string, since int64) expr {
+// throughCounter is the key condition of the entries of l numbered after
+// since and, after them, l's counter item.
+func throughCounter(l seqLog, since int64) expr {
 	return expr{keyRange, map[string]ddbtypes.AttributeValue{
-		":pk": sv(pk), ":lo": sv(eventSK(since + 1)), ":hi": sv(skEventSeq)}}
+		":pk": sv(l.pk), ":lo": sv(seqSK(l.prefix, since+1)), ":hi": sv(l.counter)}}
 }
 
-// readAfter returns up to count live events of partition pk numbered since+1,
-// since+2, ..., in one strongly consistent Query (one more per 1 MB of events).
-// It stops at the first number missing or expired, and fails with
+// readAfter returns up to count live entries of l numbered since+1, since+2,
+// ..., in one strongly consistent Query (one more per 1 MB of entries). It
+// stops at the first number missing or expired, and fails with
 // provider.ErrCursorExpired when that is since+1 itself. The Query's range runs
-// on to the pipeline's event counter, so a read that meets no event after the
-// cursor learns in the same request whether events after it were appended (the
-// counter is above since) and dropped since: a cursor into a log that expired
-// entirely is expired too, while the cursor of the newest event, or one beyond
-// the counter, reads nothing. Unlike query it never pages past expired events.
-func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count int64) ([]item, error) {
-	key := eventsThroughCounter(pk, since)
+// on to l's counter, so a read that meets no entry after the cursor learns in
+// the same request whether entries after it were written (the counter is
+// above since) and dropped since: a cursor into a log that expired entirely
+// is expired too, at once, while the cursor of the newest entry, or one beyond
+// the counter, reads nothing. Unlike query it never pages past expired
+// entries. An entry whose attributes do not unmarshal keeps its number (its
+// sort key's) and is returned for the caller to skip and report.
+func (p *Provider) readAfter(ctx context.Context, op string, l seqLog, since, count int64) ([]item, error) {
+	key := throughCounter(l, since)
 	consistent := true
 	in := &ddb.QueryInput{
 		TableName:                 &p.table,
@@ -706,7 +732,7 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 		ConsistentRead:            &consistent,
 	}
 	var out []item
-	// limit asks for the events still wanted and the counter after them.
+	// limit asks for the entries still wanted and the counter after them.
 	limit := func() int32 { return int32(min(count-int64(len(out)), math.MaxInt32-1) + 1) }
 	first := limit()
 	in.Limit = &first
@@ -715,14 +741,16 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 	err := ddbx.Query(ctx, p.api, in, limit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
 		if err != nil { // keeps its number: the caller skips and reports it
-			it = p.badItem(provider.KindEvent, av, err)
+			it = p.badItem(l.kind, av, err)
 		}
 		next := since + 1 + int64(len(out))
 		switch {
-		case it.SK == skEventSeq:
+		case it.SK == l.counter:
 			counter = it.Seq
 			return false, nil
-		case it.Seq != next || !it.live(now):
+		case !it.numbered(l.prefix):
+			return true, nil // a sort key no entry has (written by hand): not the log's
+		case it.Seq != next || (it.bad == nil && !it.live(now)):
 			missing = next
 			return false, nil
 		}
@@ -733,8 +761,8 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 		return nil, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
 	if len(out) == 0 && (missing > 0 || counter > since) {
-		return nil, fmt.Errorf("dynamodb: %s: %w: event %d after cursor %d is no longer retained (WithEventRetention)",
-			op, provider.ErrCursorExpired, since+1, since)
+		return nil, fmt.Errorf("dynamodb: %s: %w: %s %d after cursor %d is no longer retained",
+			op, provider.ErrCursorExpired, l.what, since+1, since)
 	}
 	return out, nil
 }
@@ -764,7 +792,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 				if since == math.MaxInt64 {
 					return nil, nil
 				}
-				recs, last, err := p.readEvents(ctx, op, pipelinePrefix+pipelineID, fromOldest, since, followPage)
+				recs, last, err := p.readEvents(ctx, op, pipelineID, fromOldest, since, followPage)
 				if err != nil {
 					return nil, ctxErr(ctx, err)
 				}

@@ -122,9 +122,11 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	}
 }
 
-// readEvents reads up to count entries of the event stream at key after cursor
-// ("": from the oldest entry retained): an error wrapping
-// provider.ErrCursorExpired when events after the cursor were trimmed, and the
+// readEvents reads up to count entries of the stream at key (a pipeline's
+// events, or the marker log: both record in field p the ID before each entry)
+// after cursor ("": from the oldest entry retained): an error wrapping
+// provider.ErrCursorExpired when entries after the cursor were trimmed, also
+// when the stream was trimmed to nothing and nothing newer was added yet, and the
 // entries before the first gap otherwise (see gapFree). From a cursor it is one
 // pipeline of XRANGE and events_check's "last" (one round trip); one more
 // while the entry after the cursor was appended by a version that did not record
@@ -163,7 +165,7 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 		case err != nil:
 			return nil, p.wrap(op, err)
 		case idLess(cursor, id):
-			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+			return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
 				op, provider.ErrCursorExpired, cursor, id)
 		}
 		return nil, nil
@@ -179,7 +181,7 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 				op, provider.ErrCursorExpired, msgs[0].ID, cursor)
 		}
 	} else if idLess(cursor, prev) {
-		return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+		return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
 			op, provider.ErrCursorExpired, cursor, prev)
 	}
 	return gapFree(msgs), nil
