@@ -433,4 +433,17 @@ func testMarkerWatcherExpiredCursorFailsBeforeNextWrite(t *testing.T, s *suite) 
 				"a watcher behind retention hears it before the next write", expiryHeardWithin)
 		}
 	}
+	// Numbers are never reused: the next write follows the last dropped one,
+	// whose cursor reads it first.
+	last := recs[slices.IndexFunc(recs, func(r types.CascadeMarkerRecord) bool { return r.Marker.Date == dates[2] })].Cursor
+	noErr(t, s.open(t).WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-09", k.other), "WriteCascadeMarker after the retention")
+	select {
+	case it, ok := <-watchMarkers(t.Context(), p, last):
+		if !ok || it.err != nil || it.r.Marker.PipelineID != k.pipeline || it.r.Marker.Date != "2026-03-09" {
+			t.Fatalf("watch from the cursor of the last dropped write, after a new write: %+v, %v (open %v); want the new write first: "+
+				"numbers are never reused, whatever retention dropped", it.r, it.err, ok)
+		}
+	case <-time.After(deliveryWait):
+		t.Fatalf("watch from the cursor of the last dropped write: nothing within %v, want the write made after the retention", deliveryWait)
+	}
 }
