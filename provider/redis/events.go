@@ -208,6 +208,12 @@ func entryPrev(m goredis.XMessage) (string, bool) {
 	return prev, ok
 }
 
+// validStreamID reports whether id is a stream ID as parseStreamID reads it.
+func validStreamID(id string) bool {
+	_, _, ok := parseStreamID(id)
+	return ok
+}
+
 // idLess reports whether stream ID a orders before b; both are canonical (see
 // parseStreamID), and a malformed one orders first.
 func idLess(a, b string) bool {
@@ -375,6 +381,12 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 // an entry that does not decode is a *provider.CorruptError.
 func decodeEvent(pipelineID, key string, m goredis.XMessage, ev *types.Event) error {
 	name := func() (string, string) { return pipelineID + ":" + m.ID, where(key, "entry "+m.ID) }
+	if before, has := m.Values[eventPrev]; has { // absent on entries of versions that did not record it
+		if b, _ := before.(string); !validStreamID(b) {
+			id, key := name()
+			return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, b))
+		}
+	}
 	s, ok := m.Values[eventField].(string)
 	if !ok {
 		id, key := name()
