@@ -100,11 +100,10 @@
 // What only a backend knows, it records itself, through the meter provider and
 // *slog.Logger of its WithMeterProvider and WithLogger options (nil: the global
 // meter provider, no logs), and as events (pipestate.retry, pipestate.giveup,
-// pipestate.repair, pipestate.corrupt, pipestate.left_behind) on the span in the
+// pipestate.repair, pipestate.corrupt) on the span in the
 // call's context — the decorator's, when both are used. Logs: Debug per retry and
-// per flush, Warn per give-up, failed flush, corrupt record skipped and item left
-// without its ttl (DynamoDB), Info per repair; IDs, keys and counts, never user
-// values.
+// per flush, Warn per give-up, failed flush and corrupt record skipped, Info
+// per repair; IDs, keys and counts, never user values.
 //
 //	instrument                          kind        unit     attributes                            meaning
 //	pipestate.retries                   counter     {retry}  db.system.name, db.operation.name,    a retry inside a call, by pipestate.retry.reason:

@@ -113,7 +113,11 @@
 //	               dropped (by retention or trimming): ReadEventsSince from it returns
 //	               no events and an error wrapping ErrCursorExpired, FollowEvents
 //	               yields that error and ends, as WatchCascadeMarkers does for the
-//	               marker log. A read never skips a dropped event silently: when
+//	               marker log: at once, also when every entry after the cursor
+//	               was dropped and nothing newer was written yet. Numbers and
+//	               positions are never reused: whatever was dropped or expired,
+//	               an entry written later orders after every cursor handed out.
+//	               A read never skips a dropped event silently: when
 //	               events drop out of commit order (writers with different
 //	               retentions), a read returns the events before the first dropped
 //	               one, and the read after them fails. A cursor with nothing dropped
@@ -223,7 +227,10 @@
 //     ListLateArrivals, ListCascadeMarkers, ListLocks, GetTraits, FollowEvents,
 //     WatchCascadeMarkers) skips it and goes on: it returns the other records in
 //     their order, reads on so that a limit counts good records only, and an
-//     iterator's cursor moves past it. It reports each record it skipped, once
+//     iterator's cursor moves past it. This holds whatever part is corrupt, the
+//     ones a record's number, order or expiry are read from included: a backend
+//     takes a log entry's number from its key, so a corrupt entry never stops a
+//     reader or makes a cursor look expired. It reports each record it skipped, once
 //     per call: to the handler of OnCorrupt in the call's context (how a caller,
 //     cmd/pipestate for one, learns what was left out), and through the
 //     backend's signals — the pipestate.corrupt.records counter (by backend and

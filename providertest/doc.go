@@ -69,7 +69,8 @@
 //     log retention
 //     (Harness.ExpireMarkers, Harness.MaxMarkerWrites): a watch from a cursor
 //     whose successors were dropped fails with provider.ErrCursorExpired before
-//     it yields anything, never skipping the gap silently, also after a few
+//     it yields anything, at once also when nothing newer was written yet,
+//     never skipping the gap silently, also after a few
 //     hundred writes past a retention by count, and a watch from "" starts at the
 //     oldest write retained;
 //   - record retention (Harness.Retention, on the fake clock of Harness.Sleep):
@@ -235,7 +236,8 @@
 //     EventFollower/count_retention_expires_old_cursor.
 //   - ExpireMarkers does the same for the marker log that WatchCascadeMarkers
 //     reads (all pipelines' writes so far); it enables
-//     MarkerWatcher/expired_cursor_fails. MaxMarkerWrites tells the suite the
+//     MarkerWatcher/expired_cursor_fails and
+//     MarkerWatcher/expired_cursor_fails_before_next_write. MaxMarkerWrites tells the suite the
 //     count a backend that keeps the log by count was opened with (small: a
 //     hundred or so); it enables MarkerWatcher/count_retention_expires_old_cursor.
 //   - Corrupt makes one stored record undecodable in the test's storage, through

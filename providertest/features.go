@@ -51,7 +51,7 @@ var features = []Feature{
 		Enables: []string{"EventStore/retention_by_count_expires_old_cursor", "EventFollower/count_retention_expires_old_cursor"},
 		Effect:  "an event log kept by count; nil skips"},
 	{Field: "ExpireMarkers",
-		Enables: []string{"MarkerWatcher/expired_cursor_fails"},
+		Enables: []string{"MarkerWatcher/expired_cursor_fails", "MarkerWatcher/expired_cursor_fails_before_next_write"},
 		Effect:  "drops the marker writes made so far by the backend's retention; nil skips"},
 	{Field: "Corrupt",
 		Enables: []string{"Corrupt/*"},

@@ -301,7 +301,8 @@ func untilMarkers(t *testing.T, ch <-chan item[types.CascadeMarkerRecord], want 
 // RunMarkerWatcher tests provider.MarkerWatcher: writes from two instances to
 // several pipelines are all delivered (at least once), a rewrite is delivered again,
 // a watch resumed from a cursor delivers every later write, a cursor whose
-// successors retention dropped fails with ErrCursorExpired (Harness.ExpireMarkers,
+// successors retention dropped fails with ErrCursorExpired, at once, also before
+// anything newer is written (Harness.ExpireMarkers,
 // and Harness.MaxMarkerWrites for a log kept by count), and bad input. It skips
 // when the provider is not a MarkerWatcher.
 func RunMarkerWatcher(t *testing.T, h Harness) {
@@ -314,6 +315,7 @@ func RunMarkerWatcher(t *testing.T, h Harness) {
 		s.run(t, "rewrite_delivered_again", testMarkerWatcherRewriteDeliveredAgain)
 		s.run(t, "resume_from_cursor", testMarkerWatcherResumeFromCursor)
 		s.run(t, "expired_cursor_fails", testMarkerWatcherExpiredCursorFails)
+		s.run(t, "expired_cursor_fails_before_next_write", testMarkerWatcherExpiredCursorFailsBeforeNextWrite)
 		s.run(t, "count_retention_expires_old_cursor", testMarkerWatcherCountRetentionExpiresOldCursor)
 		s.run(t, "ends_on_cancel", testMarkerWatcherEndsOnCancel)
 		s.run(t, "bad_cursor", testMarkerWatcherBadCursor)

@@ -87,13 +87,14 @@ type Harness struct {
 	OpenMaxEvents func(t *testing.T, n int) provider.Provider
 
 	// ExpireMarkers applies the retention of the marker log (what
-	// provider.MarkerWatcher reads) in the storage of t: every marker write made
-	// before the call is dropped, as retention drops old writes, at the latest
-	// when the next write after the call is made, while writes made after it are
-	// kept. A backend with time-based retention advances the test's clock past it;
+	// provider.MarkerWatcher reads) in the storage of t: when it returns, every
+	// marker write made before the call is dropped, as retention drops old
+	// writes (a watch behind them hears it at once, before any later write),
+	// while writes made after it are kept. A backend with time-based retention advances the test's clock past it;
 	// one that trims the log by count trims it (e.g. an exact XTRIM MAXLEN 0 of the
-	// marker stream). It enables MarkerWatcher/expired_cursor_fails; nil skips it
-	// with a reason.
+	// marker stream). It enables MarkerWatcher/expired_cursor_fails and
+	// MarkerWatcher/expired_cursor_fails_before_next_write; nil skips them with
+	// a reason.
 	ExpireMarkers func(t *testing.T)
 
 	// Corrupt makes one stored record of kind undecodable in the storage of t,

@@ -1,6 +1,8 @@
 package providertest
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -389,4 +391,59 @@ func (s *suite) runRetention(t *testing.T, d time.Duration) {
 			}
 		}
 	})
+}
+
+// expiryHeardWithin bounds how long a reader behind retention may take to
+// hear it when nothing newer was written: its first read, or the poll after it.
+const expiryHeardWithin = 5 * time.Second
+
+// testMarkerWatcherExpiredCursorFailsBeforeNextWrite: a watch from a cursor
+// whose successors retention dropped fails with ErrCursorExpired at once,
+// also when nothing was written after them: the watcher must not believe it is
+// caught up until some later write reveals the gap.
+func testMarkerWatcherExpiredCursorFailsBeforeNextWrite(t *testing.T, s *suite) {
+	if s.h.ExpireMarkers == nil {
+		t.Skip("Harness.ExpireMarkers is nil")
+	}
+	p, k := s.open(t), newIDs(t)
+	want := map[string]int{}
+	var dates []string
+	for i := range 3 {
+		date := fmt.Sprintf("2026-03-0%d", i+1)
+		dates = append(dates, date)
+		noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", date, k.other), "WriteCascadeMarker")
+		want[markerKey(types.CascadeMarker{PipelineID: k.pipeline, ScheduleID: types.DefaultScheduleID, Date: date, Source: k.other})] = 1
+	}
+	recs := untilMarkers(t, watchMarkers(t.Context(), p, ""), want, "watch before the retention")
+	first := recs[slices.IndexFunc(recs, func(r types.CascadeMarkerRecord) bool { return r.Marker.Date == dates[0] })].Cursor
+	s.h.ExpireMarkers(t)
+	for _, inst := range []provider.Provider{p, s.open(t)} {
+		ch := watchMarkers(t.Context(), inst, first)
+		select {
+		case it, ok := <-ch:
+			switch {
+			case !ok:
+				t.Fatalf("watch from the cursor of the first of 3 dropped writes, nothing written since: ended without an error, want ErrCursorExpired")
+			case !errors.Is(it.err, provider.ErrCursorExpired):
+				t.Fatalf("watch from the cursor of the first of 3 dropped writes, nothing written since: %+v, %v; want an error wrapping ErrCursorExpired",
+					it.r, it.err)
+			}
+		case <-time.After(expiryHeardWithin):
+			t.Fatalf("watch from the cursor of the first of 3 dropped writes, nothing written since: nothing within %v, want ErrCursorExpired at once: "+
+				"a watcher behind retention hears it before the next write", expiryHeardWithin)
+		}
+	}
+	// Numbers are never reused: the next write follows the last dropped one,
+	// whose cursor reads it first.
+	last := recs[slices.IndexFunc(recs, func(r types.CascadeMarkerRecord) bool { return r.Marker.Date == dates[2] })].Cursor
+	noErr(t, s.open(t).WriteCascadeMarker(t.Context(), k.pipeline, "", "2026-03-09", k.other), "WriteCascadeMarker after the retention")
+	select {
+	case it, ok := <-watchMarkers(t.Context(), p, last):
+		if !ok || it.err != nil || it.r.Marker.PipelineID != k.pipeline || it.r.Marker.Date != "2026-03-09" {
+			t.Fatalf("watch from the cursor of the last dropped write, after a new write: %+v, %v (open %v); want the new write first: "+
+				"numbers are never reused, whatever retention dropped", it.r, it.err, ok)
+		}
+	case <-time.After(deliveryWait):
+		t.Fatalf("watch from the cursor of the last dropped write: nothing within %v, want the write made after the retention", deliveryWait)
+	}
 }

@@ -1460,6 +1460,31 @@ func (b watchResumesFromOldest) WatchCascadeMarkers(ctx context.Context, cursor 
 	}
 }
 
+// watchHearsExpiryOnNextWrite notices that a watch's cursor expired only once
+// a write after the gap is there to read, as a watch that looks for the gap in
+// the entries it reads would: until the next write, it waits without a word.
+type watchHearsExpiryOnNextWrite struct{ full }
+
+func (b watchHearsExpiryOnNextWrite) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
+	return func(yield func(types.CascadeMarkerRecord, error) bool) {
+		for r, err := range b.full.WatchCascadeMarkers(ctx, cursor) {
+			if errors.Is(err, provider.ErrCursorExpired) {
+				for _, werr := range b.full.WatchCascadeMarkers(ctx, "") {
+					if werr == nil {
+						werr = err // a write after the gap: now the gap shows
+					}
+					yield(types.CascadeMarkerRecord{}, werr)
+					return
+				}
+				return
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
 // markerLogByCount keeps a marker log of its own, the last teethMarkerWrites
 // writes (a capped list) for memorytest.MarkerRetention at most, whose cursors
 // are write numbers. A watch whose cursor is older than a write retention
@@ -2184,6 +2209,9 @@ var brokenBackends = append([]brokenBackend{
 	// Retention: a watch from a cursor retention passed fails with ErrCursorExpired.
 	{"watch_resumes_from_oldest", "MarkerWatcher/expired_cursor_fails",
 		func(p full, _ *shared) provider.Provider { return watchResumesFromOldest{p} }},
+	// Retention: also before anything newer was written.
+	{"watch_hears_expiry_on_next_write", "MarkerWatcher/expired_cursor_fails_before_next_write",
+		func(p full, _ *shared) provider.Provider { return watchHearsExpiryOnNextWrite{p} }},
 	// Retention: so does one whose cursor a log kept by count left behind.
 	{"marker_log_by_count", "MarkerWatcher/count_retention_expires_old_cursor",
 		func(p full, s *shared) provider.Provider { return markerLogByCount{p, s} }},

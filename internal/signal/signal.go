@@ -133,18 +133,6 @@ func (r *Recorder) Repair(ctx context.Context, list string, n int) {
 	r.log.InfoContext(ctx, "pipestate: repaired list entries", "list", list, "entries", n)
 }
 
-// LeftBehind records that operation op, whose own write succeeded, failed with
-// err to give the item at key the ttl attribute by which DynamoDB would delete
-// it: the item stays stored (readers still judge its expiry). A Warn record and
-// a pipestate.left_behind event on the span in ctx.
-func (r *Recorder) LeftBehind(ctx context.Context, op, key string, err error) {
-	if r == nil {
-		return
-	}
-	trace.SpanFromContext(ctx).AddEvent("pipestate.left_behind", trace.WithAttributes(AttrRecordKey.String(key)))
-	r.log.WarnContext(ctx, "pipestate: an item was left without its ttl", "db.operation.name", op, "record.key", key, "error", err)
-}
-
 // Batch records the size of one group commit or batch request of operation op.
 func (r *Recorder) Batch(ctx context.Context, op string, size int) {
 	if r == nil {

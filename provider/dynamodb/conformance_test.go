@@ -45,23 +45,6 @@ func TestConformance(t *testing.T) {
 	providertest.Run(t, conformanceHarness())
 }
 
-// TestConformanceWithoutEventCounter runs the suite's groups that append events
-// on providers that number them without the counter item (WithEventCounter).
-func TestConformanceWithoutEventCounter(t *testing.T) {
-	testEnv(t)
-	h := conformanceHarness(dynamodb.WithEventCounter(false))
-	for _, g := range []struct {
-		name string
-		run  func(*testing.T, providertest.Harness)
-	}{
-		{"EventStore", providertest.RunEventStore}, {"EventFollower", providertest.RunEventFollower},
-		{"Fencing", providertest.RunFencing}, {"Retention", providertest.RunRetention},
-		{"Expiry", providertest.RunExpiry}, {"Corrupt", providertest.RunCorrupt}, {"Limits", providertest.RunLimits},
-	} {
-		t.Run(g.name, func(t *testing.T) { g.run(t, h) })
-	}
-}
-
 // conformanceHarness is the suite's harness on DynamoDB Local, for providers
 // opened with opts.
 func conformanceHarness(opts ...dynamodb.Option) providertest.Harness {

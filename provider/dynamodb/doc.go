@@ -87,36 +87,37 @@
 //     swap is redone with the stored CreatedAt, again each time a concurrent put
 //     moves it). Of N concurrent swaps from one
 //     version exactly one wins.
-//   - Events are numbered 1, 2, 3... per pipeline. With the counter item (the
-//     default), each append moves it from n to n+k in the same transaction that
-//     puts events n+1..n+k, on condition that it still holds n. Without it
-//     (WithEventCounter(false)), an append puts event n+1 on condition that the
-//     number is free, where n is the newest event, which it knows from its last
-//     append (for a day at most) or reads; the newest event carries no ttl, so
-//     DynamoDB keeps it, and with it the numbering, after the whole log has
-//     expired (see AppendEvent and Capacity units). Either way every event put
-//     is conditioned on its number being free, so the two can append to one log
-//     at once. Numbers are therefore gapless and in commit
-//     order, and a reader that has passed cursor n can never later see a new event
-//     below n, whatever the writers' clocks say. The cursor (EventRecord.StreamID) is
+//   - Events are numbered 1, 2, 3... per pipeline by the pipeline's counter
+//     item (EVENTSEQ): each append moves it from n to n+k in the same
+//     transaction that puts events n+1..n+k, on condition that it still holds
+//     n, and each event on condition that its number is free. The counter
+//     carries no ttl, so it outlives every event and every cursor: after the
+//     whole log expired and DynamoDB's TTL deleted it, numbering goes on after
+//     the last number handed out, and a number once committed is never
+//     committed again. An instance that does not know a pipeline's counter
+//     reads it and the newest event stored in one Query and never numbers at
+//     or below that event (a log an unreleased build appended to without the
+//     counter may have left the counter behind it; see the CHANGELOG). Numbers
+//     are therefore gapless and in commit order, and a reader that has passed
+//     cursor n can never later see a new event below n, whatever the writers'
+//     clocks say. The number is the sort key's: an item whose seq attribute
+//     says otherwise is corrupt (see Corrupt records). The cursor (EventRecord.StreamID) is
 //     the decimal number; anything else is ErrInvalidArgument. Numbers being
 //     gapless, a cursor is expired exactly when the event after it was appended
 //     and is no longer retained (WithEventRetention; expired by the provider
 //     clock, or deleted by DynamoDB's TTL): ReadEventsSince and FollowEvents
 //     from it fail with provider.ErrCursorExpired. The Query after a cursor runs
-//     on to the pipeline's counter item (EVENTSEQ sorts after every event; without
-//     the counter, the newest event is there, expired or not), so
-//     the same request tells a cursor into a log that expired entirely (expired)
-//     from the newest event's cursor (not): no extra request, and no paging
+//     on to the pipeline's counter item (EVENTSEQ sorts after every event), so
+//     the same request tells a cursor into a log that expired entirely (expired,
+//     at once, also before anything newer is appended) from the newest event's
+//     cursor (not): no extra request, and no paging
 //     past an expired backlog either. "" reads from the oldest event retained.
 //     Events of writers with different retentions can expire out of order: a
 //     read stops before the first missing number, and the read from there
 //     fails. Concurrent appends to
 //     one pipeline through one Provider are group-committed (up to 99 events per
 //     transaction), so goroutines of one process never race each other for a
-//     number; only instances do. An event's ttl is its expiry plus a day
-//     (eventTTLGrace), so that no number below the newest comes free while an
-//     instance may still append after a hint.
+//     number; only instances do.
 //   - CreateRunState is PutRunState's transaction with the condition that the run's
 //     truth item does not exist: of any number of concurrent creates of one RunID
 //     exactly one commits, and the others fail the condition (or conflict, are
@@ -135,8 +136,9 @@
 //     nothing: 1 read capacity unit.
 //   - WatchCascadeMarkers reads the marker log: every WriteCascadeMarker also
 //     writes an entry (the marker as written) under the next number of one global
-//     counter, claimed in the marker's transaction as an event claims its
-//     pipeline's (condition: the counter still holds n), so entries are numbered
+//     counter (MARKERLOG SEQ, which carries no ttl either), claimed in the
+//     marker's transaction as an event claims its pipeline's (condition: the
+//     counter still holds n), so entries are numbered
 //     1, 2, 3... without gaps, in commit order, and an entry exists exactly when
 //     the marker write committed. A rewrite of a marker is a new entry. The watch
 //     polls the log from its cursor (the entry's number) like FollowEvents, with
@@ -147,7 +149,9 @@
 //     writer's clock; 0 keeps them forever), after which reads skip them and DynamoDB deletes them. Numbers
 //     being gapless, an entry missing after the cursor was dropped by retention:
 //     the watch yields the entries before the gap, then an error wrapping
-//     provider.ErrCursorExpired, never a silent gap. Delivery is at least once: a
+//     provider.ErrCursorExpired, never a silent gap; its Query runs on to the
+//     log's counter (SEQ sorts after every ENTRY#), so a watch whose cursor's
+//     successors all expired hears it at once, also before the next write. Delivery is at least once: a
 //     write whose reply was lost is logged once (see Lost responses) unless its
 //     retry comes after DynamoDB forgot the idempotency token (10 minutes) and
 //     after another write took the next number; a watch from "" (or "0") starts at
@@ -259,7 +263,7 @@
 //   - DeletePipeline removes the config only; the pipeline's other records stay.
 //   - Hot keys: all of a pipeline's records share its partition, so one pipeline's
 //     writes are bounded by DynamoDB's per-partition throughput (1,000 WCU/s), and its
-//     appends are serialized by its counter item or its newest number (group commit
+//     appends are serialized by its counter item (group commit
 //     packs many appends into one). Every pipeline config, rerun and replay shares one GSI1
 //     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
 //     marker-log partition and counter (MARKERLOG); these are low-rate records.
@@ -280,9 +284,6 @@
 //	PutRunLog, PutReplay                  the entry's, the request's own item
 //	AppendEvent                           the pipeline's event counter (EVENTSEQ), which the
 //	                                      append's transaction moves anyway: the event log
-//	                                      (without the counter, a fenced append is a
-//	                                      transaction of the puts and an update of the
-//	                                      counter item that checks and sets the fence only)
 //	PutLateArrival                        the list's fence item (FENCE#LATE#{date}#{schedule})
 //
 // A late arrival is a new item each time, which cannot see what its list
@@ -388,10 +389,9 @@
 //	                                       a rerun's pipeline changed
 //	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
-//	AppendEvent                            1 when this instance made the pipeline's last append, else 2;
-//	                                       without the counter, +1 for the previous newest event's
-//	                                       ttl (with event retention; a group commit's transaction
-//	                                       carries it), and 2 when the last append was over a day ago
+//	AppendEvent                            1 when this instance made the pipeline's last append, else 2
+//	                                       (a Query of the counter and the newest event, then the
+//	                                       transaction)
 //	WriteCascadeMarker                     1 for a new marker or one this instance wrote last, 2 to
 //	                                       rewrite one another instance rewrote since; +1 unless
 //	                                       this instance made the last marker write (of any pipeline)
@@ -435,12 +435,9 @@
 //	CompareAndSwapRunState                            copy is what keeps ListRuns a strongly consistent
 //	                                                  Query in creation order (a GSI would be eventual)
 //	AppendEvent                            4          a transaction of the event and the pipeline's
-//	                                                  counter item, which hands out gap-free numbers;
-//	  WithEventCounter(false)              1; 2       a conditional put of the next number; with event
-//	                                                  retention, the update that gives the previous
-//	                                                  newest event its ttl (see below); fenced, 6: a
-//	                                                  transaction with the counter item, which keeps the
-//	                                                  fences
+//	                                                  counter item, which hands out gap-free numbers
+//	                                                  and outlives the log (see below); +1 RCU when
+//	                                                  this instance did not make the last append
 //	PutRerun                               5          the run's pattern (4) and the truth's GSI1 copy
 //	WriteCascadeMarker                     8; 10 to   a transaction of the marker, its by-time copy, the
 //	                                       rewrite    marker-log entry and counter; a rewrite also deletes
@@ -473,51 +470,22 @@
 //	                         WRU per run  RRU per run  per month
 //	before (locks as tx)     235          4            70.5 M WRU $44.06 + 1.2 M RRU $0.15 = $44.21
 //	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
-//	without the counter      132          4            39.6 M WRU $24.75 + 1.2 M RRU $0.15 = $24.90
-//	  and without retention  82           4            24.6 M WRU $15.38 + 1.2 M RRU $0.15 = $15.53
 //
-// (The last two rows assume that a run's events come from the instance that
-// appended the run's previous event: an append after another instance's pays a
-// refused put and a read, 1 WCU and 1 RCU more.) Events are 200 of the 232
-// write units a run costs with the counter, 100 without it. The counter item is
-// what makes a lone event 4 units: a transaction of two items. Without it
-// (WithEventCounter(false)) an event is a conditional PutItem of the next
-// number (attribute_not_exists, stamped with the call's token), 1 unit, and
-// what the counter held is kept elsewhere, since a condition reads only the item
-// it writes:
-//   - the fence check of a fenced append: a fenced append stays a transaction
-//     with the counter item, which remembers the fences (but no longer moves its
-//     number);
-//   - a number above every number handed out, once the whole log has expired
-//     (WithEventRetention): without it, numbering would restart at 1, and a
-//     follower whose cursor is further on would skip the new events without an
-//     error. The newest event keeps it: it is written without a ttl (readers
-//     still judge its expiry by its exp), and the next append gives it its ttl
-//     with an UpdateItem (1 unit; in a group commit's transaction, 2). A log
-//     that has expired keeps one item stored. When that update fails after the
-//     event committed, the append still succeeds and the failure is logged
-//     (Warn, "an item was left without its ttl", with the item's key): that one
-//     event stays stored until deleted by hand.
-//
-// BenchmarkAppendEventContention puts the two side by side, appending to one
-// pipeline from 1, 4 and 16 instances (64 callers in all; units per event by
-// AWS's rules, read and write together, refused attempts included; a fresh
-// DynamoDB Local on 2 vCPUs, five runs):
-//
-//	instances  with the counter                 without it
-//	1          2.06 (group commits of ~32)      2.03 (group commits: a transaction)
-//	4          3.1-3.9                          4.3-5.2, up to 1.45 times as slow
-//	16         18.3-19.9                        15.2-16.3, as fast
-//
-// Alone, the counter costs 4 units and a put 1, or 2 with the update. Group
-// commits from one instance cost both about 2 an event. From many instances
-// at once both pay for lost races: a refused transaction is charged 2 units per
-// action either way, and without the counter a refused put is followed by a
-// read of the newest event. A pipeline whose events come from many instances at
-// the same moment does better to send them through one.
-//
-// The counter is the default because v0.1.0 knows only it, and puts its events
-// without a condition: see WithEventCounter for the order to roll out in.
+// Events are 200 of the 232 write units a run costs. The counter item is what
+// makes a lone event 4 units: a transaction of two items. An unreleased build
+// had a second numbering, WithEventCounter(false): a conditional PutItem of the
+// next number (1 unit) and an UpdateItem that gave the previous newest event
+// its ttl (1 unit), 132 WRU a run, $24.90 a month instead of $43.65 at this
+// workload (about $19 less), and, under contention from 16 instances, 15-16
+// units an event against the counter's 18-20. It was removed before any
+// release: two numberings sharing one log doubled the states that a review and
+// a test must cover, and a breach lived only in their mix (an instance with the
+// counter claimed a number that TTL had deleted below the newest event of one
+// without it, and a follower past it never saw the event). One numbering,
+// whose counter never expires, makes "a number is never committed twice" a
+// property of one item. A pipeline whose events come from many instances at the
+// same moment does better to send them through one (group commit: about 2
+// units an event).
 //
 // # Signals
 //
@@ -543,21 +511,20 @@
 // and the size of every group commit of events (pipestate.batch.size, AppendEvent),
 // and each stored record a listing, follower or watcher skipped because it does
 // not decode (pipestate.corrupt.records by pipestate.record.kind; a Warn record
-// naming the item and a pipestate.corrupt span event), and each event an append
-// without the counter failed to give its ttl after its own write committed (a
-// Warn record "an item was left without its ttl" naming the item, and a
-// pipestate.left_behind span event; the item stays stored, see Capacity units).
+// naming the item and a pipestate.corrupt span event).
 //
 // # Corrupt records
 //
 // An item whose attributes do not unmarshal (a number where a string belongs, a
-// data attribute of another type, compressed data that does not inflate) or
-// whose data does not decode as its record follows the provider rule (see package
-// provider): a Get* returns a *provider.CorruptError naming the record and the
+// data attribute of another type, compressed data that does not inflate, an
+// expiry or number that is no int64, an event's or marker-log entry's seq that
+// is not its sort key's number) or whose data does not decode as its record
+// follows the provider rule (see package provider), whichever attribute it is: a Get* returns a *provider.CorruptError naming the record and the
 // item ("dynamodb table T item RUN#r-1 STATE"); a query decodes each item as it
 // reads it, so a List*(limit) skips, reports and reads on past a corrupt item
 // and returns limit good records, and followers and watchers move their
-// sequence number past it. A CompareAndSwapRunState with a zero CreatedAt, which
+// sequence number past it: an entry of a numbered log keeps its number, its
+// sort key's, so a corrupt one never makes a cursor look expired. A CompareAndSwapRunState with a zero CreatedAt, which
 // must read the stored run, fails with the run's *provider.CorruptError.
 // Throttles are seen by a middleware each request carries
 // (internal/ddbx.ThrottleSignals), so an API wrapper must pass optFns on to keep

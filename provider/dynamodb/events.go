@@ -45,27 +45,19 @@ func afterSeq(pk, prefix string, since int64) expr {
 }
 
 // AppendEvent implements provider.EventStore. The event gets the pipeline's next
-// sequence number, handed out in one of two ways (WithEventCounter):
+// sequence number from the pipeline's counter item (EVENTSEQ): one
+// TransactWriteItems moves the counter from n to n+k, on condition that it
+// still holds n (the value this instance last saw), and puts k events under
+// n+1..n+k, each on condition that its number is free. A lost race returns the
+// counter's current value (ReturnValuesOnConditionCheckFailure) and the
+// transaction is retried with it. The counter item never expires (it carries
+// no ttl), so numbering goes on after the whole log expired and DynamoDB's TTL
+// deleted it: a number, once committed, is never committed again.
 //
-//   - With the counter (the default): one TransactWriteItems moves the
-//     pipeline's counter item from n to n+k, on condition that it still holds n
-//     (the value this instance last saw), and puts k events under n+1..n+k, each
-//     on condition that its number is free. A lost race returns the counter's
-//     current value (ReturnValuesOnConditionCheckFailure) and the transaction is
-//     retried with it.
-//   - Without it: one PutItem of event n+1, on condition that the number is
-//     free, where n is the newest event, which this instance knows from its last
-//     append to the pipeline (for less than eventTTLGrace) or reads (one strongly
-//     consistent Query). The newest event of a log is written without its ttl
-//     attribute, so DynamoDB never deletes it and numbering goes on after the
-//     whole log has expired; the next append gives it its ttl (one UpdateItem).
-//     k events are one TransactWriteItems of k such puts and that update. A
-//     lost race reads the newest event and retries after it.
-//
-// Either way numbers are handed out without gaps, each to exactly one committed
-// event, and number order is commit order. Every event is stamped with its call's
-// token, so a retry after a lost reply that finds its number taken knows whether
-// it took it.
+// Numbers are handed out without gaps, each to exactly one committed event, and
+// number order is commit order. The counter is stamped with its call's token,
+// and so is every event, so a retry after a lost reply that finds the counter
+// moved or its number taken knows whether it moved or took it.
 //
 // Concurrent appends to one pipeline through one Provider are group-committed:
 // they queue, and a background flusher writes up to 99 of them per transaction, so
@@ -74,10 +66,9 @@ func afterSeq(pk, prefix string, since int64) expr {
 // the event is then not appended if it was still queued, and may be if its
 // transaction was already in flight (as with any write cut off by a deadline).
 //
-// One round trip when this instance knows the pipeline's newest number (it made
-// the pipeline's previous append), else two; one more per race lost to another
-// instance; without the counter and with event retention, one more that gives
-// the previous newest event its ttl.
+// One round trip when this instance knows the pipeline's counter (it made the
+// pipeline's previous append, or the pipeline has none yet), else two; one more
+// per race lost to another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	ev, err := provider.PrepareEvent(ev, now)
@@ -90,12 +81,12 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	}
 	it := item{PK: pipelinePrefix + ev.PipelineID, Data: data}
 	if p.retention.Events > 0 {
-		it.Exp = unixNano(now.Add(p.retention.Events))
+		it.setExpiry(now.Add(p.retention.Events))
 	}
 	// Size the item as stored at its largest: the widest sequence number (its SK
-	// has a fixed width), a token and a ttl.
+	// has a fixed width) and a token.
 	sized := it
-	sized.SK, sized.Seq, sized.Tok, sized.TTL = eventSK(math.MaxInt64), math.MaxInt64, ids.Random(), math.MaxInt64
+	sized.SK, sized.Seq, sized.Tok = eventSK(math.MaxInt64), math.MaxInt64, ids.Random()
 	av, err := marshal(sized)
 	if err != nil {
 		return err
@@ -132,7 +123,7 @@ func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 // pendingEvent is an event waiting in its pipeline's append queue.
 type pendingEvent struct {
 	ctx  context.Context
-	item item // SK, Seq, Tok and TTL are set per attempt
+	item item // SK, Seq and Tok are set per attempt
 	size int
 	done chan error // buffered: the flusher never blocks
 	// fence and fenced are the token of a fenced append: a batch holds events of
@@ -184,12 +175,7 @@ func (p *Provider) flush(pipelineID string, q *appendQueue) {
 		p.sig.Batch(ctx, "AppendEvent", len(batch))
 		a := &appendCall{p: p, pipelineID: pipelineID, pk: pipelinePrefix + pipelineID, batch: batch, tok: ids.Random(),
 			g: guard{t: batch[0].fence, on: batch[0].fenced, record: "event log of pipeline " + pipelineID}}
-		var err error
-		if p.eventCounter {
-			err = a.counted(ctx)
-		} else {
-			err = a.chained(ctx)
-		}
+		err := a.counted(ctx)
 		cancel()
 		for _, pe := range batch {
 			pe.done <- err
@@ -203,56 +189,39 @@ type appendCall struct {
 	pipelineID string
 	pk         string
 	batch      []*pendingEvent
-	tok        string // stamped on the counter (with the counter) and on every event
+	tok        string // stamped on the counter and on every event
 	g          guard
 }
 
 // appendOp is the operation of every request of an appendCall.
 const appendOp = "AppendEvent"
 
-// eventTip is what an instance knows of a pipeline's event log: the number the
-// next append goes after (the counter's value with the counter, the newest
-// event's without), when it learnt it, by the provider clock, and, without the
-// counter, the newest event's expiry and whether it still waits for its ttl.
-type eventTip struct {
-	seq  int64
-	exp  int64 // the newest event's item.Exp (0: it never expires)
-	bare bool  // the newest event was written without its ttl attribute
-	at   int64 // Unix nanoseconds
-}
-
-// eventTTLGrace is how long after its expiry (item.Exp) an event is left to
-// DynamoDB's TTL: its ttl attribute is the expiry plus a day. Without the
-// counter, an append's put is conditioned on its own number only, so a number
-// below the newest must not come free while an instance may still append after
-// an older hint. Every event numbered after a hint learnt at h expires after h,
-// so none is deleted before h+eventTTLGrace, and hints are used for less than
-// that (clocks a few minutes apart do not matter).
-const eventTTLGrace = 24 * time.Hour
-
-// eventTTL is the ttl attribute of an event expiring at exp (Unix nanoseconds).
-func eventTTL(exp int64) int64 {
-	return time.Unix(0, exp).Unix() + 1 + int64(eventTTLGrace/time.Second)
-}
-
 // counted commits the batch with the counter item (see AppendEvent).
 func (a *appendCall) counted(ctx context.Context) error {
 	p, n := a.p, int64(len(a.batch))
-	tip, _ := p.seqs.get(a.pipelineID)
-	counter, base := tip.seq, tip.seq // what the counter holds, and the number the batch goes after
-	// prev is the event numbered base when an instance without the counter
-	// wrote it: it waits for its ttl from the append after it (see chained).
-	var prev eventTip
+	// counter is what the counter holds (0: no counter item yet), base the
+	// number the batch goes after: the counter, but never below the newest
+	// event stored (a log an unreleased build appended to without the counter
+	// left it behind), whatever TTL deleted before it.
+	counter, known := p.seqs.get(a.pipelineID)
+	base := counter
+	if !known {
+		var newest int64
+		var err error
+		if counter, newest, err = p.readTip(ctx, a.pk); err != nil {
+			return err
+		}
+		base = max(counter, newest)
+	}
 	for lost, conflicts := 0, 0; ; {
-		events, err := a.puts(base, false)
+		events, err := a.puts(base)
 		if err != nil {
 			return err
 		}
 		actions := append([]ddbtypes.TransactWriteItem{p.claimSeq(a.pk, skEventSeq, counter, base+n, a.tok, a.g)}, events...)
 		cause := p.transact(ctx, appendOp, actions...)
 		if cause == nil {
-			p.seqs.put(a.pipelineID, eventTip{seq: base + n})
-			p.expireTip(ctx, a.pk, prev)
+			p.seqs.put(a.pipelineID, base+n)
 			return nil
 		}
 		i, old, refused := firstRefused(cause, len(actions))
@@ -265,35 +234,38 @@ func (a *appendCall) counted(ctx context.Context) error {
 			if old != nil {
 				o, err := unmarshal(old)
 				if err != nil {
-					return err
+					return fmt.Errorf("dynamodb: %s: the event counter of %s: %w", appendOp, a.pk, p.badItem(provider.KindEvent, old, err).bad)
 				}
 				if o.Tok == a.tok { // an SDK retry of our own batch, whose response was lost
-					p.seqs.put(a.pipelineID, eventTip{seq: o.Seq})
+					p.seqs.put(a.pipelineID, o.Seq)
 					return nil
 				}
 				if err := a.g.refusedItem(o); err != nil {
-					p.seqs.put(a.pipelineID, eventTip{seq: o.Seq})
+					p.seqs.put(a.pipelineID, o.Seq)
 					return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
 				}
 				counter = o.Seq
 			}
-			base, prev = counter, eventTip{}
-			p.seqs.put(a.pipelineID, eventTip{seq: counter})
+			// A counter below what this batch went after was moved back (by
+			// hand, or restored from a backup): numbers up to base may be
+			// taken, or were and were deleted, so the batch still goes after
+			// base.
+			base = max(counter, base)
+			p.seqs.put(a.pipelineID, counter)
 		case refused:
-			// An event holds a number the counter handed this batch: an instance
-			// appending without the counter (WithEventCounter(false)) wrote it.
+			// An event holds a number the counter handed this batch: the
+			// counter is behind the log (restored from a backup, or a log an
+			// unreleased build appended to without it). Never write over it:
+			// go past the newest event.
 			if a.ours(old) { // an SDK retry of our own batch, whose response was lost
-				p.seqs.put(a.pipelineID, eventTip{seq: base + n})
-				p.expireTip(ctx, a.pk, prev)
+				p.seqs.put(a.pipelineID, base+n)
 				return nil
 			}
-			if counter, tip, err = p.readTip(ctx, a.pk); err != nil {
+			_, newest, err := p.readTip(ctx, a.pk)
+			if err != nil {
 				return err
 			}
-			base, prev = max(counter, tip.seq), eventTip{}
-			if base == tip.seq {
-				prev = tip
-			}
+			base = max(base, newest)
 		default:
 			if err := a.conflict(ctx, conflicts, cause); err != nil {
 				return err
@@ -308,128 +280,14 @@ func (a *appendCall) counted(ctx context.Context) error {
 	}
 }
 
-// chained commits the batch without the counter item (see AppendEvent).
-func (a *appendCall) chained(ctx context.Context) error {
-	p, n := a.p, int64(len(a.batch))
-	tip, ok := p.seqs.get(a.pipelineID)
-	if !ok || unixNano(p.now())-tip.at >= int64(eventTTLGrace) {
-		counter, newest, err := p.readTip(ctx, a.pk)
-		if err != nil {
-			return err
-		}
-		tip = newest
-		if counter > tip.seq { // the events after tip expired and were deleted
-			tip = eventTip{seq: counter, at: tip.at}
-		}
-	}
-	for lost, conflicts := 0, 0; ; {
-		puts, err := a.puts(tip.seq, true)
-		if err != nil {
-			return err
-		}
-		var actions []ddbtypes.TransactWriteItem
-		if a.g.on {
-			// The counter item keeps the log's fences; this checks and remembers
-			// one and leaves the counter's number as it is.
-			actions = append(actions, p.txGuard(a.pk, skEventSeq, a.g))
-		}
-		first := len(actions) // the first put's action
-		actions = append(actions, puts...)
-		// A transaction anyway gives the previous newest event its ttl too: 1
-		// write unit more than expireTip, one round trip less.
-		expireIn := len(actions) > 1 && tip.bare
-		if expireIn {
-			actions = append(actions, p.txExpire(a.pk, tip))
-		}
-		if len(actions) == 1 {
-			err = p.putAction(ctx, appendOp, actions[0].Put)
-		} else {
-			err = p.transact(ctx, appendOp, actions...)
-		}
-		i, old, refused := firstRefused(err, len(actions))
-		switch {
-		case !refused:
-		case i < first:
-			if rerr := a.g.refused(old); rerr != nil {
-				return fmt.Errorf("dynamodb: %s: %w", appendOp, rerr)
-			}
-			return fmt.Errorf("dynamodb: %s: %w", appendOp, err)
-		case i == len(actions)-1 && expireIn:
-			// The previous newest event is gone (deleted by hand): nothing to expire.
-			tip.bare = false
-			continue
-		case a.ours(old):
-			err = nil // an SDK retry of our own write, whose response was lost
-		default:
-			// Another instance appended first. When some of the puts found their
-			// number free, the last one refused was the newest event; else read
-			// the newest. Retry at once, as with the counter.
-			if next, ok := a.newestRefused(err, first, len(puts)); ok {
-				tip = next
-			} else if _, newest, rerr := p.readTip(ctx, a.pk); rerr != nil {
-				return rerr
-			} else if newest.seq > tip.seq {
-				tip = newest
-			}
-			lost++
-			if err := p.lostRace(ctx, appendOp, signal.ReasonSequenceRace, lost, err); err != nil {
-				return err
-			}
-			continue
-		}
-		if err == nil {
-			newest := a.batch[n-1].item.Exp
-			p.seqs.put(a.pipelineID, eventTip{seq: tip.seq + n, exp: newest, bare: newest != 0, at: unixNano(p.now())})
-			if !expireIn {
-				p.expireTip(ctx, a.pk, tip)
-			}
-			return nil
-		}
-		if err := a.conflict(ctx, conflicts, err); err != nil {
-			return err
-		}
-		conflicts++
-	}
-}
-
-// newestRefused is the log's newest event when a transaction whose puts are
-// actions first..first+n-1 was refused, and some of those found their number
-// free: the last one refused (its item, as the refusal returns it). ok is false
-// when every put was refused, or the item does not unmarshal.
-func (a *appendCall) newestRefused(err error, first, n int) (eventTip, bool) {
-	if n < 2 {
-		return eventTip{}, false
-	}
-	for i := first + n - 1; i >= first; i-- {
-		old, refused := ddbx.TxConditionFailed(err, i)
-		if !refused {
-			continue
-		}
-		if i == first+n-1 || old == nil {
-			return eventTip{}, false
-		}
-		it, uerr := unmarshal(old)
-		if uerr != nil {
-			return eventTip{}, false
-		}
-		return eventTip{seq: it.Seq, exp: it.Exp, bare: it.Exp != 0 && it.TTL == 0, at: unixNano(a.p.now())}, true
-	}
-	return eventTip{}, false
-}
-
 // puts returns the conditional put of each event of the batch, numbered after
-// base and stamped with the call's token. Each event's ttl is its expiry plus
-// eventTTLGrace, but, when bareTip, the last one's: it becomes the log's newest
-// event, which expireTip gives its ttl once an event follows it.
-func (a *appendCall) puts(base int64, bareTip bool) ([]ddbtypes.TransactWriteItem, error) {
-	out := make([]ddbtypes.TransactWriteItem, 0, len(a.batch)+1)
+// base and stamped with the call's token.
+func (a *appendCall) puts(base int64) ([]ddbtypes.TransactWriteItem, error) {
+	out := make([]ddbtypes.TransactWriteItem, 0, len(a.batch))
 	for i, pe := range a.batch {
 		it := pe.item
 		it.Seq = base + 1 + int64(i)
 		it.SK, it.Tok = eventSK(it.Seq), a.tok
-		if it.Exp != 0 && !(bareTip && i == len(a.batch)-1) {
-			it.TTL = eventTTL(it.Exp)
-		}
 		av, err := marshal(it)
 		if err != nil {
 			return nil, err
@@ -476,10 +334,11 @@ func firstRefused(err error, n int) (i int, old map[string]ddbtypes.AttributeVal
 }
 
 // readTip reads what the numbering of the event log in partition pk rests on,
-// in one strongly consistent Query down from the counter item (2 items at most):
-// the counter's value (0 without one) and the newest event stored, expired or
-// not (the zero eventTip without one), stamped with the provider clock.
-func (p *Provider) readTip(ctx context.Context, pk string) (counter int64, tip eventTip, err error) {
+// in one strongly consistent Query down from the counter item (2 items at
+// most): the counter's value (0 without one) and the number of the newest
+// event stored, expired or not (0 without one; its sort key's, whatever its
+// attributes hold).
+func (p *Provider) readTip(ctx context.Context, pk string) (counter, newest int64, err error) {
 	key := expr{keyRange, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":lo": sv(eventSK(0)), ":hi": sv(skEventSeq)}}
 	fwd, consistent, limit := false, true, int32(2)
 	out, err := p.api.Query(ctx, &ddb.QueryInput{
@@ -492,66 +351,22 @@ func (p *Provider) readTip(ctx context.Context, pk string) (counter int64, tip e
 		Limit:                     &limit,
 	}, p.sdk(appendOp))
 	if err != nil {
-		return 0, eventTip{}, fmt.Errorf("dynamodb: %s: %w", appendOp, err)
+		return 0, 0, fmt.Errorf("dynamodb: %s: %w", appendOp, err)
 	}
-	tip.at = unixNano(p.now())
 	for _, av := range out.Items {
-		it, err := unmarshal(av)
-		if err != nil { // its number still counts; its expiry is unknown, so it keeps no ttl
-			it = p.badItem(provider.KindEvent, av, err)
+		sk, _ := attrString(av[attrSK])
+		if n, ok := keySeq(sk); ok {
+			return counter, n, nil
 		}
-		if it.SK == skEventSeq {
-			counter = it.Seq
-			continue
+		if v, ok := av[attrSeq]; ok && sk == skEventSeq { // a counter item without seq (fences only) counts from 0
+			if counter, err = attrInt(v); err != nil {
+				it := p.badItem(provider.KindEvent, av, err)
+				return 0, 0, fmt.Errorf("dynamodb: %s: the event counter of %s: %w", appendOp, pk, it.bad)
+			}
 		}
-		tip.seq, tip.exp, tip.bare = it.Seq, it.Exp, it.Exp != 0 && it.TTL == 0
-		break
 	}
-	return counter, tip, nil
+	return counter, 0, nil
 }
-
-// expireTip gives tip, the event that was the log's newest before an append
-// after it without the counter, the ttl attribute it was written without (one
-// UpdateItem, txExpire's). The append has committed by then, so a failure does
-// not fail it: the event is then left without a ttl, stored until the
-// pipeline's events are deleted by hand, but readers still treat it as expired;
-// the failure is logged.
-func (p *Provider) expireTip(ctx context.Context, pk string, tip eventTip) {
-	if !tip.bare {
-		return
-	}
-	u := p.txExpire(pk, tip).Update
-	_, err := p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
-		TableName:                 u.TableName,
-		Key:                       u.Key,
-		ConditionExpression:       u.ConditionExpression,
-		UpdateExpression:          u.UpdateExpression,
-		ExpressionAttributeNames:  u.ExpressionAttributeNames,
-		ExpressionAttributeValues: u.ExpressionAttributeValues,
-	}, p.sdk(appendOp))
-	if _, refused := ddbx.ConditionFailedItem(err); err != nil && !refused {
-		p.sig.LeftBehind(ctx, appendOp, p.where(pk, eventSK(tip.seq)), err)
-	}
-}
-
-// txExpire is the transaction action that gives tip, a bare event (written
-// without its ttl), its ttl attribute, on condition that it is still stored.
-func (p *Provider) txExpire(pk string, tip eventTip) ddbtypes.TransactWriteItem {
-	return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-		TableName:                 &p.table,
-		Key:                       key(pk, eventSK(tip.seq)),
-		ConditionExpression:       &condStored.text,
-		UpdateExpression:          &setTTL,
-		ExpressionAttributeNames:  condStored.names,
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":ttl": nv(eventTTL(tip.exp))},
-	}}
-}
-
-// The expressions of txExpire.
-var (
-	condStored = &form{"attribute_exists(#pk)", map[string]string{"#pk": attrPK, "#ttl": attrTTL}}
-	setTTL     = "SET #ttl = :ttl"
-)
 
 // claimSeq is the transaction action that moves the sequence counter (pk, sk) from
 // expect to next and stamps it with the writing call's token, failing (with the
@@ -627,43 +442,68 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	if since == math.MaxInt64 {
 		return out, nil
 	}
-	out, _, err = p.readEvents(ctx, op, pipelinePrefix+pipelineID, sinceID == "", since, count)
+	out, _, err = p.readEvents(ctx, op, pipelineID, sinceID == "", since, count)
 	return out, err
 }
 
-// readEvents is ReadEventsSince after its checks: at most count events of
-// partition pk after since (< math.MaxInt64; fromOldest: from the oldest event
-// retained), and the sequence number of the last item it read (since when
-// none). An item that does not decode is skipped and reported, and the read goes
-// on after it for as many more; so the number moves past it, for a follower.
-func (p *Provider) readEvents(ctx context.Context, op, pk string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
-	out := []types.EventRecord{}
+// seqLog is a numbered log stored in one partition: its entries under
+// prefix+N(seq) and, sorting after every entry, its counter item (the last
+// number handed out): a pipeline's events, or the marker log.
+type seqLog struct {
+	pk, prefix, counter string
+	kind                provider.RecordKind
+	what                string // what its entries are, for messages
+}
+
+// eventLog is the event log of pipelineID.
+func eventLog(pipelineID string) seqLog {
+	return seqLog{pk: pipelinePrefix + pipelineID, prefix: skEvent, counter: skEventSeq, kind: provider.KindEvent, what: "event"}
+}
+
+// markerLog is the marker log.
+var markerLog = seqLog{pk: markerLogPK, prefix: skLogEntry, counter: skLogSeq, kind: provider.KindMarkerWrite, what: "marker write"}
+
+// readEvents is ReadEventsSince after its checks (see readLog).
+func (p *Provider) readEvents(ctx context.Context, op, pipelineID string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
+	return readLog(ctx, p, op, eventLog(pipelineID), fromOldest, since, count, func(it item) (types.EventRecord, error) {
+		r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
+		return r, decodeData(p, provider.KindEvent, it, &r.Event)
+	})
+}
+
+// readLog reads at most count entries of l after since (< math.MaxInt64;
+// fromOldest: from the oldest entry retained), decoded by rec, and returns the
+// sequence number of the last entry it read (since when none). An entry that
+// does not decode is skipped and reported, and the read goes on after it for
+// as many more; so the number moves past it, for a follower.
+func readLog[R any](ctx context.Context, p *Provider, op string, l seqLog, fromOldest bool, since, count int64, rec func(it item) (R, error)) ([]R, int64, error) {
+	out := []R{}
 	last := since
 	for {
 		want := count - int64(len(out))
 		var items []item
 		var err error
 		if fromOldest {
-			items, err = p.queryItems(ctx, op, queryIn{kind: provider.KindEvent, key: afterSeq(pk, skEvent, 0), limit: int(min(want, math.MaxInt32))})
+			items, err = p.queryItems(ctx, op, queryIn{kind: l.kind, key: afterSeq(l.pk, l.prefix, 0), limit: int(min(want, math.MaxInt32))})
 			for i := 1; i < len(items); i++ {
-				if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired event: stop before it
+				if items[i].Seq != items[i-1].Seq+1 { // query skipped an expired entry: stop before it
 					items = items[:i]
 					break
 				}
 			}
 		} else {
-			items, err = p.readAfter(ctx, op, pk, last, want)
+			items, err = p.readAfter(ctx, op, l, last, want)
 		}
 		if err != nil {
 			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
-				return out, last, nil // the read from the last event returned fails
+				return out, last, nil // the read from the last entry returned fails
 			}
 			return nil, since, err
 		}
 		for _, it := range items {
 			last = it.Seq
-			r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
-			if err := decodeData(p, provider.KindEvent, it, &r.Event); err != nil {
+			r, err := rec(it)
+			if err != nil {
 				if provider.SkipCorrupt(ctx, p.sig, err) {
 					continue
 				}
@@ -678,25 +518,26 @@ func (p *Provider) readEvents(ctx context.Context, op, pk string, fromOldest boo
 	}
 }
 
-// eventsThroughCounter is the key condition of the events of partition pk
-// numbered after since and, after them, the partition's event counter
-// (EVENTSEQ sorts after every EVENT#N(seq)).
-func eventsThroughCounter(pk string, since int64) expr {
+// throughCounter is the key condition of the entries of l numbered after
+// since and, after them, l's counter item.
+func throughCounter(l seqLog, since int64) expr {
 	return expr{keyRange, map[string]ddbtypes.AttributeValue{
-		":pk": sv(pk), ":lo": sv(eventSK(since + 1)), ":hi": sv(skEventSeq)}}
+		":pk": sv(l.pk), ":lo": sv(seqSK(l.prefix, since+1)), ":hi": sv(l.counter)}}
 }
 
-// readAfter returns up to count live events of partition pk numbered since+1,
-// since+2, ..., in one strongly consistent Query (one more per 1 MB of events).
-// It stops at the first number missing or expired, and fails with
+// readAfter returns up to count live entries of l numbered since+1, since+2,
+// ..., in one strongly consistent Query (one more per 1 MB of entries). It
+// stops at the first number missing or expired, and fails with
 // provider.ErrCursorExpired when that is since+1 itself. The Query's range runs
-// on to the pipeline's event counter, so a read that meets no event after the
-// cursor learns in the same request whether events after it were appended (the
-// counter is above since) and dropped since: a cursor into a log that expired
-// entirely is expired too, while the cursor of the newest event, or one beyond
-// the counter, reads nothing. Unlike query it never pages past expired events.
-func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count int64) ([]item, error) {
-	key := eventsThroughCounter(pk, since)
+// on to l's counter, so a read that meets no entry after the cursor learns in
+// the same request whether entries after it were written (the counter is
+// above since) and dropped since: a cursor into a log that expired entirely
+// is expired too, at once, while the cursor of the newest entry, or one beyond
+// the counter, reads nothing. Unlike query it never pages past expired
+// entries. An entry whose attributes do not unmarshal keeps its number (its
+// sort key's) and is returned for the caller to skip and report.
+func (p *Provider) readAfter(ctx context.Context, op string, l seqLog, since, count int64) ([]item, error) {
+	key := throughCounter(l, since)
 	consistent := true
 	in := &ddb.QueryInput{
 		TableName:                 &p.table,
@@ -706,7 +547,7 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 		ConsistentRead:            &consistent,
 	}
 	var out []item
-	// limit asks for the events still wanted and the counter after them.
+	// limit asks for the entries still wanted and the counter after them.
 	limit := func() int32 { return int32(min(count-int64(len(out)), math.MaxInt32-1) + 1) }
 	first := limit()
 	in.Limit = &first
@@ -715,14 +556,16 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 	err := ddbx.Query(ctx, p.api, in, limit, func(av map[string]ddbtypes.AttributeValue) (bool, error) {
 		it, err := unmarshal(av)
 		if err != nil { // keeps its number: the caller skips and reports it
-			it = p.badItem(provider.KindEvent, av, err)
+			it = p.badItem(l.kind, av, err)
 		}
 		next := since + 1 + int64(len(out))
 		switch {
-		case it.SK == skEventSeq:
+		case it.SK == l.counter:
 			counter = it.Seq
 			return false, nil
-		case it.Seq != next || !it.live(now):
+		case !it.numbered(l.prefix):
+			return true, nil // a sort key no entry has (written by hand): not the log's
+		case it.Seq != next || (it.bad == nil && !it.live(now)):
 			missing = next
 			return false, nil
 		}
@@ -733,8 +576,8 @@ func (p *Provider) readAfter(ctx context.Context, op, pk string, since, count in
 		return nil, fmt.Errorf("dynamodb: %s: %w", op, err)
 	}
 	if len(out) == 0 && (missing > 0 || counter > since) {
-		return nil, fmt.Errorf("dynamodb: %s: %w: event %d after cursor %d is no longer retained (WithEventRetention)",
-			op, provider.ErrCursorExpired, since+1, since)
+		return nil, fmt.Errorf("dynamodb: %s: %w: %s %d after cursor %d is no longer retained",
+			op, provider.ErrCursorExpired, l.what, since+1, since)
 	}
 	return out, nil
 }
@@ -764,7 +607,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 				if since == math.MaxInt64 {
 					return nil, nil
 				}
-				recs, last, err := p.readEvents(ctx, op, pipelinePrefix+pipelineID, fromOldest, since, followPage)
+				recs, last, err := p.readEvents(ctx, op, pipelineID, fromOldest, since, followPage)
 				if err != nil {
 					return nil, ctxErr(ctx, err)
 				}

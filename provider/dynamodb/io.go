@@ -344,19 +344,6 @@ func (p *Provider) txPut(av map[string]ddbtypes.AttributeValue, cond expr) ddbty
 	return ddbtypes.TransactWriteItem{Put: put}
 }
 
-// putAction sends put, a transaction's action, as a PutItem of its own.
-func (p *Provider) putAction(ctx context.Context, op string, put *ddbtypes.Put) error {
-	_, err := p.api.PutItem(ctx, &ddb.PutItemInput{
-		TableName:                           put.TableName,
-		Item:                                put.Item,
-		ConditionExpression:                 put.ConditionExpression,
-		ExpressionAttributeNames:            put.ExpressionAttributeNames,
-		ExpressionAttributeValues:           put.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
-	}, p.sdk(op))
-	return err
-}
-
 // txDelete is a TransactWriteItem that deletes (pk, sk).
 func (p *Provider) txDelete(pk, sk string) ddbtypes.TransactWriteItem {
 	return ddbtypes.TransactWriteItem{Delete: &ddbtypes.Delete{TableName: &p.table, Key: key(pk, sk)}}

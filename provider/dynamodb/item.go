@@ -210,12 +210,15 @@ func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) err
 }
 
 // badItem is the item av, a record of kind whose attributes do not unmarshal
-// (cause): its key and sequence number, and bad, its *provider.CorruptError.
+// (cause): its key and sequence number (its sort key's, for an entry of a
+// numbered log), and bad, its *provider.CorruptError.
 func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) item {
 	var it item
 	it.PK, _ = attrString(av[attrPK])
 	it.SK, _ = attrString(av[attrSK])
-	if n, ok := av[attrSeq].(*ddbtypes.AttributeValueMemberN); ok {
+	if n, ok := keySeq(it.SK); ok {
+		it.Seq = n // the key is the truth, whatever the attribute holds
+	} else if n, ok := av[attrSeq].(*ddbtypes.AttributeValueMemberN); ok {
 		it.Seq, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
 	it.bad = &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: p.where(it.PK, it.SK), Err: cause}
@@ -314,9 +317,54 @@ func (it *item) attrs() map[string]ddbtypes.AttributeValue {
 	return av
 }
 
+// keySeq is the sequence number a numbered sort key (an event's EVENT#N(seq),
+// a marker-log entry's ENTRY#N(seq)) holds; ok is false for any other key.
+func keySeq(sk string) (seq int64, ok bool) {
+	var digits string
+	for _, prefix := range [...]string{skEvent, skLogEntry} {
+		if d, found := strings.CutPrefix(sk, prefix); found {
+			digits, ok = d, true
+			break
+		}
+	}
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	for i := range len(digits) {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	return seq, err == nil
+}
+
+// numbered reports whether it is an entry of the numbered log whose sort keys
+// start with prefix (its Seq is its key's).
+func (it *item) numbered(prefix string) bool {
+	_, ok := keySeq(it.SK)
+	return ok && strings.HasPrefix(it.SK, prefix)
+}
+
 // unmarshal decodes an attribute map into an item; attributes it does not know are
-// ignored.
+// ignored. The number of an entry of a numbered log is its sort key's (the key
+// is the truth): a seq attribute that says otherwise makes the item corrupt.
 func unmarshal(av map[string]ddbtypes.AttributeValue) (item, error) {
+	it, err := unmarshalAttrs(av)
+	if err != nil {
+		return item{}, err
+	}
+	if n, ok := keySeq(it.SK); ok {
+		if _, has := av[attrSeq]; has && it.Seq != n {
+			return item{}, fmt.Errorf("dynamodb: corrupt item: attribute %s: %d, but its sort key holds %d", attrSeq, it.Seq, n)
+		}
+		it.Seq = n
+	}
+	return it, nil
+}
+
+// unmarshalAttrs is unmarshal of the attributes alone.
+func unmarshalAttrs(av map[string]ddbtypes.AttributeValue) (item, error) {
 	var it item
 	for name, v := range av {
 		var err error

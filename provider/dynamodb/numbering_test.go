@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +14,6 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/pipestate/pipestate/internal/signal/signaltest"
-	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
@@ -76,20 +72,6 @@ func storedEvents(t *testing.T, e *env, pipeline string) []int64 {
 	return seqs
 }
 
-// hasTTL reports whether event seq of pipeline is stored with its ttl
-// attribute (the newest event of a log without the counter waits for the next
-// append to get it).
-func hasTTL(t *testing.T, e *env, pipeline string, seq int64) bool {
-	t.Helper()
-	out, err := e.client.GetItem(context.Background(), &ddb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{"PK": sAV("PIPELINE#" + pipeline), "SK": sAV(fmt.Sprintf("EVENT#%020d", seq))}})
-	if err != nil || out.Item == nil {
-		t.Fatalf("event %d of %s: %v, %v", seq, pipeline, out, err)
-	}
-	_, ok := out.Item["ttl"]
-	return ok
-}
-
 // messagesSince is what ReadEventsSince(cursor) returns, as messages.
 func messagesSince(t *testing.T, p provider.EventStore, pipeline, cursor string) ([]string, error) {
 	t.Helper()
@@ -102,104 +84,162 @@ func messagesSince(t *testing.T, p provider.EventStore, pipeline, cursor string)
 }
 
 // TestNumberingOutlivesTheLog: once every event of a log has expired and
-// DynamoDB's TTL has deleted what it may, a new instance (no hints) numbers the
-// next event after the last one handed out, so a follower's cursor of the last
-// event reads it, and the cursor before is expired. With the counter, the
-// counter item remembers the number; without it, the newest event does, which
-// is why it is written without a ttl. Between appends, only the newest event
-// stays stored.
+// DynamoDB's TTL has deleted it, a new instance (no hints) numbers the next
+// event after the last one handed out, so a follower's cursor of the last
+// event reads it, and the cursor before is expired: the counter item carries
+// no ttl, fenced appends included, and outlives every event and cursor.
 func TestNumberingOutlivesTheLog(t *testing.T) {
-	for _, counter := range []bool{true, false} {
-		t.Run(fmt.Sprintf("counter=%v", counter), func(t *testing.T) {
-			e := testEnv(t)
-			opts := []dynamodb.Option{dynamodb.WithEventRetention(time.Minute), dynamodb.WithEventCounter(counter)}
-			p := openOn(t, e.client, e, opts...)
-			ctx := context.Background()
-			for i := range 3 {
-				if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i + 1)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// An event's ttl is its expiry plus a day: a sweep just after the
-			// expiry deletes nothing.
-			e.clock.Advance(2 * time.Minute)
-			if n := sweepTTL(t, e); n != 0 {
-				t.Fatalf("a sweep a minute after the events expired deleted %d items, want 0", n)
-			}
-			e.clock.Advance(25 * time.Hour)
-			sweepTTL(t, e)
-			want := []int64{3} // the newest, without a ttl
-			if counter {
-				want = nil // the counter item keeps the number
-			}
-			if got := storedEvents(t, e, "p"); !slices.Equal(got, want) {
-				t.Fatalf("events stored after the sweep = %v, want %v", got, want)
-			}
-			q := openOn(t, e.client, e, opts...)
-			if err := q.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "after"}); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := messagesSince(t, q, "p", "3"); err != nil || !slices.Equal(got, []string{"4:after"}) {
-				t.Fatalf("ReadEventsSince(3) = %v, %v; want [4:after]", got, err)
-			}
-			if got, err := messagesSince(t, q, "p", "2"); !errors.Is(err, provider.ErrCursorExpired) {
-				t.Fatalf("ReadEventsSince(2) = %v, %v; want ErrCursorExpired", got, err)
-			}
-			// The appends gave the earlier newest its ttl: the next sweep leaves
-			// only the newest again.
-			e.clock.Advance(time.Minute + 25*time.Hour)
-			sweepTTL(t, e)
-			want = []int64{4}
-			if counter {
-				want = nil
-			}
-			if got := storedEvents(t, e, "p"); !slices.Equal(got, want) {
-				t.Fatalf("events stored after the second sweep = %v, want %v", got, want)
-			}
-		})
-	}
-}
-
-// TestStaleHintAfterDeletion: an instance's hint of a log's newest event is used
-// for less than a day. Instance a appends event 1 and remembers it; b appends 2
-// to 4; a day later DynamoDB has deleted 1 to 3 (4 is the newest, kept). Were a
-// to trust its hint, its put of number 2 would find the number free and take it,
-// behind the log's newest: a follower at 4 would never see it.
-func TestStaleHintAfterDeletion(t *testing.T) {
 	e := testEnv(t)
-	opts := []dynamodb.Option{dynamodb.WithEventRetention(time.Minute), dynamodb.WithEventCounter(false)}
-	a, b := openOn(t, e.client, e, opts...), openOn(t, e.client, e, opts...)
+	opts := []dynamodb.Option{dynamodb.WithEventRetention(time.Minute)}
+	p := openOn(t, e.client, e, opts...)
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
+	fenced, err := provider.Fenced(p, types.Lease{Key: "fk", Token: "t", Fence: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []provider.EventStore{p, fenced, p} {
+		if err := w.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(a.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "a1"}))
-	for i := range 3 {
-		must(b.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "b" + strconv.Itoa(i+1)}))
-	}
-	e.clock.Advance(time.Minute + 25*time.Hour)
-	sweepTTL(t, e)
-	if got := storedEvents(t, e, "p"); !slices.Equal(got, []int64{4}) {
-		t.Fatalf("events stored after the sweep = %v, want [4]", got)
-	}
-	must(a.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "a2"}))
-	if got, err := messagesSince(t, b, "p", "4"); err != nil || !slices.Equal(got, []string{"5:a2"}) {
-		t.Fatalf("ReadEventsSince(4) = %v, %v; want [5:a2]", got, err)
+	for range 2 {
+		e.clock.Advance(400 * 24 * time.Hour)
+		if n := sweepTTL(t, e); n == 0 {
+			t.Fatal("the sweep deleted nothing: the events carry no ttl")
+		}
+		if got := storedEvents(t, e, "p"); len(got) != 0 {
+			t.Fatalf("events stored after the sweep = %v, want none", got)
+		}
+		if !stored(t, e, "PIPELINE#p", "EVENTSEQ") {
+			t.Fatal("the sweep deleted the event counter")
+		}
+		q := openOn(t, e.client, e, opts...)
+		if err := q.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "after"}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := q.ReadEventsSince(ctx, "p", "", 10)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf(`ReadEventsSince("") = %v, %v; want the one event appended after the sweep`, recs, err)
+		}
+		n, _ := strconv.Atoi(recs[0].StreamID)
+		if got, err := messagesSince(t, q, "p", strconv.Itoa(n-1)); err != nil || !slices.Equal(got, []string{recs[0].StreamID + ":after"}) {
+			t.Fatalf("ReadEventsSince(%d) = %v, %v; want [%s:after]", n-1, got, err, recs[0].StreamID)
+		}
+		if got, err := messagesSince(t, q, "p", strconv.Itoa(n-2)); !errors.Is(err, provider.ErrCursorExpired) {
+			t.Fatalf("ReadEventsSince(%d) = %v, %v; want ErrCursorExpired", n-2, got, err)
+		}
+		if n != 4 && n != 5 {
+			t.Fatalf("the event appended after the sweep is number %d, want the next after the last handed out", n)
+		}
 	}
 }
 
-// TestMixedNumbering appends to one pipeline from instances with and without
-// the counter at once, rounds of callers started from a barrier: every event
-// gets one number, the numbers run from 1 without a gap, and each caller's
-// events keep their order.
-func TestMixedNumbering(t *testing.T) {
+// stored reports whether the item (pk, sk) is stored.
+func stored(t *testing.T, e *env, pk, sk string) bool {
+	t.Helper()
+	out, err := e.client.GetItem(context.Background(), &ddb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"PK": sAV(pk), "SK": sAV(sk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item != nil
+}
+
+// TestMarkerNumberingOutlivesTheLog is TestNumberingOutlivesTheLog for the
+// marker log: its counter (MARKERLOG SEQ) carries no ttl, so a write after
+// every entry expired and was deleted takes the next number, and a watch from
+// the last entry's cursor yields it.
+func TestMarkerNumberingOutlivesTheLog(t *testing.T) {
+	e := testEnv(t)
+	p := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(time.Minute), dynamodb.WithPollInterval(5*time.Millisecond, 10*time.Millisecond))
+	ctx := t.Context()
+	for i := range 3 {
+		if err := p.WriteCascadeMarker(ctx, "p", "", fmt.Sprintf("2026-03-0%d", i+1), "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(400 * 24 * time.Hour)
+	sweepTTL(t, e)
+	if !stored(t, e, "MARKERLOG", "SEQ") {
+		t.Fatal("the sweep deleted the marker log's counter")
+	}
+	q := openOn(t, e.client, e, dynamodb.WithMarkerLogRetention(time.Minute), dynamodb.WithPollInterval(5*time.Millisecond, 10*time.Millisecond))
+	if err := q.WriteCascadeMarker(ctx, "p", "", "2026-03-09", "s"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for r, err := range q.WatchCascadeMarkers(wctx, "3") {
+		if err != nil || r.Cursor != "4" || r.Marker.Date != "2026-03-09" {
+			t.Fatalf("watch from 3 after the sweep yielded %+v, %v; want the new write as number 4", r, err)
+		}
+		break
+	}
+	for _, err := range q.WatchCascadeMarkers(wctx, "2") {
+		if !errors.Is(err, provider.ErrCursorExpired) {
+			t.Fatalf("watch from 2 after the sweep: %v, want ErrCursorExpired", err)
+		}
+		break
+	}
+}
+
+// TestCounterBehindTheLog: a counter behind the newest event (a log an
+// unreleased build appended to without the counter, whose newest event it kept
+// without a ttl, the events before it deleted by TTL) never hands out a number
+// at or below the newest event: an instance that does not know the counter
+// reads it and the newest event, and one that does, and finds its number
+// taken, goes past the newest. Before, the counter's claim of number 1 found
+// it free and committed there, behind event 5: a follower at 5 never saw it.
+func TestCounterBehindTheLog(t *testing.T) {
+	e := testEnv(t)
+	p := openOn(t, e.client, e)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The counter of a log appended to without it, the events before the
+	// newest deleted.
+	for seq := 1; seq <= 4; seq++ {
+		if _, err := e.client.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: &e.table,
+			Key: map[string]ddbtypes.AttributeValue{"PK": sAV("PIPELINE#p"), "SK": sAV(fmt.Sprintf("EVENT#%020d", seq))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.client.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: &e.table,
+		Key: map[string]ddbtypes.AttributeValue{"PK": sAV("PIPELINE#p"), "SK": sAV("EVENTSEQ")}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openOn(t, e.client, e)
+	if err := fresh.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := messagesSince(t, fresh, "p", "5"); err != nil || !slices.Equal(got, []string{"6:fresh"}) {
+		t.Fatalf("ReadEventsSince(5) = %v, %v; want [6:fresh]", got, err)
+	}
+	// The counter moved back by hand (or restored from a backup) below what
+	// an instance knows: its claim is refused with the lower value, and it
+	// still goes after the number it knew, never at a number that came free.
+	if err := setAttr(ctx, e, "PIPELINE#p", "EVENTSEQ", "seq", nAV(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "behind"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := messagesSince(t, fresh, "p", "5"); err != nil || !slices.Equal(got, []string{"6:fresh", "7:behind"}) {
+		t.Fatalf("ReadEventsSince(5) = %v, %v; want [6:fresh 7:behind]", got, err)
+	}
+}
+
+// TestConcurrentNumbering appends to one pipeline from 4 instances at once,
+// rounds of callers started from a barrier: every event gets one number, the
+// numbers run from 1 without a gap, and each caller's events keep their order.
+func TestConcurrentNumbering(t *testing.T) {
 	e := testEnv(t)
 	var insts []*dynamodb.Provider
-	for i := range 4 {
-		insts = append(insts, openOn(t, e.client, e, dynamodb.WithEventCounter(i%2 == 0)))
+	for range 4 {
+		insts = append(insts, openOn(t, e.client, e))
 	}
 	ctx := context.Background()
 	const callers, rounds = 8, 4
@@ -248,60 +288,5 @@ func TestMixedNumbering(t *testing.T) {
 			t.Fatalf("caller %d's round %d numbered after its round %d", c, prev, round)
 		}
 		last[strconv.Itoa(c)] = round
-	}
-}
-
-// TestCountedAfterChained: an instance with the counter that appends after one
-// without it gives the newest event it follows its ttl, as one without the
-// counter does, so switching an instance back leaves nothing stored forever.
-func TestCountedAfterChained(t *testing.T) {
-	e := testEnv(t)
-	chained := openOn(t, e.client, e, dynamodb.WithEventCounter(false))
-	counted := openOn(t, e.client, e)
-	ctx := context.Background()
-	for i, p := range []*dynamodb.Provider{chained, counted, chained, chained, counted} {
-		if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: strconv.Itoa(i + 1)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for seq := int64(1); seq <= 5; seq++ {
-		if !hasTTL(t, e, "p", seq) {
-			t.Errorf("event %d stored without its ttl after event %d", seq, seq+1)
-		}
-	}
-	if got, err := messagesSince(t, counted, "p", ""); err != nil || !slices.Equal(got, []string{"1:1", "2:2", "3:3", "4:4", "5:5"}) {
-		t.Fatalf("events %v, %v", got, err)
-	}
-}
-
-// TestTTLUpdateFailureIsLogged: when the update that gives the previous newest
-// event its ttl fails after the append committed (here throttled past the SDK's
-// retries), AppendEvent still succeeds, the event stays without its ttl, and a
-// Warn record names its item.
-func TestTTLUpdateFailureIsLogged(t *testing.T) {
-	ft := faults.NewTransport()
-	e := faultEnv(t, ft, 2)
-	sig := signaltest.NewSignals()
-	p := openOn(t, e.client, e, dynamodb.WithEventCounter(false), dynamodb.WithLogger(sig.Log))
-	ctx := context.Background()
-	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	ft.Reject(2, faults.Op("UpdateItem", "EVENT#"), faults.Throttled)
-	defer ft.StopRejecting()
-	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "b"}); err != nil {
-		t.Fatalf("AppendEvent with its ttl update throttled: %v, want nil (the event committed)", err)
-	}
-	if got, err := messagesSince(t, p, "p", ""); err != nil || !slices.Equal(got, []string{"1:a", "2:b"}) {
-		t.Fatalf("events %v, %v", got, err)
-	}
-	if hasTTL(t, e, "p", 1) {
-		t.Fatal("event 1 has its ttl although its update was throttled")
-	}
-	if n := sig.Logs(slog.LevelWarn, "pipestate: an item was left without its ttl"); n != 1 {
-		t.Fatalf("%d Warn records of the item left behind, want 1; logs:\n%s", n, sig.LogText())
-	}
-	if !strings.Contains(sig.LogText(), "EVENT#00000000000000000001") {
-		t.Fatalf("the Warn record does not name the item:\n%s", sig.LogText())
 	}
 }

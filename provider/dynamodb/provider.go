@@ -129,27 +129,6 @@ func WithEventRetention(d time.Duration) Option {
 	}
 }
 
-// WithEventCounter(false) makes AppendEvent number a pipeline's events without
-// its counter item: a lone append is one conditional PutItem (1 WCU) and, with
-// event retention, one UpdateItem that gives the previous newest event its ttl
-// (1 WCU), where the counter makes it a transaction of two items (4 WCU); see
-// AppendEvent and "Capacity units" in the package doc. Numbers, their order and
-// fencing are the same either way, and readers read both alike.
-//
-// The default, true, is the only numbering that v0.1.0 knows, and a v0.1.0
-// instance puts its events without a condition, over the numbers an instance
-// without the counter hands out. So turn the counter off only once no instance
-// older than this release appends to the table: upgrade every instance with the
-// counter on, then turn it off, instance by instance (CHANGELOG "Stored
-// formats"). Instances of this release with and without the counter may append
-// to one log at once.
-func WithEventCounter(on bool) Option {
-	return func(p *Provider) error {
-		p.eventCounter = on
-		return nil
-	}
-}
-
 // WithMarkerLogRetention sets the MarkerLog field of the retention (WithRetention):
 // each entry of the marker log, which WatchCascadeMarkers reads, is kept for d
 // after it is written (by the writer's clock; default DefaultMarkerRetention). A watch whose cursor is older than that fails
@@ -248,7 +227,6 @@ type Provider struct {
 	owner        string
 	readinessTTL time.Duration
 	retention    provider.Retention
-	eventCounter bool // see WithEventCounter
 	pollMin      time.Duration
 	pollMax      time.Duration
 	retry        backoff.Policy
@@ -262,8 +240,8 @@ type Provider struct {
 
 	sdkOpts sync.Map // operation -> its SDK option (see sdk)
 
-	seqs  hints[eventTip] // pipeline ID -> what this instance last saw of its event log
-	lists hints[listKey]  // truth item -> where this instance last put its list copy (see putPair)
+	seqs  hints[int64]   // pipeline ID -> its event counter, as this instance last saw it
+	lists hints[listKey] // truth item -> where this instance last put its list copy (see putPair)
 
 	markerSeq atomic.Int64 // the marker log's last sequence number seen (a hint)
 
@@ -298,7 +276,6 @@ func New(client API, table string, opts ...Option) (*Provider, error) {
 		owner:        ids.Random(),
 		readinessTTL: DefaultReadinessTTL,
 		retention:    provider.DefaultRetention(),
-		eventCounter: true,
 		pollMin:      DefaultPollMin,
 		pollMax:      DefaultPollMax,
 		retry:        backoff.Policy{Base: 5 * time.Millisecond, Max: 250 * time.Millisecond},

@@ -292,8 +292,9 @@ func (p *Provider) logActions(entry *logEntry) ([]ddbtypes.TransactWriteItem, er
 // anything else is ErrInvalidArgument. Numbers are gapless, so an entry missing
 // after the cursor was dropped by retention (WithMarkerLogRetention): the watch
 // yields the entries before the gap, then an error wrapping
-// provider.ErrCursorExpired. A gap is noticed once a later entry is read: until
-// the next marker write, a watch whose every entry expired simply waits.
+// provider.ErrCursorExpired. Each read runs on to the log's counter, as
+// ReadEventsSince does, so a watch whose cursor's successors all expired fails
+// at once, also before the next marker write.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	since, err := provider.ParseSeqCursor(cursor)
 	if err := p.life.Enter(ctx, err); err != nil {
@@ -307,30 +308,15 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 				if err := p.life.Enter(ctx); err != nil || since == math.MaxInt64 {
 					return nil, err
 				}
-				items, err := p.queryItems(ctx, op, queryIn{kind: provider.KindMarkerWrite, key: afterSeq(markerLogPK, skLogEntry, since), limit: followPage})
+				recs, last, err := readLog(ctx, p, op, markerLog, since == 0, since, followPage, func(it item) (types.CascadeMarkerRecord, error) {
+					r := types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(it.Seq)}
+					return r, decodeData(p, provider.KindMarkerWrite, it, &r.Marker)
+				})
 				if err != nil {
 					return nil, ctxErr(ctx, err)
 				}
-				out := make([]types.CascadeMarkerRecord, 0, len(items))
-				for _, it := range items {
-					if since > 0 && it.Seq != since+1 {
-						if len(out) > 0 { // deliver what precedes the gap; the next read starts at it
-							break
-						}
-						return nil, fmt.Errorf("dynamodb: %s: %w: marker writes %d to %d after cursor %d are no longer retained",
-							op, provider.ErrCursorExpired, since+1, it.Seq-1, since)
-					}
-					since = it.Seq
-					var m types.CascadeMarker
-					if err := decodeData(p, provider.KindMarkerWrite, it, &m); err != nil {
-						if provider.SkipCorrupt(ctx, p.sig, err) {
-							continue // past it
-						}
-						return nil, err
-					}
-					out = append(out, types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(it.Seq), Marker: m})
-				}
-				return out, nil
+				since = max(since, last) // past the entries skipped as corrupt too
+				return recs, nil
 			},
 			Wait: provider.PollWait(p.pollMin, p.pollMax),
 		}

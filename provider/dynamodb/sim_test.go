@@ -33,7 +33,6 @@ func TestSim(t *testing.T) {
 		Harness: h,
 		Sweep:   func(t *testing.T) { sweepTTL(t, testEnv(t)) },
 		Variants: []sim.Variant{
-			{Name: "without the event counter", Open: func(t *testing.T) provider.Provider { return base(t, dynamodb.WithEventCounter(false)) }},
 			{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
 				return base(t, dynamodb.WithRetention(short), dynamodb.WithEventRetention(time.Hour), dynamodb.WithMarkerLogRetention(time.Hour))
 			}},

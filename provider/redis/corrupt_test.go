@@ -199,3 +199,108 @@ func TestCorruptFields(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptStreamEntryFields walks every field of an event entry (e, p) and
+// of a marker-log entry (m, p), each missing or not what it should be, in an
+// entry between two good ones: only that entry is skipped and reported, every
+// reader (ReadEventsSince from "" and from the cursor before it, FollowEvents,
+// WatchCascadeMarkers) moves past it, and no cursor looks expired. Before, an
+// event entry whose p was not a stream ID was delivered as a good event.
+func TestCorruptStreamEntryFields(t *testing.T) {
+	ctx := context.Background()
+	good := `{"kind":"K","pipelineId":"p","message":"hand"}`
+	for _, c := range []struct {
+		name   string
+		values func(prev string) []any
+	}{
+		{"e missing", func(prev string) []any { return []any{"p", prev} }},
+		{"e not JSON", func(prev string) []any { return []any{"e", corruptValue, "p", prev} }},
+		{"p not a stream ID", func(string) []any { return []any{"e", good, "p", "seven"} }},
+		{"p empty", func(string) []any { return []any{"e", good, "p", ""} }},
+	} {
+		t.Run("event/"+c.name, func(t *testing.T) {
+			client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+			p := openProvider(t, client, redis.WithKeyPrefix("t"))
+			if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "1"}); err != nil {
+				t.Fatal(err)
+			}
+			first, err := p.ReadEventsSince(ctx, "p", "", 1)
+			if err != nil || len(first) != 1 {
+				t.Fatal(first, err)
+			}
+			bad, err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: c.values(first[0].StreamID)}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "3"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, cursor := range []string{"", first[0].StreamID} {
+				var reported []string
+				rctx := provider.OnCorrupt(ctx, func(e *provider.CorruptError) { reported = append(reported, e.ID) })
+				recs, err := p.ReadEventsSince(rctx, "p", cursor, 10)
+				var got []string
+				for _, r := range recs {
+					got = append(got, r.Event.Message)
+				}
+				want := "[1 3]"
+				if cursor != "" {
+					want = "[3]"
+				}
+				if err != nil || fmt.Sprint(got) != want || fmt.Sprint(reported) != "[p:"+bad+"]" {
+					t.Errorf("ReadEventsSince(%q) = %v, %v, reported %v; want %s, nil, [p:%s]", cursor, got, err, reported, want, bad)
+				}
+			}
+			var reported []string
+			fctx, cancel := context.WithTimeout(provider.OnCorrupt(ctx, func(e *provider.CorruptError) { reported = append(reported, e.ID) }), 10*time.Second)
+			defer cancel()
+			for r, err := range p.FollowEvents(fctx, "p", first[0].StreamID) {
+				if err != nil || r.Event.Message != "3" {
+					t.Errorf("FollowEvents(cursor of 1) first yielded %+v, %v; want event 3", r, err)
+				}
+				break
+			}
+			if fmt.Sprint(reported) != "[p:"+bad+"]" {
+				t.Errorf("FollowEvents reported %v, want [p:%s]", reported, bad)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name   string
+		values func(prev string) []any
+	}{
+		{"m missing", func(prev string) []any { return []any{"p", prev} }},
+		{"m not JSON", func(prev string) []any { return []any{"m", corruptValue, "p", prev} }},
+		{"p not a stream ID", func(string) []any { return []any{"m", `{"pipelineId":"p"}`, "p", "seven"} }},
+	} {
+		t.Run("marker/"+c.name, func(t *testing.T) {
+			client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+			p := openProvider(t, client, redis.WithKeyPrefix("t"))
+			if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up"); err != nil {
+				t.Fatal(err)
+			}
+			info, err := client.XInfoStream(ctx, "t:{:markers}").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{:markers}", Values: c.values(info.LastGeneratedID)}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.WriteCascadeMarker(ctx, "p", "", "2026-01-03", "up"); err != nil {
+				t.Fatal(err)
+			}
+			var reported int
+			wctx, cancel := context.WithTimeout(provider.OnCorrupt(ctx, func(*provider.CorruptError) { reported++ }), 10*time.Second)
+			defer cancel()
+			for r, err := range p.WatchCascadeMarkers(wctx, info.LastGeneratedID) {
+				if err != nil || r.Marker.Date != "2026-01-03" {
+					t.Errorf("WatchCascadeMarkers(cursor of the first) first yielded %+v, %v; want the third write", r, err)
+				}
+				break
+			}
+			if reported != 1 {
+				t.Errorf("WatchCascadeMarkers reported %d corrupt entries, want 1", reported)
+			}
+		})
+	}
+}

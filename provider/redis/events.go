@@ -122,9 +122,11 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	}
 }
 
-// readEvents reads up to count entries of the event stream at key after cursor
-// ("": from the oldest entry retained): an error wrapping
-// provider.ErrCursorExpired when events after the cursor were trimmed, and the
+// readEvents reads up to count entries of the stream at key (a pipeline's
+// events, or the marker log: both record in field p the ID before each entry)
+// after cursor ("": from the oldest entry retained): an error wrapping
+// provider.ErrCursorExpired when entries after the cursor were trimmed, also
+// when the stream was trimmed to nothing and nothing newer was added yet, and the
 // entries before the first gap otherwise (see gapFree). From a cursor it is one
 // pipeline of XRANGE and events_check's "last" (one round trip); one more
 // while the entry after the cursor was appended by a version that did not record
@@ -163,7 +165,7 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 		case err != nil:
 			return nil, p.wrap(op, err)
 		case idLess(cursor, id):
-			return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+			return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
 				op, provider.ErrCursorExpired, cursor, id)
 		}
 		return nil, nil
@@ -179,7 +181,7 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 				op, provider.ErrCursorExpired, msgs[0].ID, cursor)
 		}
 	} else if idLess(cursor, prev) {
-		return nil, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
+		return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
 			op, provider.ErrCursorExpired, cursor, prev)
 	}
 	return gapFree(msgs), nil
@@ -204,6 +206,12 @@ func entryPrev(m goredis.XMessage) (string, bool) {
 	prev, _ := m.Values[eventPrev].(string)
 	_, _, ok := parseStreamID(prev)
 	return prev, ok
+}
+
+// validStreamID reports whether id is a stream ID as parseStreamID reads it.
+func validStreamID(id string) bool {
+	_, _, ok := parseStreamID(id)
+	return ok
 }
 
 // idLess reports whether stream ID a orders before b; both are canonical (see
@@ -373,6 +381,12 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 // an entry that does not decode is a *provider.CorruptError.
 func decodeEvent(pipelineID, key string, m goredis.XMessage, ev *types.Event) error {
 	name := func() (string, string) { return pipelineID + ":" + m.ID, where(key, "entry "+m.ID) }
+	if before, has := m.Values[eventPrev]; has { // absent on entries of versions that did not record it
+		if b, _ := before.(string); !validStreamID(b) {
+			id, key := name()
+			return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, b))
+		}
+	}
 	s, ok := m.Values[eventField].(string)
 	if !ok {
 		id, key := name()

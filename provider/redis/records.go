@@ -177,16 +177,24 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // stream ID, "" the oldest write retained. Each entry holds the ID generated
 // before it, so a read whose first entry does not follow its cursor, because
 // retention (WithMaxMarkerWrites) trimmed writes after it, yields an error
-// wrapping provider.ErrCursorExpired. A cursor whose own write was trimmed, but
-// none after it, is not expired.
+// wrapping provider.ErrCursorExpired. A watch from a cursor reads its first
+// batch as ReadEventsSince reads events (without blocking), so it fails at once
+// also when the log was trimmed to nothing and nothing was written since. A
+// cursor whose own write was trimmed, but none after it, is not expired.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	if err := p.life.Enter(ctx, checkCursor("marker", cursor)); err != nil {
 		return provider.Fail[types.CascadeMarkerRecord](err)
 	}
 	const op = "watch cascade markers"
 	log := p.k.markerLog()
+	var first func(ctx context.Context, after string) ([]goredis.XMessage, error)
+	if cursor != "" {
+		first = func(ctx context.Context, after string) ([]goredis.XMessage, error) {
+			return p.readEvents(ctx, op, log, after, followPage)
+		}
+	}
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
-		return streamPoller(p, op, log, cursor, nil, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
+		return streamPoller(p, op, log, cursor, first, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
 			name := func() (string, string) { return m.ID, where(log, "entry "+m.ID) }
 			before, _ := m.Values[markerLogPrev].(string)

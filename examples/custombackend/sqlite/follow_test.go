@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,12 +102,15 @@ func watch(ctx context.Context, p *sqlite.Provider, cursor string) <-chan item[t
 // TestMarkerLogRetention: a marker write deletes the log rows past the retention;
 // a cursor before a deleted row is expired, the cursor of the last deleted row and
 // "" read from the oldest retained write, a write without retention deletes
-// nothing, and the markers themselves stay.
+// nothing (a watch without retention sees every write; one with it counts the
+// writes past it as dropped already), and the markers themselves stay.
 func TestMarkerLogRetention(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "pipestate.db")
+	var mu sync.Mutex
 	now := time.Now()
-	clock := func() time.Time { return now } // only writes, on this goroutine, read it
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
 	p := open(t, path, sqlite.WithClock(clock), sqlite.WithMarkerLogRetention(time.Hour))
 	keep := open(t, path, sqlite.WithClock(clock)) // retention 0: deletes nothing
 	write := func(p *sqlite.Provider, date string) {
@@ -125,11 +129,15 @@ func TestMarkerLogRetention(t *testing.T) {
 	write(p, "2026-03-01")
 	write(p, "2026-03-02")
 	old := records(t, watch(ctx, p, ""), 2, "watch before the deletion")
-	now = now.Add(2 * time.Hour)
+	advance(2 * time.Hour)
 	write(keep, "2026-03-03")
-	if got := dates(records(t, watch(ctx, p, ""), 3, "watch after a write without retention")); fmt.Sprint(got) != "[2026-03-01 2026-03-02 2026-03-03]" {
+	if got := dates(records(t, watch(ctx, keep, ""), 3, "watch after a write without retention")); fmt.Sprint(got) != "[2026-03-01 2026-03-02 2026-03-03]" {
 		t.Errorf("a write without retention left %v, want all three", got)
 	}
+	if got := dates(records(t, watch(ctx, p, ""), 1, "watch with retention, before the next write")); fmt.Sprint(got) != "[2026-03-03]" {
+		t.Errorf("a watch with retention, before a write deleted the old ones, yields %v, want [2026-03-03]", got)
+	}
+	endsWith(t, watch(ctx, p, old[0].Cursor), provider.ErrCursorExpired, "watch with retention from a write past it, before the next write")
 	write(p, "2026-03-04") // deletes the two writes of two hours ago
 	for _, cursor := range []string{"0", old[0].Cursor} {
 		endsWith(t, watch(ctx, p, cursor), provider.ErrCursorExpired, fmt.Sprintf("watch from %q", cursor))

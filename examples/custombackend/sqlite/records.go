@@ -197,7 +197,8 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 // WatchCascadeMarkers implements provider.MarkerWatcher. The cursor is the write's
 // marker_log seq (provider.ParseSeqCursor, provider.FormatSeqCursor), in commit
 // order like the events' seq. The log is the writes after the highest seq ever
-// deleted from it (marker_log_trimmed); "" starts at its oldest write, and a cursor
+// deleted from it (marker_log_trimmed) or past its retention (deleted by the
+// next write); "" starts at its oldest write, and a cursor
 // below that seq ends the watch with an error wrapping provider.ErrCursorExpired,
 // since a write after it is gone. Between reads that find nothing it polls as the
 // package doc says. Each write is delivered once to a watch; a resumed watch
@@ -230,12 +231,20 @@ func (p *Provider) readMarkerLog(ctx context.Context, since int64) ([]types.Casc
 	const op = "watch cascade markers"
 	out := []types.CascadeMarkerRecord{}
 	next := since
+	// Writes past their retention count as deleted, also before the next
+	// write deletes them: a reader behind them hears it at once.
+	cutoff := ""
+	if p.retention.MarkerLog > 0 {
+		cutoff = sortTime(p.now().Add(-p.retention.MarkerLog))
+	}
 	err := p.each(ctx, op,
 		`SELECT t.seq, l.seq, l.body
-		 FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM marker_log_trimmed) AS t
+		 FROM (SELECT MAX(
+		     (SELECT COALESCE(MAX(seq), 0) FROM marker_log_trimmed),
+		     (SELECT COALESCE(MAX(seq), 0) FROM marker_log WHERE written_at <= ?)) AS seq) AS t
 		 LEFT JOIN marker_log AS l ON l.seq > MAX(?, t.seq)
 		 ORDER BY l.seq LIMIT ?`,
-		[]any{since, followPage},
+		[]any{cutoff, since, followPage},
 		func(scan func(...any) error) error {
 			var trimmed int64
 			var seq sql.NullInt64

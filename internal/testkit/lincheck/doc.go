@@ -34,8 +34,7 @@
 // clients started together from a barrier, and returns the recorded history.
 // Config sizes it and bounds its time. The tests of this package run every
 // workload on provider/memory and state/memory, miniredis, redis-server, a Redis
-// Cluster and DynamoDB Local (whose event log instances alternate
-// WithEventCounter(true) and (false), and then all append without it), with
+// Cluster and DynamoDB Local, with
 // faults from internal/testkit/faults, and prove on memory, through deliberately
 // broken wrappers, that each check can fail.
 //

@@ -7,13 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/testkit/faults"
-	"github.com/pipestate/pipestate/internal/testkit/lincheck"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
@@ -30,16 +28,8 @@ const faultRate = 0.1
 // after DynamoDB applied it; now and then the response to the next write is lost.
 // The SDK retries (3 attempts, backoff capped at 5ms, no retry quota), so most
 // faults are hidden and some reach the caller as unknown outcomes. Its event
-// stores are providers of one table whose instance i appends with
-// WithEventCounter(eventCounter(i)).
-func dynamodbTarget(eventCounter func(i int) bool) func(t *testing.T) target {
-	return func(t *testing.T) target { return dynamodbStorage(t, eventCounter) }
-}
-
-// alternate is WithEventCounter on every other instance, from the first.
-func alternate(i int) bool { return i%2 == 0 }
-
-func dynamodbStorage(t *testing.T, eventCounter func(i int) bool) target {
+// stores are providers of one table.
+func dynamodbTarget(t *testing.T) target {
 	admin := testenv.DynamoDBClient(t)
 	tr := faults.NewTransport()
 	client := func(t *testing.T) *ddb.Client {
@@ -79,9 +69,7 @@ func dynamodbStorage(t *testing.T, eventCounter func(i int) bool) target {
 		},
 		events: func(t *testing.T, n int) []provider.EventStore {
 			var out []provider.EventStore
-			for _, p := range providers(t, n, func(i int) []dynamodb.Option {
-				return []dynamodb.Option{dynamodb.WithEventCounter(eventCounter(i))}
-			}) {
+			for _, p := range providers(t, n, func(int) []dynamodb.Option { return nil }) {
 				out = append(out, p)
 			}
 			return out
@@ -119,20 +107,5 @@ func dynamodbStorage(t *testing.T, eventCounter func(i int) bool) target {
 func TestDynamoDB(t *testing.T) {
 	t.Parallel()
 	testenv.DynamoDBEndpoint(t)
-	checkBackend(t, dynamodbTarget(alternate))
-}
-
-// TestDynamoDBEventsWithoutCounter runs a smaller event log workload (4 clients
-// over 2 instances, for at most half of workloadDuration) with every instance
-// appending without the event counter.
-func TestDynamoDBEventsWithoutCounter(t *testing.T) {
-	t.Parallel()
-	testenv.DynamoDBEndpoint(t)
-	w := workload{"events", lincheck.EventLogModel(), func(t *testing.T, ctx context.Context, tg target) []porcupine.Operation {
-		ss := tg.eventStores(t, 2)
-		cfg := tg.size(lincheck.Config{Clients: 4, Ops: 20, Keys: 2})
-		cfg.Duration /= 2
-		return tg.faulted(func() []porcupine.Operation { return lincheck.EventLog(t, ctx, ss, cfg) })
-	}}
-	checkWorkloads(t, []workload{w}, dynamodbTarget(func(int) bool { return false }))
+	checkBackend(t, dynamodbTarget)
 }
