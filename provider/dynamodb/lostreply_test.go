@@ -308,7 +308,7 @@ func TestLostReply(t *testing.T) {
 		{method: "WriteCascadeMarker", name: "conflict", fault: rejected(2, faults.TransactionConflict, "TransactWriteItems"),
 			call:  func(t *testing.T, id string) error { return p.WriteCascadeMarker(ctx, "p-"+id, "", "2026-01-01", "a") },
 			check: func(t *testing.T, id string) { wantLogged(t, p, "p-"+id, "a") }},
-		{method: "PutLateArrival", fault: drop("PutItem"),
+		{method: "PutLateArrival", fault: drop("TransactWriteItems"), // with the list's guard item
 			call: func(t *testing.T, id string) error {
 				return p.PutLateArrival(ctx, types.LateArrival{PipelineID: "p-" + id, Date: "2026-01-01", TraitType: "t"})
 			},
