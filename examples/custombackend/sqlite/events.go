@@ -96,13 +96,15 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 // decode.
 func (p *Provider) readEvents(ctx context.Context, pipelineID string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
 	out := []types.EventRecord{}
-	last := since
+	last, oldest := since, fromOldest
 	for {
 		want := count - int64(len(out))
 		page, rows, pageLast, stopped, err := p.readEventsOnce(ctx, pipelineID, fromOldest, last, want)
 		if err != nil {
-			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
-				return out, last, nil // the read from the last event returned fails
+			if (len(out) > 0 || oldest) && errors.Is(err, provider.ErrCursorExpired) {
+				// The read from the last event returned fails; "" is never
+				// expired (past rows skipped as corrupt it returns none).
+				return out, last, nil
 			}
 			return nil, since, err
 		}
@@ -155,8 +157,10 @@ func (p *Provider) readEventsOnce(ctx context.Context, pipelineID string, fromOl
 				return nil
 			case done:
 				return nil
-			case !live.Bool && rows == 0 && !fromOldest:
-				return fmt.Errorf("sqlite: %s: %w: event %d, the next after cursor %d, is no longer retained",
+			case !live.Bool && len(out) == 0 && !fromOldest:
+				// The next row after the cursor, or after rows skipped as
+				// corrupt (held, not dropped: skipping them hides no gap).
+				return fmt.Errorf("sqlite: %s: %w: event %d after cursor %d is no longer retained",
 					op, provider.ErrCursorExpired, seq.Int64, since)
 			case !live.Bool:
 				done = true // stop before it: the read from the event before it fails
