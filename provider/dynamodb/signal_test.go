@@ -49,10 +49,13 @@ func TestSignals(t *testing.T) {
 			return createdOK(p.CreateRunState(ctx, types.RunState{RunID: "r2", PipelineID: "p", Status: types.RunPending}))
 		}, 2, 0),
 		signaltest.Retry("event sequence race", "AppendEvent", signal.ReasonSequenceRace, func() error {
-			if err := other.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p"}); err != nil {
-				return err
+			// p learns the counter, other moves it: p's next claim loses the race.
+			for _, q := range []*dynamodb.Provider{p, other} {
+				if err := q.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-race"}); err != nil {
+					return err
+				}
 			}
-			return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p"}) // p does not know the counter
+			return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-race"})
 		}, 1, 0),
 		signaltest.Retry("marker sequence race", "WriteCascadeMarker", signal.ReasonSequenceRace, func() error {
 			if err := other.WriteCascadeMarker(ctx, "p", "", "2026-01-01", "up"); err != nil {
