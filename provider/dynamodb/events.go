@@ -478,9 +478,9 @@ func (p *Provider) readEvents(ctx context.Context, op, pipelineID string, fromOl
 // as many more; so the number moves past it, for a follower.
 func readLog[R any](ctx context.Context, p *Provider, op string, l seqLog, fromOldest bool, since, count int64, rec func(it item) (R, error)) ([]R, int64, error) {
 	out := []R{}
-	last := since
+	last, oldest := since, fromOldest
 	for {
-		want := count - int64(len(out))
+		want, before := count-int64(len(out)), len(out)
 		var items []item
 		var err error
 		if fromOldest {
@@ -495,8 +495,10 @@ func readLog[R any](ctx context.Context, p *Provider, op string, l seqLog, fromO
 			items, err = p.readAfter(ctx, op, l, last, want)
 		}
 		if err != nil {
-			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
-				return out, last, nil // the read from the last entry returned fails
+			if (len(out) > 0 || oldest) && errors.Is(err, provider.ErrCursorExpired) {
+				// The read from the last entry returned fails; "" is never
+				// expired (past entries skipped as corrupt it returns none).
+				return out, last, nil
 			}
 			return nil, since, err
 		}
@@ -511,7 +513,11 @@ func readLog[R any](ctx context.Context, p *Provider, op string, l seqLog, fromO
 			}
 			out = append(out, r)
 		}
-		if int64(len(out)) == count || int64(len(items)) < want {
+		// A short page ends the read, unless all it had was corrupt: a
+		// corrupt entry is held, not dropped, so the read goes on after it
+		// to learn whether what follows was dropped (ErrCursorExpired).
+		short := int64(len(items)) < want
+		if int64(len(out)) == count || short && (len(items) == 0 || len(out) > before) {
 			return out, last, nil
 		}
 		fromOldest = false
