@@ -2,6 +2,8 @@ package dynamodb_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -274,7 +276,7 @@ var capacityBudget = map[string]float64{
 	"cas other created":                 8,
 	"append first":                      4,
 	"append next":                       4,
-	"append other instance":             5, // a read of the counter and the newest event, then the transaction
+	"append other instance":             5, // a read of the counter, then the transaction
 	"list events":                       1,
 	"read events since":                 1,
 	"put run log":                       1,
@@ -382,4 +384,33 @@ func casLost(ok bool, err error) error {
 		return errors.New("cas won, want lost")
 	}
 	return err
+}
+
+// TestFirstAppendReadsCounterOnly: an instance that does not know a pipeline's
+// counter reads the counter alone before its first append, so the read costs
+// 1 unit however large the events are. Before, the Query read the counter and
+// the newest event in full (about 75 units after a 300 KB event).
+func TestFirstAppendReadsCounterOnly(t *testing.T) {
+	var units testenv.Capacity
+	e := testEnv(t, units.Option())
+	p := openOn(t, e.client, e)
+	ctx := context.Background()
+	big := make([]byte, 150_000) // as 300 KB of random hex: compresses to no less than 150 KB
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: hex.EncodeToString(big)}); err != nil {
+		t.Fatal(err)
+	}
+	other := openOn(t, e.client, e)
+	units.Reset()
+	if err := other.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, budget := units.Load(), capacityBudget["append other instance"]; got > budget {
+		t.Errorf("first append of another instance after a 300 KB event: %v capacity units, budget %v", got, budget)
+	}
+	if got, err := other.ReadEventsSince(ctx, "p", "1", 10); err != nil || len(got) != 1 || got[0].StreamID != "2" {
+		t.Fatalf("ReadEventsSince(1) = %v, %v; want the event numbered 2", got, err)
+	}
 }

@@ -95,9 +95,11 @@
 //     whole log expired and DynamoDB's TTL deleted it, numbering goes on after
 //     the last number handed out, and a number once committed is never
 //     committed again. An instance that does not know a pipeline's counter
-//     reads it and the newest event stored in one Query and never numbers at
-//     or below that event (a log an unreleased build appended to without the
-//     counter may have left the counter behind it; see the CHANGELOG). Numbers
+//     reads it in one Query of one item (in a log without a counter, the
+//     newest event stored), and never numbers at or below the newest event: a
+//     number the counter hands out that an event holds (a counter behind the
+//     log, restored from a backup or left behind by an unreleased build; see
+//     the CHANGELOG) sends the append past the newest event. Numbers
 //     are therefore gapless and in commit order, and a reader that has passed
 //     cursor n can never later see a new event below n, whatever the writers'
 //     clocks say. The number is the sort key's: an item whose seq attribute
@@ -390,8 +392,7 @@
 //	CreateRunState                         1
 //	CompareAndSwapRunState                 1; 2 when newState.CreatedAt is zero or not the stored one
 //	AppendEvent                            1 when this instance made the pipeline's last append, else 2
-//	                                       (a Query of the counter and the newest event, then the
-//	                                       transaction)
+//	                                       (a Query of the counter, then the transaction)
 //	WriteCascadeMarker                     1 for a new marker or one this instance wrote last, 2 to
 //	                                       rewrite one another instance rewrote since; +1 unless
 //	                                       this instance made the last marker write (of any pipeline)

@@ -200,15 +200,17 @@ const appendOp = "AppendEvent"
 func (a *appendCall) counted(ctx context.Context) error {
 	p, n := a.p, int64(len(a.batch))
 	// counter is what the counter holds (0: no counter item yet), base the
-	// number the batch goes after: the counter, but never below the newest
-	// event stored (a log an unreleased build appended to without the counter
-	// left it behind), whatever TTL deleted before it.
+	// number the batch goes after: the counter, or, in a log without one (an
+	// unreleased build appended to it without the counter), the newest event
+	// stored, whatever TTL deleted before it. The read takes one item: the
+	// counter where one exists, so its cost does not grow with the events'
+	// size; a counter behind the log is met by the refused put below.
 	counter, known := p.seqs.get(a.pipelineID)
 	base := counter
 	if !known {
 		var newest int64
 		var err error
-		if counter, newest, err = p.readTip(ctx, a.pk); err != nil {
+		if counter, newest, err = p.readTip(ctx, a.pk, 1); err != nil {
 			return err
 		}
 		base = max(counter, newest)
@@ -261,7 +263,7 @@ func (a *appendCall) counted(ctx context.Context) error {
 				p.seqs.put(a.pipelineID, base+n)
 				return nil
 			}
-			_, newest, err := p.readTip(ctx, a.pk)
+			_, newest, err := p.readTip(ctx, a.pk, 2)
 			if err != nil {
 				return err
 			}
@@ -334,13 +336,15 @@ func firstRefused(err error, n int) (i int, old map[string]ddbtypes.AttributeVal
 }
 
 // readTip reads what the numbering of the event log in partition pk rests on,
-// in one strongly consistent Query down from the counter item (2 items at
-// most): the counter's value (0 without one) and the number of the newest
-// event stored, expired or not (0 without one; its sort key's, whatever its
-// attributes hold).
-func (p *Provider) readTip(ctx context.Context, pk string) (counter, newest int64, err error) {
+// in one strongly consistent Query of up to limit (1 or 2) items down from the
+// counter item: the counter's value (0 without one) and the number of the
+// newest event stored, expired or not (0 when the items read hold none; its
+// sort key's, whatever its attributes hold). Limit 1 reads the counter alone
+// where one exists, and the newest event only where none does; limit 2 reads
+// both, paying for the newest event's size.
+func (p *Provider) readTip(ctx context.Context, pk string, limit int32) (counter, newest int64, err error) {
 	key := expr{keyRange, map[string]ddbtypes.AttributeValue{":pk": sv(pk), ":lo": sv(eventSK(0)), ":hi": sv(skEventSeq)}}
-	fwd, consistent, limit := false, true, int32(2)
+	fwd, consistent := false, true
 	out, err := p.api.Query(ctx, &ddb.QueryInput{
 		TableName:                 &p.table,
 		KeyConditionExpression:    &key.text,
