@@ -66,9 +66,9 @@ func afterSeq(pk, prefix string, since int64) expr {
 // the event is then not appended if it was still queued, and may be if its
 // transaction was already in flight (as with any write cut off by a deadline).
 //
-// One round trip when this instance knows the pipeline's counter (it made the
-// pipeline's previous append, or the pipeline has none yet), else two; one more
-// per race lost to another instance.
+// One round trip when this instance made the pipeline's last append, else two
+// (a Query of the counter, then the transaction); one more per race lost to
+// another instance.
 func (p *Provider) AppendEvent(ctx context.Context, ev types.Event) error {
 	now := p.now()
 	ev, err := provider.PrepareEvent(ev, now)
