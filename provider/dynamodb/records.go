@@ -97,12 +97,13 @@ func (p *Provider) ListReplays(ctx context.Context, limit int) ([]types.ReplayRe
 		queryIn{kind: provider.KindReplay, index: indexGSI1, key: gsi1(gsiReplays), desc: true, limit: limit, id: baseKeyID}))
 }
 
-// PutLateArrival implements provider.LateArrivalStore with one PutItem (fenced,
-// one TransactWriteItems that also checks the list's fences; see Fencing in the
-// package doc). Each record
-// is a new item whose sort key ends with DetectedAt and an insertion stamp, so
-// records with equal DetectedAt list in insertion order (within one process;
-// across processes, by wall clock).
+// PutLateArrival implements provider.LateArrivalStore with one
+// TransactWriteItems of the record and its list's guard item (fenced or not;
+// see putLate and Fencing in the package doc), followed by a second request
+// when the guard already outlives the record. Each record is a new item whose
+// sort key ends with DetectedAt and an insertion stamp, so records with equal
+// DetectedAt list in insertion order (within one process; across processes, by
+// wall clock).
 func (p *Provider) PutLateArrival(ctx context.Context, la types.LateArrival) error {
 	la, err := provider.PrepareLateArrival(la, p.now())
 	if err := p.life.EnterWrite(ctx, "PutLateArrival", err); err != nil {
