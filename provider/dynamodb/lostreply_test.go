@@ -110,6 +110,27 @@ func TestLostReply(t *testing.T) {
 		}
 	}
 	leases := map[string]*types.Lease{}
+	// forever keeps late arrivals forever: the guard items of the lists it
+	// writes to never expire, so they outlive every record p writes.
+	noLateExpiry := provider.DefaultRetention()
+	noLateExpiry.LateArrivals = 0
+	forever := openOn(t, e.client, e, dynamodb.WithRetention(noLateExpiry))
+	lateArrival := func(pp provider.Provider, id string, n int64) error {
+		return pp.PutLateArrival(ctx, types.LateArrival{PipelineID: "p-" + id, Date: "2026-01-01", TraitType: "t", RecordDelta: n})
+	}
+	// wantLate checks that pipeline id's list holds exactly the records n.
+	wantLate := func(t *testing.T, id string, n ...int64) {
+		t.Helper()
+		las, err := p.ListLateArrivals(ctx, "p-"+id, "2026-01-01", "")
+		must(t, err)
+		var got []int64
+		for _, la := range las {
+			got = append(got, la.RecordDelta)
+		}
+		if !slices.Equal(got, n) {
+			t.Fatalf("late arrivals %v, want %v", got, n)
+		}
+	}
 
 	type row struct {
 		method string // the Provider method the row covers
@@ -316,6 +337,23 @@ func TestLostReply(t *testing.T) {
 				if got, err := p.ListLateArrivals(ctx, "p-"+id, "2026-01-01", ""); err != nil || len(got) != 1 {
 					t.Fatalf("late arrivals %+v, %v; want one", got, err)
 				}
+			}},
+		// The list's guard outlives the record (an instance that keeps late
+		// arrivals forever wrote to the list first): the transaction is
+		// refused and a second request writes the record, whose reply is lost.
+		{method: "PutLateArrival", name: "guard outlives record", fault: drop("PutItem"),
+			setup: func(t *testing.T, id string) { must(t, lateArrival(forever, id, 1)) },
+			call:  func(t *testing.T, id string) error { return lateArrival(p, id, 2) },
+			check: func(t *testing.T, id string) { wantLate(t, id, 1, 2) }},
+		{method: "PutLateArrival", name: "fenced guard outlives record", fault: drop("TransactWriteItems", `"UpdateExpression":"SET #f = :fence"`),
+			setup: func(t *testing.T, id string) { must(t, lateArrival(fencedBy(t, forever, id, 5), id, 1)) },
+			call:  func(t *testing.T, id string) error { return lateArrival(fencedBy(t, p, id, 5), id, 2) },
+			check: func(t *testing.T, id string) {
+				wantLate(t, id, 1, 2)
+				if err := lateArrival(fencedBy(t, p, id, 4), id, 3); !errors.Is(err, provider.ErrFenced) {
+					t.Fatalf("a write fenced 4 after the lost reply: err %v, want ErrFenced", err)
+				}
+				wantLate(t, id, 1, 2)
 			}},
 		{method: "PutReplay", fault: drop("UpdateItem"),
 			call: func(t *testing.T, id string) error {
