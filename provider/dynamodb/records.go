@@ -162,7 +162,7 @@ func (p *Provider) putLate(ctx context.Context, it item, guardSK string, g guard
 		outlived = expr{condGuardOutlived, map[string]ddbtypes.AttributeValue{":gttl": nv(it.TTL)}}
 	}
 	items := []ddbtypes.TransactWriteItem{p.txUpdate(gav, outlived, g), p.txPut(av, expr{})}
-	for conflicts := 0; ; conflicts++ {
+	for conflicts := 0; ; {
 		err := p.transact(ctx, op, items...)
 		if err == nil {
 			return nil
@@ -175,7 +175,8 @@ func (p *Provider) putLate(ctx context.Context, it item, guardSK string, g guard
 				return fmt.Errorf("dynamodb: %s: %w", op, err)
 			}
 			// The guard outlives the record already: write it without
-			// touching the guard's expiry.
+			// touching the guard's expiry (no conflict: the next attempt
+			// is the first of the second request).
 			if !g.on {
 				return p.put(ctx, op, it)
 			}
@@ -188,6 +189,7 @@ func (p *Provider) putLate(ctx context.Context, it item, guardSK string, g guard
 		if err := p.conflictWait(ctx, op, conflicts, err); err != nil {
 			return err
 		}
+		conflicts++
 	}
 }
 

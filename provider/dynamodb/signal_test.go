@@ -2,6 +2,8 @@ package dynamodb_test
 
 import (
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/pipestate/pipestate/internal/signal"
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
 	"github.com/pipestate/pipestate/internal/testkit/faults"
+	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/types"
 )
@@ -86,5 +89,42 @@ func TestSignals(t *testing.T) {
 	n, sum := batches()
 	if sum-sum0 != appends || n-n0 >= appends || n == n0 {
 		t.Errorf("%d batches of %v events recorded, want fewer than %d batches of %d events", n-n0, sum-sum0, appends, appends)
+	}
+}
+
+// TestLateArrivalFallbackIsNoConflict: a fenced PutLateArrival whose list's
+// guard outlives the record makes a second transaction, and a conflict on that
+// one is its first retry (attempt 1), not its second: the refused first
+// transaction is no conflict. Before, the fallback counted as one, so the
+// retry was logged as attempt 2 and the call gave up one attempt early.
+func TestLateArrivalFallbackIsNoConflict(t *testing.T) {
+	ft := faults.NewTransport()
+	e := faultEnv(t, ft, 3)
+	sig := signaltest.NewSignals()
+	p := openOn(t, e.client, e, dynamodb.WithMeterProvider(sig.Meter), dynamodb.WithLogger(sig.Log))
+	r := provider.DefaultRetention()
+	r.LateArrivals = 0 // its guard items never expire
+	forever := openOn(t, e.client, e, dynamodb.WithRetention(r))
+	ctx := t.Context()
+	fenced := func(pp provider.Provider) provider.Provider {
+		fp, err := provider.Fenced(pp, types.Lease{Key: "job", Token: "t", Fence: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	late := types.LateArrival{PipelineID: "p", Date: "2026-01-01"}
+	if err := fenced(forever).PutLateArrival(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	ft.Reject(1, faults.Op("TransactWriteItems", `"UpdateExpression":"SET #f = :fence"`), faults.TransactionConflict)
+	err := fenced(p).PutLateArrival(ctx, late)
+	ft.StopRejecting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := sig.LogText()
+	if n := sig.Logs(slog.LevelDebug, "pipestate: retry"); n != 1 || !strings.Contains(logs, `"attempt":1}`) {
+		t.Fatalf("%d retries logged, want one of attempt 1:\n%s", n, logs)
 	}
 }
