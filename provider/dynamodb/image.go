@@ -39,12 +39,12 @@ func imageKind(pk, sk string) (itemimage.Kind, provider.RecordKind) {
 			return itemimage.Marker, provider.KindCascadeMarker
 		}
 	case pk == markerLogPK:
-		if sk == skLogSeq || strings.HasPrefix(sk, skLogEntry) {
+		if sk == skLogSeq || numberedKey(sk, skLogEntry) {
 			return itemimage.Other, "" // the marker log: WatchCascadeMarkers's, not a second marker
 		}
 	case suffix(pipelinePrefix):
 		switch {
-		case strings.HasPrefix(sk, skEvent):
+		case numberedKey(sk, skEvent): // as readAfter reads the log
 			return itemimage.Event, provider.KindEvent
 		case strings.HasPrefix(sk, skReplay):
 			return itemimage.Replay, provider.KindReplay

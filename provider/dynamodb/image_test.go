@@ -41,6 +41,11 @@ func TestImageKind(t *testing.T) {
 		{"MARKER#p", "no-schedule", itemimage.Foreign},
 		{"MARKER#p", "#2026", itemimage.Foreign},
 		{"MARKERLOG", "OTHER", itemimage.Foreign},
+		{"PIPELINE#p", "EVENT#x", itemimage.Foreign}, // no log entry: the log's reads skip it
+		{"PIPELINE#p", "EVENT#0000000000000000000x", itemimage.Foreign},
+		{"PIPELINE#p", "ENTRY#00000000000000000001", itemimage.Foreign},
+		{"MARKERLOG", "ENTRY#x", itemimage.Foreign},
+		{"MARKERLOG", "EVENT#00000000000000000001", itemimage.Foreign},
 		{"", "", itemimage.Foreign},
 	} {
 		if got, _ := imageKind(c.pk, c.sk); got != c.want {

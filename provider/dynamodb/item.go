@@ -341,9 +341,13 @@ func keySeq(sk string) (seq int64, ok bool) {
 
 // numbered reports whether it is an entry of the numbered log whose sort keys
 // start with prefix (its Seq is its key's).
-func (it *item) numbered(prefix string) bool {
-	_, ok := keySeq(it.SK)
-	return ok && strings.HasPrefix(it.SK, prefix)
+func (it *item) numbered(prefix string) bool { return numberedKey(it.SK, prefix) }
+
+// numberedKey reports whether sk is the sort key of an entry of the numbered
+// log under prefix: prefix and 20 digits.
+func numberedKey(sk, prefix string) bool {
+	_, ok := keySeq(sk)
+	return ok && strings.HasPrefix(sk, prefix)
 }
 
 // unmarshal decodes an attribute map into an item; attributes it does not know are
