@@ -15,7 +15,7 @@ import (
 // a key is, by the key schema of the package doc, and its record decoded as the
 // provider's reads decode it (unmarshal, decodeData, lockInfo's holder rule).
 
-func init() { itemimage.Decode = decodeImage }
+func init() { itemimage.Classify, itemimage.Decode = classifyImage, decodeImage }
 
 // imageKind is the kind of the item (pk, sk), and the provider.RecordKind its
 // errors name (for the kinds that have a Value).
@@ -60,22 +60,36 @@ func imageKind(pk, sk string) (itemimage.Kind, provider.RecordKind) {
 	return itemimage.Foreign, ""
 }
 
+// classifyImage is itemimage.Classify.
+func classifyImage(table string, key map[string]ddbtypes.AttributeValue) (itemimage.Item, error) {
+	out, _, err := classify(table, key)
+	return out, err
+}
+
+// classify is the kind and name of the item (key) of table, and the
+// provider.RecordKind its errors name (see imageKind).
+func classify(table string, key map[string]ddbtypes.AttributeValue) (itemimage.Item, provider.RecordKind, error) {
+	p := &Provider{table: table} // for where: the names of items and errors
+	pk, err := attrString(key[attrPK])
+	if err == nil {
+		_, err = attrString(key[attrSK])
+	}
+	if err != nil { // the table's key schema has string keys PK and SK
+		return itemimage.Item{}, "", provider.Invalidf("dynamodb: an image of table %s without string keys %s and %s", table, attrPK, attrSK)
+	}
+	sk, _ := attrString(key[attrSK])
+	kind, rk := imageKind(pk, sk)
+	return itemimage.Item{Kind: kind, Name: p.where(pk, sk)}, rk, nil
+}
+
 // decodeImage is itemimage.Decode.
 func decodeImage(table string, av map[string]ddbtypes.AttributeValue) (itemimage.Item, error) {
 	p := &Provider{table: table} // for where: the names of items and errors
-	pk, err := attrString(av[attrPK])
-	if err == nil {
-		_, err = attrString(av[attrSK])
+	out, rk, err := classify(table, av)
+	if err != nil || out.Kind == itemimage.Foreign || out.Kind == itemimage.Other {
+		return out, err
 	}
-	if err != nil { // the table's key schema has string keys PK and SK
-		return itemimage.Item{}, provider.Invalidf("dynamodb: an image of table %s without string keys %s and %s", table, attrPK, attrSK)
-	}
-	sk, _ := attrString(av[attrSK])
-	kind, rk := imageKind(pk, sk)
-	out := itemimage.Item{Kind: kind, Name: p.where(pk, sk)}
-	if kind == itemimage.Foreign || kind == itemimage.Other {
-		return out, nil
-	}
+	kind := out.Kind
 	it, err := unmarshal(av)
 	if err != nil {
 		return out, p.badItem(rk, av, err).bad

@@ -1,8 +1,12 @@
 package dynamodb
 
 import (
+	"errors"
 	"testing"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/dynamodb/internal/itemimage"
 )
 
@@ -51,5 +55,22 @@ func TestImageKind(t *testing.T) {
 		if got, _ := imageKind(c.pk, c.sk); got != c.want {
 			t.Errorf("imageKind(%q, %q) = %v, want %v", c.pk, c.sk, got, c.want)
 		}
+	}
+}
+
+// TestClassifyKeysOnly: Classify reads the key alone, so a key of one of the
+// backend's kinds (which Decode fails on: no data) classifies without error,
+// and a key without string PK and SK is ErrInvalidArgument.
+func TestClassifyKeysOnly(t *testing.T) {
+	key := map[string]ddbtypes.AttributeValue{attrPK: sv("PIPELINE#p"), attrSK: sv(eventSK(1))}
+	got, err := itemimage.Classify("tbl", key)
+	if err != nil || got.Kind != itemimage.Event || got.Name != "dynamodb table tbl item PIPELINE#p "+eventSK(1) || got.Value != nil {
+		t.Errorf("Classify(event key) = %+v, %v; want an event, named, no value", got, err)
+	}
+	if _, err := itemimage.Decode("tbl", key); !errors.Is(err, provider.ErrCorrupt) {
+		t.Errorf("Decode(event key only) = %v; want ErrCorrupt (the test's premise)", err)
+	}
+	if _, err := itemimage.Classify("tbl", map[string]ddbtypes.AttributeValue{attrPK: sv("PIPELINE#p")}); !errors.Is(err, provider.ErrInvalidArgument) {
+		t.Errorf("Classify(no SK) = %v; want ErrInvalidArgument", err)
 	}
 }

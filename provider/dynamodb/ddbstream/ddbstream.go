@@ -11,7 +11,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/pipestate/pipestate/provider"
-	_ "github.com/pipestate/pipestate/provider/dynamodb" // sets itemimage.Decode
+	_ "github.com/pipestate/pipestate/provider/dynamodb" // sets itemimage.Classify and Decode
 	"github.com/pipestate/pipestate/provider/dynamodb/internal/itemimage"
 	"github.com/pipestate/pipestate/types"
 )
@@ -263,12 +263,11 @@ func (d *Decoder) decode(r raw) (Change, error) {
 	if len(r.keys) == 0 {
 		return c, provider.Invalidf("ddbstream: record %s has no keys", r.seq)
 	}
-	// The kind, by the key alone (a keys-only image of one of our kinds does
-	// not decode: only Kind and Name count).
-	keyed, err := itemimage.Decode(d.table, r.keys)
+	// The kind, by the key alone; only the images are decoded.
+	keyed, err := itemimage.Classify(d.table, r.keys)
 	c.Item = keyed.Name
 	switch {
-	case keyed.Kind == itemimage.Foreign && err != nil:
+	case err != nil:
 		return c, fmt.Errorf("ddbstream: record %s: %w", r.seq, err)
 	case keyed.Kind == itemimage.Foreign:
 		c.Foreign = true

@@ -1,7 +1,8 @@
-// Package itemimage lets package ddbstream decode the DynamoDB backend's items
-// with the backend's own knowledge of its format, without an exported decoding
-// API on provider/dynamodb: package dynamodb sets Decode when it initializes, and
-// ddbstream, which imports dynamodb, calls it. The item format stays the
+// Package itemimage lets package ddbstream classify and decode the DynamoDB
+// backend's items with the backend's own knowledge of its format, without an
+// exported decoding API on provider/dynamodb: package dynamodb sets Classify
+// and Decode when it initializes, and ddbstream, which imports dynamodb, calls
+// them. The item format stays the
 // backend's own (key schema, attributes, compression); only this neutral result
 // crosses the boundary.
 package itemimage
@@ -45,6 +46,13 @@ type Item struct {
 	// Value is the decoded record; see Kind.
 	Value any
 }
+
+// Classify is what kind of item the key (its PK and SK attributes; other
+// attributes are ignored) is, by the key alone, and the item's Name: an Item
+// without Exp or Value. A key the backend does not write is Foreign; a key
+// without the string attributes PK and SK is an error wrapping
+// provider.ErrInvalidArgument. Set by package dynamodb.
+var Classify func(table string, key map[string]ddbtypes.AttributeValue) (Item, error)
 
 // Decode decodes an item image of the backend's table (its name for Name and
 // errors). A key the backend does not write is Foreign, never an error; an
