@@ -107,9 +107,9 @@ func decodeImage(table string, av map[string]ddbtypes.AttributeValue) (itemimage
 	case itemimage.Replay:
 		out.Value, err = imageData[types.ReplayRequest](p, rk, it)
 	case itemimage.Event:
-		var ev *types.Event
-		if ev, err = imageData[types.Event](p, rk, it); err == nil {
-			out.Value = &types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq), Event: *ev}
+		var rec types.EventRecord
+		if rec, err = eventRecord(p, it); err == nil {
+			out.Value = &rec
 		}
 	case itemimage.Lock:
 		out.Value, err = imageLock(p, it)
