@@ -66,9 +66,9 @@ func newSetup(t *testing.T) *setup {
 
 // batches are recs as the Lambda events an event source mapping of batch size
 // n delivers.
-func batches(t *testing.T, recs []streamtypes.Record, n int) []events.DynamoDBEvent {
+func batches(t *testing.T, recs []streamtypes.Record, n int) []Batch {
 	t.Helper()
-	var out []events.DynamoDBEvent
+	var out []Batch
 	for chunk := range slices.Chunk(recs, n) {
 		var ev events.DynamoDBEvent
 		for _, r := range chunk {
@@ -78,14 +78,23 @@ func batches(t *testing.T, recs []streamtypes.Record, n int) []events.DynamoDBEv
 			}
 			ev.Records = append(ev.Records, rec)
 		}
-		out = append(out, ev)
+		// The batch as Lambda passes it: the JSON of the whole event.
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b Batch
+		if err := json.Unmarshal(data, &b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
 	}
 	return out
 }
 
 // handle feeds evs to the router and returns the sequence numbers it reported
 // as failed.
-func (s *setup) handle(t *testing.T, evs []events.DynamoDBEvent) []string {
+func (s *setup) handle(t *testing.T, evs []Batch) []string {
 	t.Helper()
 	var failed []string
 	for _, ev := range evs {
@@ -280,13 +289,17 @@ func TestStartFailureRetried(t *testing.T) {
 		t.Fatalf("failed %v, started %v: want one record failed, two started", failed, s.started)
 	}
 	// Lambda retries from the failed record: redeliver the records from it on.
-	var retry events.DynamoDBEvent
+	var retry Batch
 	for i, r := range evs[0].Records {
-		if r.Change.SequenceNumber == failed[0] {
+		var rec events.DynamoDBEventRecord
+		if err := json.Unmarshal(r, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Change.SequenceNumber == failed[0] {
 			retry.Records = evs[0].Records[i:]
 		}
 	}
-	if f := s.handle(t, []events.DynamoDBEvent{retry}); len(f) > 0 {
+	if f := s.handle(t, []Batch{retry}); len(f) > 0 {
 		t.Fatalf("retry failed: %v", f)
 	}
 	slices.Sort(s.started)

@@ -67,51 +67,60 @@ type Router struct {
 	Routed func(m types.CascadeMarker, started bool)
 }
 
+// Batch is the event a DynamoDB stream event source mapping sends: its
+// records as Lambda passes them, JSON, each decoded once by
+// ddbstream.Decoder.DecodeJSON (aws-lambda-go's events.DynamoDBEvent would
+// decode them into its own types first).
+type Batch struct {
+	Records []json.RawMessage `json:"Records"`
+}
+
 // Handle is the Lambda handler of a DynamoDB stream event source mapping with
 // FunctionResponseTypes [ReportBatchItemFailures]. It handles every record of
 // the batch, in order, and reports the records it could not handle in
-// BatchItemFailures (their SequenceNumber): a record that does not decode
-// (ErrCorrupt, ErrInvalidArgument) and one whose start failed. Lambda then
-// retries the batch from the lowest of them, so the records after it are
-// delivered again: routing is idempotent (Starter starts once), so they start
-// nothing twice. A record that can never succeed (a corrupt image) is retried
-// until the mapping's MaximumRetryAttempts and then goes to its on-failure
-// destination, so it holds its shard up for that long only (see the README).
-// Handle returns an error (the whole batch retried) only when ctx ends.
-func (r *Router) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// BatchItemFailures (their SequenceNumber, which DecodeJSON returns with its
+// error too): a record that does not decode (ErrCorrupt, ErrInvalidArgument)
+// and one whose start failed. Lambda then retries the batch from the lowest of
+// them, so the records after it are delivered again: routing is idempotent
+// (Starter starts once), so they start nothing twice. A record that can never
+// succeed (a corrupt image) is retried until the mapping's
+// MaximumRetryAttempts and then goes to its on-failure destination, so it
+// holds its shard up for that long only (see the README). A record that is
+// not JSON has no sequence number to report: its empty ItemIdentifier makes
+// Lambda retry the whole batch. Handle returns an error (the whole batch
+// retried) only when ctx ends.
+func (r *Router) Handle(ctx context.Context, batch Batch) (events.DynamoDBEventResponse, error) {
 	log := r.Log
 	if log == nil {
 		log = slog.Default()
 	}
 	var resp events.DynamoDBEventResponse
-	for _, rec := range ev.Records {
+	for _, rec := range batch.Records {
 		if err := ctx.Err(); err != nil {
 			return events.DynamoDBEventResponse{}, err
 		}
-		seq := rec.Change.SequenceNumber
-		if err := r.handle(ctx, rec); err != nil {
+		c, err := r.Decoder.DecodeJSON(rec)
+		if err == nil {
+			err = r.route(ctx, c)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return events.DynamoDBEventResponse{}, ctx.Err()
 			}
-			log.Warn("stream record not routed", "sequenceNumber", seq, "eventID", rec.EventID,
+			log.Warn("stream record not routed", "sequenceNumber", c.SequenceNumber, "eventID", c.EventID,
 				"corrupt", errors.Is(err, provider.ErrCorrupt), "error", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: c.SequenceNumber})
 		}
 	}
 	return resp, nil
 }
 
-// handle routes one record: a live cascade-marker write starts its target;
-// every other change (other kinds, foreign items, deletes, expired writes) is
-// not routed.
-func (r *Router) handle(ctx context.Context, rec events.DynamoDBEventRecord) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("record %s: %w", rec.Change.SequenceNumber, err)
-	}
-	c, err := r.Decoder.DecodeJSON(data)
-	if err != nil || c.Kind != provider.KindCascadeMarker || !c.Live() {
-		return err
+// route routes one decoded record: a live cascade-marker write starts its
+// target; every other change (other kinds, foreign items, deletes, expired
+// writes) is not routed.
+func (r *Router) route(ctx context.Context, c ddbstream.Change) error {
+	if c.Kind != provider.KindCascadeMarker || !c.Live() {
+		return nil
 	}
 	m := *c.Marker.New
 	started, err := r.Starter.Start(ctx, routing.TargetOf(m))
