@@ -470,15 +470,15 @@ var markerLog = seqLog{pk: markerLogPK, prefix: skLogEntry, counter: skLogSeq, k
 // readEvents is ReadEventsSince after its checks (see readLog).
 func (p *Provider) readEvents(ctx context.Context, op, pipelineID string, fromOldest bool, since, count int64) ([]types.EventRecord, int64, error) {
 	return readLog(ctx, p, op, eventLog(pipelineID), fromOldest, since, count, func(it item) (types.EventRecord, error) {
-		return eventRecord(p, it)
+		return eventRecord(tableName(p.table), it)
 	})
 }
 
 // eventRecord is the record of it, an event item: its number as the cursor
 // and its decoded data (decodeData's error when that does not decode).
-func eventRecord(p *Provider, it item) (types.EventRecord, error) {
+func eventRecord(t tableName, it item) (types.EventRecord, error) {
 	r := types.EventRecord{StreamID: provider.FormatSeqCursor(it.Seq)}
-	return r, decodeData(p, provider.KindEvent, it, &r.Event)
+	return r, decodeData(t, provider.KindEvent, it, &r.Event)
 }
 
 // readLog reads at most count entries of l after since (< math.MaxInt64;

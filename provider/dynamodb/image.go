@@ -69,7 +69,6 @@ func classifyImage(table string, key map[string]ddbtypes.AttributeValue) (itemim
 // classify is the kind and name of the item (key) of table, and the
 // provider.RecordKind its errors name (see imageKind).
 func classify(table string, key map[string]ddbtypes.AttributeValue) (itemimage.Item, provider.RecordKind, error) {
-	p := &Provider{table: table} // for where: the names of items and errors
 	pk, err := attrString(key[attrPK])
 	if err == nil {
 		_, err = attrString(key[attrSK])
@@ -79,12 +78,12 @@ func classify(table string, key map[string]ddbtypes.AttributeValue) (itemimage.I
 	}
 	sk, _ := attrString(key[attrSK])
 	kind, rk := imageKind(pk, sk)
-	return itemimage.Item{Kind: kind, Name: p.where(pk, sk)}, rk, nil
+	return itemimage.Item{Kind: kind, Name: tableName(table).where(pk, sk)}, rk, nil
 }
 
 // decodeImage is itemimage.Decode.
 func decodeImage(table string, av map[string]ddbtypes.AttributeValue) (itemimage.Item, error) {
-	p := &Provider{table: table} // for where: the names of items and errors
+	t := tableName(table)
 	out, rk, err := classify(table, av)
 	if err != nil || out.Kind == itemimage.Foreign || out.Kind == itemimage.Other {
 		return out, err
@@ -92,35 +91,35 @@ func decodeImage(table string, av map[string]ddbtypes.AttributeValue) (itemimage
 	kind := out.Kind
 	it, err := unmarshal(av)
 	if err != nil {
-		return out, p.badItem(rk, av, err).bad
+		return out, t.badItem(rk, av, err).bad
 	}
 	if it.Exp != 0 && kind != itemimage.Lock {
 		out.Exp = time.Unix(0, it.Exp).UTC()
 	}
 	switch kind {
 	case itemimage.Marker:
-		out.Value, err = imageData[types.CascadeMarker](p, rk, it)
+		out.Value, err = imageData[types.CascadeMarker](t, rk, it)
 	case itemimage.Run:
-		out.Value, err = imageData[types.RunState](p, rk, it)
+		out.Value, err = imageData[types.RunState](t, rk, it)
 	case itemimage.Rerun:
-		out.Value, err = imageData[types.RerunRecord](p, rk, it)
+		out.Value, err = imageData[types.RerunRecord](t, rk, it)
 	case itemimage.Replay:
-		out.Value, err = imageData[types.ReplayRequest](p, rk, it)
+		out.Value, err = imageData[types.ReplayRequest](t, rk, it)
 	case itemimage.Event:
 		var rec types.EventRecord
-		if rec, err = eventRecord(p, it); err == nil {
+		if rec, err = eventRecord(t, it); err == nil {
 			out.Value = &rec
 		}
 	case itemimage.Lock:
-		out.Value, err = imageLock(p, it)
+		out.Value, err = imageLock(t, it)
 	}
 	return out, err
 }
 
 // imageData decodes the data of it, a record of kind.
-func imageData[T any](p *Provider, kind provider.RecordKind, it item) (*T, error) {
+func imageData[T any](t tableName, kind provider.RecordKind, it item) (*T, error) {
 	v := new(T)
-	if err := decodeData(p, kind, it, v); err != nil {
+	if err := decodeData(t, kind, it, v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -128,7 +127,7 @@ func imageData[T any](p *Provider, kind provider.RecordKind, it item) (*T, error
 
 // imageLock is the holding a lock item shows, whether or not it has expired (the
 // caller judges that by ExpiresAt); nil when no holder is stored.
-func imageLock(p *Provider, it item) (*types.LockInfo, error) {
+func imageLock(t tableName, it item) (*types.LockInfo, error) {
 	if it.Holder == "" {
 		return nil, nil
 	}
@@ -138,7 +137,7 @@ func imageLock(p *Provider, it item) (*types.LockInfo, error) {
 	}
 	info, err := provider.HolderInfo(recordID(provider.KindLock, it), it.Holder, it.Fence, expires)
 	if err != nil {
-		return nil, provider.CorruptAt(err, p.where(it.PK, it.SK))
+		return nil, provider.CorruptAt(err, t.where(it.PK, it.SK))
 	}
 	return info, nil
 }

@@ -88,7 +88,7 @@ func getData[T any](ctx context.Context, p *Provider, op string, kind provider.R
 		return nil, err
 	}
 	var v T
-	if err := decodeData(p, kind, it, &v); err != nil {
+	if err := decodeData(tableName(p.table), kind, it, &v); err != nil {
 		return nil, err
 	}
 	return &v, nil
@@ -277,7 +277,7 @@ func query[T any](ctx context.Context, p *Provider, op string, q queryIn, decode
 
 // queryData is query of records whose data is what a List* returns.
 func queryData[T any](ctx context.Context, p *Provider, op string, q queryIn) ([]T, error) {
-	return query(ctx, p, op, q, func(it item, v *T) error { return decodeData(p, q.kind, it, v) })
+	return query(ctx, p, op, q, func(it item, v *T) error { return decodeData(tableName(p.table), q.kind, it, v) })
 }
 
 // queryItems is query of the items themselves (their data not decoded; an item

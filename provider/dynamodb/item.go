@@ -197,11 +197,11 @@ func (b *body) set(av ddbtypes.AttributeValue) error {
 // limit good records.
 
 // decodeData unmarshals the data of it, a record of kind, into *v.
-func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) error {
+func decodeData[T any](t tableName, kind provider.RecordKind, it item, v *T) error {
 	if it.bad != nil {
 		return it.bad
 	}
-	name := func() (string, string) { return recordID(kind, it), p.where(it.PK, it.SK) }
+	name := func() (string, string) { return recordID(kind, it), t.where(it.PK, it.SK) }
 	if it.Data == nil {
 		id, key := name()
 		return &provider.CorruptError{Kind: kind, ID: id, Key: key, Err: errors.New("no data attribute")}
@@ -213,6 +213,11 @@ func decodeData[T any](p *Provider, kind provider.RecordKind, it item, v *T) err
 // (cause): its key and sequence number (its sort key's, for an entry of a
 // numbered log), and bad, its *provider.CorruptError.
 func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) item {
+	return tableName(p.table).badItem(kind, av, cause)
+}
+
+// badItem is Provider.badItem for an item of table t.
+func (t tableName) badItem(kind provider.RecordKind, av map[string]ddbtypes.AttributeValue, cause error) item {
 	var it item
 	it.PK, _ = attrString(av[attrPK])
 	it.SK, _ = attrString(av[attrSK])
@@ -221,14 +226,21 @@ func (p *Provider) badItem(kind provider.RecordKind, av map[string]ddbtypes.Attr
 	} else if n, ok := av[attrSeq].(*ddbtypes.AttributeValueMemberN); ok {
 		it.Seq, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
-	it.bad = &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: p.where(it.PK, it.SK), Err: cause}
+	it.bad = &provider.CorruptError{Kind: kind, ID: recordID(kind, it), Key: t.where(it.PK, it.SK), Err: cause}
 	return it
 }
 
+// tableName is the name of a table, which names its items in errors: all that
+// decoding an item needs of its Provider (ddbstream's images have none).
+type tableName string
+
 // where is the CorruptError.Key of the item (pk, sk).
-func (p *Provider) where(pk, sk string) string {
-	return "dynamodb table " + p.table + " item " + pk + " " + sk
+func (t tableName) where(pk, sk string) string {
+	return "dynamodb table " + string(t) + " item " + pk + " " + sk
 }
+
+// where is the CorruptError.Key of the item (pk, sk) of p's table.
+func (p *Provider) where(pk, sk string) string { return tableName(p.table).where(pk, sk) }
 
 // recordID is the CorruptError.ID of it, a record of kind (see the key schema in
 // the package doc): the record's ID, or its identity's parts joined by ':'.

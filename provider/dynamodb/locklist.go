@@ -92,5 +92,5 @@ func (p *Provider) lockInfo(it item, now time.Time) (*types.LockInfo, error) {
 	if !it.live(now) {
 		return nil, nil
 	}
-	return imageLock(p, it)
+	return imageLock(tableName(p.table), it)
 }

@@ -313,7 +313,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 				}
 				recs, last, err := readLog(ctx, p, op, markerLog, since == 0, since, followPage, func(it item) (types.CascadeMarkerRecord, error) {
 					r := types.CascadeMarkerRecord{Cursor: provider.FormatSeqCursor(it.Seq)}
-					return r, decodeData(p, provider.KindMarkerWrite, it, &r.Marker)
+					return r, decodeData(tableName(p.table), provider.KindMarkerWrite, it, &r.Marker)
 				})
 				if err != nil {
 					return nil, ctxErr(ctx, err)

@@ -240,7 +240,7 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 			return false, nil
 		}
 		var old types.RunState
-		if err := decodeData(p, provider.KindRunState, o, &old); err != nil {
+		if err := decodeData(tableName(p.table), provider.KindRunState, o, &old); err != nil {
 			return false, err
 		}
 		newState.CreatedAt = old.CreatedAt
