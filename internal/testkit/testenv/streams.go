@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -25,8 +24,8 @@ type StreamReader struct {
 }
 
 // NewStreamReader returns a reader of table's stream (DescribeTable's
-// LatestStreamArn) through a streams client of DynamoDBEndpoint(t). It fails t
-// when the table has no stream.
+// LatestStreamArn) through a streams client of client's region, endpoint and
+// credentials. It fails t when the table has no stream.
 func NewStreamReader(t testing.TB, client *dynamodb.Client, table string) *StreamReader {
 	t.Helper()
 	out, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
@@ -36,12 +35,9 @@ func NewStreamReader(t testing.TB, client *dynamodb.Client, table string) *Strea
 	if out.Table.LatestStreamArn == nil {
 		t.Fatalf("testenv: table %s has no stream", table)
 	}
+	o := client.Options()
 	return &StreamReader{
-		client: dynamodbstreams.New(dynamodbstreams.Options{
-			Region:       "us-east-1",
-			BaseEndpoint: aws.String(DynamoDBEndpoint(t)),
-			Credentials:  credentials.NewStaticCredentialsProvider("pipestate", "pipestate", ""),
-		}),
+		client: dynamodbstreams.New(dynamodbstreams.Options{Region: o.Region, BaseEndpoint: o.BaseEndpoint, Credentials: o.Credentials}),
 		arn:   *out.Table.LatestStreamArn,
 		iters: map[string]*string{},
 	}
