@@ -122,7 +122,7 @@ type Change struct {
 
 	Marker *Pair[types.CascadeMarker] // a marker written (Old set: rewritten) or removed
 	Run    *Pair[types.RunState]      // a run's state: status and version, old and new
-	Event  *Pair[types.EventRecord]   // appended: New set, Old nil (a MODIFY changes only its ttl)
+	Event  *Pair[types.EventRecord]   // appended: New set, Old nil (Old set: a MODIFY, a hand edit)
 	Rerun  *Pair[types.RerunRecord]   // a rerun requested or updated
 	Replay *Pair[types.ReplayRequest] // a replay requested or updated
 	Lock   *Pair[types.LockInfo]      // a lock or lease taken, renewed, taken over or freed

@@ -41,8 +41,8 @@
 //	-----------------  ------  ---------------------------------------------------------
 //	KindCascadeMarker  Marker  a marker written (Old nil) or rewritten (Old: the one it replaced)
 //	KindRunState       Run     a run put, created or swapped: old and new Status and Version
-//	KindEvent          Event   an event appended (Old nil); a MODIFY of an event (Old set)
-//	                           changes its ttl only, never the event
+//	KindEvent          Event   an event appended (Old nil); the backend never modifies an
+//	                           event, so a MODIFY (Old set) is a hand edit
 //	KindRerun          Rerun   a rerun put
 //	KindReplay         Replay  a replay put
 //	KindLock           Lock    a lock or lease taken (Old nil), renewed or taken over (both
