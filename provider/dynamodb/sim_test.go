@@ -18,8 +18,8 @@ import (
 // TestSim simulates the provider on DynamoDB Local (package providertest/sim):
 // the providers' fake clock jumps, and a sweeper deletes the items whose ttl
 // passed, as DynamoDB's TTL does up to 48 hours late (DynamoDB Local never
-// does). Instances restart with other options: without the event counter, and
-// with a one-hour retention of every kind.
+// does). Instances restart with other options: a one-hour retention of every
+// kind.
 func TestSim(t *testing.T) {
 	testEnv(t)
 	h := conformanceHarness()
