@@ -473,20 +473,11 @@
 //	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
 //
 // Events are 200 of the 232 write units a run costs. The counter item is what
-// makes a lone event 4 units: a transaction of two items. An unreleased build
-// had a second numbering, WithEventCounter(false): a conditional PutItem of the
-// next number (1 unit) and an UpdateItem that gave the previous newest event
-// its ttl (1 unit), 132 WRU a run, $24.90 a month instead of $43.65 at this
-// workload (about $19 less), and, under contention from 16 instances, 15-16
-// units an event against the counter's 18-20. It was removed before any
-// release: two numberings sharing one log doubled the states that a review and
-// a test must cover, and a breach lived only in their mix (an instance with the
-// counter claimed a number that TTL had deleted below the newest event of one
-// without it, and a follower past it never saw the event). One numbering,
-// whose counter never expires, makes "a number is never committed twice" a
-// property of one item. A pipeline whose events come from many instances at the
-// same moment does better to send them through one (group commit: about 2
-// units an event).
+// makes a lone event 4 units: a transaction of two items; the counter, which
+// never expires, is what makes "a number is never committed twice" a property
+// of one item. A pipeline whose events come from many instances at the same
+// moment does better to send them through one (group commit: about 2 units an
+// event).
 //
 // # Signals
 //

@@ -316,16 +316,12 @@ func (a *appendCall) conflict(ctx context.Context, attempt int, err error) error
 	return a.p.conflictWait(ctx, appendOp, attempt, err)
 }
 
-// firstRefused returns the first action of a write of n actions (one PutItem or
-// UpdateItem when n is 1, else a transaction) whose condition err reports
-// failed, and the item that condition saw (nil when there was none).
+// firstRefused returns the first action of a transaction of n actions whose
+// condition err reports failed, and the item that condition saw (nil when
+// there was none).
 func firstRefused(err error, n int) (i int, old map[string]ddbtypes.AttributeValue, refused bool) {
 	if err == nil {
 		return 0, nil, false
-	}
-	if n == 1 {
-		old, refused = ddbx.ConditionFailedItem(err)
-		return 0, old, refused
 	}
 	for i := range n {
 		if old, refused := ddbx.TxConditionFailed(err, i); refused {
@@ -362,7 +358,9 @@ func (p *Provider) readTip(ctx context.Context, pk string, limit int32) (counter
 		if n, ok := keySeq(sk); ok {
 			return counter, n, nil
 		}
-		if v, ok := av[attrSeq]; ok && sk == skEventSeq { // a counter item without seq (fences only) counts from 0
+		// Every claim sets the counter's seq: one without it (a hand edit) is
+		// 0, as claimFirst takes it.
+		if v, ok := av[attrSeq]; ok && sk == skEventSeq {
 			if counter, err = attrInt(v); err != nil {
 				it := p.badItem(provider.KindEvent, av, err)
 				return 0, 0, fmt.Errorf("dynamodb: %s: the event counter of %s: %w", appendOp, pk, it.bad)
