@@ -38,8 +38,8 @@ func NewStreamReader(t testing.TB, client *dynamodb.Client, table string) *Strea
 	o := client.Options()
 	return &StreamReader{
 		client: dynamodbstreams.New(dynamodbstreams.Options{Region: o.Region, BaseEndpoint: o.BaseEndpoint, Credentials: o.Credentials}),
-		arn:   *out.Table.LatestStreamArn,
-		iters: map[string]*string{},
+		arn:    *out.Table.LatestStreamArn,
+		iters:  map[string]*string{},
 	}
 }
 
