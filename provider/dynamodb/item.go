@@ -239,9 +239,6 @@ func (t tableName) where(pk, sk string) string {
 	return "dynamodb table " + string(t) + " item " + pk + " " + sk
 }
 
-// where is the CorruptError.Key of the item (pk, sk) of p's table.
-func (p *Provider) where(pk, sk string) string { return tableName(p.table).where(pk, sk) }
-
 // recordID is the CorruptError.ID of it, a record of kind (see the key schema in
 // the package doc): the record's ID, or its identity's parts joined by ':'.
 func recordID(kind provider.RecordKind, it item) string {
