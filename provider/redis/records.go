@@ -190,7 +190,8 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 	var first func(ctx context.Context, after string) ([]goredis.XMessage, error)
 	if cursor != "" {
 		first = func(ctx context.Context, after string) ([]goredis.XMessage, error) {
-			return p.readEvents(ctx, op, log, after, followPage)
+			msgs, _, err := p.readEvents(ctx, op, log, after, followPage) // a gap fails the next read, at its entry
+			return msgs, err
 		}
 	}
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
@@ -203,7 +204,7 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 				return r, corrupt(provider.KindMarkerWrite, id, key, fmt.Errorf("field %s %q is not a stream ID", markerLogPrev, before))
 			}
 			if prev != "" && before != prev {
-				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)
+				return r, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(prev, before))
 			}
 			s, ok := m.Values[markerLogJSON].(string)
 			if !ok {
