@@ -109,8 +109,9 @@ func WithEventRetention(d time.Duration) Option {
 // WithMarkerLogRetention sets the MarkerLog field of the retention
 // (WithRetention): each cascade marker write is kept in the log that
 // WatchCascadeMarkers reads for d after it was written, by the provider's clock:
-// each WriteCascadeMarker deletes the log rows older than that, and a watch from a
-// cursor before a deleted row ends with an error wrapping provider.ErrCursorExpired.
+// the row's expiry is set by the write, so every reader, whatever its own
+// retention, drops it then, and a watch from a cursor before a dropped row ends
+// with an error wrapping provider.ErrCursorExpired (see WatchCascadeMarkers).
 // 0 keeps every write forever; d must be at most provider.MaxTTL. The markers
 // themselves (ListCascadeMarkers) are kept for the CascadeMarkers field.
 func WithMarkerLogRetention(d time.Duration) Option {

@@ -31,7 +31,7 @@ func WithRetention(r provider.Retention) Option {
 
 // retained is the tables of the record kinds with a retention, whose rows carry
 // expires_at and are pruned by writes.
-var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals", "cascade_markers", "events"}
+var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals", "cascade_markers", "events", "marker_log"}
 
 // migrate gives a file created before retention the expires_at column of each
 // retained table (its rows never expire) and every retained table its expiry
