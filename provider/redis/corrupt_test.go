@@ -358,3 +358,37 @@ func TestCorruptStreamEntryFields(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptPrevOnOldest: the oldest entry retained, after a trim, whose p is
+// present but not a stream ID is reported as corrupt, not as an entry of an
+// older version (that message, before, sent on-call looking for an old
+// instance); the cursor before it is expired all the same (whether an event
+// after it was trimmed is unknown).
+func TestCorruptPrevOnOldest(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+	p := openProvider(t, client, redis.WithKeyPrefix("t"))
+	if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.ReadEventsSince(ctx, "p", "", 1)
+	if err != nil || len(first) != 1 {
+		t.Fatal(first, err)
+	}
+	if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: []any{"e", `{"kind":"K","pipelineId":"p"}`, "p", "seven"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.XTrimMaxLen(ctx, "t:{p}:events", 2).Err(); err != nil { // event 1
+		t.Fatal(err)
+	}
+	recs, err := p.ReadEventsSince(ctx, "p", first[0].StreamID, 10)
+	if !errors.Is(err, provider.ErrCursorExpired) || len(recs) != 0 {
+		t.Fatalf("ReadEventsSince(trimmed cursor) = %d events, %v; want ErrCursorExpired", len(recs), err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `corrupt field p "seven"`) || strings.Contains(msg, "older version") {
+		t.Errorf("ReadEventsSince(trimmed cursor) error %q; want it to name the corrupt field p, not an older version", msg)
+	}
+}

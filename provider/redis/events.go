@@ -177,15 +177,21 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 		}
 		return nil, false, nil
 	}
-	prev, ok := entryPrev(msgs[0])
-	if !ok { // appended by an older version: ask whether it is the oldest and events before it were trimmed
+	prev, present, valid := entryPrev(msgs[0])
+	if !valid {
+		// Appended by an older version, or corrupt (written by hand): ask
+		// whether it is the oldest and events before it were trimmed.
 		trimmed, err := p.run(ctx, scriptEventsCheck, []string{key}, "head", msgs[0].ID).Int()
 		if err != nil {
 			return nil, false, p.wrap(op, err)
 		}
 		if trimmed == 1 {
-			return nil, false, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, was appended by an older version, which did not record the ID before it, and events before it were trimmed: some may have followed cursor %s",
-				op, provider.ErrCursorExpired, msgs[0].ID, cursor)
+			why := "was appended by an older version, which did not record the ID before it"
+			if present {
+				why = fmt.Sprintf("has a corrupt field %s %q, not the ID before it", eventPrev, prev)
+			}
+			return nil, false, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, %s, and events before it were trimmed: some may have followed cursor %s",
+				op, provider.ErrCursorExpired, msgs[0].ID, why, cursor)
 		}
 	} else if idLess(cursor, prev) {
 		return nil, false, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(cursor, prev))
@@ -208,25 +214,22 @@ func dropped(cursor, before string) string {
 // with ErrCursorExpired.
 func gapFree(msgs []goredis.XMessage) ([]goredis.XMessage, bool) {
 	for i := 1; i < len(msgs); i++ {
-		if prev, ok := entryPrev(msgs[i]); ok && idLess(msgs[i-1].ID, prev) {
+		if prev, _, valid := entryPrev(msgs[i]); valid && idLess(msgs[i-1].ID, prev) {
 			return msgs[:i], true
 		}
 	}
 	return msgs, false
 }
 
-// entryPrev returns the ID an event entry records of the entry before it (field
-// p); ok is false for an entry appended by a version that did not record it.
-func entryPrev(m goredis.XMessage) (string, bool) {
-	prev, _ := m.Values[eventPrev].(string)
-	_, _, ok := parseStreamID(prev)
-	return prev, ok
-}
-
-// validStreamID reports whether id is a stream ID as parseStreamID reads it.
-func validStreamID(id string) bool {
-	_, _, ok := parseStreamID(id)
-	return ok
+// entryPrev returns the ID a stream entry (an event, or a marker log write)
+// records of the entry before it, field p: present is false for an event
+// appended by a version that did not record it, and valid is true when present
+// and a stream ID (parseStreamID), false when absent or corrupt.
+func entryPrev(m goredis.XMessage) (prev string, present, valid bool) {
+	v, present := m.Values[eventPrev]
+	prev, _ = v.(string)
+	_, _, valid = parseStreamID(prev)
+	return prev, present, present && valid
 }
 
 // idLess reports whether stream ID a orders before b; both are canonical (see
@@ -263,7 +266,7 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
 		return streamPoller(p, op, key, cursor, first, func(m goredis.XMessage, prev string) (types.EventRecord, error) {
 			r := types.EventRecord{StreamID: m.ID}
-			if before, ok := entryPrev(m); ok && prev != "" && idLess(prev, before) {
+			if before, _, valid := entryPrev(m); valid && prev != "" && idLess(prev, before) {
 				return r, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(prev, before))
 			}
 			return r, decodeEvent(pipelineID, key, m, &r.Event)
@@ -396,11 +399,9 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 // an entry that does not decode is a *provider.CorruptError.
 func decodeEvent(pipelineID, key string, m goredis.XMessage, ev *types.Event) error {
 	name := func() (string, string) { return pipelineID + ":" + m.ID, where(key, "entry "+m.ID) }
-	if before, has := m.Values[eventPrev]; has { // absent on entries of versions that did not record it
-		if b, _ := before.(string); !validStreamID(b) {
-			id, key := name()
-			return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, b))
-		}
+	if before, present, valid := entryPrev(m); present && !valid { // absent on entries of versions that did not record it
+		id, key := name()
+		return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, before))
 	}
 	s, ok := m.Values[eventField].(string)
 	if !ok {

@@ -198,8 +198,8 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 		return streamPoller(p, op, log, cursor, first, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
 			name := func() (string, string) { return m.ID, where(log, "entry "+m.ID) }
-			before, _ := m.Values[markerLogPrev].(string)
-			if _, _, ok := parseStreamID(before); !ok { // written by hand, not by marker_log.lua
+			before, _, valid := entryPrev(m)
+			if !valid { // written by hand, not by marker_log.lua
 				id, key := name()
 				return r, corrupt(provider.KindMarkerWrite, id, key, fmt.Errorf("field %s %q is not a stream ID", markerLogPrev, before))
 			}
@@ -218,8 +218,8 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 
 // The fields of a marker log entry (see lua/marker_log.lua).
 const (
-	markerLogJSON = "m" // the marker's JSON
-	markerLogPrev = "p" // the ID generated before the entry
+	markerLogJSON = "m"       // the marker's JSON
+	markerLogPrev = eventPrev // the ID generated before the entry (entryPrev reads it)
 )
 
 // ListCascadeMarkers implements provider.CascadeReader with one script: newest
