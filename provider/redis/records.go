@@ -42,11 +42,11 @@ func (p *Provider) slotPut(ctx context.Context, op string, kind provider.RecordK
 	data []byte, score int64, life lifetime) error {
 	keys := []string{ix.h, ix.z, ix.x, p.k.fences(p.k.pipeline(pipelineID))}
 	args := []any{field, data, score, life.now, life.exp, life.ttl, pruneBatch}
-	if _, ok := fence.FromContext(ctx); ok {
+	t, fenced := fence.FromContext(ctx)
+	if fenced {
 		keys, args = append(keys, p.k.newCall(ix.h)), append(args, callMemoryMS)
 	}
-	args, t, fenced := fenceToken(ctx, args)
-	c := p.run(ctx, scriptSlotPut, keys, args...)
+	c := p.run(ctx, scriptSlotPut, keys, appendFence(args, t, fenced)...)
 	if !fenced || c.Err() != nil {
 		return p.wrap(op, c.Err())
 	}
