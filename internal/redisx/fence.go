@@ -11,3 +11,9 @@ import _ "embed"
 //
 //go:embed fence.lua
 var FenceLua string
+
+// FenceMemoryMillis is the TTL in ms that fence_remember gives a memory whose
+// TTL is below ms, the server TTL of the record a write wrote: ms plus a slack
+// of max(ms/16, 1 minute), so that the writes in the slack after it pay a PTTL
+// only. Tests check the scripts against it.
+func FenceMemoryMillis(ms int64) int64 { return ms + max(ms/16, 60000) }

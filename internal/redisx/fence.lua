@@ -31,6 +31,9 @@ end
 -- memory as key (nil: leave memories alone), which it never creates. Either way
 -- an existing memory then lives at least ttl: it keeps a longer TTL, or none,
 -- and loses its TTL (PERSIST) when ttl is '0'. Nothing ever shortens it.
+-- When it must extend a TTL it extends it to ttl plus a slack of
+-- max(ttl/16, 1 minute), so the writes within the slack after it (sliding
+-- TTLs: every merge of a hot key) pay one PTTL, not a replicated PEXPIRE.
 local function fence_remember(ttl, key)
   key = fence_key or key
   if not key then return end
@@ -42,7 +45,10 @@ local function fence_remember(ttl, key)
   end
   if ttl == '0' then
     if pttl >= 0 then redis.call('PERSIST', key) end
-  elseif pttl == -2 or (pttl >= 0 and pttl < tonumber(ttl)) then
-    redis.call('PEXPIRE', key, ttl)
+    return
+  end
+  local want = tonumber(ttl)
+  if pttl == -2 or (pttl >= 0 and pttl < want) then
+    redis.call('PEXPIRE', key, string.format('%.0f', want + math.max(math.floor(want / 16), 60000)))
   end
 end

@@ -2,7 +2,9 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,6 +267,58 @@ func TestCorruptStreamEntryFields(t *testing.T) {
 			}
 		})
 	}
+	// A corrupt entry, then a deleted (XDEL) one: a read from the cursor
+	// before them skips the corrupt entry and meets the gap. Before, every
+	// count above 1 returned no events and no error, for ever (gapFree cut the
+	// page after the corrupt entry and the read stopped there).
+	t.Run("event/corrupt then XDEL'd", func(t *testing.T) {
+		client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+		p := openProvider(t, client, redis.WithKeyPrefix("t"))
+		if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		first, err := p.ReadEventsSince(ctx, "p", "", 1)
+		if err != nil || len(first) != 1 {
+			t.Fatal(first, err)
+		}
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: []any{"e", corruptValue, "p", first[0].StreamID}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "2"}); err != nil {
+			t.Fatal(err)
+		}
+		gone, err := client.XRevRangeN(ctx, "t:{p}:events", "+", "-", 1).Result()
+		if err != nil || len(gone) != 1 {
+			t.Fatal(gone, err)
+		}
+		if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "3"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.XDel(ctx, "t:{p}:events", gone[0].ID).Err(); err != nil { // event 2, which 3's p names
+			t.Fatal(err)
+		}
+		for _, count := range []int64{1, 2, 10} {
+			recs, err := p.ReadEventsSince(ctx, "p", first[0].StreamID, count)
+			if !errors.Is(err, provider.ErrCursorExpired) || len(recs) != 0 {
+				t.Errorf("ReadEventsSince(cursor of 1, %d) = %d events, %v; want none, ErrCursorExpired", count, len(recs), err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "XDEL") {
+				t.Errorf("ReadEventsSince(cursor of 1, %d) error %q does not name XDEL", count, err)
+			}
+			recs, err = p.ReadEventsSince(ctx, "p", "", count)
+			if err != nil || len(recs) != 1 || recs[0].Event.Message != "1" {
+				t.Errorf("ReadEventsSince(\"\", %d) = %+v, %v; want event 1, nil", count, recs, err)
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for r, err := range p.FollowEvents(fctx, "p", first[0].StreamID) {
+			if !errors.Is(err, provider.ErrCursorExpired) {
+				t.Errorf("FollowEvents(cursor of 1) first yielded %+v, %v; want ErrCursorExpired", r, err)
+			}
+			break
+		}
+	})
 	for _, c := range []struct {
 		name   string
 		values func(prev string) []any
@@ -302,5 +356,39 @@ func TestCorruptStreamEntryFields(t *testing.T) {
 				t.Errorf("WatchCascadeMarkers reported %d corrupt entries, want 1", reported)
 			}
 		})
+	}
+}
+
+// TestCorruptPrevOnOldest: the oldest entry retained, after a trim, whose p is
+// present but not a stream ID is reported as corrupt, not as an entry of an
+// older version (that message, before, sent on-call looking for an old
+// instance); the cursor before it is expired all the same (whether an event
+// after it was trimmed is unknown).
+func TestCorruptPrevOnOldest(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+	p := openProvider(t, client, redis.WithKeyPrefix("t"))
+	if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.ReadEventsSince(ctx, "p", "", 1)
+	if err != nil || len(first) != 1 {
+		t.Fatal(first, err)
+	}
+	if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "t:{p}:events", Values: []any{"e", `{"kind":"K","pipelineId":"p"}`, "p", "seven"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "p", Message: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.XTrimMaxLen(ctx, "t:{p}:events", 2).Err(); err != nil { // event 1
+		t.Fatal(err)
+	}
+	recs, err := p.ReadEventsSince(ctx, "p", first[0].StreamID, 10)
+	if !errors.Is(err, provider.ErrCursorExpired) || len(recs) != 0 {
+		t.Fatalf("ReadEventsSince(trimmed cursor) = %d events, %v; want ErrCursorExpired", len(recs), err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `corrupt field p "seven"`) || strings.Contains(msg, "older version") {
+		t.Errorf("ReadEventsSince(trimmed cursor) error %q; want it to name the corrupt field p, not an older version", msg)
 	}
 }

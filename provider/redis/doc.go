@@ -255,11 +255,13 @@
 // is longer than the memory's own, and removes the memory's TTL (PERSIST) when
 // the record never expires (an event stream, or retention 0); nothing shortens
 // it. Any write that extends a record's life extends its memory with it, in
-// the same script: an unfenced rewrite (the CLI's run fail, an older version's
-// write, a plain PutRunState) or a write by an instance with a longer
+// the same script: an unfenced rewrite by an instance of this version (the
+// CLI's run fail, a plain PutRunState) or a write by an instance with a longer
 // retention, so a stale holder never meets a live record whose memory expired
 // (TestFenceMemoryTTL, TestFenceMemoryOutlivesRewrite,
-// TestFenceMemoryLongerRetention). An unfenced write creates no memory (a
+// TestFenceMemoryLongerRetention). An older version runs its own scripts,
+// whose unfenced writes leave the memory alone: see the CHANGELOG's note on
+// fence memories for a rolling deploy. An unfenced write creates no memory (a
 // record no fence wrote needs none), and an unfenced event append leaves it
 // alone (a memory that guards a stream never expires already). A refused write
 // leaves it as it is. A memory holds one field per lease key that wrote under

@@ -102,20 +102,26 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 	out := []types.EventRecord{}
 	for cursor := sinceID; ; {
 		want := count - int64(len(out))
-		msgs, err := p.readEvents(ctx, op, key, cursor, want)
+		msgs, cut, err := p.readEvents(ctx, op, key, cursor, want)
 		if err != nil {
-			if len(out) > 0 && errors.Is(err, provider.ErrCursorExpired) {
-				return out, nil // the read from the last event returned fails
+			if (len(out) > 0 || sinceID == "") && errors.Is(err, provider.ErrCursorExpired) {
+				// The read from the last event returned fails; "" is never
+				// expired (past entries skipped as corrupt it returns none).
+				return out, nil
 			}
 			return nil, err
 		}
+		before := len(out)
 		for _, m := range msgs {
 			r := types.EventRecord{StreamID: m.ID}
 			if decodeEventOrSkip(ctx, p, pipelineID, key, m, &r.Event) {
 				out = append(out, r)
 			}
 		}
-		if int64(len(out)) == count || int64(len(msgs)) < want {
+		// A short page ends the read, unless all it had was corrupt and a gap
+		// cut it: a corrupt entry is held, not dropped, so the read goes on
+		// after it and fails with ErrCursorExpired at the gap.
+		if int64(len(out)) == count || (int64(len(msgs)) < want && (!cut || len(out) > before)) {
 			return out, nil
 		}
 		cursor = msgs[len(msgs)-1].ID // past entries skipped as corrupt: read as many more
@@ -127,20 +133,22 @@ func (p *Provider) ReadEventsSince(ctx context.Context, pipelineID, sinceID stri
 // after cursor ("": from the oldest entry retained): an error wrapping
 // provider.ErrCursorExpired when entries after the cursor were trimmed, also
 // when the stream was trimmed to nothing and nothing newer was added yet, and the
-// entries before the first gap otherwise (see gapFree). From a cursor it is one
+// entries before the first gap otherwise (see gapFree; cut reports that a gap
+// ended them). From a cursor it is one
 // pipeline of XRANGE and events_check's "last" (one round trip); one more
 // while the entry after the cursor was appended by a version that did not record
 // p.
-func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count int64) ([]goredis.XMessage, error) {
+func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count int64) (msgs []goredis.XMessage, cut bool, err error) {
 	if cursor == "" {
 		msgs, err := p.c.XRangeN(ctx, key, "-", "+", count).Result()
 		if err != nil {
-			return nil, p.wrap(op, err)
+			return nil, false, p.wrap(op, err)
 		}
-		return gapFree(msgs), nil
+		msgs, cut = gapFree(msgs)
+		return msgs, cut, nil
 	}
 	if ms, seq, _ := parseStreamID(cursor); ms == math.MaxUint64 && seq == math.MaxUint64 {
-		return nil, nil // nothing can follow the largest ID (and XRANGE refuses "(" of it)
+		return nil, false, nil // nothing can follow the largest ID (and XRANGE refuses "(" of it)
 	}
 	// XRANGE first: when it finds nothing and events_check then finds a new
 	// entry, the read returns nothing and the next read sees the new entry's p.
@@ -153,65 +161,75 @@ func (p *Provider) readEvents(ctx context.Context, op, key, cursor string, count
 		return nil
 	})
 	last = p.scripts.Retry(ctx, scriptEventsCheck, last, checkKeys, checkArgs) // reloads it, or falls back to EVALSHA
-	msgs, err := rng.Result()
+	msgs, err = rng.Result()
 	if err != nil {
-		return nil, p.wrap(op, err)
+		return nil, false, p.wrap(op, err)
 	}
 	if len(msgs) == 0 {
 		id, err := last.Text()
 		switch {
 		case errors.Is(err, goredis.Nil):
-			return nil, nil
+			return nil, false, nil
 		case err != nil:
-			return nil, p.wrap(op, err)
+			return nil, false, p.wrap(op, err)
 		case idLess(cursor, id):
-			return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
-				op, provider.ErrCursorExpired, cursor, id)
+			return nil, false, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(cursor, id))
 		}
-		return nil, nil
+		return nil, false, nil
 	}
-	prev, ok := entryPrev(msgs[0])
-	if !ok { // appended by an older version: ask whether it is the oldest and events before it were trimmed
+	prev, present, valid := entryPrev(msgs[0])
+	if !valid {
+		// Appended by an older version, or corrupt (written by hand): ask
+		// whether it is the oldest and events before it were trimmed.
 		trimmed, err := p.run(ctx, scriptEventsCheck, []string{key}, "head", msgs[0].ID).Int()
 		if err != nil {
-			return nil, p.wrap(op, err)
+			return nil, false, p.wrap(op, err)
 		}
 		if trimmed == 1 {
-			return nil, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, was appended by an older version, which did not record the ID before it, and events before it were trimmed: some may have followed cursor %s",
-				op, provider.ErrCursorExpired, msgs[0].ID, cursor)
+			why := "was appended by an older version, which did not record the ID before it"
+			if present {
+				why = fmt.Sprintf("has a corrupt field %s %q, not the ID before it", eventPrev, prev)
+			}
+			return nil, false, fmt.Errorf("redis: %s: %w: the oldest event retained, %s, %s, and events before it were trimmed: some may have followed cursor %s",
+				op, provider.ErrCursorExpired, msgs[0].ID, why, cursor)
 		}
 	} else if idLess(cursor, prev) {
-		return nil, fmt.Errorf("redis: %s: %w: the entries after cursor %s up to %s were trimmed (retention)",
-			op, provider.ErrCursorExpired, cursor, prev)
+		return nil, false, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(cursor, prev))
 	}
-	return gapFree(msgs), nil
+	msgs, cut = gapFree(msgs)
+	return msgs, cut, nil
+}
+
+// dropped says that the entries after cursor up to before (the p of the entry
+// read after cursor) are gone. Retention trims them, or a hand deleted them
+// (XDEL); the entry read cannot tell which, so it names both.
+func dropped(cursor, before string) string {
+	return fmt.Sprintf("the entries after cursor %s up to %s were trimmed (retention) or deleted (XDEL)", cursor, before)
 }
 
 // gapFree returns the entries of msgs, consecutive entries of one stream, up to
 // the first whose p says that an entry before it, after the one before it in
-// msgs, is gone (only an XDEL can do that: retention trims the oldest entries);
-// the read from the entry before it then fails with ErrCursorExpired.
-func gapFree(msgs []goredis.XMessage) []goredis.XMessage {
+// msgs, is gone (only an XDEL can do that: retention trims the oldest entries),
+// and whether it cut msgs there; the read from the entry before it then fails
+// with ErrCursorExpired.
+func gapFree(msgs []goredis.XMessage) ([]goredis.XMessage, bool) {
 	for i := 1; i < len(msgs); i++ {
-		if prev, ok := entryPrev(msgs[i]); ok && idLess(msgs[i-1].ID, prev) {
-			return msgs[:i]
+		if prev, _, valid := entryPrev(msgs[i]); valid && idLess(msgs[i-1].ID, prev) {
+			return msgs[:i], true
 		}
 	}
-	return msgs
+	return msgs, false
 }
 
-// entryPrev returns the ID an event entry records of the entry before it (field
-// p); ok is false for an entry appended by a version that did not record it.
-func entryPrev(m goredis.XMessage) (string, bool) {
-	prev, _ := m.Values[eventPrev].(string)
-	_, _, ok := parseStreamID(prev)
-	return prev, ok
-}
-
-// validStreamID reports whether id is a stream ID as parseStreamID reads it.
-func validStreamID(id string) bool {
-	_, _, ok := parseStreamID(id)
-	return ok
+// entryPrev returns the ID a stream entry (an event, or a marker log write)
+// records of the entry before it, field p: present is false for an event
+// appended by a version that did not record it, and valid is true when present
+// and a stream ID (parseStreamID), false when absent or corrupt.
+func entryPrev(m goredis.XMessage) (prev string, present, valid bool) {
+	v, present := m.Values[eventPrev]
+	prev, _ = v.(string)
+	_, _, valid = parseStreamID(prev)
+	return prev, present, present && valid
 }
 
 // idLess reports whether stream ID a orders before b; both are canonical (see
@@ -241,15 +259,15 @@ func (p *Provider) FollowEvents(ctx context.Context, pipelineID, cursor string) 
 	var first func(ctx context.Context, after string) ([]goredis.XMessage, error)
 	if cursor != "" {
 		first = func(ctx context.Context, after string) ([]goredis.XMessage, error) {
-			return p.readEvents(ctx, op, key, after, followPage)
+			msgs, _, err := p.readEvents(ctx, op, key, after, followPage) // a gap fails the next read, at its entry
+			return msgs, err
 		}
 	}
 	return provider.Follow(ctx, func() provider.Poller[types.EventRecord] {
 		return streamPoller(p, op, key, cursor, first, func(m goredis.XMessage, prev string) (types.EventRecord, error) {
 			r := types.EventRecord{StreamID: m.ID}
-			if before, ok := entryPrev(m); ok && prev != "" && idLess(prev, before) {
-				return r, fmt.Errorf("redis: %s: %w: the events after cursor %s up to %s were trimmed (retention, WithMaxEvents)",
-					op, provider.ErrCursorExpired, prev, before)
+			if before, _, valid := entryPrev(m); valid && prev != "" && idLess(prev, before) {
+				return r, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(prev, before))
 			}
 			return r, decodeEvent(pipelineID, key, m, &r.Event)
 		})
@@ -381,11 +399,9 @@ func parseStreamID(s string) (ms, seq uint64, ok bool) {
 // an entry that does not decode is a *provider.CorruptError.
 func decodeEvent(pipelineID, key string, m goredis.XMessage, ev *types.Event) error {
 	name := func() (string, string) { return pipelineID + ":" + m.ID, where(key, "entry "+m.ID) }
-	if before, has := m.Values[eventPrev]; has { // absent on entries of versions that did not record it
-		if b, _ := before.(string); !validStreamID(b) {
-			id, key := name()
-			return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, b))
-		}
+	if before, present, valid := entryPrev(m); present && !valid { // absent on entries of versions that did not record it
+		id, key := name()
+		return corrupt(provider.KindEvent, id, key, fmt.Errorf("field %s %q is not a stream ID", eventPrev, before))
 	}
 	s, ok := m.Values[eventField].(string)
 	if !ok {

@@ -25,18 +25,17 @@ func fenceArgs(ctx context.Context, memory string, keys []string, args []any) ([
 	if memory != "" {
 		keys = append(keys, memory)
 	}
-	args, t, ok := fenceToken(ctx, args)
-	return keys, args, t, ok
+	t, ok := fence.FromContext(ctx)
+	return keys, appendFence(args, t, ok), t, ok
 }
 
-// fenceToken appends ctx's lease key and fence to args, or "" and "" for an
-// unfenced call.
-func fenceToken(ctx context.Context, args []any) ([]any, fence.Token, bool) {
-	t, ok := fence.FromContext(ctx)
-	if !ok {
-		return append(args, "", ""), t, false
+// appendFence appends the lease key and fence of t to args when fenced, else
+// "" and "".
+func appendFence(args []any, t fence.Token, fenced bool) []any {
+	if !fenced {
+		return append(args, "", "")
 	}
-	return append(args, t.Key, t.Fence), t, true
+	return append(args, t.Key, t.Fence)
 }
 
 // refusedFence is a fenced script's refusal: {-2, ..., newest}, the remembered

@@ -342,11 +342,12 @@ func fencedInterleavings() []interleaving {
 }
 
 // TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced write
-// gives its hash tag's fence memory the server TTL of the record it wrote when
-// that is longer than the memory's, never a shorter one, and none (PERSIST)
-// when the record never expires (an event stream); an unfenced write extends
-// an existing one as a fenced write does, and creates none; a refused write
-// leaves it as it is.
+// gives its hash tag's fence memory the server TTL of the record it wrote plus
+// a slack (redisx.FenceMemoryMillis) when the record's is longer than the
+// memory's, never a shorter one, and none (PERSIST) when the record never
+// expires (an event stream); an unfenced write extends an existing one as a
+// fenced write does, and creates none, and one inside the slack leaves it
+// alone; a refused write leaves it as it is.
 func TestFenceMemoryTTL(t *testing.T) {
 	ctx := t.Context()
 	m := miniredis.RunT(t)
@@ -358,11 +359,12 @@ func TestFenceMemoryTTL(t *testing.T) {
 	must(t, err)
 	must(t, p.Start(ctx))
 	mem := p.k.fences(p.k.pipeline(lrPipe))
+	// kept is the memory's TTL for a record of lifetime d, less passed.
+	kept := func(d, passed time.Duration) time.Duration {
+		return time.Duration(redisx.FenceMemoryMillis(redisx.Millis(d)))*time.Millisecond - passed
+	}
 	ttl := func(key string, want time.Duration) {
 		t.Helper()
-		if want > 0 {
-			want = time.Duration(redisx.Millis(want)) * time.Millisecond // the server TTL of a lifetime
-		}
 		got, err := c.PTTL(ctx, key).Result()
 		if err != nil || got != want {
 			t.Fatalf("PTTL %s = %v, %v; want %v", key, got, err, want)
@@ -377,24 +379,27 @@ func TestFenceMemoryTTL(t *testing.T) {
 	must(t, runLog(ctx)) // unfenced: no memory
 	ttl(mem, -2)
 	must(t, runLog(fenced(ctx, 2)))
-	ttl(mem, time.Hour+deleteSlack)
+	ttl(mem, kept(time.Hour+deleteSlack, 0))
 	must(t, late(fenced(ctx, 2))) // a longer-lived record lengthens it
-	ttl(mem, 3*time.Hour+deleteSlack)
+	ttl(mem, kept(3*time.Hour+deleteSlack, 0))
 	m.FastForward(time.Minute)
 	must(t, runLog(fenced(ctx, 3))) // a shorter-lived one does not shorten it
-	ttl(mem, 3*time.Hour+deleteSlack-time.Minute)
+	ttl(mem, kept(3*time.Hour+deleteSlack, time.Minute))
 	if err := wantRefused(late(fenced(ctx, 1))); err != nil {
 		t.Fatal(err)
 	}
-	must(t, late(ctx)) // unfenced, it extends the list, and so the memory
-	ttl(mem, 3*time.Hour+deleteSlack)
+	must(t, late(ctx)) // unfenced, inside the slack: it extends the list, not the memory
+	ttl(mem, kept(3*time.Hour+deleteSlack, time.Minute))
+	m.FastForward(time.Hour)
+	must(t, late(ctx)) // unfenced, past the slack: it extends the list, and so the memory
+	ttl(mem, kept(3*time.Hour+deleteSlack, 0))
 	must(t, p.AppendEvent(fenced(ctx, 3), types.Event{Kind: "K", PipelineID: lrPipe})) // a stream never expires
 	ttl(mem, -1)
 	must(t, late(fenced(ctx, 3)))
 	ttl(mem, -1)
 	// A run's memory is its own, with the run's TTL.
 	must(t, p.PutRunState(fenced(ctx, 1), lrRunState(0)))
-	ttl(p.k.fences(p.k.run(lrRun)), 2*time.Hour+deleteSlack)
+	ttl(p.k.fences(p.k.run(lrRun)), kept(2*time.Hour+deleteSlack, 0))
 	remembered(t, ctx, p, p.k.fences(p.k.run(lrRun)), 1)
 	remembered(t, ctx, p, mem, 3)
 	// A record kept forever keeps its memory forever.

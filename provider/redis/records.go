@@ -42,11 +42,11 @@ func (p *Provider) slotPut(ctx context.Context, op string, kind provider.RecordK
 	data []byte, score int64, life lifetime) error {
 	keys := []string{ix.h, ix.z, ix.x, p.k.fences(p.k.pipeline(pipelineID))}
 	args := []any{field, data, score, life.now, life.exp, life.ttl, pruneBatch}
-	if _, ok := fence.FromContext(ctx); ok {
+	t, fenced := fence.FromContext(ctx)
+	if fenced {
 		keys, args = append(keys, p.k.newCall(ix.h)), append(args, callMemoryMS)
 	}
-	args, t, fenced := fenceToken(ctx, args)
-	c := p.run(ctx, scriptSlotPut, keys, args...)
+	c := p.run(ctx, scriptSlotPut, keys, appendFence(args, t, fenced)...)
 	if !fenced || c.Err() != nil {
 		return p.wrap(op, c.Err())
 	}
@@ -190,20 +190,21 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 	var first func(ctx context.Context, after string) ([]goredis.XMessage, error)
 	if cursor != "" {
 		first = func(ctx context.Context, after string) ([]goredis.XMessage, error) {
-			return p.readEvents(ctx, op, log, after, followPage)
+			msgs, _, err := p.readEvents(ctx, op, log, after, followPage) // a gap fails the next read, at its entry
+			return msgs, err
 		}
 	}
 	return provider.Follow(ctx, func() provider.Poller[types.CascadeMarkerRecord] {
 		return streamPoller(p, op, log, cursor, first, func(m goredis.XMessage, prev string) (types.CascadeMarkerRecord, error) {
 			r := types.CascadeMarkerRecord{Cursor: m.ID}
 			name := func() (string, string) { return m.ID, where(log, "entry "+m.ID) }
-			before, _ := m.Values[markerLogPrev].(string)
-			if _, _, ok := parseStreamID(before); !ok { // written by hand, not by marker_log.lua
+			before, _, valid := entryPrev(m)
+			if !valid { // written by hand, not by marker_log.lua
 				id, key := name()
 				return r, corrupt(provider.KindMarkerWrite, id, key, fmt.Errorf("field %s %q is not a stream ID", markerLogPrev, before))
 			}
 			if prev != "" && before != prev {
-				return r, fmt.Errorf("redis: %s: %w: the writes after %s up to %s were trimmed", op, provider.ErrCursorExpired, prev, before)
+				return r, fmt.Errorf("redis: %s: %w: %s", op, provider.ErrCursorExpired, dropped(prev, before))
 			}
 			s, ok := m.Values[markerLogJSON].(string)
 			if !ok {
@@ -217,8 +218,8 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 
 // The fields of a marker log entry (see lua/marker_log.lua).
 const (
-	markerLogJSON = "m" // the marker's JSON
-	markerLogPrev = "p" // the ID generated before the entry
+	markerLogJSON = "m"       // the marker's JSON
+	markerLogPrev = eventPrev // the ID generated before the entry (entryPrev reads it)
 )
 
 // ListCascadeMarkers implements provider.CascadeReader with one script: newest

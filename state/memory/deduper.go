@@ -23,7 +23,7 @@ type dedupData struct {
 }
 
 // NewDeduper creates empty claims and returns the first handle on them; NewHandle
-// opens more. Options: WithClock, WithTTL. A nil option or a bad value is an error
+// opens more. Options: WithClock, WithDedupTTL. A nil option or a bad value is an error
 // wrapping state.ErrInvalidArgument.
 func NewDeduper(opts ...DeduperOption) (*Deduper, error) {
 	cfg, err := newConfig("NewDeduper", opts, DeduperOption.ApplyDeduper)

@@ -19,10 +19,10 @@
 //     as a second process opening the same Redis keys would be (provider/memory
 //     shares data the same way). Options belong to the data: one clock and one claim
 //     TTL for all its handles.
-//   - Deduper claims live for WithTTL (default state.DefaultDedupTTL, 0 = forever);
-//     MergeUpdateOnce event claims for WithDedupTTL (same defaults). Options are
-//     checked by the compiler: WithTTL is a DeduperOption, WithDedupTTL a
-//     StoreOption, WithClock an Option for both.
+//   - Deduper claims and MergeUpdateOnce event claims live for WithDedupTTL
+//     (default state.DefaultDedupTTL, 0 = forever). Options are checked by the
+//     compiler: WithDedupTTL and WithClock are Options, taken by every
+//     constructor.
 //
 // Round trips: none (every method is one lock acquisition).
 //

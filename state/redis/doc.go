@@ -102,9 +102,11 @@
 //     removes its TTL (PERSIST) when the value never expires (ttl 0); a fenced
 //     merge creates the memory so. Nothing shortens it, so it lives at least
 //     as long as every value it guards, whatever merge extended a value last:
-//     an unfenced merge with a longer ttl or ttl 0 (a backfill, an older
-//     version) keeps a stale holder refused (TestFenceMemoryTTL,
-//     TestFenceMemoryOutlivesUnfencedMerge). A merge refused by the fence or by
+//     an unfenced merge by an instance of this version with a longer ttl or
+//     ttl 0 (a backfill) keeps a stale holder refused (TestFenceMemoryTTL,
+//     TestFenceMemoryOutlivesUnfencedMerge). An older version runs its own
+//     scripts, whose unfenced merges leave the memory alone: see the
+//     CHANGELOG's note on fence memories for a rolling deploy. A merge refused by the fence or by
 //     the value's range leaves it as it is. It holds one field per lease key.
 //
 // # Signals

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storekey"
 	"github.com/pipestate/pipestate/state/redis"
@@ -180,10 +181,12 @@ func TestFencedMerges(t *testing.T) {
 }
 
 // TestFenceMemoryTTL checks the fence memory's lifetime rule: a fenced merge
-// gives the memory of its entity's values the value's TTL when that is longer
-// than the memory's, never a shorter one, and none (PERSIST) for a value that
-// never expires; an unfenced merge does the same to an existing memory (and
-// creates none); a refused merge leaves it as it is.
+// gives the memory of its entity's values the value's TTL plus a slack
+// (redisx.FenceMemoryMillis) when the value's is longer than the memory's,
+// never a shorter one, and none (PERSIST) for a value that never expires; an
+// unfenced merge does the same to an existing memory (and creates none), and
+// one inside the slack leaves it alone (before the slack, every merge of a
+// sliding TTL ran a PEXPIRE); a refused merge leaves it as it is.
 func TestFenceMemoryTTL(t *testing.T) {
 	ctx := t.Context()
 	c := miniBackend.client(t)
@@ -207,22 +210,32 @@ func TestFenceMemoryTTL(t *testing.T) {
 	if got := ttl(mem); got != -2 {
 		t.Fatalf("an unfenced merge made a fence memory (PTTL %v)", got)
 	}
+	kept := func(key string) time.Duration { // the memory's TTL for the value at key
+		t.Helper()
+		return time.Duration(redisx.FenceMemoryMillis(ttl(key).Milliseconds())) * time.Millisecond
+	}
 	must(t, view(2).MergeUpdate(ctx, k1, 1, time.Hour))
-	if got, want := ttl(mem), ttl(p+":{e}:isum:1"); got != want {
-		t.Fatalf("memory PTTL %v, want the value's %v", got, want)
+	if got, want := ttl(mem), kept(p+":{e}:isum:1"); got != want {
+		t.Fatalf("memory PTTL %v, want the value's and its slack %v", got, want)
 	}
 	must(t, view(2).MergeUpdate(ctx, k2, 1, 3*time.Hour)) // a longer-lived value lengthens it
-	long := ttl(p + ":{e}:isum:2")
+	long := kept(p + ":{e}:isum:2")
 	if got := ttl(mem); got != long {
-		t.Fatalf("memory PTTL %v, want the longer value's %v", got, long)
+		t.Fatalf("memory PTTL %v, want the longer value's and its slack %v", got, long)
 	}
 	must(t, view(2).MergeUpdate(ctx, k1, 1, time.Hour)) // a shorter-lived one does not shorten it
 	if err := view(1).MergeUpdate(ctx, k1, 1, 0); !errors.Is(err, state.ErrFenced) {
 		t.Fatalf("older fence = %v, want ErrFenced", err)
 	}
 	must(t, s.MergeUpdate(ctx, k1, 1, 4*time.Hour)) // unfenced, it lengthens it as well
-	if got, want := ttl(mem), ttl(p+":{e}:isum:1"); got != want {
-		t.Fatalf("memory PTTL %v, want the unfenced merge's value's %v", got, want)
+	want := kept(p + ":{e}:isum:1")
+	if got := ttl(mem); got != want {
+		t.Fatalf("memory PTTL %v, want the unfenced merge's value's and its slack %v", got, want)
+	}
+	miniFor(t).FastForward(time.Minute)
+	must(t, s.MergeUpdate(ctx, k1, 1, 4*time.Hour)) // inside the slack: no PEXPIRE
+	if got := ttl(mem); got != want-time.Minute || got < ttl(p+":{e}:isum:1") {
+		t.Fatalf("memory PTTL %v after an unfenced merge inside the slack, want it left at %v (and above the value's)", got, want-time.Minute)
 	}
 	must(t, s.MergeUpdate(ctx, k1, 1, 0)) // unfenced, never expires
 	if got := ttl(mem); got != -1 {

@@ -204,7 +204,7 @@ type DeduperHarness struct {
 	// Sleep moves time forward by d as the dedupers of the test see it. Nil means
 	// time.Sleep.
 	Sleep func(t *testing.T, d time.Duration)
-	// TTL is the claim TTL the dedupers were opened with (their WithTTL option);
+	// TTL is the claim TTL the dedupers were opened with (their WithDedupTTL option);
 	// 0 means claims never expire and the expiry test checks that they do not
 	// after a while (Sleep of a day).
 	TTL time.Duration

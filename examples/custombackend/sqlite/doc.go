@@ -43,7 +43,7 @@
 //
 // Retention (WithRetention, default provider.DefaultRetention(): 30 days, 24
 // hours for the marker log): the rows of runs, run_logs, reruns, replays,
-// late_arrivals and cascade_markers carry expires_at, set by the statement that
+// late_arrivals, cascade_markers, events and marker_log carry expires_at, set by the statement that
 // writes them (an upsert or the CAS's UPDATE, so a write restarts it atomically);
 // reads leave expired rows out, and each write deletes up to 100 expired rows of
 // its table through a partial index on expires_at. An expired run is missing:
@@ -69,8 +69,9 @@
 // on the same path in this process wakes the followers at once, so only writes from
 // other processes wait for a poll. Cursors are sequence numbers in commit order (the
 // events' seq, marker_log's seq), so no follower skips a write. Every marker write is
-// kept in marker_log for WithMarkerLogRetention (0: forever); a watch cursor older
-// than a deleted write is expired (provider.ErrCursorExpired). An event cursor is
+// kept in marker_log for the WithMarkerLogRetention of the provider that wrote it
+// (0: forever; rows written before marker_log had expires_at never expire), and
+// read by the rule of events below (provider.ErrCursorExpired). An event cursor is
 // expired when the pipeline's next event after it is past its retention (the row
 // stays, hidden) or an event row after it was deleted (events_trimmed): one
 // statement reads both with the events, so ReadEventsSince costs no more.

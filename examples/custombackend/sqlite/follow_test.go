@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"iter"
@@ -99,11 +100,13 @@ func watch(ctx context.Context, p *sqlite.Provider, cursor string) <-chan item[t
 	return consume(p.WatchCascadeMarkers(ctx, cursor))
 }
 
-// TestMarkerLogRetention: a marker write deletes the log rows past the retention;
-// a cursor before a deleted row is expired, the cursor of the last deleted row and
-// "" read from the oldest retained write, a write without retention deletes
-// nothing (a watch without retention sees every write; one with it counts the
-// writes past it as dropped already), and the markers themselves stay.
+// TestMarkerLogRetention: a marker write's expiry is set by its writer's
+// retention (the contract's "from each write, under the retention in force when
+// written"), whatever the reader's: a cursor before an expired or deleted row is
+// expired, "" reads from the oldest retained write, a write without retention
+// never expires, also for a reader with one, and the markers themselves stay.
+// Before, the reading handle's retention judged every row: a reader without
+// retention saw the expired writes of one with it.
 func TestMarkerLogRetention(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "pipestate.db")
@@ -112,7 +115,7 @@ func TestMarkerLogRetention(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
 	p := open(t, path, sqlite.WithClock(clock), sqlite.WithMarkerLogRetention(time.Hour))
-	keep := open(t, path, sqlite.WithClock(clock)) // retention 0: deletes nothing
+	keep := open(t, path, sqlite.WithClock(clock), sqlite.WithMarkerLogRetention(0)) // its writes never expire
 	write := func(p *sqlite.Provider, date string) {
 		t.Helper()
 		if err := p.WriteCascadeMarker(ctx, "orders", "", date, "upstream"); err != nil {
@@ -130,25 +133,60 @@ func TestMarkerLogRetention(t *testing.T) {
 	write(p, "2026-03-02")
 	old := records(t, watch(ctx, p, ""), 2, "watch before the deletion")
 	advance(2 * time.Hour)
-	write(keep, "2026-03-03")
-	if got := dates(records(t, watch(ctx, keep, ""), 3, "watch after a write without retention")); fmt.Sprint(got) != "[2026-03-01 2026-03-02 2026-03-03]" {
-		t.Errorf("a write without retention left %v, want all three", got)
+	for name, r := range map[string]*sqlite.Provider{"with retention": p, "without retention": keep} {
+		endsWith(t, watch(ctx, r, old[0].Cursor), provider.ErrCursorExpired, "watch "+name+" from a write past its writer's retention, before a write deleted it")
 	}
-	if got := dates(records(t, watch(ctx, p, ""), 1, "watch with retention, before the next write")); fmt.Sprint(got) != "[2026-03-03]" {
-		t.Errorf("a watch with retention, before a write deleted the old ones, yields %v, want [2026-03-03]", got)
+	write(keep, "2026-03-03") // deletes the two writes of two hours ago
+	for name, r := range map[string]*sqlite.Provider{"with retention": p, "without retention": keep} {
+		if got := dates(records(t, watch(ctx, r, ""), 1, "watch "+name)); fmt.Sprint(got) != "[2026-03-03]" {
+			t.Errorf("a watch %s yields %v, want [2026-03-03]: the others expired by their writer's retention", name, got)
+		}
+		for _, cursor := range []string{"0", old[0].Cursor} {
+			endsWith(t, watch(ctx, r, cursor), provider.ErrCursorExpired, fmt.Sprintf("watch %s from %q", name, cursor))
+		}
 	}
-	endsWith(t, watch(ctx, p, old[0].Cursor), provider.ErrCursorExpired, "watch with retention from a write past it, before the next write")
-	write(p, "2026-03-04") // deletes the two writes of two hours ago
-	for _, cursor := range []string{"0", old[0].Cursor} {
-		endsWith(t, watch(ctx, p, cursor), provider.ErrCursorExpired, fmt.Sprintf("watch from %q", cursor))
-	}
+	advance(100 * time.Hour)
+	write(p, "2026-03-04")
 	for _, cursor := range []string{"", old[1].Cursor} {
 		if got := dates(records(t, watch(ctx, p, cursor), 2, "watch from "+cursor)); fmt.Sprint(got) != "[2026-03-03 2026-03-04]" {
-			t.Errorf("watch from %q yields %v, want the two retained writes", cursor, got)
+			t.Errorf("watch from %q yields %v, want the two retained writes (the one without retention never expires)", cursor, got)
 		}
 	}
 	if got, err := p.ListCascadeMarkers(ctx, "orders", 10); err != nil || len(got) != 4 {
 		t.Errorf("ListCascadeMarkers = %d markers, %v; want all 4: retention deletes only the log", len(got), err)
+	}
+}
+
+// TestMarkerLogMigrated: a file whose marker_log predates its expires_at column
+// opens (New adds the column), its rows never expire, and new writes expire by
+// their writer's retention.
+func TestMarkerLogMigrated(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE marker_log (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT, pipeline_id TEXT NOT NULL, schedule_id TEXT NOT NULL,
+		date TEXT NOT NULL, written_at TEXT NOT NULL, body TEXT NOT NULL);
+		CREATE INDEX marker_log_by_time ON marker_log (written_at);
+		INSERT INTO marker_log (pipeline_id, schedule_id, date, written_at, body)
+		VALUES ('orders', 'daily', '2026-03-01', '2000-01-01T00:00:00.000000000Z',
+		  '{"pipelineId":"orders","scheduleId":"daily","date":"2026-03-01","source":"old"}')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	p := open(t, path, sqlite.WithClock(func() time.Time { return now }), sqlite.WithMarkerLogRetention(time.Hour))
+	if err := p.WriteCascadeMarker(ctx, "orders", "", "2026-03-02", "upstream"); err != nil {
+		t.Fatal(err)
+	}
+	got := records(t, watch(ctx, p, ""), 2, "watch of a migrated log")
+	if got[0].Marker.Date != "2026-03-01" || got[1].Marker.Date != "2026-03-02" {
+		t.Errorf("watch of a migrated log = %+v, want the old write and the new one", got)
 	}
 }
 

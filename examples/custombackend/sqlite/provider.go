@@ -44,7 +44,10 @@ type Option func(*Provider) error
 // WithReadOnly makes the handle read-only: every write method returns an
 // error wrapping provider.ErrReadOnly (after the stopped and context checks,
 // before its arguments: the opening order) and changes nothing; reads are
-// unchanged (no read writes). Other handles of the same file may still write.
+// unchanged (no read writes). New opens the file read-only (SQLite's
+// mode=ro): it creates no file, applies no schema, migration or journal mode,
+// and fails unless the file holds the schema a writable New left (checkSchema).
+// Other handles of the same file may still write.
 func WithReadOnly() Option {
 	return func(p *Provider) error {
 		p.readOnly = true
@@ -109,8 +112,9 @@ func WithEventRetention(d time.Duration) Option {
 // WithMarkerLogRetention sets the MarkerLog field of the retention
 // (WithRetention): each cascade marker write is kept in the log that
 // WatchCascadeMarkers reads for d after it was written, by the provider's clock:
-// each WriteCascadeMarker deletes the log rows older than that, and a watch from a
-// cursor before a deleted row ends with an error wrapping provider.ErrCursorExpired.
+// the row's expiry is set by the write, so every reader, whatever its own
+// retention, drops it then, and a watch from a cursor before a dropped row ends
+// with an error wrapping provider.ErrCursorExpired (see WatchCascadeMarkers).
 // 0 keeps every write forever; d must be at most provider.MaxTTL. The markers
 // themselves (ListCascadeMarkers) are kept for the CascadeMarkers field.
 func WithMarkerLogRetention(d time.Duration) Option {
@@ -189,8 +193,9 @@ var (
 	_ provider.MarkerWatcher = (*Provider)(nil)
 )
 
-// New opens (creating if needed) the SQLite database file at path, creates the
-// schema if it is missing, and returns a Provider ready for calls; Stop closes the
+// New opens (creating if needed; read-only, see WithReadOnly, it does not) the
+// SQLite database file at path, creates the schema if it is missing, and
+// returns a Provider ready for calls; Stop closes the
 // database. A bad path or option is an error wrapping provider.ErrInvalidArgument:
 // path must name a file (not ":memory:", whose every pooled connection would be a
 // separate database) and must not contain '?', which starts the DSN's parameters.
@@ -219,13 +224,29 @@ func New(ctx context.Context, path string, opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	q := url.Values{}
-	q.Set("_txlock", "immediate") // every BeginTx is BEGIN IMMEDIATE
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", p.busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	dsn := path
+	if p.readOnly {
+		// A URI, so that SQLite reads mode=ro; the path is escaped as one.
+		q.Set("mode", "ro")
+		dsn = (&url.URL{Scheme: "file", Path: abs}).String()
+	} else {
+		q.Set("_txlock", "immediate") // every BeginTx is BEGIN IMMEDIATE
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+	}
+	db, err := sql.Open("sqlite", dsn+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if p.readOnly {
+		if err := checkSchema(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
+		}
+		p.db = db
+		p.wake = openWakeup(abs)
+		return p, nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		_ = db.Close()

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -76,5 +77,46 @@ func TestNewRejects(t *testing.T) {
 				t.Errorf("New left files behind: %v", matches)
 			}
 		})
+	}
+}
+
+// TestReadOnlyOpenWritesNothing: a read-only New opens the file read-only. Of
+// a missing file it fails and creates nothing (before, it created the file and
+// its schema); of a file it cannot write (0444) it works and reads.
+func TestReadOnlyOpenWritesNothing(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	if p, err := sqlite.New(ctx, missing, sqlite.WithReadOnly()); err == nil {
+		_ = p.Stop(ctx)
+		t.Error("read-only New of a missing file succeeded, want an error")
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("read-only New of a missing file left %v (%v), want nothing", entries, err)
+	}
+	path := filepath.Join(dir, "pipestate.db")
+	w, err := sqlite.New(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RegisterPipeline(ctx, types.PipelineConfig{ID: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sqlite.New(ctx, path, sqlite.WithReadOnly())
+	if err != nil {
+		t.Fatalf("read-only New of a 0444 file: %v", err)
+	}
+	defer func() { _ = r.Stop(ctx) }()
+	if got, err := r.GetPipeline(ctx, "orders"); err != nil || got == nil {
+		t.Errorf("GetPipeline through the read-only handle = %v, %v; want the pipeline", got, err)
+	}
+	if err := r.RegisterPipeline(ctx, types.PipelineConfig{ID: "other"}); !errors.Is(err, provider.ErrReadOnly) {
+		t.Errorf("RegisterPipeline through the read-only handle = %v, want ErrReadOnly", err)
 	}
 }

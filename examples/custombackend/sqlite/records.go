@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -148,9 +149,11 @@ func (p *Provider) ListLateArrivals(ctx context.Context, pipelineID, date, sched
 
 // WriteCascadeMarker implements provider.CascadeStore. In one transaction it
 // upserts the marker, whose seq (ordering markers written at the same WrittenAt)
-// comes from a subquery of the same statement, appends the write to marker_log,
-// and deletes the log rows past the marker log retention (WithMarkerLogRetention).
-// Once it is committed, the watchers of the file in this process are woken.
+// comes from a subquery of the same statement, and appends the write to
+// marker_log, kept for the marker log retention (WithMarkerLogRetention) in force
+// at this write. Once it is committed, the watchers of the file in this process
+// are woken; then it deletes up to pruneBatch expired rows of the log and of the
+// markers.
 func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
 	const op = "write cascade marker"
 	now := p.now()
@@ -177,32 +180,33 @@ func (p *Provider) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleI
 			return err
 		}
 		if _, err := p.exec(ctx, tx, op,
-			`INSERT INTO marker_log (pipeline_id, schedule_id, date, written_at, body) VALUES (?, ?, ?, ?, ?)`,
-			m.PipelineID, m.ScheduleID, m.Date, written, body); err != nil {
+			`INSERT INTO marker_log (pipeline_id, schedule_id, date, written_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			m.PipelineID, m.ScheduleID, m.Date, written, body, expiresAt(after(now, p.retention.MarkerLog))); err != nil {
 			return err
 		}
-		if err := remember(); err != nil || p.retention.MarkerLog == 0 {
-			return err
-		}
-		_, err = p.exec(ctx, tx, op, `DELETE FROM marker_log WHERE written_at <= ?`, sortTime(now.Add(-p.retention.MarkerLog)))
-		return err
+		return remember()
 	})
 	if err != nil {
 		return err
 	}
 	p.wake.notify()
+	if err := p.prune(ctx, op, "marker_log", now); err != nil {
+		return err
+	}
 	return p.prune(ctx, op, "cascade_markers", now)
 }
 
 // WatchCascadeMarkers implements provider.MarkerWatcher. The cursor is the write's
 // marker_log seq (provider.ParseSeqCursor, provider.FormatSeqCursor), in commit
-// order like the events' seq. The log is the writes after the highest seq ever
-// deleted from it (marker_log_trimmed) or past its retention (deleted by the
-// next write); "" starts at its oldest write, and a cursor
-// below that seq ends the watch with an error wrapping provider.ErrCursorExpired,
-// since a write after it is gone. Between reads that find nothing it polls as the
-// package doc says. Each write is delivered once to a watch; a resumed watch
-// starts strictly after its cursor.
+// order like the events' seq, and the log is read as ReadEventsSince reads
+// events: a row past its expiry (set by its writer's retention) counts as
+// dropped also before a write deletes it, a cursor below the highest seq ever
+// deleted (marker_log_trimmed) or whose next row is past its expiry ends the
+// watch with an error wrapping provider.ErrCursorExpired, a read stops before a
+// row past its expiry (and the read from there fails), and "" starts at the
+// oldest live write after the deleted ones. Between reads that find nothing it
+// polls as the package doc says. Each write is delivered once to a watch; a
+// resumed watch starts strictly after its cursor.
 func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.Seq2[types.CascadeMarkerRecord, error] {
 	start, err := provider.ParseSeqCursor(cursor)
 	if err = p.enter(ctx, err); err != nil {
@@ -223,41 +227,55 @@ func (p *Provider) WatchCascadeMarkers(ctx context.Context, cursor string) iter.
 // fromOldest is readMarkerLog's since for a watch from the oldest retained write.
 const fromOldest = -1
 
-// readMarkerLog returns up to followPage marker writes after seq since (or from the
-// oldest retained one) and the seq to read after next time. One statement reads
-// the writes and the highest deleted seq, so both come from one snapshot: a since
-// at or above that seq has missed nothing, one below it is expired.
+// markerTrimmedSQL is the highest seq deleted from marker_log, 0 when none was.
+const markerTrimmedSQL = `(SELECT COALESCE(MAX(seq), 0) FROM marker_log_trimmed)`
+
+// readMarkerLog returns up to followPage marker writes after seq since (or from
+// the oldest live one) and the seq to read after next time (past corrupt rows
+// too). One statement reads the highest deleted seq and the rows, each with
+// whether it is live, so both come from one snapshot (as readEventsOnce).
 func (p *Provider) readMarkerLog(ctx context.Context, since int64) ([]types.CascadeMarkerRecord, int64, error) {
 	const op = "watch cascade markers"
-	out := []types.CascadeMarkerRecord{}
-	next := since
-	// Writes past their retention count as deleted, also before the next
-	// write deletes them: a reader behind them hears it at once.
-	cutoff := ""
-	if p.retention.MarkerLog > 0 {
-		cutoff = sortTime(p.now().Add(-p.retention.MarkerLog))
+	now := sortTime(p.now())
+	start, args := `seq > ?`, []any{since}
+	if since == fromOldest {
+		start = `seq >= (SELECT MIN(seq) FROM marker_log WHERE seq > ` + markerTrimmedSQL + ` AND ` + liveSQL + `)`
+		args = []any{now}
 	}
+	out := []types.CascadeMarkerRecord{}
+	next, done := since, false
 	err := p.each(ctx, op,
-		`SELECT t.seq, l.seq, l.body
-		 FROM (SELECT MAX(
-		     (SELECT COALESCE(MAX(seq), 0) FROM marker_log_trimmed),
-		     (SELECT COALESCE(MAX(seq), 0) FROM marker_log WHERE written_at <= ?)) AS seq) AS t
-		 LEFT JOIN marker_log AS l ON l.seq > MAX(?, t.seq)
-		 ORDER BY l.seq LIMIT ?`,
-		[]any{cutoff, since, followPage},
+		`SELECT t, seq, body, live FROM (
+		   SELECT 0 AS k, `+markerTrimmedSQL+` AS t, NULL AS seq, NULL AS body, NULL AS live
+		   UNION ALL
+		   SELECT 1, NULL, seq, body, live FROM (
+		     SELECT seq, body, `+liveSQL+` AS live FROM marker_log
+		     WHERE `+start+` ORDER BY seq LIMIT ?))
+		 ORDER BY k, seq`,
+		slices.Concat([]any{now}, args, []any{followPage}),
 		func(scan func(...any) error) error {
-			var trimmed int64
-			var seq sql.NullInt64
+			var trimmed, seq sql.NullInt64
 			var body sql.NullString
-			if err := scan(&trimmed, &seq, &body); err != nil {
+			var live sql.NullBool
+			if err := scan(&trimmed, &seq, &body, &live); err != nil {
 				return p.fail(ctx, op, err)
 			}
-			if since != fromOldest && since < trimmed {
-				return fmt.Errorf("sqlite: %s: cursor %d is older than the log (writes up to %d were deleted): %w",
-					op, since, trimmed, provider.ErrCursorExpired)
-			}
-			if !seq.Valid { // no write after since: the log ends at trimmed at the latest
-				next = max(since, trimmed)
+			switch {
+			case trimmed.Valid: // the first row
+				if since != fromOldest && since < trimmed.Int64 {
+					return fmt.Errorf("sqlite: %s: cursor %d is older than the log (writes up to %d were deleted): %w",
+						op, since, trimmed.Int64, provider.ErrCursorExpired)
+				}
+				return nil
+			case done:
+				return nil
+			case !live.Bool && len(out) == 0 && since != fromOldest:
+				// The next row after the cursor, or after rows skipped as
+				// corrupt (held, not dropped: skipping them hides no gap).
+				return fmt.Errorf("sqlite: %s: write %d after cursor %d is no longer retained: %w",
+					op, seq.Int64, since, provider.ErrCursorExpired)
+			case !live.Bool:
+				done = true // stop before it: the read from the write before it fails
 				return nil
 			}
 			next = seq.Int64 // past a corrupt write too

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +33,7 @@ func WithRetention(r provider.Retention) Option {
 
 // retained is the tables of the record kinds with a retention, whose rows carry
 // expires_at and are pruned by writes.
-var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals", "cascade_markers", "events"}
+var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals", "cascade_markers", "events", "marker_log"}
 
 // migrate gives a file created before retention the expires_at column of each
 // retained table (its rows never expire) and every retained table its expiry
@@ -43,6 +45,36 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 		if _, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+t+`_by_expiry ON `+t+` (expires_at) WHERE expires_at IS NOT NULL`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schemaTables is the tables schema.sql creates.
+var schemaTables = func() []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`CREATE TABLE IF NOT EXISTS (\w+)`).FindAllStringSubmatch(schema, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}()
+
+// checkSchema checks, reading only, that db holds every table of schema.sql
+// and every retained table its expires_at column (what migrate adds): a
+// read-only handle applies neither, so a file that a writable New has not
+// opened since it lacked them is refused rather than read wrong.
+func checkSchema(ctx context.Context, db *sql.DB) error {
+	for _, t := range schemaTables {
+		cols := "*"
+		if slices.Contains(retained, t) {
+			cols = "expires_at"
+		}
+		rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM `+t+` LIMIT 0`)
+		if err != nil {
+			return fmt.Errorf("the file lacks the schema of this version (open it writable once to create or upgrade it): %w", err)
+		}
+		if err := rows.Close(); err != nil {
 			return err
 		}
 	}

@@ -122,16 +122,19 @@ CREATE INDEX IF NOT EXISTS cascade_markers_by_time ON cascade_markers (pipeline_
 -- marker_log is every cascade marker write, in commit order: WatchCascadeMarkers
 -- reads it, and seq is its cursor (in commit order for the same reason as events.seq).
 -- WriteCascadeMarker appends to it in the transaction of the upsert into
--- cascade_markers and deletes the rows past its retention (WithMarkerLogRetention).
+-- cascade_markers; expires_at is the end of the write's retention
+-- (WithMarkerLogRetention, as the writer had it): the row stays, hidden, until a
+-- write deletes it, as events do.
 CREATE TABLE IF NOT EXISTS marker_log (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	pipeline_id TEXT NOT NULL,
 	schedule_id TEXT NOT NULL,
 	date        TEXT NOT NULL,
 	written_at  TEXT NOT NULL,
-	body        TEXT NOT NULL
+	body        TEXT NOT NULL,
+	expires_at  TEXT
 );
-CREATE INDEX IF NOT EXISTS marker_log_by_time ON marker_log (written_at);
+DROP INDEX IF EXISTS marker_log_by_time;
 
 -- marker_log_trimmed is the one row (id 1) holding the highest seq ever deleted from
 -- marker_log, kept by a trigger on whatever deletes there (retention or by hand): a

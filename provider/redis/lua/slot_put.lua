@@ -20,7 +20,9 @@
 -- marker, as record_put does, so that a retry after a lost reply reports its
 -- first attempt's write, even after a newer fence wrote, and writes nothing
 -- more; a refusal keeps none (its retry is refused again). Every upsert makes
--- the memory live as long as the keys (fence_kept).
+-- the memory live as long as the keys then live (fence_kept: their resulting
+-- TTL, which an earlier write may have made longer than this record's, as
+-- append_once does for a late arrivals list).
 -- Returns 1 written (or written by this call's first attempt), {-2, newest}
 -- refused by the fence.
 if fence_fenced() and redis.call('EXISTS', KEYS[5]) == 1 then return 1 end
@@ -44,12 +46,20 @@ end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 -- A hash without a TTL that was there before keeps records that never expire.
 local ttl = redis.call('PTTL', KEYS[1])
+local extend = ARGV[6] ~= '0' and ((ttl == -1 and fresh) or (ttl >= 0 and ttl < tonumber(ARGV[6])))
 for i = 1, 3 do
   if ARGV[6] == '0' then
     redis.call('PERSIST', KEYS[i])
-  elseif (ttl == -1 and fresh) or (ttl >= 0 and ttl < tonumber(ARGV[6])) then
+  elseif extend then
     redis.call('PEXPIRE', KEYS[i], ARGV[6])
   end
 end
-fence_kept(ARGV[6])
+-- the memory lives as long as the keys, which may outlive this record
+if ARGV[6] == '0' or (ttl == -1 and not extend) then
+  fence_kept('0')
+elseif extend then
+  fence_kept(ARGV[6])
+else
+  fence_kept(tostring(ttl))
+end
 return 1

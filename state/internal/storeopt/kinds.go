@@ -10,7 +10,8 @@ package storeopt
 //	DeduperOption  NewDeduper
 //	Option         every constructor
 //
-// The option functions build values with Store, Bytes, Deduper and Any.
+// The option functions build values with Store, Bytes and Any (no option is
+// taken by NewDeduper alone, so there is no function for DeduperOption).
 type (
 	// BytesOption is taken by a BytesStore constructor that has options of its own.
 	BytesOption[C any] interface{ ApplyBytes(*C) error }
@@ -32,28 +33,23 @@ type (
 // The implementations, one per kind, so that no type assertion turns an option of
 // one kind into another.
 type (
-	storeFunc[C any]   func(*C) error
-	bytesFunc[C any]   func(*C) error
-	deduperFunc[C any] func(*C) error
-	anyFunc[C any]     func(*C) error
+	storeFunc[C any] func(*C) error
+	bytesFunc[C any] func(*C) error
+	anyFunc[C any]   func(*C) error
 )
 
-func (f storeFunc[C]) ApplyStore(c *C) error     { return f(c) }
-func (f storeFunc[C]) ApplyBytes(c *C) error     { return f(c) }
-func (f bytesFunc[C]) ApplyBytes(c *C) error     { return f(c) }
-func (f deduperFunc[C]) ApplyDeduper(c *C) error { return f(c) }
-func (f anyFunc[C]) ApplyStore(c *C) error       { return f(c) }
-func (f anyFunc[C]) ApplyBytes(c *C) error       { return f(c) }
-func (f anyFunc[C]) ApplyDeduper(c *C) error     { return f(c) }
+func (f storeFunc[C]) ApplyStore(c *C) error { return f(c) }
+func (f storeFunc[C]) ApplyBytes(c *C) error { return f(c) }
+func (f bytesFunc[C]) ApplyBytes(c *C) error { return f(c) }
+func (f anyFunc[C]) ApplyStore(c *C) error   { return f(c) }
+func (f anyFunc[C]) ApplyBytes(c *C) error   { return f(c) }
+func (f anyFunc[C]) ApplyDeduper(c *C) error { return f(c) }
 
 // Store returns f as a StoreOption.
 func Store[C any](f func(*C) error) StoreOption[C] { return storeFunc[C](f) }
 
 // Bytes returns f as a BytesOption.
 func Bytes[C any](f func(*C) error) BytesOption[C] { return bytesFunc[C](f) }
-
-// Deduper returns f as a DeduperOption.
-func Deduper[C any](f func(*C) error) DeduperOption[C] { return deduperFunc[C](f) }
 
 // Any returns f as an Option.
 func Any[C any](f func(*C) error) Option[C] { return anyFunc[C](f) }

@@ -1,6 +1,6 @@
 // Package storeopt is what the options of the state backends share: the settings
-// (the clock, the CAS retry policy, the MergeUpdateOnce claim TTL, the Deduper claim
-// TTL, the meter provider and logger of the backend's signals) with their defaults
+// (the clock, the CAS retry policy, the claim TTL of MergeUpdateOnce and of a
+// Deduper, the meter provider and logger of the backend's signals) with their defaults
 // and checks, the loop that applies options, and the compare-and-swap merge loop
 // recording its retries and give-ups on those signals (RetryCAS). Which
 // constructor accepts which option is not checked here: each backend gives every
