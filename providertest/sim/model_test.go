@@ -41,3 +41,30 @@ func TestReadFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestPending pins how long a stream is given: the required wait while every
+// outcome still needs more, the quiet one while an outcome is complete and
+// another goes on, none once nothing may follow.
+func TestPending(t *testing.T) {
+	ws := waits{required: time.Minute, quiet: time.Millisecond}
+	gapOrB := []outcome{{gap: true}, {names: []string{"b"}}}
+	maybeGap := []outcome{{names: []string{"a"}}, {names: []string{"a"}, gap: true}}
+	cases := []struct {
+		name  string
+		outs  []outcome
+		fresh []string
+		want  time.Duration
+	}{
+		{"an entry or the error must come", gapOrB, nil, time.Minute},
+		{"the entry came", gapOrB, []string{"b"}, 0},
+		{"the entry must come", maybeGap, nil, time.Minute},
+		{"an optional error", maybeGap, []string{"a"}, time.Millisecond},
+		{"nothing to yield", []outcome{{}}, nil, 0},
+		{"a name no outcome has", maybeGap, []string{"x"}, 0},
+	}
+	for _, c := range cases {
+		if got := ws.pending(c.outs, c.fresh); got != c.want {
+			t.Errorf("%s: pending = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

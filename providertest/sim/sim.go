@@ -42,11 +42,20 @@ type Harness struct {
 	// expiry attribute is what is corrupt, for one.
 	Corruptions []Corruption
 
-	// WatchWait is how long a follower or watcher is given to yield what the
-	// model expects, an ErrCursorExpired included, once it is caught up; zero
-	// means 1s. A backend that wakes its watchers on a write (memory) needs
-	// little; one that polls needs a few of its poll intervals.
+	// WatchWait is how long a follower or watcher is given for each entry (or
+	// the ErrCursorExpired) it must still yield; zero means 1s. A healthy
+	// backend ends the wait by yielding, so a generous one costs only when it
+	// fails: make it several poll intervals on a loaded machine.
 	WatchWait time.Duration
+
+	// WatchQuiet is how long a follower or watcher that yielded a complete
+	// outcome is still given where the model allows it to go on (an
+	// ErrCursorExpired when it cannot tell whether a corrupt record was
+	// dropped, for one); zero means WatchWait/10. Each such operation
+	// costs it whichever branch the backend took, so keep it about one poll
+	// interval (a backend that wakes its watchers on a write, as memory does:
+	// a millisecond).
+	WatchQuiet time.Duration
 
 	// LeaseEarly is how long before the ExpiresAt a call returned a lease may
 	// already have expired, for a backend that documents it (Redis: 1ms, its
