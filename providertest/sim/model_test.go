@@ -68,3 +68,29 @@ func TestPending(t *testing.T) {
 		}
 	}
 }
+
+// TestGenHashSeesGeneratorChanges pins what a corpus line's gen= catches: a
+// change of weights, of the harness's retentions, of the operation count.
+func TestGenHashSeesGeneratorChanges(t *testing.T) {
+	h := Harness{}
+	h.Retention.Runs = time.Hour
+	base := genHash(generate(1, 60, h, ""))
+	if again := genHash(generate(1, 60, h, "")); again != base {
+		t.Fatalf("genHash is not deterministic: %s then %s", base, again)
+	}
+	old := weights
+	weights[opPut]++
+	changed := genHash(generate(1, 60, h, ""))
+	weights = old
+	if changed == base {
+		t.Error("a weight change kept the hash")
+	}
+	h2 := h
+	h2.Retention.Runs = 2 * time.Hour
+	if genHash(generate(1, 60, h2, "")) == base {
+		t.Error("a retention change kept the hash")
+	}
+	if genHash(generate(1, 61, h, "")) == base {
+		t.Error("another operation count kept the hash")
+	}
+}
