@@ -143,6 +143,23 @@ func readOnlyView(t *testing.T, p provider.Provider, k ids) []any {
 	return out
 }
 
+// readOnlyWatchedSince requires the marker log to hold, after readOnlySeed's
+// marker, nothing but one the writer p appends now: a refused
+// WriteCascadeMarker that reached it comes between (a watcher's view has no
+// end to compare, so the writer's marker is the end).
+func readOnlyWatchedSince(t *testing.T, p provider.Provider, k ids) {
+	t.Helper()
+	mw, ok := p.(provider.MarkerWatcher)
+	if !ok {
+		return
+	}
+	noErr(t, p.WriteCascadeMarker(t.Context(), k.other, "", k.date, k.pipeline), "WriteCascadeMarker by the writer")
+	ms := take(t, consume(mw.WatchCascadeMarkers(t.Context(), "")), 2, "WatchCascadeMarkers")
+	if got := ms[1].Marker; got.PipelineID != k.other {
+		t.Errorf("WatchCascadeMarkers: the second marker is %+v, want the writer's (of %s): a refused WriteCascadeMarker reached the marker log", got, k.other)
+	}
+}
+
 func testReadOnlyReadsWork(t *testing.T, s *suite) {
 	p, k := s.open(t), newIDs(t)
 	readOnlySeed(t, p, k)
@@ -173,7 +190,9 @@ func readOnlyWrites(p provider.Provider, k ids, lease types.Lease, bad bool) []c
 			return p.PutTrait(ctx, id(k.pipeline), newTrait(k.trait+"-2"), 0)
 		}},
 		{"PutReadiness", func(ctx context.Context, p provider.Provider, _ ids) error {
-			return p.PutReadiness(ctx, newReadiness(id(k.other)))
+			r := newReadiness(id(k.pipeline)) // what the view reads, changed
+			r.Status, r.Blocking = types.Ready, nil
+			return p.PutReadiness(ctx, r)
 		}},
 		{"PutRunState", func(ctx context.Context, p provider.Provider, _ ids) error {
 			return p.PutRunState(ctx, newRun(k.pipeline, id(k.run+"-2"), at(4)))
@@ -253,11 +272,15 @@ func checkReadOnlyRefuses(t *testing.T, s *suite, bad bool) {
 	if d := cmpDiff(before, readOnlyView(t, p, k)); d != "" {
 		t.Errorf("writes refused by the read-only handle changed what the writer reads (-before +after):\n%s", d)
 	}
+	readOnlyWatchedSince(t, p, k)
 	other := s.open(t)
 	wantAcquire(t, other, k.lock, longTTL, false, "AcquireLock of the writer's lock after the read-only handle's ReleaseLock")
+	wantAcquire(t, other, k.lock+"-2", longTTL, true, "AcquireLock of the key the read-only handle's AcquireLock was refused")
 	if l, ok := other.(provider.Leaser); ok {
 		_, err := l.AcquireLease(t.Context(), lease.Key, longTTL)
 		wantErr(t, err, provider.ErrLockHeld, "AcquireLease of the writer's lease after the read-only handle's ReleaseLease")
+		_, err = l.AcquireLease(t.Context(), k.lock+"-3", longTTL)
+		noErr(t, err, "AcquireLease of the key the read-only handle's AcquireLease was refused")
 	}
 }
 

@@ -36,6 +36,16 @@ var suitesTeeth = []brokenBackend{
 	// A read-only handle refuses a write before it writes.
 	{"read_only_writes_first", "ReadOnly/writes_refused",
 		func(p full, s *shared) provider.Provider { return readOnlyWritesFirst{p, s} }},
+	// Neither the writes the view of a read-only handle reads, on a backend
+	// without the lists that would show them.
+	{"read_only_readiness_first", "ReadOnly/writes_refused",
+		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "PutReadiness"}) }},
+	{"read_only_lock_first", "ReadOnly/writes_refused",
+		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "AcquireLock"}) }},
+	{"read_only_lease_first", "ReadOnly/writes_refused",
+		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "AcquireLease"}) }},
+	{"read_only_marker_first", "ReadOnly/writes_refused",
+		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "WriteCascadeMarker"}) }},
 	// A read-only handle reads: no read needs a write.
 	{"read_only_read_repairs", "ReadOnly/reads_work",
 		func(p full, _ *shared) provider.Provider { return readOnlyReadRepairs{p} }},
@@ -192,6 +202,64 @@ func (b readOnlyWritesFirst) AppendEvent(ctx context.Context, ev types.Event) er
 		}
 	}
 	return err
+}
+
+// readOnlyLeaks makes the write it names through a writable handle of the same
+// storage before it reports that the handle is read-only, and hides the lists
+// (provider.LockLister, provider.CascadeReader) that would show it: the
+// read-only check must look where the write lands.
+type readOnlyLeaks struct {
+	full
+	s     *shared
+	write string
+}
+
+// leak makes the write through a writable instance when b is read-only.
+func (b readOnlyLeaks) leak(name string, write func(w full)) {
+	if name != b.write || !readOnly(b.full) {
+		return
+	}
+	b.s.mu.Lock()
+	writers := slices.Clone(b.s.instances)
+	b.s.mu.Unlock()
+	for _, w := range writers {
+		if !readOnly(w) {
+			write(w)
+			return
+		}
+	}
+}
+
+func (b readOnlyLeaks) PutReadiness(ctx context.Context, r types.ReadinessResult) error {
+	b.leak("PutReadiness", func(w full) { _ = w.PutReadiness(ctx, r) })
+	return b.full.PutReadiness(ctx, r)
+}
+
+func (b readOnlyLeaks) AcquireLock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	b.leak("AcquireLock", func(w full) { _, _ = w.AcquireLock(ctx, key, ttl) })
+	return b.full.AcquireLock(ctx, key, ttl)
+}
+
+func (b readOnlyLeaks) AcquireLease(ctx context.Context, key string, ttl time.Duration) (*types.Lease, error) {
+	b.leak("AcquireLease", func(w full) { _, _ = w.AcquireLease(ctx, key, ttl) })
+	return b.full.AcquireLease(ctx, key, ttl)
+}
+
+func (b readOnlyLeaks) WriteCascadeMarker(ctx context.Context, pipelineID, scheduleID, date, source string) error {
+	b.leak("WriteCascadeMarker", func(w full) { _ = w.WriteCascadeMarker(ctx, pipelineID, scheduleID, date, source) })
+	return b.full.WriteCascadeMarker(ctx, pipelineID, scheduleID, date, source)
+}
+
+// withoutLists is p without provider.LockLister and provider.CascadeReader.
+func withoutLists(p full) provider.Provider {
+	return struct {
+		provider.Provider
+		provider.Leaser
+		provider.RunCreator
+		provider.EventFollower
+		provider.MarkerWatcher
+		provider.LockInspector
+	}{p, p, p, p, p, p}
 }
 
 // readOnlyReadRepairs repairs the run index on ListRuns, a write that a

@@ -56,7 +56,7 @@
 // # Running it
 //
 // Run replays the seeds of Harness.Corpus (a file of seeds, one a line, that
-// once failed; "n skip=watch,corrupt" for one found with kinds left out), then runs fresh seeds for the budget: PIPESTATE_SIM_DURATION
+// once failed), then runs fresh seeds for the budget: PIPESTATE_SIM_DURATION
 // (a Go duration; default Harness.Budget, else 15s). PIPESTATE_SIM_SEED=n
 // runs that seed alone and logs its trace; PIPESTATE_SIM_OPS sets the
 // operations per run (default 60); PIPESTATE_SIM_SKIP=watch,corrupt leaves
@@ -64,6 +64,17 @@
 // PIPESTATE_SIM_SHRINK bounds shrinking (default 60s); PIPESTATE_SIM_CORPUS=off
 // skips the corpus. At the end it logs the
 // runs, operations per second and how often each operation and fault kind ran.
+//
+// A corpus line is "n ops=60 skip=watch,corrupt gen=<hash>", as a failure
+// prints it: the seed, its operation count, the kinds left out (skip= only
+// when some were) and a hash of the sequence they generated. A seed replays its
+// failure only while the generator draws the same sequence from it, so Run
+// fails a line whose gen= no longer matches (a change to the generator's
+// weights, kinds or draws, or to the harness's retentions): re-record it by
+// reverting the fix the line guards and running fresh seeds until one fails
+// the same way, then replace the line with the one that failure prints (or, if
+// the old seed still fails, with the line its log suggests). A line without
+// gen= replays unchecked and its log prints the line to record.
 //
 // # What it does not cover
 //

@@ -411,20 +411,25 @@ func (w *world) describeLog(log []entry) string {
 	return strings.TrimSpace(b.String())
 }
 
-// stream is what a follower or a watcher yielded: names, cursors, and the
-// error it ended with (nil when it was still waiting at the deadline).
+// stream is what a follower or a watcher yielded: names, cursors, the error
+// it ended with (nil when it was still waiting at the deadline), and how long
+// it was last given.
 type stream struct {
 	names   []string
 	cursors []string
 	err     error
+	waited  time.Duration
 }
 
-// collect reads seq until it has yielded want names that old does not hold
-// (then it stops), an error, or watchWait passed.
-func collect[R any](ctx context.Context, cancel context.CancelFunc, watchWait time.Duration, seq func(func(R, error) bool), want int, old map[string]bool, name func(R) (string, string)) stream {
+// collect reads seq until what it yielded (the names old does not hold, in
+// order) completes an outcome of outs that nothing may follow, matches none,
+// an error, or the wait pending gives it passes.
+func collect[R any](ctx context.Context, cancel context.CancelFunc, waits waits, seq func(func(R, error) bool), outs []outcome, old map[string]bool, name func(R) (string, string)) stream {
 	var s stream
-	fresh := map[string]bool{}
-	timer := time.AfterFunc(watchWait, cancel)
+	var fresh []string
+	seen := map[string]bool{}
+	s.waited = waits.pending(outs, fresh)
+	timer := time.AfterFunc(s.waited, cancel)
 	defer timer.Stop()
 	seq(func(r R, err error) bool {
 		if err != nil {
@@ -436,12 +441,51 @@ func collect[R any](ctx context.Context, cancel context.CancelFunc, watchWait ti
 		n, c := name(r)
 		s.names = append(s.names, n)
 		s.cursors = append(s.cursors, c)
-		if !old[n] {
-			fresh[n] = true
+		if old[n] || seen[n] {
+			return true
 		}
-		return len(fresh) < want
+		seen[n] = true
+		fresh = append(fresh, n)
+		if !timer.Stop() {
+			return false // the wait passed: ctx is cancelled
+		}
+		if s.waited = waits.pending(outs, fresh); s.waited == 0 {
+			return false
+		}
+		timer.Reset(s.waited)
+		return true
 	})
 	return s
+}
+
+// waits are how long a stream is given for what must come and for what may.
+type waits struct{ required, quiet time.Duration }
+
+// pending is how long a stream that yielded fresh (in order) is given for
+// what may follow, by the outcomes outs the model allows: the required wait
+// while every outcome fresh begins needs more (an entry or ErrCursorExpired),
+// which a healthy backend costs nothing; the quiet wait while one is complete
+// and another goes on; 0 when one is complete and none goes on, or when fresh
+// begins none (the referee then refuses it).
+func (w waits) pending(outs []outcome, fresh []string) time.Duration {
+	complete, more := false, false
+	for _, o := range outs {
+		if len(o.names) < len(fresh) || !slices.Equal(o.names[:len(fresh)], fresh) {
+			continue
+		}
+		if len(o.names) > len(fresh) || o.gap {
+			more = true
+		} else {
+			complete = true
+		}
+	}
+	switch {
+	case more && !complete:
+		return w.required
+	case more:
+		return w.quiet
+	}
+	return 0
 }
 
 // judgeStream checks what a follower or watcher from cursor c of log yielded
@@ -449,7 +493,7 @@ func collect[R any](ctx context.Context, cancel context.CancelFunc, watchWait ti
 // before the cursor again and to repeat one; what is new must be the live
 // entries after the cursor, in order, and ErrCursorExpired when one was
 // dropped.
-func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what string, watchWait time.Duration) ([]savedCursor, error) {
+func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what string) ([]savedCursor, error) {
 	pos := map[string]int{}
 	for i, e := range log {
 		pos[e.name] = i
@@ -484,7 +528,7 @@ func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what str
 	if expired {
 		gotDesc += " then ErrCursorExpired"
 	} else {
-		gotDesc += fmt.Sprintf(" and no error within %v", watchWait)
+		gotDesc += fmt.Sprintf(" and no error within %v", got.waited)
 	}
 	return nil, fmt.Errorf("%s yielded %s, want %s", what, gotDesc, strings.Join(wants, " or "))
 }
@@ -495,16 +539,16 @@ func (w *world) follow(o op) (string, error) {
 		return "FollowEvents (not implemented)", nil
 	}
 	c := pickCursor(w.m.evCurs, o.n)
-	want, gap := expect(w.m.events, c, w.m.now)
-	if want == 0 && !gap {
+	outs := readFrom(w.m.events, c.idx, w.m.now)
+	if w.waits().pending(outs, nil) == 0 {
 		return fmt.Sprintf("FollowEvents(after %s) (nothing to yield)", w.cursorName(w.m.events, c)), nil
 	}
 	ctx, cancel := context.WithCancel(w.t.Context())
 	defer cancel()
-	got := collect(ctx, cancel, w.watchWait(), f.FollowEvents(ctx, pipelineID, c.cursor), want, upTo(w.m.events, c.idx),
+	got := collect(ctx, cancel, w.waits(), f.FollowEvents(ctx, pipelineID, c.cursor), outs, upTo(w.m.events, c.idx),
 		func(r types.EventRecord) (string, string) { return r.Event.Message, r.StreamID })
 	desc := fmt.Sprintf("FollowEvents(after %s) [slot %d] → %v, %v", w.cursorName(w.m.events, c), o.slot, got.names, got.err)
-	saved, err := judgeStream(w.m.events, c, w.m.now, got, "FollowEvents", w.watchWait())
+	saved, err := judgeStream(w.m.events, c, w.m.now, got, "FollowEvents")
 	if err != nil {
 		return desc, fmt.Errorf("%w (log: %s)", err, w.describeLog(w.m.events))
 	}
@@ -512,11 +556,16 @@ func (w *world) follow(o op) (string, error) {
 	return desc, nil
 }
 
-func (w *world) watchWait() time.Duration {
-	if w.h.WatchWait > 0 {
-		return w.h.WatchWait
+// waits are the Harness's WatchWait and WatchQuiet, defaults filled in.
+func (w *world) waits() waits {
+	ws := waits{required: w.h.WatchWait, quiet: w.h.WatchQuiet}
+	if ws.required <= 0 {
+		ws.required = time.Second
 	}
-	return time.Second
+	if ws.quiet <= 0 {
+		ws.quiet = ws.required / 10
+	}
+	return ws
 }
 
 // upTo returns the names of log's entries up to index i, and of its
@@ -529,20 +578,6 @@ func upTo(log []entry, i int) map[string]bool {
 		}
 	}
 	return old
-}
-
-// expect returns how many entries a follower or watcher from c must yield at
-// most, and whether it may end with ErrCursorExpired (then it is given
-// watchWait to say so: want is then unbounded).
-func expect(log []entry, c savedCursor, now time.Time) (want int, gap bool) {
-	for _, out := range readFrom(log, c.idx, now) {
-		want = max(want, len(out.names))
-		gap = gap || out.gap
-	}
-	if gap {
-		want = 1 << 20
-	}
-	return want, gap
 }
 
 func (w *world) writeMarker(o op) (string, error) {
@@ -589,16 +624,16 @@ func (w *world) watch(o op) (string, error) {
 		return "WatchCascadeMarkers (not implemented)", nil
 	}
 	c := pickCursor(w.m.mkCurs, o.n)
-	want, gap := expect(w.m.markers, c, w.m.now)
-	if want == 0 && !gap {
+	outs := readFrom(w.m.markers, c.idx, w.m.now)
+	if w.waits().pending(outs, nil) == 0 {
 		return fmt.Sprintf("WatchCascadeMarkers(after %s) (nothing to yield)", w.cursorName(w.m.markers, c)), nil
 	}
 	ctx, cancel := context.WithCancel(w.t.Context())
 	defer cancel()
-	got := collect(ctx, cancel, w.watchWait(), mw.WatchCascadeMarkers(ctx, c.cursor), want, upTo(w.m.markers, c.idx),
+	got := collect(ctx, cancel, w.waits(), mw.WatchCascadeMarkers(ctx, c.cursor), outs, upTo(w.m.markers, c.idx),
 		func(r types.CascadeMarkerRecord) (string, string) { return r.Marker.Source, r.Cursor })
 	desc := fmt.Sprintf("WatchCascadeMarkers(after %s) [slot %d] → %v, %v", w.cursorName(w.m.markers, c), o.slot, got.names, got.err)
-	saved, err := judgeStream(w.m.markers, c, w.m.now, got, "WatchCascadeMarkers", w.watchWait())
+	saved, err := judgeStream(w.m.markers, c, w.m.now, got, "WatchCascadeMarkers")
 	if err != nil {
 		return desc, fmt.Errorf("%w (marker log: %s)", err, w.describeLog(w.m.markers))
 	}

@@ -41,3 +41,56 @@ func TestReadFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestPending pins how long a stream is given: the required wait while every
+// outcome still needs more, the quiet one while an outcome is complete and
+// another goes on, none once nothing may follow.
+func TestPending(t *testing.T) {
+	ws := waits{required: time.Minute, quiet: time.Millisecond}
+	gapOrB := []outcome{{gap: true}, {names: []string{"b"}}}
+	maybeGap := []outcome{{names: []string{"a"}}, {names: []string{"a"}, gap: true}}
+	cases := []struct {
+		name  string
+		outs  []outcome
+		fresh []string
+		want  time.Duration
+	}{
+		{"an entry or the error must come", gapOrB, nil, time.Minute},
+		{"the entry came", gapOrB, []string{"b"}, 0},
+		{"the entry must come", maybeGap, nil, time.Minute},
+		{"an optional error", maybeGap, []string{"a"}, time.Millisecond},
+		{"nothing to yield", []outcome{{}}, nil, 0},
+		{"a name no outcome has", maybeGap, []string{"x"}, 0},
+	}
+	for _, c := range cases {
+		if got := ws.pending(c.outs, c.fresh); got != c.want {
+			t.Errorf("%s: pending = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestGenHashSeesGeneratorChanges pins what a corpus line's gen= catches: a
+// change of weights, of the harness's retentions, of the operation count.
+func TestGenHashSeesGeneratorChanges(t *testing.T) {
+	h := Harness{}
+	h.Retention.Runs = time.Hour
+	base := genHash(generate(1, 60, h, ""))
+	if again := genHash(generate(1, 60, h, "")); again != base {
+		t.Fatalf("genHash is not deterministic: %s then %s", base, again)
+	}
+	old := weights
+	weights[opPut]++
+	changed := genHash(generate(1, 60, h, ""))
+	weights = old
+	if changed == base {
+		t.Error("a weight change kept the hash")
+	}
+	h2 := h
+	h2.Retention.Runs = 2 * time.Hour
+	if genHash(generate(1, 60, h2, "")) == base {
+		t.Error("a retention change kept the hash")
+	}
+	if genHash(generate(1, 61, h, "")) == base {
+		t.Error("another operation count kept the hash")
+	}
+}

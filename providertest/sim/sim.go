@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"os"
 	"slices"
@@ -42,11 +43,20 @@ type Harness struct {
 	// expiry attribute is what is corrupt, for one.
 	Corruptions []Corruption
 
-	// WatchWait is how long a follower or watcher is given to yield what the
-	// model expects, an ErrCursorExpired included, once it is caught up; zero
-	// means 1s. A backend that wakes its watchers on a write (memory) needs
-	// little; one that polls needs a few of its poll intervals.
+	// WatchWait is how long a follower or watcher is given for each entry (or
+	// the ErrCursorExpired) it must still yield; zero means 1s. A healthy
+	// backend ends the wait by yielding, so a generous one costs only when it
+	// fails: make it several poll intervals on a loaded machine.
 	WatchWait time.Duration
+
+	// WatchQuiet is how long a follower or watcher that yielded a complete
+	// outcome is still given where the model allows it to go on (an
+	// ErrCursorExpired when it cannot tell whether a corrupt record was
+	// dropped, for one); zero means WatchWait/10. Each such operation
+	// costs it whichever branch the backend took, so keep it about one poll
+	// interval (a backend that wakes its watchers on a write, as memory does:
+	// a millisecond).
+	WatchQuiet time.Duration
 
 	// LeaseEarly is how long before the ExpiresAt a call returned a lease may
 	// already have expired, for a backend that documents it (Redis: 1ms, its
@@ -143,7 +153,7 @@ func Run(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatalf("sim: PIPESTATE_SIM_SEED=%q: %v", s, err)
 		}
-		report(t, h, seed, os.Getenv("PIPESTATE_SIM_SKIP"), "PIPESTATE_SIM_SEED", true)
+		report(t, h, seedLine{seed: seed, ops: ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}, "PIPESTATE_SIM_SEED", true)
 		return
 	}
 	path := h.Corpus
@@ -151,7 +161,13 @@ func Run(t *testing.T, h Harness) {
 		path = ""
 	}
 	for _, c := range corpus(t, path) {
-		report(t, h, c.seed, c.skip, "corpus "+h.Corpus, false) // and go on: fresh seeds may find more
+		if got := genHash(generate(c.seed, c.ops, h, c.skip)); c.gen != "" && got != c.gen {
+			t.Errorf("sim: corpus %s: seed %d no longer generates the sequence it recorded (gen=%s, now gen=%s): the generator or the harness's retentions changed, so it may no longer replay its failure; re-record it (see the package doc; the line now: %v)",
+				h.Corpus, c.seed, c.gen, got, c.withGen(got))
+		} else if c.gen == "" {
+			t.Logf("sim: corpus %s: seed %d records no gen= hash: a generator change would silently stop it replaying its failure (its line now: %v)", h.Corpus, c.seed, c.withGen(got))
+		}
+		report(t, h, c, "corpus "+h.Corpus, false) // and go on: fresh seeds may find more
 	}
 	budget := h.Budget
 	if budget == 0 {
@@ -171,8 +187,9 @@ func Run(t *testing.T, h Harness) {
 		if skip := os.Getenv("PIPESTATE_SIM_SKIP"); skip != "" {
 			env = "PIPESTATE_SIM_SKIP=" + skip + " "
 		}
-		t.Errorf("sim: the reference model refused a run after %d runs and %d operations (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v",
-			st.FirstHit, st.HitOps, env, f.Seed, t.Name(), f)
+		c := seedLine{seed: f.Seed, ops: ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}
+		t.Errorf("sim: the reference model refused a run after %d runs and %d operations (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'; corpus line: %v):\n%v",
+			st.FirstHit, st.HitOps, env, f.Seed, t.Name(), c.withGen(genHash(generate(c.seed, c.ops, h, c.skip))), f)
 	}
 }
 
@@ -190,9 +207,10 @@ func usable(t *testing.T, h Harness) bool {
 
 // report runs seed alone, with the kinds skip names left out, and fails t
 // when the model refuses it.
-func report(t *testing.T, h Harness, seed uint64, skip, from string, trace bool) bool {
+func report(t *testing.T, h Harness, c seedLine, from string, trace bool) bool {
 	t.Helper()
-	r := runSeed(t, h, seed, ops(), skip)
+	seed, skip := c.seed, c.skip
+	r := runSeed(t, h, seed, c.ops, skip)
 	if trace {
 		t.Logf("sim: seed %d (%d operations):\n%s", seed, len(r.trace), strings.Join(r.trace, "\n"))
 	}
@@ -203,6 +221,9 @@ func report(t *testing.T, h Harness, seed uint64, skip, from string, trace bool)
 	env := ""
 	if skip != "" {
 		env = "PIPESTATE_SIM_SKIP=" + skip + " "
+	}
+	if c.ops != 60 {
+		env += fmt.Sprintf("PIPESTATE_SIM_OPS=%d ", c.ops)
 	}
 	t.Errorf("sim: seed %d from %s fails (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v", seed, from, env, seed, t.Name(), f)
 	return true
@@ -246,13 +267,40 @@ func ops() int {
 	return 60
 }
 
-// seedLine is one corpus line: a seed, and the kinds it leaves out.
+// seedLine is one corpus line: a seed, its operation count, the kinds it
+// leaves out, and the hash of the sequence they generated when it was
+// recorded ("" when the line records none).
 type seedLine struct {
 	seed uint64
+	ops  int
 	skip string
+	gen  string
 }
 
-// corpus reads the seeds of path: "seed" or "seed skip=watch,corrupt".
+// withGen is the line c, recording gen.
+func (c seedLine) withGen(gen string) string {
+	line := fmt.Sprintf("%d ops=%d", c.seed, c.ops)
+	if c.skip != "" {
+		line += " skip=" + c.skip
+	}
+	return line + " gen=" + gen
+}
+
+// genHash is a hash of a generated sequence: a corpus line records it, so
+// that a change to the generator (its weights, kinds, draw order, or the
+// harness's retentions it draws spans from) is caught instead of silently
+// replaying another sequence.
+func genHash(seq []op) string {
+	f := fnv.New64a()
+	for _, o := range seq {
+		fmt.Fprintf(f, "%d %d %d %d %d %d %d\n", o.kind, o.slot, o.run, o.lease, o.n, o.m, o.d)
+	}
+	return fmt.Sprintf("%016x", f.Sum64())
+}
+
+// corpus reads the seeds of path: "seed", optionally followed by "ops=60",
+// "skip=watch,corrupt" and "gen=<hash>" (a line without ops= runs
+// PIPESTATE_SIM_OPS operations).
 func corpus(t *testing.T, path string) []seedLine {
 	t.Helper()
 	if path == "" {
@@ -278,10 +326,20 @@ func corpus(t *testing.T, path string) []seedLine {
 		if err != nil {
 			t.Fatalf("sim: corpus %s: %q: %v", path, line, err)
 		}
-		sl := seedLine{seed: seed}
+		sl := seedLine{seed: seed, ops: ops()}
 		for _, f := range fields[1:] {
-			if v, ok := strings.CutPrefix(f, "skip="); ok {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "skip":
 				sl.skip = v
+			case "gen":
+				sl.gen = v
+			case "ops":
+				if sl.ops, err = strconv.Atoi(v); err != nil || sl.ops <= 0 {
+					t.Fatalf("sim: corpus %s: %q: ops=%q is not a positive count", path, line, v)
+				}
+			default:
+				t.Fatalf("sim: corpus %s: %q: unknown field %q (want ops=, skip= or gen=)", path, line, f)
 			}
 		}
 		seeds = append(seeds, sl)

@@ -26,7 +26,8 @@ func TestSimMemory(t *testing.T) {
 			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerLogRetention(time.Hour))
 		}}},
 		CorruptExpires: true,
-		WatchWait:      100 * time.Millisecond, // memory wakes watchers on each write
+		WatchWait:      5 * time.Second,  // only a failing run waits for it
+		WatchQuiet:     time.Millisecond, // memory wakes watchers on each write
 		Corpus:         "testdata/memory.seeds",
 		Budget:         10 * time.Second,
 	})
@@ -133,7 +134,7 @@ func toyHarness(fixed bool) sim.Harness {
 		return tp
 	}
 	h.Retention.Runs = toyRetention
-	return sim.Harness{Harness: h, Budget: 20 * time.Second, CorruptExpires: true, WatchWait: 100 * time.Millisecond}
+	return sim.Harness{Harness: h, Budget: 20 * time.Second, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
 }
 
 // fixedToy is the toy without its bug.
