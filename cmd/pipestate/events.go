@@ -61,6 +61,8 @@ var eventsCmd = &spec{
 				return usagef("--from-end starts a follow at the newest event: add --follow")
 			case *fromEnd && isSet(fs, "since"):
 				return usagef("give --since CURSOR or --from-end, not both")
+			case *fromEnd && isSet(fs, "limit"):
+				return usagef("--from-end prints no earlier events: drop --limit")
 			}
 			if err := checkLimit(*limit); err != nil {
 				return err
@@ -174,7 +176,7 @@ func followEvents(ctx context.Context, in *inv, p provider.Provider, id, cursor 
 		if err != nil {
 			return err
 		}
-		if len(recs) == 0 {
+		if end == "" { // no events at all (with --from-end, recs is always empty)
 			if err := requirePipeline(ctx, p, id, "events"); err != nil {
 				return err
 			}
