@@ -36,12 +36,15 @@ var eventsCmd = &spec{
 		"(exit 3): events after it may have been lost, and --since '' goes on from the oldest kept.\n" +
 		"--follow prints events as they are committed until interrupted (Ctrl-C): those after\n" +
 		"CURSOR with --since, with --from-end only those committed from now on, otherwise the\n" +
-		"newest --limit first (found by reading the retained log once). It uses the backend's follower (provider.EventFollower) when it has one and\n" +
-		"polls otherwise (every " + pollFirst.String() + " to " + pollMost.String() + "). Each followed event is one line: its time,\n" +
-		"kind, run, trait, status, message and cursor.\n" +
+		"newest --limit first. It uses the backend's follower (provider.EventFollower) when it\n" +
+		"has one and polls otherwise (every " + pollFirst.String() + " to " + pollMost.String() + "). Each followed event is one\n" +
+		"line: its time, kind, run, trait, status, message and cursor.\n" +
 		"--json prints one types.EventRecord (streamId: the cursor, and event) per line, whatever\n" +
-		"the flags; without --since it finds the newest --limit and their cursors by reading the\n" +
-		"retained log from the oldest (1 read per " + strconv.Itoa(eventPage) + " events).",
+		"the flags.\n" +
+		"Cost: cursors are the backend's own, so finding the newest events with their cursors\n" +
+		"(--json or --follow without --since, and --follow --from-end) reads the whole retained\n" +
+		"log from the oldest event, 1 read per " + strconv.Itoa(eventPage) + " events; with --since, a read is one\n" +
+		"page, and plain 'events P' is one read.",
 	example: "pipestate events orders --limit 50 --redis localhost:6379\n" +
 		"pipestate events orders --since '' --limit 100 --redis localhost:6379\n" +
 		"pipestate events orders --follow --redis localhost:6379\n" +
@@ -61,6 +64,8 @@ var eventsCmd = &spec{
 				return usagef("--from-end starts a follow at the newest event: add --follow")
 			case *fromEnd && isSet(fs, "since"):
 				return usagef("give --since CURSOR or --from-end, not both")
+			case *fromEnd && isSet(fs, "limit"):
+				return usagef("--from-end prints no earlier events: drop --limit")
 			}
 			if err := checkLimit(*limit); err != nil {
 				return err
@@ -174,7 +179,7 @@ func followEvents(ctx context.Context, in *inv, p provider.Provider, id, cursor 
 		if err != nil {
 			return err
 		}
-		if len(recs) == 0 {
+		if end == "" { // no events at all (with --from-end, recs is always empty)
 			if err := requirePipeline(ctx, p, id, "events"); err != nil {
 				return err
 			}
@@ -230,7 +235,9 @@ func printFollowed(in *inv, r types.EventRecord) error {
 }
 
 // tail returns the newest n events of a pipeline and the cursor after the
-// newest, reading the retained log from the start. When retention drops events
+// newest, reading the retained log from the start: O(log length) reads, as no
+// provider API returns the newest events with their cursors (ListEvents has
+// none, and cursors are opaque). When retention drops events
 // under it (its cursor expires), it reads the retained log again from the start,
 // up to tailAttempts times: only the newest events matter.
 func tail(ctx context.Context, p provider.Provider, id string, n int) ([]types.EventRecord, string, error) {

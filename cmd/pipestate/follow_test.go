@@ -111,6 +111,30 @@ func TestFollow(t *testing.T) {
 		h := memoryHarness(t)
 		followFromEnd(t, h, withoutFollower(h.dial))
 	})
+	// A pipeline that is not registered but has events is followed, not "not
+	// found": the follow from the end finds its end, however few events it prints.
+	t.Run("polling-from-end-unregistered", func(t *testing.T) {
+		h := memoryHarness(t)
+		ev := appended
+		ev.PipelineID = "unregistered"
+		if err := h.open(t, "").AppendEvent(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		f := startFollow(t, h, withoutFollower(h.dial), words("events unregistered --follow --from-end")...)
+		if line := f.next(t); line != "backend: "+h.line {
+			t.Fatalf("line %q, want the backend line", line)
+		}
+		ev.Message = "the second"
+		if err := h.open(t, "").AppendEvent(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		if line := f.next(t); !strings.Contains(line, ev.Message) {
+			t.Errorf("followed %q, want the second event, and none before it", line)
+		}
+		if code := f.stop(); code != exitOK {
+			t.Errorf("exit status %d after an interrupt, want 0", code)
+		}
+	})
 }
 
 // followTail follows without a cursor: the newest two events, then the appended one.

@@ -64,6 +64,7 @@ var (
 		{"events-missing", words("events nosuch")},
 		{"usage-events-from-end", words("events orders --from-end")},
 		{"usage-events-from-end-since", words("events orders --follow --from-end --since {C2}")},
+		{"usage-events-from-end-limit", words("events orders --follow --from-end --limit 5")},
 		{"events-since-expired", words("events audit --since {A1}")},
 		{"events-since-expired-json", words("events audit --since {A2} --json")},
 		{"events-follow-expired", words("events audit --follow --since {A1}")},

@@ -1,37 +1,16 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
-	goredis "github.com/redis/go-redis/v9"
-
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/provider"
 	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
 	"github.com/pipestate/pipestate/provider/memory"
 	redisprovider "github.com/pipestate/pipestate/provider/redis"
 )
-
-// backendConfig says where the orchestrators keep their state: in memory unless
-// redisAddr or dynamoEndpoint is set.
-type backendConfig struct {
-	redisAddr      string
-	dynamoEndpoint string
-	prefix         string        // the Redis key prefix or the DynamoDB table
-	timeout        time.Duration // each call's bound on a server that does not answer; 0: defaultTimeout
-}
-
-// defaultTimeout bounds each call to Redis or DynamoDB unless -timeout says
-// otherwise: a dead server fails the orchestrators instead of hanging them.
-const defaultTimeout = 5 * time.Second
 
 // backend is one store that clients open, each as another process would.
 type backend struct {
@@ -41,29 +20,26 @@ type backend struct {
 	clients []provider.Provider
 }
 
-// openBackend prepares the store cfg names (a DynamoDB table is created if
-// missing) without opening a client.
-func openBackend(ctx context.Context, cfg backendConfig) (*backend, error) {
-	timeout := cmp.Or(cfg.timeout, defaultTimeout)
+// openBackend prepares the store cfg names (in memory unless cfg.Redis or
+// cfg.DynamoDB is set; a DynamoDB table named cfg.Prefix is created if missing)
+// without opening a client. Its clients are exbackend's, bounded by cfg.Timeout.
+func openBackend(ctx context.Context, cfg exbackend.Config) (*backend, error) {
 	switch {
-	case cfg.dynamoEndpoint != "":
-		client := ddb.New(ddb.Options{
-			BaseEndpoint: aws.String(cfg.dynamoEndpoint),
-			Region:       "us-east-1",
-			Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-			HTTPClient:   awshttp.NewBuildableClient().WithTimeout(timeout),
-			APIOptions:   []func(*middleware.Stack) error{operationTimeout(timeout)},
-		})
-		if err := ddbprovider.CreateTable(ctx, client, cfg.prefix); err != nil {
+	case cfg.DynamoDB != "":
+		client := cfg.DynamoDBClient()
+		if err := ddbprovider.CreateTable(ctx, client, cfg.Prefix); err != nil {
 			return nil, fmt.Errorf("create table: %w", err)
 		}
-		return &backend{open: func() (provider.Provider, error) { return ddbprovider.New(client, cfg.prefix) }}, nil
-	case cfg.redisAddr != "":
+		return &backend{open: func() (provider.Provider, error) { return ddbprovider.New(client, cfg.Prefix) }}, nil
+	case cfg.Redis != "":
 		return &backend{open: func() (provider.Provider, error) {
-			client := goredis.NewClient(&goredis.Options{Addr: cfg.redisAddr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
-			p, err := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.prefix), redisprovider.WithCloseClient())
+			client, closeClient, err := cfg.RedisClient()
 			if err != nil {
-				client.Close()
+				return nil, err
+			}
+			p, err := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix), redisprovider.WithCloseClient())
+			if err != nil {
+				closeClient()
 			}
 			return p, err
 		}}, nil
@@ -73,20 +49,6 @@ func openBackend(ctx context.Context, cfg backendConfig) (*backend, error) {
 		return nil, err
 	}
 	return &backend{open: func() (provider.Provider, error) { return data.NewHandle() }}, nil
-}
-
-// operationTimeout ends each DynamoDB operation's context after d. The HTTP
-// client's timeout bounds one attempt, and the SDK retries an attempt that timed
-// out; this bounds the operation, its retries and their backoffs included.
-func operationTimeout(d time.Duration) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("OperationTimeout",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				ctx, cancel := context.WithTimeout(ctx, d)
-				defer cancel()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	}
 }
 
 // client opens another client of the store and checks that it has every

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -31,7 +32,7 @@ func TestLateWriteFenced(t *testing.T) {
 	}
 }
 
-func testLateWriteFenced(t *testing.T, cfg backendConfig, ttl time.Duration, killed bool) {
+func testLateWriteFenced(t *testing.T, cfg exbackend.Config, ttl time.Duration, killed bool) {
 	const date = "2026-11-23"
 	r := newTakeoverRig(t, cfg, ttl)
 	ctx, admin, storeA := r.ctx, r.admin, r.storeA

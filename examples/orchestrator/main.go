@@ -67,10 +67,9 @@ func main() {
 	ex.Register(flag.CommandLine, "orchestrator", false)
 	flag.Parse()
 	end := ex.Begin(flag.CommandLine)
-	cfg := backendConfig{redisAddr: ex.Redis, dynamoEndpoint: ex.DynamoDB, prefix: ex.Prefix, timeout: ex.Timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := openBackend(ctx, cfg)
+	b, err := openBackend(ctx, ex)
 	if err == nil {
 		err = run(ctx, os.Stdout, *n, b)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -25,20 +26,20 @@ var testBackends = []struct {
 	name     string
 	leaseTTL time.Duration
 	rounds   int
-	config   func(t *testing.T) backendConfig
+	config   func(t *testing.T) exbackend.Config
 }{
-	{"memory", 300 * time.Millisecond, 20, func(*testing.T) backendConfig { return backendConfig{} }},
-	{"miniredis", 300 * time.Millisecond, 5, func(t *testing.T) backendConfig {
-		return backendConfig{redisAddr: runMiniredis(t), prefix: "orchestrator"}
+	{"memory", 300 * time.Millisecond, 20, func(*testing.T) exbackend.Config { return exbackend.Config{} }},
+	{"miniredis", 300 * time.Millisecond, 5, func(t *testing.T) exbackend.Config {
+		return exbackend.Config{Redis: runMiniredis(t), Prefix: "orchestrator"}
 	}},
-	{"redis", time.Second, 5, func(t *testing.T) backendConfig {
-		return backendConfig{redisAddr: testenv.RedisAddr(t), prefix: testenv.RedisPrefix(t)}
+	{"redis", time.Second, 5, func(t *testing.T) exbackend.Config {
+		return exbackend.Config{Redis: testenv.RedisAddr(t), Prefix: testenv.RedisPrefix(t)}
 	}},
-	{"dynamodb", 5 * time.Second, 1, func(t *testing.T) backendConfig {
-		return backendConfig{dynamoEndpoint: testenv.DynamoDBEndpoint(t), prefix: testenv.DynamoDBPrefix(t),
+	{"dynamodb", 5 * time.Second, 1, func(t *testing.T) exbackend.Config {
+		return exbackend.Config{DynamoDB: testenv.DynamoDBEndpoint(t), Prefix: testenv.DynamoDBPrefix(t),
 			// DynamoDB Local on a loaded test machine can take seconds a call (creating
 			// tables); TestDeadServer tests the timeout itself.
-			timeout: time.Minute}
+			Timeout: time.Minute}
 	}},
 }
 
@@ -48,7 +49,7 @@ var testBackends = []struct {
 // their order.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(testContext(t), &out, 1, openTestBackend(t, backendConfig{})); err != nil {
+	if err := run(testContext(t), &out, 1, openTestBackend(t, exbackend.Config{})); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
 	if diff := cmp.Diff(bySource(wantTranscript), bySource(out.String())); diff != "" {
@@ -148,7 +149,7 @@ func TestTakeover(t *testing.T) {
 	}
 }
 
-func testTakeover(t *testing.T, cfg backendConfig, ttl time.Duration, killed bool) {
+func testTakeover(t *testing.T, cfg exbackend.Config, ttl time.Duration, killed bool) {
 	const date = "2026-11-23"
 	r := newTakeoverRig(t, cfg, ttl)
 	ctx, admin, w, storeA := r.ctx, r.admin, r.w, r.storeA
@@ -226,7 +227,7 @@ type takeoverRig struct {
 	outA, outB    bytes.Buffer
 }
 
-func newTakeoverRig(t *testing.T, cfg backendConfig, ttl time.Duration) *takeoverRig {
+func newTakeoverRig(t *testing.T, cfg exbackend.Config, ttl time.Duration) *takeoverRig {
 	t.Helper()
 	r := &takeoverRig{ctx: testContext(t), ttl: ttl, w: newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))}
 	r.b = openTestBackend(t, cfg)
@@ -289,7 +290,7 @@ func (h *heldTrigger) Trigger(_ context.Context, job Job) error {
 // TestMissingInterfaces: a provider without the optional interfaces is refused at
 // start, with each missing one named.
 func TestMissingInterfaces(t *testing.T) {
-	mem, err := openBackend(testContext(t), backendConfig{})
+	mem, err := openBackend(testContext(t), exbackend.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestMissingInterfaces(t *testing.T) {
 // another backs off without triggering the job, and the other's run is untouched.
 func TestBackOff(t *testing.T) {
 	ctx := testContext(t)
-	b := openTestBackend(t, backendConfig{})
+	b := openTestBackend(t, exbackend.Config{})
 	other := client(t, b)
 	const runID = "orders-daily-2026-11-23-daily-1"
 	if created, err := other.CreateRunState(ctx, types.RunState{RunID: runID, PipelineID: "orders-daily", Status: types.RunPending}); err != nil || !created {
@@ -342,7 +343,7 @@ func TestBackOff(t *testing.T) {
 // downstream pipeline.
 func TestRetriesExhausted(t *testing.T) {
 	ctx := testContext(t)
-	b := openTestBackend(t, backendConfig{})
+	b := openTestBackend(t, exbackend.Config{})
 	p := client(t, b)
 	for _, cfg := range pipelines() {
 		if err := p.RegisterPipeline(ctx, cfg); err != nil {
@@ -380,7 +381,7 @@ func TestRetriesExhausted(t *testing.T) {
 // failing required trait keeps the pipeline from triggering.
 func TestEvaluatorError(t *testing.T) {
 	ctx := testContext(t)
-	p := client(t, openTestBackend(t, backendConfig{}))
+	p := client(t, openTestBackend(t, exbackend.Config{}))
 	w := newWorld(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
 	cfg := types.PipelineConfig{ID: "broken", Traits: map[string]types.TraitConfig{
 		"probe": {Evaluator: "missing", Required: true}}}
@@ -417,7 +418,7 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func openTestBackend(t *testing.T, cfg backendConfig) *backend {
+func openTestBackend(t *testing.T, cfg exbackend.Config) *backend {
 	t.Helper()
 	b, err := openBackend(testContext(t), cfg)
 	if err != nil {
@@ -523,9 +524,9 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestDeadServer(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	addr := testenv.BlackHole(t)
-	for name, cfg := range map[string]backendConfig{
-		"redis":    {redisAddr: addr, prefix: "orchestrator", timeout: timeout},
-		"dynamodb": {dynamoEndpoint: "http://" + addr, prefix: "orchestrator", timeout: timeout},
+	for name, cfg := range map[string]exbackend.Config{
+		"redis":    {Redis: addr, Prefix: "orchestrator", Timeout: timeout},
+		"dynamodb": {DynamoDB: "http://" + addr, Prefix: "orchestrator", Timeout: timeout},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

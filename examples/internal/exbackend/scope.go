@@ -8,17 +8,23 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
+
+// EndTimeout bounds the clean-up of Begin's end.
+const EndTimeout = 30 * time.Second
 
 // Begin makes a run on a server (-redis or -dynamodb) its own; call it after
 // the flags are parsed. Without -prefix, c.Prefix gets a random suffix
 // ("quickstart-3fa9c2d1"), so no two runs share keys or tables. The returned end
 // says on w what the run left under the prefix (the Redis keys prefix:*, or the
 // DynamoDB tables named prefix or prefix-*) and removes it, unless -keep or an
-// explicit -prefix. A run in memory has nothing to say or remove.
+// explicit -prefix. A run in memory has nothing to say or remove. end ignores
+// the cancellation and deadline of its ctx (keeping its values) and is bounded
+// by EndTimeout instead, so a run that ended on its deadline is cleaned up too.
 func (c *Config) Begin(fs *flag.FlagSet) (end func(ctx context.Context, w io.Writer) error) {
 	if c.Redis == "" && c.DynamoDB == "" {
 		return func(context.Context, io.Writer) error { return nil }
@@ -32,6 +38,10 @@ func (c *Config) Begin(fs *flag.FlagSet) (end func(ctx context.Context, w io.Wri
 	}
 	remove := !named && !c.Keep
 	return func(ctx context.Context, w io.Writer) error {
+		// The run's ctx may have ended (a run that failed on its deadline):
+		// what it wrote is removed all the same, within a bound of its own.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EndTimeout)
+		defer cancel()
 		what, where, n, err := c.sweep(ctx, remove)
 		if err != nil {
 			return fmt.Errorf("remove what the run wrote under %s: %w", c.Prefix, err)
