@@ -45,7 +45,9 @@ var suitesTeeth = []brokenBackend{
 	{"read_only_lease_first", "ReadOnly/writes_refused",
 		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "AcquireLease"}) }},
 	{"read_only_marker_first", "ReadOnly/writes_refused",
-		func(p full, s *shared) provider.Provider { return withoutLists(readOnlyLeaks{p, s, "WriteCascadeMarker"}) }},
+		func(p full, s *shared) provider.Provider {
+			return withoutLists(readOnlyLeaks{p, s, "WriteCascadeMarker"})
+		}},
 	// A read-only handle reads: no read needs a write.
 	{"read_only_read_repairs", "ReadOnly/reads_work",
 		func(p full, _ *shared) provider.Provider { return readOnlyReadRepairs{p} }},
