@@ -62,6 +62,9 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.LockLister":
 				_, inOK = inner.(provider.LockLister)
 				_, outOK = wrapped.(provider.LockLister)
+			case "provider.ActiveRunLister":
+				_, inOK = inner.(provider.ActiveRunLister)
+				_, outOK = wrapped.(provider.ActiveRunLister)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}

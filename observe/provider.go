@@ -14,7 +14,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector,provider.LockLister -import github.com/pipestate/pipestate/provider
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector,provider.LockLister,provider.ActiveRunLister -import github.com/pipestate/pipestate/provider
 
 // Outcomes, the values of AttrOutcome.
 const (
@@ -368,6 +368,13 @@ func (o *observedProvider) ListLocks(ctx context.Context, match string, limit in
 	ctx, c := o.start(ctx, "ListLocks", ids{})
 	v, err := o.p.(provider.LockLister).ListLocks(ctx, match, limit)
 	return v, c.done(err)
+}
+
+// ListActiveRuns implements provider.ActiveRunLister.
+func (o *observedProvider) ListActiveRuns(ctx context.Context, filter provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	ctx, c := o.start(ctx, "ListActiveRuns", ids{})
+	v, next, err := o.p.(provider.ActiveRunLister).ListActiveRuns(ctx, filter, cursor, limit)
+	return v, next, c.done(err)
 }
 
 // FollowEvents implements provider.EventFollower: one span for the whole follow,

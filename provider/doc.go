@@ -204,6 +204,21 @@
 //	               it and remembers the fence. The writes, what "the record" is
 //	               for each, and what a fence does not protect are in the fence
 //	               package doc; fencing is not optional.
+//	active runs    (optional ActiveRunLister) a run is in the active-runs index
+//	               exactly while its status is not terminal and it is live (not
+//	               expired by retention): every write of a run's status (put, CAS,
+//	               create, fenced or not) enters or leaves it with the write, and a
+//	               refused write (lost CAS, fenced refusal, create of an existing
+//	               run) leaves it as the truth is. ListActiveRuns shows only what
+//	               the truth record says now (a stale entry is skipped, never
+//	               shown). Paging: pages are in ascending RunID, each strictly after
+//	               the cursor, so no run appears twice in one paging from "" to a
+//	               "" next cursor, and every run that is unfinished, live and
+//	               matching the filter for the whole paging appears in it exactly
+//	               once, while others are created, finish or change. A run that
+//	               enters or leaves during the paging may or may not appear. The
+//	               cost of a page is the unfinished runs read, never the number of
+//	               pipelines or the finished history.
 //	corrupt        a stored record that does not decode: a Get* of it returns an
 //	               error wrapping ErrCorrupt (a *CorruptError) that names it; every
 //	               List* and iterator skips it, returns the others (a List*(limit)
@@ -247,7 +262,8 @@
 // # Writing a backend
 //
 // Implement Provider (and, if you can, the optional Leaser, CascadeReader,
-// RunCreator, EventFollower, MarkerWatcher, LockInspector and LockLister), start each method
+// RunCreator, EventFollower, MarkerWatcher, LockInspector, LockLister and
+// ActiveRunLister), start each method
 // with the Prepare* and Check* helpers so bad input is rejected and defaults are
 // filled the same way everywhere, decode what you read with Decode and
 // DecodeOrSkip (see "Corrupt records"), honour fenced writes (read the token

@@ -11,7 +11,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg provider -out restrict_fenced.go -func restrictFenced -base Provider -opt Leaser,CascadeReader,RunCreator,EventFollower,MarkerWatcher,LockInspector,LockLister
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg provider -out restrict_fenced.go -func restrictFenced -base Provider -opt Leaser,CascadeReader,RunCreator,EventFollower,MarkerWatcher,LockInspector,LockLister,ActiveRunLister
 
 // Fenced returns p seen by the holder of lease: every write that takes a fence
 // (see package fence: the run, event, run-log, rerun, replay, late-arrival and
@@ -128,4 +128,9 @@ func (f *fencedProvider) GetLockInfo(ctx context.Context, key string) (*types.Lo
 // ListLocks implements LockLister.
 func (f *fencedProvider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	return f.Provider.(LockLister).ListLocks(ctx, match, limit)
+}
+
+// ListActiveRuns implements ActiveRunLister.
+func (f *fencedProvider) ListActiveRuns(ctx context.Context, filter ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	return f.Provider.(ActiveRunLister).ListActiveRuns(ctx, filter, cursor, limit)
 }

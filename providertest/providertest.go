@@ -171,7 +171,7 @@ const (
 // Run runs the whole conformance suite: every Run* function of this package, in
 // the order below. Optional interfaces (provider.Leaser, provider.CascadeReader,
 // provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
-// provider.LockInspector, provider.LockLister) are detected by type assertion; their groups skip when
+// provider.LockInspector, provider.LockLister, provider.ActiveRunLister) are detected by type assertion; their groups skip when
 // the provider lacks them.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
@@ -202,6 +202,7 @@ func Run(t *testing.T, h Harness) {
 	RunMarkerWatcher(t, h)
 	RunLockInspector(t, h)
 	RunLockLister(t, h)
+	RunActiveRunLister(t, h)
 	RunReadiness(t, h)
 	RunExpiry(t, h)
 	RunRetention(t, h)

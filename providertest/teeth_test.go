@@ -45,6 +45,7 @@ type full interface {
 	provider.MarkerWatcher
 	provider.LockInspector
 	provider.LockLister
+	provider.ActiveRunLister
 	Owner() string
 }
 
@@ -70,6 +71,7 @@ type shared struct {
 	countedLogs map[string][]countedEvent
 	runs        map[string]types.RunState // listKeepsExpiredRuns's index
 	fenceSets   *ownFences                // the Fencing teeth's memory of fences
+	active      map[string]bool           // activeIndex's index
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -1986,6 +1988,15 @@ var brokenBackends = append([]brokenBackend{
 	// EventFollower: strictly after the cursor.
 	{"follow_repeats_cursor", "EventFollower/from_cursor",
 		func(p full, _ *shared) provider.Provider { return followRepeatsCursor{p} }},
+	// ActiveRunLister: a finished run leaves the index.
+	{"active_keeps_finished", "ActiveRunLister/listed_while_unfinished",
+		func(p full, s *shared) provider.Provider { return activeIndex{full: p, s: s, keepFinished: true} }},
+	// ActiveRunLister: a refused write leaves the index as the truth is.
+	{"active_lost_cas_applied", "ActiveRunLister/refused_writes_match_truth",
+		func(p full, s *shared) provider.Provider { return activeIndex{full: p, s: s, early: true} }},
+	// ActiveRunLister: paging is duplicate-free (each page strictly after the cursor).
+	{"active_next_repeats", "ActiveRunLister/paging_while_runs_change",
+		func(p full, _ *shared) provider.Provider { return activeNextRepeats{p} }},
 	// MarkerWatcher: a rewrite is a new write, delivered again.
 	{"watch_once_per_marker", "MarkerWatcher/rewrite_delivered_again",
 		func(p full, _ *shared) provider.Provider { return watchOncePerMarker{p} }},
@@ -2368,4 +2379,106 @@ func TestHarnessMistakes(t *testing.T) {
 func tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// activeIndex is a wrapper's own active-runs index, kept beside the memory
+// backend's runs as a backend with a separate index keeps it, with one fault:
+// keepFinished never removes a run that finished; early applies a CAS's new
+// status to the index before the CAS decides (so a lost CAS changes it too).
+type activeIndex struct {
+	full
+	s            *shared
+	keepFinished bool
+	early        bool
+}
+
+func (b activeIndex) note(r types.RunState) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.s.active == nil {
+		b.s.active = map[string]bool{}
+	}
+	if !r.Status.Terminal() {
+		b.s.active[r.RunID] = true
+	} else if !b.keepFinished {
+		delete(b.s.active, r.RunID)
+	}
+}
+
+func (b activeIndex) PutRunState(ctx context.Context, r types.RunState) error {
+	err := b.full.PutRunState(ctx, r)
+	if err == nil {
+		b.note(r)
+	}
+	return err
+}
+
+func (b activeIndex) CompareAndSwapRunState(ctx context.Context, runID string, v int, r types.RunState) (bool, error) {
+	if b.early {
+		b.note(r)
+	}
+	ok, err := b.full.CompareAndSwapRunState(ctx, runID, v, r)
+	if ok && err == nil {
+		b.note(r)
+	}
+	return ok, err
+}
+
+func (b activeIndex) CreateRunState(ctx context.Context, r types.RunState) (bool, error) {
+	ok, err := b.full.CreateRunState(ctx, r)
+	if ok && err == nil {
+		b.note(r)
+	}
+	return ok, err
+}
+
+// ListActiveRuns shows the index's runs that the truth has, by the filter but
+// for the terminal rule (the fault of keepFinished shows).
+func (b activeIndex) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	if err := provider.CheckActiveRuns(f, cursor, limit); err != nil {
+		return nil, "", err
+	}
+	b.s.mu.Lock()
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range b.s.active {
+			if id > cursor && !yield(id) {
+				return
+			}
+		}
+	})
+	b.s.mu.Unlock()
+	var out []types.RunState
+	for _, id := range ids {
+		if len(out) == limit {
+			break
+		}
+		r, err := b.full.GetRunState(ctx, id)
+		if err != nil {
+			return nil, "", err
+		}
+		if r == nil {
+			continue
+		}
+		shown := *r
+		if shown.Status.Terminal() {
+			shown.Status = types.RunRunning // listed as the index has it, not as the truth is
+		}
+		if f.Match(shown) {
+			out = append(out, *r)
+		}
+	}
+	page, next := provider.ActivePage(out, limit)
+	return page, next, nil
+}
+
+// activeNextRepeats gives as the next cursor the RunID before the page's last,
+// so each page starts with the previous page's last run again.
+type activeNextRepeats struct{ full }
+
+func (b activeNextRepeats) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	runs, next, err := b.full.ListActiveRuns(ctx, f, cursor, limit)
+	if next != "" && len(runs) > 1 {
+		next = runs[len(runs)-2].RunID
+	}
+	return runs, next, err
 }

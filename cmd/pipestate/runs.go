@@ -42,6 +42,9 @@ var runsCmd = &spec{
 		"Cluster 3,521 in 0.2 s, DynamoDB Local 1,001 requests in 15 s to 107 s (see the README).\n" +
 		"When stderr is a terminal, --all shows there how many pipelines it has read.\n" +
 		"Runs of a pipeline that is not registered (or was deleted) are not found by --all.\n" +
+		"With --status naming unfinished statuses only, --all reads the backend's active-runs\n" +
+		"index instead (memory, Redis): every unfinished run, registered pipeline or not, at a\n" +
+		"cost that does not grow with pipelines or history; it says on stderr when it scans.\n" +
 		"--json prints one types.RunState per line.",
 	example: "pipestate runs orders --status RUNNING --limit 5 --redis localhost:6379\n" +
 		"pipestate runs --all --status RUNNING,PENDING --older-than 1h --redis localhost:6379",
@@ -116,6 +119,16 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 	if err != nil {
 		return err
 	}
+	if l, ok := p.(provider.ActiveRunLister); ok && f.unfinishedOnly() {
+		return activeRuns(ctx, in, l, f, limit)
+	}
+	if f.filters() {
+		why := "the backend has no active-runs index"
+		if !f.unfinishedOnly() {
+			why = "without --status, or with a finished one, finished runs are wanted too"
+		}
+		fmt.Fprintf(in.stderr, "pipestate runs: %s: scanning the newest %d runs of each registered pipeline\n", why, read)
+	}
 	pipelines, err := p.ListPipelines(ctx)
 	if err != nil {
 		return err
@@ -160,6 +173,63 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 		t.row(r.PipelineID, r.RunID, string(r.Status), strconv.Itoa(r.Version), in.ago(r.CreatedAt), in.ago(r.UpdatedAt))
 	}
 	return t.flush()
+}
+
+// activeRuns prints runs --all from the backend's active-runs index: every
+// unfinished run that f keeps, registered pipeline or not, newest (by creation)
+// first, at most limit. It reads every match (pages of activePage), so its cost
+// is the unfinished runs, not the pipelines or the history.
+func activeRuns(ctx context.Context, in *inv, l provider.ActiveRunLister, f runFilter, limit int) error {
+	filter := provider.ActiveRunFilter{Statuses: f.statuses}
+	if f.olderThan > 0 {
+		// f keeps now - UpdatedAt >= olderThan: UpdatedAt <= now - olderThan.
+		filter.NotUpdatedSince = f.now.Add(-f.olderThan).Add(time.Nanosecond)
+	}
+	var runs []types.RunState
+	for cursor := ""; ; {
+		page, next, err := l.ListActiveRuns(ctx, filter, cursor, activePage)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	slices.SortStableFunc(runs, func(a, b types.RunState) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.PipelineID, b.PipelineID), strings.Compare(a.RunID, b.RunID))
+	})
+	runs = runs[:min(limit, len(runs))]
+	switch {
+	case in.json:
+		return emitAll(in, runs)
+	case len(runs) == 0:
+		in.say("no %s (the active-runs index: every unfinished run)", f)
+		return nil
+	}
+	t := in.table("PIPELINE", "RUN", "STATUS", "VERSION", "CREATED", "UPDATED")
+	for _, r := range runs {
+		t.row(r.PipelineID, r.RunID, string(r.Status), strconv.Itoa(r.Version), in.ago(r.CreatedAt), in.ago(r.UpdatedAt))
+	}
+	return t.flush()
+}
+
+// activePage is the page size of runs --all's reads of the active-runs index.
+const activePage = 1000
+
+// unfinishedOnly reports whether f keeps unfinished runs only (--status names
+// no terminal status), which the active-runs index answers.
+func (f runFilter) unfinishedOnly() bool {
+	if len(f.statuses) == 0 {
+		return false
+	}
+	for _, s := range f.statuses {
+		if s.Terminal() {
+			return false
+		}
+	}
+	return true
 }
 
 // runFilter is what runs --status and --older-than keep.

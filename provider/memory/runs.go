@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -95,4 +96,34 @@ func (p *Provider) CreateRunState(ctx context.Context, run types.RunState) (bool
 	put(p, now, runs, r.RunID, r)
 	remember()
 	return true, nil
+}
+
+// ListActiveRuns implements provider.ActiveRunLister. The reference backend's
+// index is its run map itself, read under the lock: a run is in it exactly
+// while the truth is unfinished and live, with no entry to go stale. It costs
+// no round trip, and CPU in the number of runs stored.
+func (p *Provider) ListActiveRuns(ctx context.Context, filter provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	if err := p.enter(ctx, provider.CheckActiveRuns(filter, cursor, limit)); err != nil {
+		return nil, "", err
+	}
+	defer p.s.mu.Unlock()
+	now := p.now()
+	var idsAfter []string
+	for id := range p.s.runs {
+		if id > cursor && p.s.alive(runs.ref(id), now) {
+			idsAfter = append(idsAfter, id)
+		}
+	}
+	slices.Sort(idsAfter)
+	var out []types.RunState
+	for _, id := range idsAfter {
+		if len(out) == limit {
+			break
+		}
+		if r, ok := loadOrSkip(ctx, p, runs.ref(id), p.s.runs[id]); ok && filter.Match(r) {
+			out = append(out, r)
+		}
+	}
+	page, next := provider.ActivePage(out, limit)
+	return page, next, nil
 }

@@ -73,6 +73,7 @@
 //	                                         +zset   :exp: run ID by expiry µs
 //	P:{pid}:runlogs, P:{pid}:runlogs:order   hash+z  run logs by date NUL schedule:
 //	  + :order:exp                           +zset   "<exp µs>|<JSON>"; :exp by expiry
+//	P:{:active} + :ids + :exp                zset+h  unfinished runs (member runID)
 //	P:{rerun:<rerunID>}                      hash    rerun: s, m, p, j, x; PX
 //	P:{pid}:reruns + :ids + :exp             zset+h  reruns (timeKey(RequestedAt)+id)
 //	P:{:reruns} + :ids + :exp                zset+h  all reruns, same members
@@ -205,9 +206,33 @@
 // shift the others. A record whose sort key changes during the call may appear at
 // its old or its new place, or not at all.
 // CompareAndSwapRunState never changes CreatedAt or the pipeline, so it touches only
-// the run's own key, and list reads always return the latest CAS because every run
-// they return is read from its truth. Lists read the truths with one pipeline; on a
-// cluster that is one round trip per node, sent concurrently.
+// the run's own key in its pipeline's list, and list reads always return the latest
+// CAS because every run they return is read from its truth. Lists read the truths
+// with one pipeline; on a cluster that is one round trip per node, sent concurrently.
+//
+// # Active runs
+//
+// The active-runs index (provider.ActiveRunLister) is one more list of these,
+// P:{:active} + :ids, member the RunID, kept by the same three steps: every run
+// write whose new status is unfinished (PutRunState, CreateRunState,
+// CompareAndSwapRunState, fenced or not) adds or stamps its entry before the
+// truth and sets it after; a write that finishes the run removes the entry after
+// the truth, guarded by the run's sequence, which every write, CAS included, bumps
+// in its script. The index spans slots on every deployment (a standalone server
+// runs the same steps), so it is not atomic with the run write; what is promised
+// instead: ListActiveRuns shows a run only when its truth, read after the entry,
+// is live and unfinished and matches the filter, and every run whose truth is
+// unfinished has an entry from before its truth was written (step 1), so a crash
+// between the steps never hides one. A stale entry (a finished or expired run, a
+// provisional entry of a refused write) is skipped and repaired by a writing
+// reader, dropped by writes' pruning when expired; a read-only reader skips it and
+// writes nothing. Cost: a CAS to an unfinished status costs 3 round trips (step
+// 1, the swap, the entry), one to a finished status 2; a page of ListActiveRuns
+// costs 2 (the index page, the truths: per node on a cluster) per 256 unfinished
+// runs read, whatever the number of pipelines or finished runs
+// (TestActiveRunsCostIndependentOfPipelines). A run last written by a version
+// before this one has no entry until its next write (see the CHANGELOG's
+// upgrade order).
 //
 // # Fencing
 //
@@ -579,7 +604,9 @@
 //
 //	method                   round trips
 //	-----------------------  -----------------------------------------------
-//	CompareAndSwapRunState   1
+//	CompareAndSwapRunState   3 to an unfinished status, 2 to a finished one
+//	                         (the active-runs index; per node)
+//	ListActiveRuns           2 per page of 256 unfinished runs (per node)
 //	GetRunState              1
 //	AcquireLock              1
 //	ReleaseLock              1

@@ -142,6 +142,12 @@ type indexedRecord struct {
 	// leave, when not nil, returns the list a record moved away from oldPipeline
 	// leaves.
 	leave func(oldPipeline string) index
+	// members, when it has a list of lists, is the member the record wants in
+	// that list instead of member (a run's RunID in the active-runs index).
+	members map[index]string
+	// drop are lists the record leaves with the write (a finished run leaves the
+	// active-runs index): their entries are removed after the truth is written.
+	drop []index
 	// fields are more truth fields stored beside the JSON (a run's v and c).
 	fields map[string]string
 	// life is the retention the write gives the record (see lifetimeOf).
@@ -154,6 +160,14 @@ type indexedRecord struct {
 	// record (lua/fence.lua); kind names the record in a refusal.
 	fences string
 	kind   provider.RecordKind
+}
+
+// memberOf is the member r wants in its list ix.
+func (r indexedRecord) memberOf(ix index) string {
+	if m, ok := r.members[ix]; ok {
+		return m
+	}
+	return r.member
 }
 
 // putMode is what the truth step of putIndexed does when the record is stored.
@@ -181,7 +195,7 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	calls := make([]call, len(r.lists))
 	stamp := p.now().UnixMilli()
 	for i, ix := range r.lists {
-		calls[i] = idxCall(ix, "p", r.id, r.member, stamp)
+		calls[i] = idxCall(ix, "p", r.id, r.memberOf(ix), stamp)
 	}
 	added, err := p.runBatch(ctx, op, calls)
 	if err != nil {
@@ -216,12 +230,17 @@ func (p *Provider) putIndexed(ctx context.Context, op string, r indexedRecord) (
 	for i, ix := range r.lists {
 		switch entry, _ := added[i].Text(); { // "" if step 1 added none
 		case seq >= 0:
-			calls = append(calls, setCall(ix, r.id, r.member, seq, stamp, r.life.exp))
+			calls = append(calls, setCall(ix, r.id, r.memberOf(ix), seq, stamp, r.life.exp))
 		case entry != "" && old != r.pipeline && (stale == nil || old != ""):
 			// refused: undo exactly the entry this call added (a fenced refusal of
 			// a missing record keeps it, as a concurrent writer may rely on it;
 			// readers drop it after provisionalGrace)
 			calls = append(calls, idxCall(ix, "d", r.id, entry, undoAny))
+		}
+	}
+	if seq >= 0 {
+		for _, ix := range r.drop {
+			calls = append(calls, setCall(ix, r.id, "", seq, p.stampBound(), 0))
 		}
 	}
 	if seq >= 0 && r.leave != nil && old != "" && old != r.pipeline {
@@ -324,6 +343,22 @@ type listSpec struct {
 	timed bool                   // members are timeKey + ID (else the member is the ID)
 	key   func(id string) string // the truth key of a record
 	want  func(r record) string  // the member r wants in this list ("" = none)
+	after string                 // the exclusive start member of an ascending list ("": the first)
+}
+
+// errFiltered is a listing's decode refusing a record its caller's filter does
+// not keep: the record is neither listed nor counted nor repaired.
+var errFiltered = errors.New("filtered out")
+
+// start is the listing's first bound: after s.after, or the list's end.
+func (s listSpec) start(dir string) string {
+	switch {
+	case s.after != "":
+		return "(" + s.after
+	case dir == "desc":
+		return "+"
+	}
+	return "-"
 }
 
 // skip reports err, the *provider.CorruptError of the record id of a listing,
@@ -401,10 +436,11 @@ func listOnce[T any](ctx context.Context, p *Provider, op string, s listSpec, li
 	var out []T
 	seen := map[string]bool{}
 	readded := false
-	dir, bound, off := "asc", "-", 0
+	dir, off := "asc", 0
 	if s.desc {
-		dir, bound = "desc", "+"
+		dir = "desc"
 	}
+	bound := s.start(dir)
 	if s.timed {
 		off = ids.TimeKeyLen
 	}
@@ -441,6 +477,10 @@ func listOnce[T any](ctx context.Context, p *Provider, op string, s listSpec, li
 				if !seen[id] && (limit <= 0 || len(out) < limit) {
 					var v T
 					if err := decode(r, id, s.key(id), &v); err != nil {
+						if errors.Is(err, errFiltered) {
+							seen[id] = true
+							continue
+						}
 						if !p.skip(ctx, err, id, reported) {
 							return nil, err
 						}
@@ -535,9 +575,10 @@ func listReadOnly[T any](ctx context.Context, p *Provider, op string, s listSpec
 		before     = func(a, b string) bool { return a <= b } // a is at or before b in list order
 	)
 	if s.desc {
-		dir, bound = "desc", "+"
+		dir = "desc"
 		before = func(a, b string) bool { return a >= b }
 	}
+	bound = s.start(dir)
 	if s.timed {
 		off = ids.TimeKeyLen
 	}
@@ -575,6 +616,9 @@ func listReadOnly[T any](ctx context.Context, p *Provider, op string, s listSpec
 			if w := s.want(r); w != "" {
 				f := found{at: w, id: page[3*i+1]}
 				if f.err = decodeRecord(s, r, f.id, s.key(f.id), &f.v, decode); f.err != nil {
+					if errors.Is(f.err, errFiltered) {
+						continue
+					}
 					if !errors.Is(f.err, provider.ErrCorrupt) {
 						return nil, f.err
 					}

@@ -106,6 +106,9 @@ func (k keys) globalPipelines() index { return k.global("pipelines") }
 func (k keys) globalReruns() index    { return k.global("reruns") }
 func (k keys) globalReplays() index   { return k.global("replays") }
 
+// activeRuns is the active-runs index: every unfinished run, member its RunID.
+func (k keys) activeRuns() index { return k.global("active") }
+
 func (k keys) global(name string) index {
 	base := k.prefix + ":{:" + name + "}"
 	return newIndex(base, base+":ids")

@@ -114,6 +114,25 @@ func lostReplies() []lostReply {
 		runs, err := b.ListRuns(ctx, lrPipe, 10)
 		one(t, "ListRuns", len(runs), err)
 	}
+	checkActive := func(want int) func(t *testing.T, ctx context.Context, _, b *Provider) {
+		return func(t *testing.T, ctx context.Context, _, b *Provider) {
+			runs, _, err := b.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+			if err != nil || len(runs) != want {
+				t.Fatalf("ListActiveRuns = %d runs, %v; want %d", len(runs), err, want)
+			}
+		}
+	}
+	casTo := func(st types.RunStatus) func(ctx context.Context, a *Provider) error {
+		return func(ctx context.Context, a *Provider) error {
+			next := lrRunState(0)
+			next.Status = st
+			ok, err := a.CompareAndSwapRunState(ctx, lrRun, 0, next)
+			if err == nil && !ok {
+				err = errors.New("CAS whose reply was lost reported false")
+			}
+			return err
+		}
+	}
 	createRun := func(ctx context.Context, a *Provider) error {
 		created, err := a.CreateRunState(ctx, lrRunState(0))
 		if err == nil && !created {
@@ -220,6 +239,16 @@ func lostReplies() []lostReply {
 		{"CreateRunState", "provisional", idxStep("p", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, createRun, checkCreated},
 		{"CreateRunState", "truth", evalsha(scriptRecordPut), noSetup, createRun, checkCreated},
 		{"CreateRunState", "final", idxStep("s", func(p *Provider) index { return p.k.runs(lrPipe) }), noSetup, createRun, checkCreated},
+		// The active-runs index (issue 37): each step of a run write that enters
+		// or leaves it, its reply lost, leaves the index as the truth is.
+		{"PutRunState", "active provisional", idxStep("p", func(p *Provider) index { return p.k.activeRuns() }), noSetup, putRun, checkActive(1)},
+		{"PutRunState", "active final", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }), noSetup, putRun, checkActive(1)},
+		{"CompareAndSwapRunState", "active provisional", idxStep("p", func(p *Provider) index { return p.k.activeRuns() }),
+			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunRunning), checkActive(1)},
+		{"CompareAndSwapRunState", "active final", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }),
+			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunRunning), checkActive(1)},
+		{"CompareAndSwapRunState", "active removal", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }),
+			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunFailed), checkActive(0)},
 		{"CompareAndSwapRunState", "script", evalsha(scriptRunCAS),
 			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) },
 			func(ctx context.Context, a *Provider) error {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -52,7 +53,7 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 	if err != nil {
 		return "", false, err
 	}
-	return p.putIndexed(ctx, op, indexedRecord{
+	rec := indexedRecord{
 		key: p.k.run(run.RunID), id: run.RunID, member: ids.TimeKey(run.CreatedAt) + run.RunID, data: data,
 		pipeline: run.PipelineID,
 		lists:    []index{p.k.runs(run.PipelineID)},
@@ -62,7 +63,14 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 		truth:    p.k.run,
 		fences:   p.k.fences(p.k.run(run.RunID)),
 		kind:     provider.KindRunState,
-	})
+	}
+	if active := p.k.activeRuns(); run.Status.Terminal() {
+		rec.drop = []index{active}
+	} else {
+		rec.lists = append(rec.lists, active)
+		rec.members = map[index]string{active: run.RunID}
+	}
+	return p.putIndexed(ctx, op, rec)
 }
 
 // GetRunState implements provider.RunStore with one HMGET.
@@ -144,7 +152,12 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	if err != nil {
 		return false, err
 	}
-	key := p.k.run(runID)
+	key, active, stamp := p.k.run(runID), p.k.activeRuns(), newState.UpdatedAt.UnixMilli()
+	if !newState.Status.Terminal() { // step 1 of a write that wants an entry (index.go)
+		if _, err := p.runBatch(ctx, op, []call{idxCall(active, "p", runID, runID, stamp)}); err != nil {
+			return false, err
+		}
+	}
 	life := lifetimeOf(newState.UpdatedAt, p.retention.Runs)
 	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(key), []string{key, p.k.newCall(key)}, []any{int64(expectedVersion),
 		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl})
@@ -161,6 +174,65 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, p.wrap(op, err)
 	case n < 0:
 		return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
+	case n == 0:
+		return false, nil
 	}
-	return n == 1, nil
+	// n is the run's new sequence: its active-runs entry follows the swap (a
+	// failure here leaves what readers repair: a provisional entry of an
+	// unfinished run, or a finished run's entry, which no reader shows).
+	set := setCall(active, runID, runID, n, stamp, life.exp)
+	if newState.Status.Terminal() {
+		set = setCall(active, runID, "", n, p.stampBound(), 0)
+	}
+	_, _ = p.runBatch(ctx, op, []call{set})
+	return true, nil
+}
+
+// ListActiveRuns implements provider.ActiveRunLister with the active-runs index,
+// a list like ListRuns's (see "Cross-slot writes" in the package doc): one read
+// of a page of the index, then one pipelined read of the runs' truth (a round
+// trip per node on a cluster), for each page of up to 256 unfinished runs; the
+// filter is applied to the truth. A run is shown only when its truth says it is
+// unfinished and live, whatever its entry says.
+func (p *Provider) ListActiveRuns(ctx context.Context, filter provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	if err := p.life.Enter(ctx, provider.CheckActiveRuns(filter, cursor, limit)); err != nil {
+		return nil, "", err
+	}
+	out, err := listIndexed(ctx, p, "list active runs", listSpec{
+		kind:  provider.KindRunState,
+		ix:    p.k.activeRuns(),
+		key:   p.k.run,
+		after: cursor,
+		want:  wantActive,
+	}, limit, func(r record, id, key string, v *types.RunState) error {
+		if err := decodeRun(r, id, key, v); err != nil {
+			return err
+		}
+		if !filter.Match(*v) {
+			return errFiltered
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	page, next := provider.ActivePage(out, limit)
+	return page, next, nil
+}
+
+// wantActive is the member a run's truth wants in the active-runs index: its
+// RunID while its status is not terminal. A JSON that does not decode keeps its
+// entry, so that the listing reports it as corrupt.
+func wantActive(r record) string {
+	if !r.hasJSON || len(r.member) <= ids.TimeKeyLen {
+		return ""
+	}
+	id := r.member[ids.TimeKeyLen:]
+	var s struct {
+		Status types.RunStatus `json:"status"`
+	}
+	if json.Unmarshal([]byte(r.json), &s) == nil && s.Status.Terminal() {
+		return ""
+	}
+	return id
 }

@@ -16,9 +16,12 @@
 -- call's marker, the run's existence and its pipeline (as memory's CAS) and
 -- before the version, so a stale holder is refused as fenced, not answered 0.
 -- Every swap makes the memory live as long as the run (fence_kept).
--- Returns 1 swapped, 0 missing, expired or version mismatch, -1 pipeline mismatch,
--- {-2, newest} refused by the fence.
-if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+-- A swap bumps the run's sequence s (as every write of a record does: its list
+-- entries are set by it, see index.go) and returns it.
+-- Returns the new sequence (>= 1) swapped, 0 missing, expired or version
+-- mismatch, -1 pipeline mismatch, {-2, newest} refused by the fence.
+local done = redis.call('GET', KEYS[2])
+if done then return tonumber(done) or 1 end
 local cur = redis.call('HMGET', KEYS[1], 'v', 'p', 'x')
 if not cur[1] then return 0 end
 if cur[3] and cur[3] ~= '0' and tonumber(cur[3]) <= tonumber(ARGV[6]) then return 0 end
@@ -26,12 +29,13 @@ if cur[2] ~= ARGV[2] then return -1 end
 local newest = fence_refused(2)
 if newest then return {-2, newest} end
 if cur[1] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7])
+local seq = (tonumber(redis.call('HGET', KEYS[1], 's')) or 0) + 1
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7], 's', seq)
 if ARGV[8] == '0' then
   redis.call('PERSIST', KEYS[1])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
 fence_kept(ARGV[8])
-redis.call('SET', KEYS[2], 1, 'PX', ARGV[5])
-return 1
+redis.call('SET', KEYS[2], seq, 'PX', ARGV[5])
+return seq
