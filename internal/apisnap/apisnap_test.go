@@ -76,6 +76,41 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckRename: a package the Unreleased section says was renamed is compared
+// under its new path, so a declaration that only moved needs no other mention,
+// and one that moved and changed still does.
+func TestCheckRename(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lines ...string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	release := write("v0.1.0.txt",
+		"provider/redis.New: func New() *Provider",
+		"provider/redis.WithOwner: func WithOwner(owner string) Option",
+		"provider/redis/sub.F: func F()")
+	now := []string{
+		"provider/redisprovider.New: func New() *Provider",
+		"provider/redisprovider.WithOwner: func WithOwner(owner int) Option", // changed
+		"provider/redisprovider/sub.F: func F()",
+	}
+	current := write("current.txt", now...)
+	renamed := "## Unreleased\n- `provider/redis` is now `provider/redisprovider`\n"
+	err := check(now, current, release, write("CHANGELOG.md", renamed))
+	if err == nil || !strings.Contains(err.Error(), "provider/redisprovider.WithOwner:") || strings.Contains(err.Error(), ".New:") || strings.Contains(err.Error(), "sub.F:") {
+		t.Errorf("a rename and one changed declaration: %v, want a failure naming only provider/redisprovider.WithOwner", err)
+	}
+	if err := check(now, current, release, write("CHANGELOG.md", renamed+"- `redisprovider.WithOwner` takes an int\n")); err != nil {
+		t.Errorf("a rename and the changed declaration named: %v", err)
+	}
+	if err := check(now, current, release, write("CHANGELOG.md", "## Unreleased\n- `redisprovider.WithOwner` takes an int\n")); err == nil {
+		t.Error("no rename said: passed, want the moved declarations listed")
+	}
+}
+
 // TestSnapshot: the snapshot of this repository lists exported declarations with
 // their package, leaves out internal packages, commands, unexported names and
 // doc comments.

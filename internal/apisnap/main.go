@@ -49,7 +49,9 @@ func run(args []string) error {
 
 // check fails when lines (the API now) differ from the snapshot in currentFile,
 // or when an identifier that differs between releaseFile and currentFile is not
-// named in the Unreleased section of changelogFile.
+// named in the Unreleased section of changelogFile. A package that section says
+// was renamed ("`provider/redis` is now `provider/redisprovider`") is compared under
+// its new path: a declaration that only moved needs no other mention.
 func check(lines []string, currentFile, releaseFile, changelogFile string) error {
 	current, err := readLines(currentFile)
 	if err != nil {
@@ -68,8 +70,9 @@ func check(lines []string, currentFile, releaseFile, changelogFile string) error
 	if err != nil {
 		return err
 	}
-	ids := changed(release, current)
-	if missing := unnamed(ids, unreleased(string(text))); len(missing) > 0 {
+	notes := unreleased(string(text))
+	ids := changed(renamePackages(release, packageRenames(notes)), current)
+	if missing := unnamed(ids, notes); len(missing) > 0 {
 		return fmt.Errorf("%d exported identifier(s) changed since %s are not named in the \"## Unreleased\" section of %s:\n%s\n"+
 			"name each one there (e.g. \"- `%s`: ...\" under the heading that fits, \"Changes you must make\" for a breaking change);\n"+
 			"the short form with the package name (`redis.Provider.KeyPrefix` for provider/redis.Provider.KeyPrefix) counts",

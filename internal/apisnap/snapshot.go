@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -260,4 +261,32 @@ func readLines(file string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// packageRenames returns the packages that notes (a CHANGELOG section) says were
+// renamed, old path to new: each "`old` is now `new`" of two package paths.
+func packageRenames(notes string) map[string]string {
+	m := map[string]string{}
+	for _, r := range renameRE.FindAllStringSubmatch(notes, -1) {
+		m[r[1]] = r[2]
+	}
+	return m
+}
+
+var renameRE = regexp.MustCompile("`([a-z0-9_/]+)` is now `([a-z0-9_/]+)`")
+
+// renamePackages returns lines with the identifiers of each renamed package, and
+// of the packages under it, under their new path.
+func renamePackages(lines []string, renames map[string]string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l
+		for old, new := range renames {
+			if rest, ok := strings.CutPrefix(l, old); ok && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "/")) {
+				out[i] = new + rest
+				break
+			}
+		}
+	}
+	return out
 }
