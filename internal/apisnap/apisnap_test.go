@@ -78,7 +78,7 @@ func TestCheck(t *testing.T) {
 
 // TestCheckRename: a package the Unreleased section says was renamed is compared
 // under its new path, so a declaration that only moved needs no other mention,
-// and one that moved and changed still does.
+// and one that moved and changed still does (by its old or new name).
 func TestCheckRename(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, lines ...string) string {
@@ -106,6 +106,9 @@ func TestCheckRename(t *testing.T) {
 	if err := check(now, current, release, write("CHANGELOG.md", renamed+"- `redisprovider.WithOwner` takes an int\n")); err != nil {
 		t.Errorf("a rename and the changed declaration named: %v", err)
 	}
+	if err := check(now, current, release, write("CHANGELOG.md", renamed+"- `redis.WithOwner` takes an int\n")); err != nil {
+		t.Errorf("a rename and the changed declaration named by its old name: %v", err)
+	}
 	if err := check(now, current, release, write("CHANGELOG.md", "## Unreleased\n- `redisprovider.WithOwner` takes an int\n")); err == nil {
 		t.Error("no rename said: passed, want the moved declarations listed")
 	}
@@ -123,8 +126,8 @@ func TestSnapshot(t *testing.T) {
 	all := strings.Join(lines, "\n")
 	for _, want := range []string{
 		"pipestate.ErrClosed: var ErrClosed = ",
-		"provider/redis.Provider.KeyPrefix: func (p *Provider) KeyPrefix() string",
-		"provider/redis.New: func New(client goredis.UniversalClient, opts ...Option) (*Provider, error)",
+		"provider/redisprovider.Provider.KeyPrefix: func (p *Provider) KeyPrefix() string",
+		"provider/redisprovider.New: func New(client goredis.UniversalClient, opts ...Option) (*Provider, error)",
 		"examples/custombackend/sqlite.",
 	} {
 		if !strings.Contains(all, want) {

@@ -51,7 +51,8 @@ func run(args []string) error {
 // or when an identifier that differs between releaseFile and currentFile is not
 // named in the Unreleased section of changelogFile. A package that section says
 // was renamed ("`provider/redis` is now `provider/redisprovider`") is compared under
-// its new path: a declaration that only moved needs no other mention.
+// its new path: a declaration that only moved needs no other mention, and one
+// named under its old path counts.
 func check(lines []string, currentFile, releaseFile, changelogFile string) error {
 	current, err := readLines(currentFile)
 	if err != nil {
@@ -71,11 +72,12 @@ func check(lines []string, currentFile, releaseFile, changelogFile string) error
 		return err
 	}
 	notes := unreleased(string(text))
-	ids := changed(renamePackages(release, packageRenames(notes)), current)
-	if missing := unnamed(ids, notes); len(missing) > 0 {
+	renames := packageRenames(notes)
+	ids := changed(renamePackages(release, renames), current)
+	if missing := unnamed(ids, notes, renames); len(missing) > 0 {
 		return fmt.Errorf("%d exported identifier(s) changed since %s are not named in the \"## Unreleased\" section of %s:\n%s\n"+
 			"name each one there (e.g. \"- `%s`: ...\" under the heading that fits, \"Changes you must make\" for a breaking change);\n"+
-			"the short form with the package name (`redis.Provider.KeyPrefix` for provider/redis.Provider.KeyPrefix) counts",
+			"the short form with the package name (`redisprovider.Provider.KeyPrefix` for provider/redisprovider.Provider.KeyPrefix) counts",
 			len(missing), releaseFile, changelogFile, diff(release, current, missing), shortName(missing[0]))
 	}
 	return nil

@@ -31,7 +31,7 @@ var modules = []module{
 }
 
 // label names a package in a snapshot: its import path without the library's
-// module path ("provider/redis", "examples/custombackend/sqlite"); the root is
+// module path ("provider/redisprovider", "examples/custombackend/sqlite"); the root is
 // "pipestate".
 func label(importPath string) string {
 	if importPath == modules[0].path {
@@ -159,7 +159,7 @@ func render(fset *token.FileSet, node any) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-// ident is the identifier of a snapshot line: "provider/redis.Provider.KeyPrefix".
+// ident is the identifier of a snapshot line: "provider/redisprovider.Provider.KeyPrefix".
 func ident(line string) string {
 	i := strings.Index(line, ": ")
 	if i < 0 {
@@ -214,15 +214,18 @@ func unreleased(changelog string) string {
 // unnamed returns the identifiers of ids that text does not name. An identifier
 // "provider/redis.Provider.KeyPrefix" is named by that string or by its short
 // form "redis.Provider.KeyPrefix" (the package name the code uses), not followed
-// by more of an identifier.
-func unnamed(ids []string, text string) []string {
+// by more of an identifier; one of a package renamed (old path to new in
+// renames) also by its old path's forms.
+func unnamed(ids []string, text string, renames map[string]string) []string {
 	var out []string
 	for _, id := range ids {
-		short := id
-		if i := strings.LastIndex(id[:strings.Index(id, ".")], "/"); i >= 0 {
-			short = id[i+1:]
+		names := []string{id}
+		for old, new := range renames {
+			if rest, ok := strings.CutPrefix(id, new); ok && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "/")) {
+				names = append(names, old+rest)
+			}
 		}
-		if !mentions(text, id) && !mentions(text, short) {
+		if !slices.ContainsFunc(names, func(n string) bool { return mentions(text, n) || mentions(text, shortName(n)) }) {
 			out = append(out, id)
 		}
 	}

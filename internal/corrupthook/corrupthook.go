@@ -7,7 +7,7 @@ package corrupthook
 import "github.com/pipestate/pipestate/provider"
 
 // Corrupt is set by package memory. It gives the record of kind named by id, in
-// the data of p (a *memory.Provider), the stored form raw, as
+// the data of p (a *memprovider.Provider), the stored form raw, as
 // providertest.Harness.Corrupt describes: id holds the arguments Harness.Corrupt
 // gets for kind.
 var Corrupt func(p any, kind provider.RecordKind, raw []byte, id ...string) error
