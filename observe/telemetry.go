@@ -260,13 +260,22 @@ func systemOf(v any) string {
 	}
 	pkg := t.PkgPath()
 	name := pkg[strings.LastIndex(pkg, "/")+1:]
-	switch name {
-	case "dynamodb":
-		return "aws.dynamodb"
-	case "":
+	if s, ok := builtinSystems[name]; ok {
+		return s
+	}
+	if name == "" {
 		return "_OTHER"
 	}
 	return name
+}
+
+// builtinSystems is the db.system.name of each built-in backend package (the
+// semantic conventions' names, unchanged by the v0.2.0 package renames, so
+// dashboards keep working); any other package is named by its package name.
+var builtinSystems = map[string]string{
+	"memprovider": "memory", "memstate": "memory",
+	"redisprovider": "redis", "redisstate": "redis",
+	"ddbprovider": "aws.dynamodb", "ddbstate": "aws.dynamodb",
 }
 
 // errKind is a bounded classification of errors, the error.type values.
