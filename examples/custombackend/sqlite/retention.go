@@ -37,18 +37,30 @@ var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals"
 
 // migrate gives a file created before retention the expires_at column of each
 // retained table (its rows never expire) and every retained table its expiry
-// index, which pruning reads.
+// index, which pruning reads; and a file created before the active-runs index
+// the runs.unfinished column (NULL: its runs are not indexed until rewritten)
+// and the partial index runs_active over it.
 func migrate(ctx context.Context, db *sql.DB) error {
+	addColumn := func(table, column string) error {
+		_, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column)
+		if err != nil && !strings.Contains(err.Error(), "duplicate column name") {
+			return err
+		}
+		return nil
+	}
 	for _, t := range retained {
-		if _, err := db.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN expires_at TEXT`); err != nil &&
-			!strings.Contains(err.Error(), "duplicate column name") {
+		if err := addColumn(t, "expires_at TEXT"); err != nil {
 			return err
 		}
 		if _, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+t+`_by_expiry ON `+t+` (expires_at) WHERE expires_at IS NOT NULL`); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := addColumn("runs", "unfinished INTEGER"); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS runs_active ON runs (run_id) WHERE unfinished = 1`)
+	return err
 }
 
 // schemaTables is the tables schema.sql creates.
@@ -60,8 +72,9 @@ var schemaTables = func() []string {
 	return out
 }()
 
-// checkSchema checks, reading only, that db holds every table of schema.sql
-// and every retained table its expires_at column (what migrate adds): a
+// checkSchema checks, reading only, that db holds every table of schema.sql,
+// every retained table its expires_at column and runs its unfinished column
+// (what migrate adds): a
 // read-only handle applies neither, so a file that a writable New has not
 // opened since it lacked them is refused rather than read wrong.
 func checkSchema(ctx context.Context, db *sql.DB) error {
@@ -69,6 +82,9 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		cols := "*"
 		if slices.Contains(retained, t) {
 			cols = "expires_at"
+		}
+		if t == "runs" {
+			cols += ", unfinished"
 		}
 		rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM `+t+` LIMIT 0`)
 		if err != nil {

@@ -1,0 +1,136 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pipestate/pipestate/examples/custombackend/sqlite"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// indexed is the run IDs in the partial index runs_active of the file at path,
+// stale rows (expired or finished) included, in run_id order.
+func indexed(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT run_id FROM runs INDEXED BY runs_active WHERE unfinished = 1 ORDER BY run_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func activeIDs(t *testing.T, p *sqlite.Provider) []string {
+	t.Helper()
+	runs, next, err := p.ListActiveRuns(t.Context(), provider.ActiveRunFilter{}, "", 100)
+	if err != nil || next != "" {
+		t.Fatalf("ListActiveRuns = %v, next %q, %v", runs, next, err)
+	}
+	out := []string{}
+	for _, r := range runs {
+		out = append(out, r.RunID)
+	}
+	return out
+}
+
+// TestActiveIndexHoldsOnlyUnfinished: every run write keeps the row's index
+// entry as its status is (the index holds no finished run, which readers would
+// filter out but still read), and a file written before the index existed
+// gets the column and the index from New, with its runs left out of the index
+// until a write rewrites them: CompareAndSwapRunState(run, run), what
+// `pipestate runs reindex` does.
+func TestActiveIndexHoldsOnlyUnfinished(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pipestate.db")
+	p, err := sqlite.New(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Stop(ctx) }()
+	put := func(id string, s types.RunStatus) {
+		t.Helper()
+		if err := p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "orders", Status: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("run-a", types.RunRunning)
+	put("run-b", types.RunCompleted)
+	put("run-c", types.RunPending)
+	put("run-d", types.RunRunning)
+	put("run-d", types.RunFailed) // a put that finishes
+	a, err := p.GetRunState(ctx, "run-a")
+	if err != nil || a == nil {
+		t.Fatalf("GetRunState: %v, %v", a, err)
+	}
+	done := *a
+	done.Status = types.RunCompleted
+	if ok, err := p.CompareAndSwapRunState(ctx, "run-a", a.Version, done); !ok || err != nil {
+		t.Fatalf("CAS to COMPLETED = %v, %v", ok, err)
+	}
+	if ok, err := p.CreateRunState(ctx, types.RunState{RunID: "run-e", PipelineID: "orders", Status: types.RunRunning}); !ok || err != nil {
+		t.Fatalf("CreateRunState = %v, %v", ok, err)
+	}
+	if got, want := indexed(t, path), []string{"run-c", "run-e"}; !slices.Equal(got, want) {
+		t.Fatalf("runs_active = %q, want %q", got, want)
+	}
+	if got, want := activeIDs(t, p), []string{"run-c", "run-e"}; !slices.Equal(got, want) {
+		t.Fatalf("ListActiveRuns = %q, want %q", got, want)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file as a version before the index left it.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP INDEX runs_active`, `ALTER TABLE runs DROP COLUMN unfinished`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.New(ctx, path, sqlite.WithReadOnly()); err == nil {
+		t.Fatal("a read-only New of a file without runs.unfinished succeeded; want it refused")
+	}
+	p, err = sqlite.New(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := activeIDs(t, p); len(got) != 0 {
+		t.Fatalf("ListActiveRuns of a migrated file before any write = %q, want none (its runs predate the index)", got)
+	}
+	c, err := p.GetRunState(ctx, "run-c")
+	if err != nil || c == nil {
+		t.Fatalf("GetRunState: %v, %v", c, err)
+	}
+	if ok, err := p.CompareAndSwapRunState(ctx, c.RunID, c.Version, *c); !ok || err != nil {
+		t.Fatalf("CAS(run, run) = %v, %v", ok, err)
+	}
+	if got, want := activeIDs(t, p), []string{"run-c"}; !slices.Equal(got, want) {
+		t.Fatalf("ListActiveRuns after rewriting run-c = %q, want %q", got, want)
+	}
+}
