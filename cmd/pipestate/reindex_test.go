@@ -148,3 +148,44 @@ func TestReindexChangedUnderIt(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfSwap: CompareAndSwapRunState(run, run), the backfill's rewrite, is
+// accepted on every backend, for a run a fenced write wrote (its record
+// remembers the fence) and for one rewritten before (a sequence past its
+// first), and changes only what every swap changes: the version (+1) and
+// UpdatedAt (the backend's now).
+func TestSelfSwap(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		p := h.open(t, "")
+		fenced, err := provider.Fenced(p, h.lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fenced.PutRunState(ctx, types.RunState{RunID: "r-sf", PipelineID: "billing", Status: types.RunRunning,
+			Metadata: map[string]any{"host": "w-1"}, CreatedAt: at(21, 4, 30), UpdatedAt: at(21, 4, 30)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"r-sf", "r-0003", "r-0003"} { // r-0003 twice: the second after a swap
+			before, err := p.GetRunState(ctx, id)
+			if err != nil || before == nil {
+				t.Fatalf("GetRunState(%s) = %v, %v", id, before, err)
+			}
+			ok, err := p.CompareAndSwapRunState(ctx, id, before.Version, *before)
+			if !ok || err != nil {
+				t.Fatalf("CompareAndSwapRunState(%s, %d, itself) = %v, %v; want it accepted", id, before.Version, ok, err)
+			}
+			after, err := p.GetRunState(ctx, id)
+			if err != nil || after == nil {
+				t.Fatalf("GetRunState(%s) after the swap = %v, %v", id, after, err)
+			}
+			want := *before
+			want.Version++
+			want.UpdatedAt = after.UpdatedAt
+			if !reflect.DeepEqual(*after, want) || after.UpdatedAt.Before(before.UpdatedAt) {
+				t.Errorf("run %s after swapping it onto itself = %+v, want %+v with UpdatedAt not before %v", id, *after, want, before.UpdatedAt)
+			}
+		}
+	})
+}

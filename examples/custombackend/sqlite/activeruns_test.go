@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pipestate/pipestate/examples/custombackend/sqlite"
 	"github.com/pipestate/pipestate/provider"
@@ -132,5 +134,46 @@ func TestActiveIndexHoldsOnlyUnfinished(t *testing.T) {
 	}
 	if got, want := activeIDs(t, p), []string{"run-c"}; !slices.Equal(got, want) {
 		t.Fatalf("ListActiveRuns after rewriting run-c = %q, want %q", got, want)
+	}
+}
+
+// TestSelfSwap: CompareAndSwapRunState(run, run), the backfill's rewrite, is
+// accepted for a run a fenced write wrote and changes only the version and
+// UpdatedAt.
+func TestSelfSwap(t *testing.T) {
+	ctx := context.Background()
+	p, err := sqlite.New(ctx, filepath.Join(t.TempDir(), "pipestate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Stop(ctx) }()
+	lease, err := p.AcquireLease(ctx, "sched:orders", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced, err := provider.Fenced(p, *lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fenced.PutRunState(ctx, types.RunState{RunID: "run-f", PipelineID: "orders", Status: types.RunRunning,
+		Metadata: map[string]any{"host": "w-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.GetRunState(ctx, "run-f")
+	if err != nil || before == nil {
+		t.Fatalf("GetRunState = %v, %v", before, err)
+	}
+	if ok, err := p.CompareAndSwapRunState(ctx, "run-f", before.Version, *before); !ok || err != nil {
+		t.Fatalf("CAS(run, run) of a fenced run = %v, %v; want it accepted", ok, err)
+	}
+	after, err := p.GetRunState(ctx, "run-f")
+	if err != nil || after == nil {
+		t.Fatalf("GetRunState = %v, %v", after, err)
+	}
+	want := *before
+	want.Version++
+	want.UpdatedAt = after.UpdatedAt
+	if !reflect.DeepEqual(*after, want) || after.UpdatedAt.Before(before.UpdatedAt) {
+		t.Errorf("after CAS(run, run) = %+v, want %+v", *after, want)
 	}
 }
