@@ -21,11 +21,11 @@ var runsReindexCmd = &spec{
 	args:    "[--from PIPELINE]",
 	summary: "add the unfinished runs that a scan finds to the active-runs index (the backfill after an upgrade)",
 	about: "The backfill of the active-runs index. A run last written by a version before the index\n" +
-		"is not in it until its next write; this command finds those runs as runs --all scans\n" +
-		"(ListPipelines, then the newest --per-pipeline runs of each registered pipeline, in\n" +
-		"pipeline ID order, one pipeline at a time), reads which of their unfinished runs the\n" +
-		"index already lists, and rewrites each other one unchanged, a compare-and-swap of the\n" +
-		"run onto itself at its version, so that the backend's own run write indexes it. The\n" +
+		"is not in it until its next write. This command reads the whole index once, then finds\n" +
+		"the unfinished runs as runs --all scans (ListPipelines, then the newest --per-pipeline\n" +
+		"runs of each registered pipeline, in pipeline ID order, one pipeline at a time), and\n" +
+		"rewrites each one the index did not list unchanged: a compare-and-swap of the run onto\n" +
+		"itself at its version, so that the backend's own run write indexes it. The\n" +
 		"rewrite changes what every compare-and-swap changes: the version goes up by one and the\n" +
 		"update time is now, so run 'pipestate runs --all --status RUNNING,PENDING --older-than D'\n" +
 		"first if you want the stuck runs by their old update time (the dry run lists them too,\n" +
@@ -87,6 +87,7 @@ type reindex struct {
 	p           provider.Provider
 	l           provider.ActiveRunLister
 	perPipeline int
+	indexed     map[string]bool // the runs the index listed when the command started
 	sum         reindexSummary
 	rows        [][]string // the table of runs to index (or indexed), without --json
 }
@@ -115,6 +116,9 @@ type reindexRun struct {
 
 func (r *reindex) run(ctx context.Context, from string) error {
 	in := r.in
+	if err := r.readIndex(ctx); err != nil {
+		return err
+	}
 	pipelines, err := r.p.ListPipelines(ctx)
 	if err != nil {
 		return err
@@ -169,12 +173,8 @@ func (r *reindex) pipeline(ctx context.Context, id string) error {
 		return nil
 	}
 	r.sum.Unfinished += len(unfinished)
-	indexed, err := r.indexed(ctx, id)
-	if err != nil {
-		return err
-	}
 	for _, run := range unfinished {
-		if indexed[run.RunID] {
+		if r.indexed[run.RunID] {
 			r.sum.AlreadyIndexed++
 			continue
 		}
@@ -194,22 +194,22 @@ func (r *reindex) pipeline(ctx context.Context, id string) error {
 	return nil
 }
 
-// indexed is the set of the runs of pipeline id that the index lists now.
-func (r *reindex) indexed(ctx context.Context, id string) (map[string]bool, error) {
-	out := map[string]bool{}
-	filter := provider.ActiveRunFilter{PipelinePrefix: id}
+// readIndex reads the whole active-runs index once: the runs it lists now, by
+// ID. One read of every unfinished run, rather than one per pipeline, whose
+// cost would grow with pipelines times unfinished runs (a filtered page still
+// reads the entries its filter skips).
+func (r *reindex) readIndex(ctx context.Context) error {
+	r.indexed = map[string]bool{}
 	for cursor := ""; ; {
-		page, next, err := r.l.ListActiveRuns(ctx, filter, cursor, activePage)
+		page, next, err := r.l.ListActiveRuns(ctx, provider.ActiveRunFilter{}, cursor, activePage)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, run := range page {
-			if run.PipelineID == id { // not a pipeline whose ID id prefixes
-				out[run.RunID] = true
-			}
+			r.indexed[run.RunID] = true
 		}
 		if next == "" {
-			return out, nil
+			return nil
 		}
 		cursor = next
 	}
