@@ -15,7 +15,7 @@ import (
 )
 
 // indexed is the run IDs in the partial index runs_active of the file at path,
-// stale rows (expired or finished) included, in run_id order.
+// expired rows included, in run_id order.
 func indexed(t *testing.T, path string) []string {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
@@ -57,10 +57,10 @@ func activeIDs(t *testing.T, p *sqlite.Provider) []string {
 
 // TestActiveIndexHoldsOnlyUnfinished: every run write keeps the row's index
 // entry as its status is (the index holds no finished run, which readers would
-// filter out but still read), and a file written before the index existed
-// gets the column and the index from New, with its runs left out of the index
-// until a write rewrites them: CompareAndSwapRunState(run, run), what
-// `pipestate runs reindex` does.
+// filter out but still read); a file written before the index existed gets
+// the column and the index from New, which backfills them from the bodies (a
+// read-only New refuses the file first); and a row an older version writes
+// afterwards (unfinished NULL) is indexed by the next writable New.
 func TestActiveIndexHoldsOnlyUnfinished(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "pipestate.db")
@@ -107,7 +107,7 @@ func TestActiveIndexHoldsOnlyUnfinished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP INDEX runs_active`, `ALTER TABLE runs DROP COLUMN unfinished`} {
+	for _, q := range []string{`DROP INDEX runs_active`, `DROP INDEX runs_unknown`, `ALTER TABLE runs DROP COLUMN unfinished`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -122,18 +122,34 @@ func TestActiveIndexHoldsOnlyUnfinished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := activeIDs(t, p); len(got) != 0 {
-		t.Fatalf("ListActiveRuns of a migrated file before any write = %q, want none (its runs predate the index)", got)
+	if got, want := activeIDs(t, p), []string{"run-c", "run-e"}; !slices.Equal(got, want) {
+		t.Fatalf("ListActiveRuns of a migrated file = %q, want %q (New backfills the index)", got, want)
 	}
-	c, err := p.GetRunState(ctx, "run-c")
-	if err != nil || c == nil {
-		t.Fatalf("GetRunState: %v, %v", c, err)
+	if got, want := indexed(t, path), []string{"run-c", "run-e"}; !slices.Equal(got, want) {
+		t.Fatalf("runs_active of a migrated file = %q, want %q", got, want)
 	}
-	if ok, err := p.CompareAndSwapRunState(ctx, c.RunID, c.Version, *c); !ok || err != nil {
-		t.Fatalf("CAS(run, run) = %v, %v", ok, err)
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if got, want := activeIDs(t, p), []string{"run-c"}; !slices.Equal(got, want) {
-		t.Fatalf("ListActiveRuns after rewriting run-c = %q, want %q", got, want)
+
+	// An older version, still running during the upgrade, writes run-f.
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO runs (run_id, pipeline_id, version, created_at, body) VALUES ('run-f', 'orders', 0, '2026-11-21T00:00:00.000000000Z',
+		'{"runId":"run-f","pipelineId":"orders","status":"RUNNING","version":0}')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err = sqlite.New(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := activeIDs(t, p), []string{"run-c", "run-e", "run-f"}; !slices.Equal(got, want) {
+		t.Fatalf("ListActiveRuns after an older version's write and a New = %q, want %q", got, want)
 	}
 }
 

@@ -55,12 +55,15 @@
 // something deletes them, as before.
 //
 // Active runs (provider.ActiveRunLister): runs.unfinished is 1 while the run's
-// status is not terminal and NULL once it is, set by the statement that writes
+// status is not terminal and 0 once it is, set by the statement that writes
 // the body, so the partial index runs_active over it is exact for every write
 // (fenced, lost or refused writes included: a refused write changes neither).
 // ListActiveRuns reads it in run_id order and judges expiry and the filter on
-// the row. New adds the column to an older file; its runs stay out of the index
-// until written again (`pipestate runs reindex --write` rewrites them).
+// the row. The backfill is New's: it adds the column to an older file, and
+// every writable New sets it, in one transaction, for the rows that an older
+// version wrote (NULL, found through the partial index runs_unknown), so a
+// file is fully indexed once a writer of this version has opened it after the
+// last older writer stopped. A read-only New does not backfill.
 //
 // Fencing (package fence): a fenced write runs in one transaction that reads what
 // its record remembers from record_fences (a stale fence is refused, nothing

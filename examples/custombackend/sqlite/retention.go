@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
 )
 
 // WithRetention sets how long the provider keeps each record kind it writes
@@ -38,8 +41,9 @@ var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals"
 // migrate gives a file created before retention the expires_at column of each
 // retained table (its rows never expire) and every retained table its expiry
 // index, which pruning reads; and a file created before the active-runs index
-// the runs.unfinished column (NULL: its runs are not indexed until rewritten)
-// and the partial index runs_active over it.
+// the runs.unfinished column, the partial indexes runs_active and runs_unknown
+// over it, and then the unfinished of each row an older version wrote
+// (backfillActive).
 func migrate(ctx context.Context, db *sql.DB) error {
 	addColumn := func(table, column string) error {
 		_, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column)
@@ -59,8 +63,55 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := addColumn("runs", "unfinished INTEGER"); err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS runs_active ON runs (run_id) WHERE unfinished = 1`)
-	return err
+	for _, q := range []string{
+		`CREATE INDEX IF NOT EXISTS runs_active ON runs (run_id) WHERE unfinished = 1`,
+		`CREATE INDEX IF NOT EXISTS runs_unknown ON runs (run_id) WHERE unfinished IS NULL`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return backfillActive(ctx, db)
+}
+
+// backfillActive sets runs.unfinished of the rows that a version before the
+// active-runs index wrote (NULL: it did not know the column) from their body,
+// in one transaction, so that ListActiveRuns lists their unfinished runs.
+// Every writable New runs it: the partial index runs_unknown holds only those
+// rows, so once they are done it costs one empty index read, and rows an older
+// process wrote during a rolling upgrade are indexed by the next New. A body
+// that does not decode is left NULL (a listing would skip it anyway).
+func backfillActive(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT run_id, body FROM runs INDEXED BY runs_unknown WHERE unfinished IS NULL`)
+	if err != nil {
+		return err
+	}
+	found := map[string]sql.NullInt64{}
+	for rows.Next() {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		var run types.RunState
+		if json.Unmarshal([]byte(body), &run) == nil {
+			found[id] = unfinished(run)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for id, u := range found {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET unfinished = ? WHERE run_id = ? AND unfinished IS NULL`, u, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // schemaTables is the tables schema.sql creates.

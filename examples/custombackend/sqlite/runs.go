@@ -133,9 +133,13 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 }
 
 // unfinished is the runs.unfinished column of a row holding run: 1 while its
-// status is not terminal, NULL (not in the partial index runs_active) once it is.
+// status is not terminal (in the partial index runs_active), 0 once it is.
+// NULL is a row that a version before the index wrote (see backfillActive).
 func unfinished(run types.RunState) sql.NullInt64 {
-	return sql.NullInt64{Int64: 1, Valid: !run.Status.Terminal()}
+	if run.Status.Terminal() {
+		return sql.NullInt64{Int64: 0, Valid: true}
+	}
+	return sql.NullInt64{Int64: 1, Valid: true}
 }
 
 var _ provider.ActiveRunLister = (*Provider)(nil)
