@@ -439,7 +439,7 @@ func commands() []*spec {
 	return []*spec{
 		pipelinesListCmd, pipelinesShowCmd, runsCmd, runShowCmd, runHistoryCmd, eventsCmd, runlogsCmd,
 		rerunsCmd, replaysCmd, lateCmd, markersCmd, traitsCmd, readinessCmd, lockShowCmd, locksListCmd, stateGetCmd,
-		runFailCmd, lockReleaseCmd, createTablesCmd, versionCmd,
+		runFailCmd, lockReleaseCmd, runsReindexCmd, createTablesCmd, versionCmd,
 	}
 }
 

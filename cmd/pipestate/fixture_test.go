@@ -58,6 +58,12 @@ type harness struct {
 	// corrupt writes a value that does not decode over the stored run runID,
 	// with the backend's raw client; nil where the test cannot (memory).
 	corrupt func(t *testing.T, runID string)
+	// unindex removes every run stored now from the active-runs index, as a
+	// version before the index left them (a later write indexes a run again);
+	// nil where the test cannot (DynamoDB).
+	unindex func(t *testing.T)
+	// unindexed is the memory harness's runs hidden by unindex; nil for the others.
+	unindexed *unindexed
 }
 
 // at is a fixture time on 2026-11-day.
@@ -137,19 +143,23 @@ func memoryHarness(t *testing.T) *harness {
 	h.run = func(t *testing.T, args ...string) result {
 		return runInProcess(context.Background(), h.env, h.dial, args...)
 	}
+	mb.unindexed = &unindexed{}
+	h.unindexed = mb.unindexed
+	h.unindex = func(t *testing.T) { mb.unindexed.all(t, h.open(t, "")) }
 	seed(t, h, clk, mb.stores)
 	return h
 }
 
 // memBackend is the memory backend as the command sees it.
 type memBackend struct {
-	data   *memprovider.Provider
-	stores stores
-	now    func() time.Time
+	data      *memprovider.Provider
+	stores    stores
+	now       func() time.Time
+	unindexed *unindexed // nil: none
 }
 
 func (b *memBackend) dial(_ context.Context, _ target, now func() time.Time) (backend, error) {
-	return &memBackend{data: b.data, stores: b.stores, now: now}, nil
+	return &memBackend{data: b.data, stores: b.stores, now: now, unindexed: b.unindexed}, nil
 }
 
 func (b *memBackend) String() string { return "memory" }
@@ -162,7 +172,11 @@ func (b *memBackend) provider(owner string, write bool) (provider.Provider, erro
 	if !write {
 		opts = append(opts, memprovider.WithReadOnly())
 	}
-	return b.data.NewHandle(opts...)
+	p, err := b.data.NewHandle(opts...)
+	if err != nil || b.unindexed == nil || !b.unindexed.any() {
+		return p, err
+	}
+	return unindexedProvider{p, b.unindexed}, nil
 }
 
 // handle is another handle on a memory store, so that the command closing it
@@ -226,6 +240,14 @@ func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
 		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
+	h.unindex = func(t *testing.T) {
+		active := prefix + ":{:active}"
+		for _, key := range []string{active, active + ":ids", active + ":exp"} {
+			if err := client.Del(context.Background(), key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	h.corrupt = func(t *testing.T, runID string) {
 		if err := client.HSet(context.Background(), prefix+":{run:"+runID+"}", "j", `{"RunID": tru`).Err(); err != nil {
 			t.Fatal(err)

@@ -139,6 +139,7 @@ var (
 		{"help-locks-list", words("locks list --help")},
 		{"help-lock-release", words("lock release --help")},
 		{"help-version", words("version --help")},
+		{"help-runs-reindex", words("runs reindex --help")},
 		{"help-overview", words("help")},
 		{"usage-did-you-mean", words("runz orders")},
 		{"usage-did-you-mean-sub", words("pipelines shwo orders")},

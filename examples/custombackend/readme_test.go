@@ -27,6 +27,7 @@ var optional = map[string]reflect.Type{
 	"LockInspector":   reflect.TypeFor[provider.LockInspector](),
 	"LockLister":      reflect.TypeFor[provider.LockLister](),
 	"CorruptReporter": reflect.TypeFor[provider.CorruptReporter](),
+	"ActiveRunLister": reflect.TypeFor[provider.ActiveRunLister](),
 }
 
 // TestReadmeCurrent keeps README.md current: it names every file of the sqlite

@@ -19,6 +19,17 @@
 //  7. write a cascade marker for each downstream pipeline, then the run log, and
 //     release the lease.
 //
+// On start, before anything else, an Orchestrator recovers (Recover): it finds
+// the unfinished runs of its pipelines (Orchestrator.PipelinePrefix) through the
+// store's active-runs index (provider.ActiveRunLister, ListActiveRuns), whoever
+// wrote them, and settles each run's pipeline and date as above, so the run that
+// a crashed orchestrator left mid-flight is taken over where it stopped once its
+// lease expires, and a run left unfinished by a date that settled without it,
+// or whose pipeline is gone, is failed. It reads the unfinished runs only, not
+// every pipeline's history. A store without the index (DynamoDB, for now) skips
+// this: the schedule and the router find such a run when they evaluate its date
+// again.
+//
 // Two things start evaluations. The schedule (RunDate, once per date) starts the
 // pipelines that are nobody's downstream. The stream-router (Route), which every
 // orchestrator runs, watches the cascade markers of all pipelines
@@ -174,6 +185,13 @@ func (d *demo) run(ctx context.Context, dates ...string) error {
 	}
 	g.Go(func() error {
 		defer stop()
+		for _, o := range d.orchs {
+			if _, err := o.Recover(gctx); errors.Is(err, ErrNoActiveIndex) {
+				fmt.Fprintf(d.out, "== %v: in-flight runs of a crash are found when their dates are evaluated again\n", err)
+			} else if err != nil {
+				return err
+			}
+		}
 		for _, date := range dates {
 			d.world.clock.Set(date, "05:00")
 			fmt.Fprintf(d.out, "== %s\n", date)

@@ -124,6 +124,10 @@ type Orchestrator struct {
 	TraitTimeout time.Duration // for traits without a Timeout; default 1s
 	PollInterval time.Duration // between job status polls; default 1ms (a real one: seconds)
 	Tick         time.Duration // between evaluations of an unsettled pipeline; default 1ms (a real one: a minute)
+
+	// PipelinePrefix names the pipelines whose in-flight runs Recover looks
+	// for: those whose IDs start with it ("": every pipeline).
+	PipelinePrefix string
 }
 
 // RunDate is the schedule's trigger: it settles, for date, every pipeline that is
@@ -523,9 +527,12 @@ func (o *Orchestrator) drive(ctx context.Context, run *types.RunState, job Job) 
 	}
 }
 
+// errSwapLost is transition's error when the run's version changed.
+var errSwapLost = errors.New("changed under the evaluation lease")
+
 // transition moves run to status with compare-and-swap from the version it has,
-// and appends a RUN_STATE_CHANGED event. Losing the swap is an error: under the
-// evaluation lease nobody else writes this run.
+// and appends a RUN_STATE_CHANGED event. Losing the swap is an error wrapping
+// errSwapLost: under the evaluation lease nobody else writes this run.
 func (o *Orchestrator) transition(ctx context.Context, run *types.RunState, status types.RunStatus, msg string) error {
 	next := *run
 	next.Status = status
@@ -541,7 +548,7 @@ func (o *Orchestrator) transition(ctx context.Context, run *types.RunState, stat
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("run %s: version %d changed under the evaluation lease", run.RunID, run.Version)
+		return fmt.Errorf("run %s: version %d: %w", run.RunID, run.Version, errSwapLost)
 	}
 	next.Version = run.Version + 1
 	*run = next

@@ -1,7 +1,7 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
-// provider.LockLister) on one
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector,
+// provider.LockLister and provider.ActiveRunLister) on one
 // SQLite database file, through database/sql and the pure-Go driver
 // modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
@@ -53,6 +53,17 @@
 // created before retention (ALTER TABLE); its rows have none and never expire
 // until they are written again. Events keep their hidden rows (see below) until
 // something deletes them, as before.
+//
+// Active runs (provider.ActiveRunLister): runs.unfinished is 1 while the run's
+// status is not terminal and 0 once it is, set by the statement that writes
+// the body, so the partial index runs_active over it is exact for every write
+// (fenced, lost or refused writes included: a refused write changes neither).
+// ListActiveRuns reads it in run_id order and judges expiry and the filter on
+// the row. The backfill is New's: it adds the column to an older file, and
+// every writable New sets it, in one transaction, for the rows that an older
+// version wrote (NULL, found through the partial index runs_unknown), so a
+// file is fully indexed once a writer of this version has opened it after the
+// last older writer stopped. A read-only New does not backfill.
 //
 // Fencing (package fence): a fenced write runs in one transaction that reads what
 // its record remembers from record_fences (a stale fence is refused, nothing

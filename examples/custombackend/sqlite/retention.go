@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
 )
 
 // WithRetention sets how long the provider keeps each record kind it writes
@@ -37,18 +40,78 @@ var retained = []string{"runs", "run_logs", "reruns", "replays", "late_arrivals"
 
 // migrate gives a file created before retention the expires_at column of each
 // retained table (its rows never expire) and every retained table its expiry
-// index, which pruning reads.
+// index, which pruning reads; and a file created before the active-runs index
+// the runs.unfinished column, the partial indexes runs_active and runs_unknown
+// over it, and then the unfinished of each row an older version wrote
+// (backfillActive).
 func migrate(ctx context.Context, db *sql.DB) error {
+	addColumn := func(table, column string) error {
+		_, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column)
+		if err != nil && !strings.Contains(err.Error(), "duplicate column name") {
+			return err
+		}
+		return nil
+	}
 	for _, t := range retained {
-		if _, err := db.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN expires_at TEXT`); err != nil &&
-			!strings.Contains(err.Error(), "duplicate column name") {
+		if err := addColumn(t, "expires_at TEXT"); err != nil {
 			return err
 		}
 		if _, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+t+`_by_expiry ON `+t+` (expires_at) WHERE expires_at IS NOT NULL`); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := addColumn("runs", "unfinished INTEGER"); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`CREATE INDEX IF NOT EXISTS runs_active ON runs (run_id) WHERE unfinished = 1`,
+		`CREATE INDEX IF NOT EXISTS runs_unknown ON runs (run_id) WHERE unfinished IS NULL`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return backfillActive(ctx, db)
+}
+
+// backfillActive sets runs.unfinished of the rows that a version before the
+// active-runs index wrote (NULL: it did not know the column) from their body,
+// in one transaction, so that ListActiveRuns lists their unfinished runs.
+// Every writable New runs it: the partial index runs_unknown holds only those
+// rows, so once they are done it costs one empty index read, and rows an older
+// process wrote during a rolling upgrade are indexed by the next New. A body
+// that does not decode is left NULL (a listing would skip it anyway).
+func backfillActive(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT run_id, body FROM runs INDEXED BY runs_unknown WHERE unfinished IS NULL`)
+	if err != nil {
+		return err
+	}
+	found := map[string]sql.NullInt64{}
+	for rows.Next() {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		var run types.RunState
+		if json.Unmarshal([]byte(body), &run) == nil {
+			found[id] = unfinished(run)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for id, u := range found {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET unfinished = ? WHERE run_id = ? AND unfinished IS NULL`, u, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // schemaTables is the tables schema.sql creates.
@@ -60,8 +123,9 @@ var schemaTables = func() []string {
 	return out
 }()
 
-// checkSchema checks, reading only, that db holds every table of schema.sql
-// and every retained table its expires_at column (what migrate adds): a
+// checkSchema checks, reading only, that db holds every table of schema.sql,
+// every retained table its expires_at column and runs its unfinished column
+// (what migrate adds): a
 // read-only handle applies neither, so a file that a writable New has not
 // opened since it lacked them is refused rather than read wrong.
 func checkSchema(ctx context.Context, db *sql.DB) error {
@@ -69,6 +133,9 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		cols := "*"
 		if slices.Contains(retained, t) {
 			cols = "expires_at"
+		}
+		if t == "runs" {
+			cols += ", unfinished"
 		}
 		rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM `+t+` LIMIT 0`)
 		if err != nil {

@@ -50,10 +50,12 @@ func (p *Provider) insertRun(ctx context.Context, op string, r types.RunState, n
 		return 0, err
 	}
 	n, err := p.execFenced(ctx, op, record{kind: "run", a: r.RunID},
-		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		`INSERT INTO runs (run_id, pipeline_id, version, created_at, body, expires_at, unfinished) VALUES (?, ?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (run_id) DO UPDATE SET pipeline_id = excluded.pipeline_id, version = excluded.version,
-		 created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at `+when,
-		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body, expiresAt(after(now, p.retention.Runs)), sortTime(now))
+		 created_at = excluded.created_at, body = excluded.body, expires_at = excluded.expires_at,
+		 unfinished = excluded.unfinished `+when,
+		r.RunID, r.PipelineID, r.Version, sortTime(r.CreatedAt), body, expiresAt(after(now, p.retention.Runs)), unfinished(r),
+		sortTime(now))
 	if err != nil {
 		return 0, err
 	}
@@ -120,12 +122,60 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		if err != nil {
 			return err
 		}
-		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ?, expires_at = ? WHERE run_id = ? AND version = ?`,
-			newState.Version, body, expiresAt(after(now, p.retention.Runs)), runID, expectedVersion)
+		n, err := p.exec(ctx, tx, op, `UPDATE runs SET version = ?, body = ?, expires_at = ?, unfinished = ? WHERE run_id = ? AND version = ?`,
+			newState.Version, body, expiresAt(after(now, p.retention.Runs)), unfinished(newState), runID, expectedVersion)
 		if swapped = n == 1; err != nil || !swapped {
 			return err
 		}
 		return remember()
 	})
 	return err == nil && swapped, err
+}
+
+// unfinished is the runs.unfinished column of a row holding run: 1 while its
+// status is not terminal (in the partial index runs_active), 0 once it is.
+// NULL is a row that a version before the index wrote (see backfillActive).
+func unfinished(run types.RunState) sql.NullInt64 {
+	if run.Status.Terminal() {
+		return sql.NullInt64{Int64: 0, Valid: true}
+	}
+	return sql.NullInt64{Int64: 1, Valid: true}
+}
+
+var _ provider.ActiveRunLister = (*Provider)(nil)
+
+// ListActiveRuns implements provider.ActiveRunLister. Its index is the partial
+// index runs_active, kept by the statement that writes each run (insertRun, the
+// CAS's UPDATE), so it never disagrees with the row: one SELECT reads it in
+// run_id order from after the cursor, leaves out expired rows, and stops at
+// limit rows that pass filter.Match (on the body, the truth); a corrupt body is
+// skipped and reported. It reads O(answer) rows when the filter is empty, and
+// the unfinished rows after the cursor otherwise.
+func (p *Provider) ListActiveRuns(ctx context.Context, filter provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	const op = "list active runs"
+	if err := p.enter(ctx, provider.CheckActiveRuns(filter, cursor, limit)); err != nil {
+		return nil, "", err
+	}
+	var matched []types.RunState
+	err := p.each(ctx, op, `SELECT run_id, body FROM runs INDEXED BY runs_active
+		WHERE unfinished = 1 AND run_id > ? AND `+liveSQL+` ORDER BY run_id`,
+		[]any{cursor, sortTime(p.now())}, func(scan func(...any) error) error {
+			var id, body string
+			if err := scan(&id, &body); err != nil {
+				return p.fail(ctx, op, err)
+			}
+			var r types.RunState
+			if decodeOrSkip(ctx, p, provider.KindRunState, "runs", id, body, &r) && filter.Match(r) {
+				matched = append(matched, r)
+			}
+			if len(matched) == limit {
+				return errEnough
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, "", err
+	}
+	page, next := provider.ActivePage(matched, limit)
+	return page, next, nil
 }

@@ -29,13 +29,20 @@ CREATE TABLE IF NOT EXISTS readiness (
 
 -- runs.version is the compare-and-swap version: CAS is
 -- UPDATE runs ... WHERE run_id = ? AND version = ?.
+-- runs.unfinished is 1 while the run's status is not terminal and 0 once it
+-- is, set by the statement that writes the body: the partial index runs_active
+-- over it (created by New, see migrate in retention.go) is the active-runs index
+-- (provider.ActiveRunLister). NULL is a row that a version before this column
+-- wrote: every writable New sets it from the body (backfillActive, through the
+-- partial index runs_unknown).
 CREATE TABLE IF NOT EXISTS runs (
 	run_id      TEXT PRIMARY KEY,
 	pipeline_id TEXT NOT NULL,
 	version     INTEGER NOT NULL,
 	created_at  TEXT NOT NULL,
 	body        TEXT NOT NULL,
-	expires_at  TEXT
+	expires_at  TEXT,
+	unfinished  INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline_id, created_at DESC, run_id DESC);
 
