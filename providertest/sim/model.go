@@ -186,7 +186,7 @@ type model struct {
 	wrote   int64 // the highest fence that wrote a record
 	evCurs  []savedCursor
 	mkCurs  []savedCursor
-	serial  int // names events and marker writes
+	serial  int        // names events and marker writes
 	pagings []*pagingM // open pagings of the active-runs index
 }
 
