@@ -49,10 +49,11 @@ func TestActiveRunsAtScale(t *testing.T) {
 	}
 	targets := map[string]goredis.UniversalClient{}
 	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		targets["redis"] = goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 32})
+		targets["redis"] = goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 32, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	}
 	if addrs := os.Getenv("REDIS_CLUSTER_ADDRS"); addrs != "" {
-		targets["cluster"] = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 32})
+		targets["cluster"] = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 32,
+			ReadTimeout: time.Minute, WriteTimeout: time.Minute}) // the prefix's deletion meets a busy server
 	}
 	for _, name := range []string{"redis", "cluster"} {
 		c, ok := targets[name]
