@@ -110,6 +110,20 @@ func (p *toy) CreateRunState(ctx context.Context, r types.RunState) (bool, error
 	return ok, err
 }
 
+// ListActiveRuns is memory's, less the runs the toy expired (memory keeps them).
+func (p *toy) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	runs, next, err := p.Provider.ListActiveRuns(ctx, f, cursor, limit)
+	live := runs[:0]
+	for _, r := range runs {
+		if !p.expired(r.RunID, p.now()) {
+			live = append(live, r)
+		}
+	}
+	return live, next, err
+}
+
 // toyHarness is the toy's harness: memorytest's, with runs kept forever by
 // memory and for toyRetention by the toy. Every toy of one test shares its
 // expiries, as they share the memory storage.
