@@ -71,9 +71,9 @@ func budgets() []budget {
 			_, err := p.GetRunState(ctx, "r1")
 			return err
 		}},
-		// A CAS to an unfinished status: step 1 of the active-runs index, the
-		// swap, the index entry (see "Active runs" in the package doc).
-		{"CompareAndSwapRunState", 3, false, func(ctx context.Context, p *redisprovider.Provider) error {
+		// A CAS from an unfinished status to an unfinished one: the swap alone, as
+		// the entry the last write added stays (see "Active runs" in the package doc).
+		{"CompareAndSwapRunState", 1, true, func(ctx context.Context, p *redisprovider.Provider) error {
 			_, err := p.CompareAndSwapRunState(ctx, "r1", 0, run)
 			return err
 		}},
@@ -86,6 +86,15 @@ func budgets() []budget {
 			done := run
 			done.Status = types.RunCompleted
 			_, err := p.CompareAndSwapRunState(ctx, "r1", 1, done)
+			return err
+		}},
+		// A CAS that reopens a finished run: the swap answers that the entry is
+		// needed, step 1 of the index, the swap, the entry.
+		{"CompareAndSwapRunState_reopen", 4, false, func(ctx context.Context, p *redisprovider.Provider) error {
+			ok, err := p.CompareAndSwapRunState(ctx, "r1", 2, run)
+			if err == nil && !ok {
+				err = fmt.Errorf("CAS from version 2 lost")
+			}
 			return err
 		}},
 		{"ListRuns", 2, false, func(ctx context.Context, p *redisprovider.Provider) error {

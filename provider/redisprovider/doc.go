@@ -213,24 +213,52 @@
 // # Active runs
 //
 // The active-runs index (provider.ActiveRunLister) is one more list of these,
-// P:{:active} + :ids, member the RunID, kept by the same three steps: every run
-// write whose new status is unfinished (PutRunState, CreateRunState,
-// CompareAndSwapRunState, fenced or not) adds or stamps its entry before the
-// truth and sets it after; a write that finishes the run removes the entry after
-// the truth, guarded by the run's sequence, which every write, CAS included, bumps
-// in its script. The index spans slots on every deployment (a standalone server
-// runs the same steps), so it is not atomic with the run write; what is promised
-// instead: ListActiveRuns shows a run only when its truth, read after the entry,
-// is live and unfinished and matches the filter, and every run whose truth is
-// unfinished has an entry from before its truth was written (step 1), so a crash
-// between the steps never hides one. A stale entry (a finished or expired run, a
-// provisional entry of a refused write) is skipped and repaired by a writing
-// reader, dropped by writes' pruning when expired; a read-only reader skips it and
-// writes nothing. Cost: a CAS to an unfinished status costs 3 round trips (step
-// 1, the swap, the entry), one to a finished status 2; a page of ListActiveRuns
-// costs 2 (the index page, the truths: per node on a cluster) per 256 unfinished
-// runs read, whatever the number of pipelines or finished runs
-// (TestActiveRunsCostIndependentOfPipelines). A run last written by a version
+// P:{:active} + :ids, member the RunID. It spans slots on every deployment (a
+// standalone server runs the same steps: one code path), so it is not atomic
+// with the run write; what is promised instead: ListActiveRuns shows a run only
+// when its truth, read after the entry, is live and unfinished and matches the
+// filter, and every run whose truth is unfinished has an entry from before its
+// truth was written, so a crash between the steps never hides one. A stale entry
+// (a finished or expired run, a provisional entry of a refused write) is skipped
+// and repaired by a writing reader, dropped by writes' pruning when expired; a
+// read-only reader skips it and writes nothing.
+//
+// The protocol keeps that with an index step only when a write may be the one
+// that makes the run unfinished or finished:
+//
+//   - PutRunState and CreateRunState take the three steps of every list (an
+//     unfinished run adds or stamps its entry before the truth and sets it
+//     after; a finished one removes it after the truth, guarded by the run's
+//     sequence, which every write, CAS included, bumps in its script). An
+//     unfinished truth is written with field a = its version v: the mark that
+//     its entry was added before it.
+//   - CompareAndSwapRunState to an unfinished status swaps in one script that
+//     first checks the mark: when the stored run has a = v (its last write, by
+//     this version, was unfinished), its entry is there and the swap writes the
+//     new mark and takes no index step (1 round trip). Otherwise (the run was
+//     finished, or last written by an older version, whose CAS bumps v but not
+//     a) the script writes nothing and answers so, and the CAS adds the entry
+//     (step 1), swaps and sets the entry (4 round trips, only on a reopen).
+//   - CompareAndSwapRunState to a finished status swaps, clearing the mark,
+//     then removes the entry (2 round trips).
+//
+// Invariant: a run whose truth bears a = v has an entry that no removal takes
+// while the truth stays unfinished. The entry was added or stamped before the
+// first unfinished truth of the run's current unfinished stretch; a removal
+// carries the sequence of a finished truth, so it is older than that stretch
+// and is refused by the sequence the entry was set to, or, while the entry is
+// still provisional or stamped (that write's last step was lost), by the stamp,
+// for provisionalGrace, as for every list (a removal is never that late:
+// go-redis's timeouts bound it far below). A reader's drop needs a missing
+// truth, which a CAS never leaves. Expiry needs no step either: pruning reads
+// the truth before it drops an entry and moves the entry's expiry to the one a
+// CAS gave the truth (lua/idx_expired.lua). TestActiveCASTrustsOnlyItsOwnMark
+// checks that a mark a later write did not renew is not trusted.
+//
+// A page of ListActiveRuns costs 2 round trips (the index page, the truths: per
+// node on a cluster) per 256 unfinished runs read, whatever the number of
+// pipelines or finished runs (TestActiveRunsCostIndependentOfPipelines; figures
+// at 100,000 pipelines in docs/benchmarks.md). A run last written by a version
 // before this one has no entry until its next write (see the CHANGELOG's
 // upgrade order).
 //
@@ -604,8 +632,9 @@
 //
 //	method                   round trips
 //	-----------------------  -----------------------------------------------
-//	CompareAndSwapRunState   3 to an unfinished status, 2 to a finished one
-//	                         (the active-runs index; per node)
+//	CompareAndSwapRunState   1 between unfinished statuses; 2 to a finished
+//	                         one, 4 reopening a finished run (the active-runs
+//	                         index, see "Active runs"; per node)
 //	ListActiveRuns           2 per page of 256 unfinished runs (per node)
 //	GetRunState              1
 //	AcquireLock              1

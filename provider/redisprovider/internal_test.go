@@ -438,3 +438,41 @@ func TestRecreatedAfterServerDeletion(t *testing.T) {
 
 // lua returns s as a go-redis script, for tests that run it on a client of their own.
 func lua(s script) *goredis.Script { return goredis.NewScript(s.Source()) }
+
+// TestActiveCASTrustsOnlyItsOwnMark: a CAS between unfinished statuses skips the
+// index only when the run's field a equals its version (the entry is known); a
+// write that left a behind (an older version's CAS, which bumps v and not a)
+// makes the next CAS to an unfinished status add the entry first, so a run
+// whose stale entry a reader removed is listed again.
+func TestActiveCASTrustsOnlyItsOwnMark(t *testing.T) {
+	p, c := newMini(t)
+	ctx := t.Context()
+	r := run("pipe", "run1", time.Now())
+	r.Status = types.RunRunning
+	if err := p.PutRunState(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// An older version finishes the run: v and j change, a stays "0".
+	done := r
+	done.Status, done.Version = types.RunFailed, 1
+	data, err := p.encode(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, p.k.run("run1"), "v", "1", "j", data).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10); err != nil || len(runs) != 0 {
+		t.Fatalf("after the old version's finish: ListActiveRuns = %v, %v; want none", runs, err)
+	}
+	if n := c.HLen(ctx, p.k.activeRuns().h).Val(); n != 0 {
+		t.Fatalf("the reader left %d entries; want its repair to remove the finished run's", n)
+	}
+	if ok, err := p.CompareAndSwapRunState(ctx, "run1", 1, r); !ok || err != nil {
+		t.Fatalf("CAS = %v, %v", ok, err)
+	}
+	runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+	if err != nil || len(runs) != 1 || runs[0].RunID != "run1" {
+		t.Fatalf("after reopening: ListActiveRuns = %v, %v; want run1", runs, err)
+	}
+}

@@ -122,6 +122,11 @@ func lostReplies() []lostReply {
 			}
 		}
 	}
+	putFinished := func(ctx context.Context, a, _ *Provider) error {
+		r := lrRunState(0)
+		r.Status = types.RunFailed
+		return a.PutRunState(ctx, r)
+	}
 	casTo := func(st types.RunStatus) func(ctx context.Context, a *Provider) error {
 		return func(ctx context.Context, a *Provider) error {
 			next := lrRunState(0)
@@ -243,10 +248,13 @@ func lostReplies() []lostReply {
 		// or leaves it, its reply lost, leaves the index as the truth is.
 		{"PutRunState", "active provisional", idxStep("p", func(p *Provider) index { return p.k.activeRuns() }), noSetup, putRun, checkActive(1)},
 		{"PutRunState", "active final", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }), noSetup, putRun, checkActive(1)},
+		// A CAS that reopens a finished run takes the index steps; one between
+		// unfinished statuses takes none (the "script" row below).
 		{"CompareAndSwapRunState", "active provisional", idxStep("p", func(p *Provider) index { return p.k.activeRuns() }),
-			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunRunning), checkActive(1)},
+			putFinished, casTo(types.RunRunning), checkActive(1)},
+		{"CompareAndSwapRunState", "reopen script", evalsha(scriptRunCAS, resp(casAny)), putFinished, casTo(types.RunRunning), checkActive(1)},
 		{"CompareAndSwapRunState", "active final", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }),
-			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunRunning), checkActive(1)},
+			putFinished, casTo(types.RunRunning), checkActive(1)},
 		{"CompareAndSwapRunState", "active removal", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }),
 			func(ctx context.Context, a, _ *Provider) error { return putRun(ctx, a) }, casTo(types.RunFailed), checkActive(0)},
 		{"CompareAndSwapRunState", "script", evalsha(scriptRunCAS),
@@ -266,6 +274,7 @@ func lostReplies() []lostReply {
 				if ok, err := b.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0)); ok || err != nil {
 					t.Fatalf("a second CAS from version 0 = %v, %v", ok, err)
 				}
+				checkActive(1)(t, ctx, nil, b)
 			}},
 		{"AppendEvent", "script", evalsha(scriptAppendOnce), noSetup,
 			func(ctx context.Context, a *Provider) error {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/internal/ids"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
@@ -58,7 +59,7 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 		pipeline: run.PipelineID,
 		lists:    []index{p.k.runs(run.PipelineID)},
 		mode:     mode,
-		fields:   map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano)},
+		fields:   map[string]string{"v": strconv.Itoa(run.Version), "c": run.CreatedAt.Format(time.RFC3339Nano), "a": ""},
 		life:     lifetimeOf(p.now(), p.retention.Runs),
 		truth:    p.k.run,
 		fences:   p.k.fences(p.k.run(run.RunID)),
@@ -69,6 +70,7 @@ func (p *Provider) putRun(ctx context.Context, op string, run types.RunState, mo
 	} else {
 		rec.lists = append(rec.lists, active)
 		rec.members = map[index]string{active: run.RunID}
+		rec.fields["a"] = rec.fields["v"] // the entry is known: a CAS needs no step 1 (see "Active runs")
 	}
 	return p.putIndexed(ctx, op, rec)
 }
@@ -137,9 +139,14 @@ func (p *Provider) ListRuns(ctx context.Context, pipelineID string, limit int) (
 // CompareAndSwapRunState implements provider.RunStore with one script that compares
 // the stored version and writes the new state. The stored CreatedAt is kept; Version
 // becomes expectedVersion+1 and UpdatedAt the provider clock's now. The run's list
-// entry never changes (it orders by CreatedAt), so CAS touches one slot. A CAS that
-// go-redis retried after a lost reply reports its first attempt's swap (see
-// "Retries" in the package doc).
+// entry never changes (it orders by CreatedAt). A CAS that go-redis retried after a
+// lost reply reports its first attempt's swap (see "Retries" in the package doc).
+//
+// Its active-runs entry costs nothing more while the run stays unfinished (1 round
+// trip), a removal after the swap when it finishes (2), and, when an unfinished
+// status follows a finished one (or a write of an older version), the entry before
+// the swap and its setting after (4: the script first answers that it needs the
+// entry). See "Active runs" in the package doc.
 func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, expectedVersion int, newState types.RunState) (bool, error) {
 	const op = "compare and swap run state"
 	if err := p.life.EnterWrite(ctx, op, provider.CheckCAS(runID, expectedVersion, newState)); err != nil {
@@ -153,29 +160,31 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 		return false, err
 	}
 	key, active, stamp := p.k.run(runID), p.k.activeRuns(), newState.UpdatedAt.UnixMilli()
-	if !newState.Status.Terminal() { // step 1 of a write that wants an entry (index.go)
-		if _, err := p.runBatch(ctx, op, []call{idxCall(active, "p", runID, runID, stamp)}); err != nil {
-			return false, err
-		}
-	}
 	life := lifetimeOf(newState.UpdatedAt, p.retention.Runs)
+	mode, mark := casAny, ""
+	if unfinished := !newState.Status.Terminal(); unfinished {
+		mode, mark = casKnown, strconv.Itoa(newState.Version)
+	}
 	keys, args, t, fenced := fenceArgs(ctx, p.k.fences(key), []string{key, p.k.newCall(key)}, []any{int64(expectedVersion),
-		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl})
-	c := p.run(ctx, scriptRunCAS, keys, args...)
-	n, err := c.Int64()
-	if fenced && c.Err() == nil {
-		n, err = fenceReply(op, c.Val(), t, provider.KindRunState, runID)
-		if err != nil {
+		newState.PipelineID, data, int64(newState.Version), callMemoryMS, life.now, life.exp, life.ttl, mode, mark})
+	n, err := p.casScript(ctx, op, runID, keys, args, t, fenced)
+	if err == nil && n == casNeedsEntry { // step 1 of a write that wants an entry (index.go), then the swap again
+		if _, err = p.runBatch(ctx, op, []call{idxCall(active, "p", runID, runID, stamp)}); err != nil {
 			return false, err
 		}
+		args[len(args)-4] = casAny // before the mark and the fence's two
+		n, err = p.casScript(ctx, op, runID, keys, args, t, fenced)
+		mode = casAny
 	}
 	switch {
 	case err != nil:
-		return false, p.wrap(op, err)
+		return false, err
 	case n < 0:
 		return false, provider.Invalidf("run %s belongs to another pipeline than %s", runID, newState.PipelineID)
 	case n == 0:
 		return false, nil
+	case mode == casKnown:
+		return true, nil // the entry the last write relied on stays (see "Active runs")
 	}
 	// n is the run's new sequence: its active-runs entry follows the swap (a
 	// failure here leaves what readers repair: a provisional entry of an
@@ -186,6 +195,29 @@ func (p *Provider) CompareAndSwapRunState(ctx context.Context, runID string, exp
 	}
 	_, _ = p.runBatch(ctx, op, []call{set})
 	return true, nil
+}
+
+// The modes of lua/run_cas.lua and its answer when mode casKnown finds no entry.
+const (
+	casKnown      = "known"
+	casAny        = "any"
+	casNeedsEntry = -3
+)
+
+// casScript runs lua/run_cas.lua once and returns its answer: the new sequence,
+// 0, -1 or casNeedsEntry, or a fenced refusal's error.
+func (p *Provider) casScript(ctx context.Context, op, runID string, keys []string, args []any, t fence.Token, fenced bool) (int64, error) {
+	c := p.run(ctx, scriptRunCAS, keys, args...)
+	n, err := c.Int64()
+	if fenced && c.Err() == nil {
+		if n, err = fenceReply(op, c.Val(), t, provider.KindRunState, runID); err != nil {
+			return 0, err
+		}
+	}
+	if err != nil {
+		return 0, p.wrap(op, err)
+	}
+	return n, nil
 }
 
 // ListActiveRuns implements provider.ActiveRunLister with the active-runs index,

@@ -4,7 +4,9 @@
 // create, fenced and unfenced on the same records; events appended and read or
 // followed from saved cursors; cascade markers written and watched from saved
 // cursors; leases acquired, renewed, released and taken over, and the fenced
-// views of stale and current leases), interleaved with clock jumps (past
+// views of stale and current leases; pages of the active-runs index, where the
+// backend has provider.ActiveRunLister, read fresh or resumed from a saved
+// cursor while runs change), interleaved with clock jumps (past
 // retentions and lease TTLs, to exact expiry instants and just before them), a
 // sweeper that deletes what the server would have deleted by then, corrupt
 // records appended to the logs, and instances stopped and reopened, possibly
@@ -74,7 +76,18 @@
 // reverting the fix the line guards and running fresh seeds until one fails
 // the same way, then replace the line with the one that failure prints (or, if
 // the old seed still fails, with the line its log suggests). A line without
-// gen= replays unchecked and its log prints the line to record.
+// gen= replays unchecked and its log prints the line to record. An operation
+// kind added later (the active-runs reads: "active") draws nothing when it is
+// left out, so the lines recorded before it carry skip=<kind> and generate
+// the sequence they recorded, gen= unchanged.
+//
+// The active-runs referee (active.go) allows what the contract row "active
+// runs" of package provider allows: a page holds only runs that are live,
+// unfinished and matching the filter now, each as its truth is now, in
+// ascending RunID after its cursor, none twice in one paging; every run that
+// matched surely after every operation since the paging began is on the page
+// unless the next cursor stops before it; a run within a second of the
+// filter's NotUpdatedSince may match either way.
 //
 // # What it does not cover
 //

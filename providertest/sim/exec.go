@@ -86,9 +86,18 @@ const harnessCorrupt = "Harness.Corrupt"
 var statuses = []types.RunStatus{types.RunPending, types.RunRunning, types.RunCompleted, types.RunFailed}
 
 // do runs o against the backend and the model, and returns its description
-// and the referee's complaint.
+// and the referee's complaint; then the open pagings of the active-runs index
+// learn which runs stopped matching (see pagingM.track).
 func (w *world) do(o op) (string, error) {
+	desc, err := w.do1(o)
+	w.m.trackPagings()
+	return desc, err
+}
+
+func (w *world) do1(o op) (string, error) {
 	switch o.kind {
+	case opActive:
+		return w.listActive(o)
 	case opPut, opCAS, opCreate:
 		return w.writeRun(o)
 	case opGet:
@@ -241,7 +250,7 @@ func (w *world) writeRun(o op) (string, error) {
 		r.exists, r.version, r.status, wrote = true, v, st, true
 	}
 	if wrote {
-		r.exp = provider.Expiry(w.m.now, ret)
+		r.exp, r.updated = provider.Expiry(w.m.now, ret), w.m.now
 		if l != nil {
 			r.fences.wrote(l.lease.Key, l.lease.Fence)
 			w.m.wrote = max(w.m.wrote, l.lease.Fence)

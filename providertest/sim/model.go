@@ -66,6 +66,7 @@ type runM struct {
 	version int
 	status  types.RunStatus
 	exp     time.Time
+	updated time.Time // UpdatedAt: the clock of its last write
 	fences  fenceMem
 }
 
@@ -185,7 +186,8 @@ type model struct {
 	wrote   int64 // the highest fence that wrote a record
 	evCurs  []savedCursor
 	mkCurs  []savedCursor
-	serial  int // names events and marker writes
+	serial  int        // names events and marker writes
+	pagings []*pagingM // open pagings of the active-runs index
 }
 
 // savedCursor is a cursor a read returned, with the index of the entry it names.

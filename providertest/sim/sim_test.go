@@ -110,6 +110,20 @@ func (p *toy) CreateRunState(ctx context.Context, r types.RunState) (bool, error
 	return ok, err
 }
 
+// ListActiveRuns is memory's, less the runs the toy expired (memory keeps them).
+func (p *toy) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	runs, next, err := p.Provider.ListActiveRuns(ctx, f, cursor, limit)
+	live := runs[:0]
+	for _, r := range runs {
+		if !p.expired(r.RunID, p.now()) {
+			live = append(live, r)
+		}
+	}
+	return live, next, err
+}
+
 // toyHarness is the toy's harness: memorytest's, with runs kept forever by
 // memory and for toyRetention by the toy. Every toy of one test shares its
 // expiries, as they share the memory storage.
@@ -162,4 +176,50 @@ func TestSimCatchesToyExpiryBug(t *testing.T) {
 		t.Errorf("the fixed toy fails the simulation: %v", fixed)
 	}
 	t.Logf("fixed toy: %v", st)
+}
+
+// activeToy is a backend whose active-runs index pages from its cursor
+// inclusively (>= where the contract says strictly after): the run that ended
+// one page starts the next again.
+type activeToy struct {
+	*memprovider.Provider
+	fixed bool
+}
+
+func (p activeToy) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	all, _, err := p.Provider.ListActiveRuns(ctx, f, "", 1<<20)
+	if err != nil {
+		return nil, "", err
+	}
+	var after []types.RunState
+	for _, r := range all {
+		if r.RunID > cursor || (!p.fixed && r.RunID == cursor) {
+			after = append(after, r)
+		}
+	}
+	page, next := provider.ActivePage(after, limit)
+	return page, next, nil
+}
+
+// TestSimCatchesActivePagingBug: ListActiveRuns is an operation of the
+// simulation, whose referee finds a paging that repeats its cursor's run, and
+// passes the same backend once it pages strictly after the cursor.
+func TestSimCatchesActivePagingBug(t *testing.T) {
+	harness := func(fixed bool) sim.Harness {
+		b := memorytest.New()
+		h := b.Harness(nil)
+		h.Open = func(t *testing.T) provider.Provider { return activeToy{Provider: b.Open(t), fixed: fixed} }
+		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
+	}
+	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the inclusive cursor in 20s (%v)", st)
+	}
+	if !strings.Contains(f.Err.Error(), "ListActiveRuns") {
+		t.Errorf("the failure is not the paging bug: %v", f)
+	}
+	t.Logf("found after %d runs: %v", st.FirstHit, f.Err)
+	if fixed, st := sim.Search(t, harness(true), uint64(time.Now().UnixNano()), 3*time.Second); fixed != nil {
+		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
+	}
 }
