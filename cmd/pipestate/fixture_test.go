@@ -241,11 +241,32 @@ func redisHarness(t *testing.T, kind, addr string, seeds []string) *harness {
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
 	h.unindex = func(t *testing.T) {
+		ctx := context.Background()
 		active := prefix + ":{:active}"
 		for _, key := range []string{active, active + ":ids", active + ":exp"} {
-			if err := client.Del(context.Background(), key).Err(); err != nil {
+			if err := client.Del(ctx, key).Err(); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// and each run's mark that its entry was added (field a), as on the runs
+		// the backfill is for: written by a version without the index.
+		unmark := func(ctx context.Context, c *goredis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+":{run:*}", 1000).Iterator()
+			for iter.Next(ctx) {
+				if err := c.HDel(ctx, iter.Val(), "a").Err(); err != nil {
+					return err
+				}
+			}
+			return iter.Err()
+		}
+		var err error
+		if cc, ok := client.(*goredis.ClusterClient); ok {
+			err = cc.ForEachMaster(ctx, unmark)
+		} else {
+			err = unmark(ctx, client.(*goredis.Client))
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	h.corrupt = func(t *testing.T, runID string) {
