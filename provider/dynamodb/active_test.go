@@ -159,3 +159,44 @@ func TestActiveRunIndexOtherSchema(t *testing.T) {
 		t.Errorf("EnsureActiveRunIndex: err %v, want ErrSchemaMismatch", err)
 	}
 }
+
+// TestCorruptActiveKey gives a run's truth item an index key that is not its
+// own (DynamoDB refuses one of another type, so TestCorruptEveryAttribute's
+// change of type cannot reach it on AWS): GetRunState returns ErrCorrupt, and
+// ListActiveRuns skips and reports it and lists the other runs.
+func TestCorruptActiveKey(t *testing.T) {
+	for _, c := range []struct{ attr, v string }{
+		{"activeSK", "r-0"}, {"activeSK", "zz"}, {"activePK", "ACTIVE#99"}, {"activePK", "seven"},
+	} {
+		t.Run(c.attr+"="+c.v, func(t *testing.T) {
+			e := testEnv(t)
+			p := openOn(t, e.client, e)
+			ctx := t.Context()
+			for _, id := range []string{"r-1", "r-2", "r-3"} {
+				if err := p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunRunning}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := setAttr(ctx, e, "RUN#r-2", "STATE", c.attr, sAV(c.v)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.GetRunState(ctx, "r-2"); !errors.Is(err, provider.ErrCorrupt) {
+				t.Errorf("GetRunState: err %v, want ErrCorrupt", err)
+			}
+			rctx, reported := reports(ctx)
+			runs, _, err := p.ListActiveRuns(rctx, provider.ActiveRunFilter{}, "", 10)
+			var got []string
+			for _, r := range runs {
+				got = append(got, r.RunID)
+			}
+			if err != nil || !slices.Equal(got, []string{"r-1", "r-3"}) {
+				t.Errorf("ListActiveRuns = %v, %v; want [r-1 r-3]", got, err)
+			}
+			// An entry moved out of every shard (activePK) is not read: only
+			// GetRunState can tell.
+			if want := c.attr == "activeSK"; want != slices.Equal(reported(), []string{"r-2"}) {
+				t.Errorf("ListActiveRuns reported %v", reported())
+			}
+		})
+	}
+}
