@@ -117,17 +117,25 @@ func TestActiveRunIndexMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Wait until DynamoDB built it (DynamoDB Local answers a Query of an index
+	// being built with an InternalFailure, AWS with a ValidationException).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
-		if err == nil {
-			if len(runs) != 1 || runs[0].RunID != "r1" || runs[0].Version != 1 {
-				t.Fatalf("ListActiveRuns after EnsureActiveRunIndex = %+v", runs)
-			}
+		out, err := client.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: &table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(out.Table.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndexDescription) bool {
+			return aws.ToString(g.IndexName) == "ACTIVE" && g.IndexStatus == ddbtypes.IndexStatusActive
+		}) {
 			break
 		}
-		if !errors.Is(err, dynamodb.ErrNoActiveRunIndex) || time.Now().After(deadline) {
-			t.Fatalf("ListActiveRuns after EnsureActiveRunIndex: %v", err)
+		if time.Now().After(deadline) {
+			t.Fatalf("the index ACTIVE is not built after a minute: %+v", out.Table.GlobalSecondaryIndexes)
 		}
+	}
+	runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+	if err != nil || len(runs) != 1 || runs[0].RunID != "r1" || runs[0].Version != 1 {
+		t.Fatalf("ListActiveRuns after EnsureActiveRunIndex = %+v, %v; want r1 at version 1", runs, err)
 	}
 	if err := dynamodb.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable on a table with ACTIVE: %v", err)
