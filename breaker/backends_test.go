@@ -18,11 +18,11 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
-	pddb "github.com/pipestate/pipestate/provider/dynamodb"
-	predis "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	sddb "github.com/pipestate/pipestate/state/dynamodb"
-	sredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -56,11 +56,11 @@ func redisBackend(t *testing.T, dial func(d func(context.Context, string, string
 	b := outageBreaker(t)
 	c.AddHook(b.RedisHook())
 	prefix := testenv.RedisPrefix(t)
-	p, err := predis.New(c, predis.WithKeyPrefix(prefix))
+	p, err := redisprovider.New(c, redisprovider.WithKeyPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sredis.NewInt64SumStore(c, prefix+":sums")
+	s, err := redisstate.NewInt64SumStore(c, prefix+":sums")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +88,16 @@ func dynamodbBackend(t *testing.T) backend {
 	}, b.DynamoDB())
 	table, values := testenv.UniqueName(t), testenv.UniqueName(t)+"-v"
 	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error {
-		return pddb.CreateTable(ctx, client, name)
+		return ddbprovider.CreateTable(ctx, client, name)
 	})
 	testenv.DynamoDBTable(t, client, values, func(ctx context.Context, name string) error {
-		return sddb.CreateStoreTable(ctx, client, name)
+		return ddbstate.CreateStoreTable(ctx, client, name)
 	})
-	p, err := pddb.New(client, table)
+	p, err := ddbprovider.New(client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sddb.NewInt64SumStore(client, values)
+	s, err := ddbstate.NewInt64SumStore(client, values)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@
 // opens, and those of its probes, each print a line through go-redis's
 // process-wide logger. Route them with goredis.SetLogger or silence them with
 // logging.Disable() (package github.com/redis/go-redis/v9/logging), as
-// provider/redis's doc ("go-redis's own log") shows.
+// provider/redisprovider's doc ("go-redis's own log") shows.
 //
 // # Across processes
 //

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipestate/pipestate"
 	"github.com/pipestate/pipestate/breaker"
-	predis "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 )
 
 // One breaker per endpoint, attached to the client that the provider and the
@@ -24,7 +24,7 @@ func Example() {
 	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
 	rdb.AddHook(b.RedisHook())
-	p, err := predis.New(rdb)
+	p, err := redisprovider.New(rdb)
 	if err != nil {
 		panic(err)
 	}
@@ -47,5 +47,5 @@ func ExampleBreaker_DynamoDB() {
 	client := ddb.NewFromConfig(cfg, b.DynamoDB(), func(o *ddb.Options) {
 		o.Retryer = retry.NewAdaptiveMode()
 	})
-	_ = client // give it to provider/dynamodb.New and the state/dynamodb stores
+	_ = client // give it to provider/ddbprovider.New and the state/ddbstate stores
 }

@@ -43,7 +43,7 @@
 // (DynamoDB) or critical section (memory, SQLite). The one exception is a
 // DynamoDB Int64MaxStore merge that leaves the value as it was: unfenced it
 // writes nothing, so the first time a fence merges into the key it takes a
-// second request to remember it (see state/dynamodb).
+// second request to remember it (see state/ddbstate).
 //
 // "The record" is, by write: the run (by RunID) for PutRunState,
 // CompareAndSwapRunState and CreateRunState; the pipeline's event log for

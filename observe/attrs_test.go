@@ -20,10 +20,10 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	stateredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/redisstate"
 )
 
 // spanAttrs returns the attributes of the last span named name.
@@ -90,7 +90,7 @@ func TestServerAndNamespace(t *testing.T) {
 		c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
 		prefix := "obs:" + testenv.RedisPrefix(t)
-		rp, err := redis.New(c, redis.WithKeyPrefix(prefix))
+		rp, err := redisprovider.New(c, redisprovider.WithKeyPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestServerAndNamespace(t *testing.T) {
 		c := ddb.New(ddb.Options{Region: "eu-west-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1,
 			Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")})
 		table := "orders-state"
-		dp, err := dynamodb.New(c, table)
+		dp, err := ddbprovider.New(c, table)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestServerAndNamespace(t *testing.T) {
 		m := miniredis.RunT(t)
 		c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
-		s, err := stateredis.NewInt64SumStore(c, "obs:"+testenv.RedisPrefix(t))
+		s, err := redisstate.NewInt64SumStore(c, "obs:"+testenv.RedisPrefix(t))
 		if err != nil {
 			t.Fatal(err)
 		}

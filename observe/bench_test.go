@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkCAS(b *testing.B) {
 		{"sdk", func(p provider.Provider) provider.Provider { return must(observe.Provider(p, sdk()...)) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			mem, err := memory.New()
+			mem, err := memprovider.New()
 			if err != nil {
 				b.Fatal(err)
 			}

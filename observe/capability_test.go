@@ -16,9 +16,9 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/state"
-	statememory "github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -26,7 +26,7 @@ import (
 // interfaces and checks that each assertion succeeds on the decorator exactly when
 // it succeeds on the original.
 func TestProviderKeepsCapabilities(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 
 // everything implements every optional provider interface (the ones memory lacks
 // with stubs), the source of the values of each combination.
-type everything struct{ *memory.Provider }
+type everything struct{ *memprovider.Provider }
 
 func (everything) CreateRunState(context.Context, types.RunState) (bool, error) { return false, nil }
 func (everything) FollowEvents(context.Context, string, string) iter.Seq2[types.EventRecord, error] {
@@ -88,14 +88,14 @@ func (everything) WatchCascadeMarkers(context.Context, string) iter.Seq2[types.C
 }
 
 // revisioned is a store with every optional interface of package state.
-type revisioned struct{ *statememory.Store[int64] }
+type revisioned struct{ *memstate.Store[int64] }
 
 func (revisioned) GetRevisions(context.Context, []state.Key) ([]state.Revision[int64], error) {
 	return nil, nil
 }
 
 func TestStoreKeepsCapabilities(t *testing.T) {
-	mem, err := statememory.New[int64](monoid.Sum[int64]{})
+	mem, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/providertest"
 )
 
@@ -14,7 +14,7 @@ import (
 // SDK: decorating changes no behaviour, optional interfaces included.
 func TestConformance(t *testing.T) {
 	r := newRig(t)
-	providertest.Run(t, memorytest.New().Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+	providertest.Run(t, memorytest.New().Harness(func(t *testing.T, p *memprovider.Provider) provider.Provider {
 		o, err := observe.Provider(p, r.opts...)
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -22,7 +22,7 @@ func ExampleProvider() {
 	ctx := context.Background()
 	reader := metric.NewManualReader()
 	mp := metric.NewMeterProvider(metric.WithReader(reader))
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		log.Fatal(err)
 	}

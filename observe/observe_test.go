@@ -20,12 +20,12 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	statememory "github.com/pipestate/pipestate/state/memory"
-	stateredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/memstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -119,7 +119,7 @@ func backends() []backend {
 			c := client(t)
 			prefix := "obs:" + testenv.RedisPrefix(t)
 			return func(owner string) provider.Provider {
-				p, err := redis.New(c, redis.WithKeyPrefix(prefix), redis.WithOwner(owner))
+				p, err := redisprovider.New(c, redisprovider.WithKeyPrefix(prefix), redisprovider.WithOwner(owner))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,12 +129,12 @@ func backends() []backend {
 	}
 	return []backend{
 		{"memory", "memory", func(t *testing.T) func(string) provider.Provider {
-			root, err := memory.New()
+			root, err := memprovider.New()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return func(owner string) provider.Provider {
-				p, err := root.NewHandle(memory.WithOwner(owner))
+				p, err := root.NewHandle(memprovider.WithOwner(owner))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,9 +155,9 @@ func backends() []backend {
 		{"dynamodb-local", "aws.dynamodb", func(t *testing.T) func(string) provider.Provider {
 			c := testenv.DynamoDBClient(t)
 			table := testenv.UniqueName(t)
-			testenv.DynamoDBTable(t, c, table, func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, c, name) })
+			testenv.DynamoDBTable(t, c, table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, c, name) })
 			return func(owner string) provider.Provider {
-				p, err := dynamodb.New(c, table, dynamodb.WithOwner(owner))
+				p, err := ddbprovider.New(c, table, ddbprovider.WithOwner(owner))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -285,11 +285,11 @@ func TestRedeliveriesCounted(t *testing.T) {
 	}
 	redisStores := func(t *testing.T, c goredis.UniversalClient) stores {
 		prefix := "obs:" + testenv.RedisPrefix(t)
-		s, err := stateredis.NewInt64SumStore(c, prefix)
+		s, err := redisstate.NewInt64SumStore(c, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := stateredis.NewDeduper(c, prefix)
+		d, err := redisstate.NewDeduper(c, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,11 +300,11 @@ func TestRedeliveriesCounted(t *testing.T) {
 		open func(t *testing.T) stores
 	}{
 		{"memory", func(t *testing.T) stores {
-			s, err := statememory.New[int64](monoid.Sum[int64]{})
+			s, err := memstate.New[int64](monoid.Sum[int64]{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := statememory.NewDeduper()
+			d, err := memstate.NewDeduper()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,7 +368,7 @@ func TestRedeliveriesCounted(t *testing.T) {
 // library's sentinel; an expected "held" outcome does not set status Error.
 func TestErrorsRecorded(t *testing.T) {
 	r := newRig(t)
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestErrorsRecorded(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestBadOptions(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	var typedNil *memory.Provider
+	var typedNil *memprovider.Provider
 	if _, err := observe.Provider(typedNil); !errors.Is(err, provider.ErrInvalidArgument) {
 		t.Errorf("typed nil provider: %v, want ErrInvalidArgument", err)
 	}
@@ -422,7 +422,7 @@ func TestBadOptions(t *testing.T) {
 // and exists.
 func TestStreamsAndCreates(t *testing.T) {
 	r := newRig(t)
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,14 @@
 // cascade markers, locks and leases, and a readiness cache.
 //
 // The package holds interfaces, sentinel errors and the argument checks shared by
-// every backend; it does no I/O. Built-in backends live in provider/memory,
-// provider/redis and provider/dynamodb; a third-party backend proves it behaves the
+// every backend; it does no I/O. Built-in backends live in provider/memprovider,
+// provider/redisprovider and provider/ddbprovider; a third-party backend proves it behaves the
 // same by passing providertest.Run.
 //
 // # Using it
 //
-// Open a backend (provider/redis.New over a go-redis client, provider/dynamodb.New
-// over an AWS SDK client, provider/memory.New in tests), take a lease on the work,
+// Open a backend (provider/redisprovider.New over a go-redis client, provider/ddbprovider.New
+// over an AWS SDK client, provider/memprovider.New in tests), take a lease on the work,
 // keep it alive, and write through the lease's fenced view, so a holder that lost
 // the lease cannot overwrite its successor's writes:
 //
@@ -25,7 +25,7 @@
 //	for rec, err := range p.(provider.EventFollower).FollowEvents(ctx, "orders", cursor) { ... rec.Event.Kind, rec.StreamID ... }
 //
 // The Examples (KeepAlive, Fenced, RunCreator, EventFollower, MarkerWatcher)
-// run these steps on provider/memory. The rules every backend keeps follow.
+// run these steps on provider/memprovider. The rules every backend keeps follow.
 //
 // # Semantics
 //

@@ -10,14 +10,14 @@ import (
 
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
 // recorder is the memory provider, recording the token each call's context
 // carried (Fence 0: none) by method.
 type recorder struct {
-	*memory.Provider
+	*memprovider.Provider
 	seen map[string]int64
 }
 
@@ -94,7 +94,7 @@ func (r *recorder) GetRunState(ctx context.Context, id string) (*types.RunState,
 // TestFencedCarriesTokenOnFencedWritesOnly: the view puts the lease's token on
 // the context of exactly the writes the fence package doc lists.
 func TestFencedCarriesTokenOnFencedWritesOnly(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestFencedCarriesTokenOnFencedWritesOnly(t *testing.T) {
 // TestFencedKeepsCapabilities: the view implements exactly the optional
 // interfaces of what it wraps.
 func TestFencedKeepsCapabilities(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +191,11 @@ func is[I any](p provider.Provider) bool { _, ok := p.(I); return ok }
 
 // TestFencedBadInput: a nil provider and an invalid lease are ErrInvalidArgument.
 func TestFencedBadInput(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nilMem *memory.Provider
+	var nilMem *memprovider.Provider
 	for _, tc := range []struct {
 		p     provider.Provider
 		lease types.Lease

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
 // leaser returns two handles on one memory backend: the holder and a rival.
-func leaser(t *testing.T) (*memory.Provider, *memory.Provider) {
+func leaser(t *testing.T) (*memprovider.Provider, *memprovider.Provider) {
 	t.Helper()
-	a, err := memory.New()
+	a, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestKeepAliveRefusesALostLease(t *testing.T) {
 func TestKeepAliveRejectsBadInput(t *testing.T) {
 	a, _ := leaser(t)
 	good := types.Lease{Key: "job", Token: "t", ExpiresAt: time.Now().Add(time.Minute)}
-	var nilLeaser *memory.Provider
+	var nilLeaser *memprovider.Provider
 	for name, call := range map[string]func() error{
 		"nil leaser": func() error { _, _, err := provider.KeepAlive(t.Context(), nilLeaser, good, time.Second); return err },
 		"no token": func() error {

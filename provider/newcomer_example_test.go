@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -16,7 +16,7 @@ import (
 // context the moment the lease is lost; stop ends the renewals and releases it.
 func ExampleKeepAlive() {
 	ctx := context.Background()
-	p, err := memory.New() // or provider/redis, provider/dynamodb: each is a provider.Leaser
+	p, err := memprovider.New() // or provider/redisprovider, provider/ddbprovider: each is a provider.Leaser
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func ExampleKeepAlive() {
 // the storage, with nothing written.
 func ExampleFenced() {
 	ctx := context.Background()
-	p, err := memory.New()
+	p, err := memprovider.New()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func ExampleFenced() {
 // (map[string]any): numbers come back as float64 from the JSON backends.
 func ExampleRunCreator() {
 	ctx := context.Background()
-	p, err := memory.New()
+	p, err := memprovider.New()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func ExampleRunCreator() {
 func ExampleEventFollower() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := memory.New()
+	p, err := memprovider.New()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func ExampleEventFollower() {
 func ExampleMarkerWatcher() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := memory.New()
+	p, err := memprovider.New()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/providertest"
 )
 
@@ -43,7 +43,7 @@ func TestSubtestList(t *testing.T) {
 	b := memorytest.New()
 	t.Run("full", func(t *testing.T) { providertest.Run(t, b.Harness(nil)) })
 	t.Run("minimal", func(t *testing.T) {
-		h := b.Harness(func(_ *testing.T, p *memory.Provider) provider.Provider { return struct{ provider.Provider }{p} })
+		h := b.Harness(func(_ *testing.T, p *memprovider.Provider) provider.Provider { return struct{ provider.Provider }{p} })
 		providertest.Run(t, providertest.Harness{Open: h.Open, Sleep: h.Sleep, Now: h.Now})
 	})
 }

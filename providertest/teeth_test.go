@@ -21,7 +21,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/types"
 )
@@ -701,7 +701,7 @@ type readinessKeepsFirstExpiry struct {
 func (b readinessKeepsFirstExpiry) PutReadiness(ctx context.Context, r types.ReadinessResult) error {
 	b.s.mu.Lock()
 	if exp, ok := b.s.expiries[r.PipelineID]; !ok || !b.s.now().Before(exp) {
-		b.s.expiries[r.PipelineID] = b.s.now().Add(memory.DefaultReadinessTTL)
+		b.s.expiries[r.PipelineID] = b.s.now().Add(memprovider.DefaultReadinessTTL)
 	}
 	b.s.mu.Unlock()
 	return b.full.PutReadiness(ctx, r)
@@ -1762,8 +1762,8 @@ type retentionReadsLate struct {
 }
 
 func newRetentionReadsLate(p full, s *shared) provider.Provider {
-	late, err := p.(*memory.Provider).NewHandle(memory.WithRetention(memorytest.Retention),
-		memory.WithClock(func() time.Time { return s.now().Add(-time.Nanosecond) }))
+	late, err := p.(*memprovider.Provider).NewHandle(memprovider.WithRetention(memorytest.Retention),
+		memprovider.WithClock(func() time.Time { return s.now().Add(-time.Nanosecond) }))
 	if err != nil {
 		panic(err)
 	}
@@ -2241,7 +2241,7 @@ func TestBrokenBackend(t *testing.T) {
 	}
 	wrap := brokenBackends[i].wrap
 	b := memorytest.New()
-	h := b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+	h := b.Harness(func(t *testing.T, p *memprovider.Provider) provider.Provider {
 		s := sharedOf(t)
 		s.mu.Lock()
 		s.now = func() time.Time { return b.Now(t) }
@@ -2310,7 +2310,7 @@ const harnessMistake = "Harness.Open: two providers opened in one test do not sh
 // meant to fail, and runs only as TestHarnessMistakes's subprocess.
 func TestBrokenHarness(t *testing.T) {
 	fresh := providertest.Harness{Open: func(t *testing.T) provider.Provider {
-		p, err := memory.New()
+		p, err := memprovider.New()
 		if err != nil {
 			t.Fatal(err)
 		}

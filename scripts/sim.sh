@@ -14,8 +14,8 @@ duration=${2:-1m}
 case "$backend" in
 memory) dir=. pkg=./providertest/sim run='^TestSimMemory$' ;;
 toy) dir=. pkg=./providertest/sim run='^TestSimCatchesToyExpiryBug$' ;;
-miniredis) dir=. pkg=./provider/redis run='^TestSim$' ;;
-dynamodb) dir=. pkg=./provider/dynamodb run='^TestSim$' ;;
+miniredis) dir=. pkg=./provider/redisprovider run='^TestSim$' ;;
+dynamodb) dir=. pkg=./provider/ddbprovider run='^TestSim$' ;;
 sqlite) dir=examples pkg=./custombackend/... run='^TestSim$' ;;
 *) die "sim.sh: unknown backend $backend (memory, miniredis, dynamodb, sqlite, toy)" ;;
 esac

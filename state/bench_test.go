@@ -7,7 +7,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // BenchmarkCoalescer ingests deltas spread at random over 10,000 keys into a memory
@@ -16,7 +16,7 @@ import (
 func BenchmarkCoalescer(b *testing.B) {
 	const keys = 10_000
 	var sum monoid.Sum[int64]
-	store, _ := memory.New[int64](sum)
+	store, _ := memstate.New[int64](sum)
 	c, err := state.NewCoalescer[int64](store, sum, state.WithFlushInterval(0), state.WithMaxKeys(keys))
 	if err != nil {
 		b.Fatal(err)
@@ -52,7 +52,7 @@ func BenchmarkCoalescer(b *testing.B) {
 func BenchmarkDirect(b *testing.B) {
 	const keys = 10_000
 	var sum monoid.Sum[int64]
-	store, _ := memory.New[int64](sum)
+	store, _ := memstate.New[int64](sum)
 	ks := make([]state.Key, keys)
 	for i := range ks {
 		ks[i] = state.Key{Entity: fmt.Sprint("page-", i)}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // blockStore blocks every MergeUpdate until release is closed (ignoring ctx, as a
@@ -39,7 +39,7 @@ func (b *blockStore) MergeUpdate(ctx context.Context, k state.Key, d int64, ttl 
 // no longer than ctx allows, even when the store write hangs (it once waited on
 // the background loop unconditionally, past the caller's shutdown deadline).
 func TestCoalescerCloseHonoursCtx(t *testing.T) {
-	mem, _ := memory.New[int64](monoid.Sum[int64]{})
+	mem, _ := memstate.New[int64](monoid.Sum[int64]{})
 	st := &blockStore{Store: mem, entered: make(chan struct{}), release: make(chan struct{})}
 	defer close(st.release)
 	c, err := state.NewCoalescer[int64](st, monoid.Sum[int64]{}, state.WithFlushInterval(5*time.Millisecond))

@@ -3,8 +3,8 @@
 // Tumbling windows with ReadRange, a write Coalescer and hot-key Sharding — and the
 // argument checks and compare-and-swap loop every backend shares.
 //
-// Backends live in state/memory (generic over any monoid; the reference),
-// state/redis and state/dynamodb; state/statetest is the conformance suite every
+// Backends live in state/memstate (generic over any monoid; the reference),
+// state/redisstate and state/ddbstate; state/statetest is the conformance suite every
 // backend, built in or third-party, passes.
 //
 // # Rules every backend follows

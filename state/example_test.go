@@ -9,13 +9,13 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // A counter: many workers add deltas with MergeUpdate; Get reads the total.
 func ExampleStore() {
 	ctx := context.Background()
-	views, err := memory.New[int64](monoid.Sum[int64]{})
+	views, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func ExampleStore() {
 // because claiming the ID and merging happen in one atomic step.
 func ExampleOnceStore() {
 	ctx := context.Background()
-	views, err := memory.New[int64](monoid.Sum[int64]{})
+	views, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func ExampleOnceStore() {
 // Views per one-minute window, then the total of a range of windows with one read.
 func ExampleReadRange() {
 	ctx := context.Background()
-	views, err := memory.New[int64](monoid.Sum[int64]{})
+	views, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func ExampleReadRange() {
 // each key once per flush.
 func ExampleCoalescer() {
 	ctx := context.Background()
-	views, err := memory.New[int64](monoid.Sum[int64]{})
+	views, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func ExampleOnceStore_sketch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := memory.New[[]byte](visitors)
+	store, err := memstate.New[[]byte](visitors)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func ExampleOnceStore_sketch() {
 func ExampleSharded() {
 	ctx := context.Background()
 	var sum monoid.Sum[int64]
-	store, err := memory.New[int64](sum)
+	store, err := memstate.New[int64](sum)
 	if err != nil {
 		log.Fatal(err)
 	}

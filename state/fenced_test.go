@@ -10,14 +10,14 @@ import (
 	"github.com/pipestate/pipestate/fence"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 	"github.com/pipestate/pipestate/types"
 )
 
 // fenceRecorder is a memory store recording the fence each call's context
 // carried (0: none) by method.
 type fenceRecorder struct {
-	*memory.Store[int64]
+	*memstate.Store[int64]
 	seen map[string]int64
 }
 
@@ -49,7 +49,7 @@ func (r *fenceRecorder) MergeMany(ctx context.Context, ups []state.Update[int64]
 // TestFencedStore: the view fences the three merges and nothing else, keeps
 // exactly the optional interfaces of what it wraps, and refuses bad input.
 func TestFencedStore(t *testing.T) {
-	mem, err := memory.New[int64](monoid.Sum[int64]{})
+	mem, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // concat is a non-commutative monoid (string concatenation), to check that order
@@ -61,7 +61,7 @@ func (s *spy[V]) setFail(f func(k state.Key) error) {
 
 func newSpy[V any](t *testing.T, m monoid.Monoid[V]) *spy[V] {
 	t.Helper()
-	st, err := memory.New(m)
+	st, err := memstate.New(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 	"github.com/pipestate/pipestate/state/statetest"
 )
 
 func TestShardedConformance(t *testing.T) {
 	var sum monoid.Sum[int64]
-	roots := map[string]*memory.Store[int64]{}
+	roots := map[string]*memstate.Store[int64]{}
 	clocks := map[string]*time.Time{}
 	statetest.RunStore(t, statetest.Harness[int64]{
 		Open: func(t *testing.T) state.Store[int64] {
@@ -22,7 +22,7 @@ func TestShardedConformance(t *testing.T) {
 				now := time.Unix(1_000_000, 0)
 				clocks[t.Name()] = &now
 				var err error
-				root, err = memory.New[int64](sum, memory.WithClock(func() time.Time { return *clocks[t.Name()] }))
+				root, err = memstate.New[int64](sum, memstate.WithClock(func() time.Time { return *clocks[t.Name()] }))
 				if err != nil {
 					t.Fatal(err)
 				}

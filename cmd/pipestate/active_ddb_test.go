@@ -11,7 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/types"
 )
 

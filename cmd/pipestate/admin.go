@@ -13,8 +13,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/state/ddbstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -173,8 +173,8 @@ func releaseLease(ctx context.Context, p provider.Provider, key, token string, r
 var createTablesCmd = &spec{
 	name:    "admin create-tables",
 	summary: "create the DynamoDB tables, provider's and stores' (idempotent)",
-	about: "Creates on DynamoDB the provider's table (--table, as provider/dynamodb.CreateTable makes\n" +
-		"it), value tables of state stores (--store-tables, state/dynamodb.CreateStoreTable) and\n" +
+	about: "Creates on DynamoDB the provider's table (--table, as provider/ddbprovider.CreateTable makes\n" +
+		"it), value tables of state stores (--store-tables, state/ddbstate.CreateStoreTable) and\n" +
 		"dedup tables (--dedup-tables, CreateDedupTable), and waits until each is ACTIVE. A table\n" +
 		"that exists with the right key schema is left as it is (\"exists\"); one with another\n" +
 		"schema is an error. --json prints one {table, purpose, result} per table.",

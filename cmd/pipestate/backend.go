@@ -19,11 +19,11 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
-	redisstate "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 )
 
 // backend is a connected backend. Its stores are the ones its target names (the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 )
 
 // Environment variables of the connection flags.

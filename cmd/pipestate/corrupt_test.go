@@ -12,7 +12,7 @@ import (
 func TestCorruptRecords(t *testing.T) {
 	backends(t, func(t *testing.T, h *harness) {
 		if h.corrupt == nil {
-			t.Skip("the memory backend stores values, not bytes: provider/memory's own tests corrupt it")
+			t.Skip("the memory backend stores values, not bytes: provider/memprovider's own tests corrupt it")
 		}
 		h.corrupt(t, "r-0002")
 		for _, args := range [][]string{{"runs", "orders"}, {"runs", "orders", "--json"}} {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/types"
 )
 

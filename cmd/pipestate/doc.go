@@ -76,8 +76,8 @@
 // Reads never write: every command opens the provider read-only (the backend's
 // WithReadOnly) unless it is a write given --yes, so that credentials that allow
 // reads only (a Redis ACL user with the reader's rules, an IAM policy with the
-// reader's actions: see the package docs of provider/redis, provider/dynamodb,
-// state/redis and state/dynamodb) run every read command, state get included.
+// reader's actions: see the package docs of provider/redisprovider, provider/ddbprovider,
+// state/redisstate and state/ddbstate) run every read command, state get included.
 // A read-only provider never repairs what a crashed writer left in Redis's list
 // indexes: it shows what the repair would have shown. A write with --yes needs
 // the writer's rights; with a reader's it fails (NOPERM, AccessDeniedException)

@@ -20,13 +20,13 @@ import (
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/monoid/sketch/topk"
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
-	statememory "github.com/pipestate/pipestate/state/memory"
-	redisstate "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/memstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -107,14 +107,14 @@ func backends(t *testing.T, fn func(t *testing.T, h *harness)) {
 // memoryHarness is the memory backend, reached in process through cli.dial.
 func memoryHarness(t *testing.T) *harness {
 	clk := fakeclock.New(time.Time{})
-	data := must(memory.New(memory.WithClock(clk.Now), memory.WithReadinessTTL(24*time.Hour)))
+	data := must(memprovider.New(memprovider.WithClock(clk.Now), memprovider.WithReadinessTTL(24*time.Hour)))
 	mb := &memBackend{data: data, stores: stores{
-		int64sum:   must(statememory.New[int64](monoid.Sum[int64]{})),
-		int64max:   must(statememory.New[int64](monoid.Max[int64]{})),
-		float64sum: must(statememory.New[float64](monoid.Sum[float64]{})),
-		hll:        must(statememory.New(monoid.Monoid[[]byte](hllM))),
-		topk:       must(statememory.New(monoid.Monoid[[]byte](topkM))),
-		bloom:      must(statememory.New(monoid.Monoid[[]byte](bloomM))),
+		int64sum:   must(memstate.New[int64](monoid.Sum[int64]{})),
+		int64max:   must(memstate.New[int64](monoid.Max[int64]{})),
+		float64sum: must(memstate.New[float64](monoid.Sum[float64]{})),
+		hll:        must(memstate.New(monoid.Monoid[[]byte](hllM))),
+		topk:       must(memstate.New(monoid.Monoid[[]byte](topkM))),
+		bloom:      must(memstate.New(monoid.Monoid[[]byte](bloomM))),
 	}}
 	h := &harness{
 		name:       "memory",
@@ -123,14 +123,14 @@ func memoryHarness(t *testing.T) *harness {
 		env:        []string{envRedis + "=in-process"},
 		storeFlags: []string{"--prefix", "fixtures"},
 		open: func(t *testing.T, owner string) provider.Provider {
-			opts := []memory.Option{memory.WithClock(clk.Now), memory.WithReadinessTTL(24 * time.Hour)}
+			opts := []memprovider.Option{memprovider.WithClock(clk.Now), memprovider.WithReadinessTTL(24 * time.Hour)}
 			if owner != "" {
-				opts = append(opts, memory.WithOwner(owner))
+				opts = append(opts, memprovider.WithOwner(owner))
 			}
 			return must(data.NewHandle(opts...))
 		},
 		expiring: func(t *testing.T) provider.Provider {
-			return must(data.NewHandle(memory.WithClock(clk.Now), memory.WithEventRetention(time.Hour)))
+			return must(data.NewHandle(memprovider.WithClock(clk.Now), memprovider.WithEventRetention(time.Hour)))
 		},
 	}
 	h.dial = mb.dial
@@ -143,7 +143,7 @@ func memoryHarness(t *testing.T) *harness {
 
 // memBackend is the memory backend as the command sees it.
 type memBackend struct {
-	data   *memory.Provider
+	data   *memprovider.Provider
 	stores stores
 	now    func() time.Time
 }
@@ -155,19 +155,19 @@ func (b *memBackend) dial(_ context.Context, _ target, now func() time.Time) (ba
 func (b *memBackend) String() string { return "memory" }
 
 func (b *memBackend) provider(owner string, write bool) (provider.Provider, error) {
-	opts := []memory.Option{memory.WithClock(b.now)}
+	opts := []memprovider.Option{memprovider.WithClock(b.now)}
 	if owner != "" {
-		opts = append(opts, memory.WithOwner(owner))
+		opts = append(opts, memprovider.WithOwner(owner))
 	}
 	if !write {
-		opts = append(opts, memory.WithReadOnly())
+		opts = append(opts, memprovider.WithReadOnly())
 	}
 	return b.data.NewHandle(opts...)
 }
 
 // handle is another handle on a memory store, so that the command closing it
 // leaves the fixtures' open.
-func handle[V any](s state.Store[V]) state.Store[V] { return s.(*statememory.Store[V]).NewHandle() }
+func handle[V any](s state.Store[V]) state.Store[V] { return s.(*memstate.Store[V]).NewHandle() }
 
 func (b *memBackend) int64Store(kind string) (state.Store[int64], error) {
 	if kind == storeInt64Max {

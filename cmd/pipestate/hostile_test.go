@@ -15,9 +15,9 @@ import (
 
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/state"
-	statememory "github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -244,13 +244,13 @@ func (b hostileBackend) provider(owner string, write bool) (provider.Provider, e
 // runHostile runs args in process against a hostileBackend.
 func runHostile(t *testing.T, args ...string) result {
 	t.Helper()
-	mb := &memBackend{data: must(memory.New()), now: func() time.Time { return now }, stores: stores{
-		int64sum:   must(statememory.New[int64](monoid.Sum[int64]{})),
-		int64max:   must(statememory.New[int64](monoid.Max[int64]{})),
-		float64sum: must(statememory.New[float64](monoid.Sum[float64]{})),
-		hll:        must(statememory.New(monoid.Monoid[[]byte](hllM))),
-		topk:       must(statememory.New(monoid.Monoid[[]byte](topkM))),
-		bloom:      must(statememory.New(monoid.Monoid[[]byte](bloomM))),
+	mb := &memBackend{data: must(memprovider.New()), now: func() time.Time { return now }, stores: stores{
+		int64sum:   must(memstate.New[int64](monoid.Sum[int64]{})),
+		int64max:   must(memstate.New[int64](monoid.Max[int64]{})),
+		float64sum: must(memstate.New[float64](monoid.Sum[float64]{})),
+		hll:        must(memstate.New(monoid.Monoid[[]byte](hllM))),
+		topk:       must(memstate.New(monoid.Monoid[[]byte](topkM))),
+		bloom:      must(memstate.New(monoid.Monoid[[]byte](bloomM))),
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/types"
 )
 

@@ -11,7 +11,7 @@
 //     hour, and the visitors of both hours (a sketch union, not a sum).
 //
 // It runs on an embedded miniredis; -redis host:port uses a real server and
-// -dynamodb URL DynamoDB (the stores of state/dynamodb, tables PREFIX-views,
+// -dynamodb URL DynamoDB (the stores of state/ddbstate, tables PREFIX-views,
 // PREFIX-visitors and PREFIX-dedup, created when missing). Run it twice against one
 // server and the second run applies nothing:
 //
@@ -37,8 +37,8 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/dynamodb"
-	"github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
@@ -80,18 +80,18 @@ func connectAndRun(w io.Writer, cfg exbackend.Config) error {
 		client := cfg.DynamoDBClient()
 		viewsT, visitorsT, dedupT := cfg.Prefix+"-views", cfg.Prefix+"-visitors", cfg.Prefix+"-dedup"
 		for _, create := range []func() error{
-			func() error { return dynamodb.CreateStoreTable(ctx, client, viewsT) },
-			func() error { return dynamodb.CreateStoreTable(ctx, client, visitorsT) },
-			func() error { return dynamodb.CreateDedupTable(ctx, client, dedupT) },
+			func() error { return ddbstate.CreateStoreTable(ctx, client, viewsT) },
+			func() error { return ddbstate.CreateStoreTable(ctx, client, visitorsT) },
+			func() error { return ddbstate.CreateDedupTable(ctx, client, dedupT) },
 		} {
 			if err := create(); err != nil {
 				return fmt.Errorf("create tables: %w", err)
 			}
 		}
-		if views, err = dynamodb.NewInt64SumStore(client, viewsT, dynamodb.WithDedupTable(dedupT)); err != nil {
+		if views, err = ddbstate.NewInt64SumStore(client, viewsT, ddbstate.WithDedupTable(dedupT)); err != nil {
 			return err
 		}
-		if visitors, err = dynamodb.NewBytesStore(client, visitorsT, sketch); err != nil {
+		if visitors, err = ddbstate.NewBytesStore(client, visitorsT, sketch); err != nil {
 			return err
 		}
 	} else {
@@ -100,10 +100,10 @@ func connectAndRun(w io.Writer, cfg exbackend.Config) error {
 			return err
 		}
 		defer closeClient()
-		if views, err = redis.NewInt64SumStore(client, cfg.Prefix+":views"); err != nil {
+		if views, err = redisstate.NewInt64SumStore(client, cfg.Prefix+":views"); err != nil {
 			return err
 		}
-		if visitors, err = redis.NewBytesStore(client, cfg.Prefix+":visitors", sketch); err != nil {
+		if visitors, err = redisstate.NewBytesStore(client, cfg.Prefix+":visitors", sketch); err != nil {
 			return err
 		}
 	}

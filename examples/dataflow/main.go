@@ -7,8 +7,8 @@
 //
 // The demo kills "process 1" mid-run, then "process 2" recovers and runs the date
 // again. Both keep their state in memory by default; -redis host:port puts it on a
-// Redis server (provider/redis, keys under -prefix) and -dynamodb URL in DynamoDB
-// (provider/dynamodb, the table -prefix, created when missing), each process with
+// Redis server (provider/redisprovider, keys under -prefix) and -dynamodb URL in DynamoDB
+// (provider/ddbprovider, the table -prefix, created when missing), each process with
 // a client of its own:
 //
 //	go run ./examples/dataflow
@@ -34,9 +34,9 @@ import (
 	"time"
 
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/types"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
@@ -106,11 +106,11 @@ func backend(ctx context.Context, cfg exbackend.Config) (connect func() (provide
 			return redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
 		}, closeAll, nil
 	}
-	var first *memory.Provider // the shared state, like a server
+	var first *memprovider.Provider // the shared state, like a server
 	return func() (provider.Provider, error) {
 		if first == nil {
 			var err error
-			first, err = memory.New()
+			first, err = memprovider.New()
 			return first, err
 		}
 		return first.NewHandle() // a second client of the same state

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
@@ -375,7 +375,7 @@ func TestRestartRecovery(t *testing.T) {
 pipeline: p
 tasks:
   - {name: slow}`)
-	p1, err := memory.New()
+	p1, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,9 +440,9 @@ func mustLoad(t *testing.T, yaml string) *Flow {
 	return f
 }
 
-func newRunner(t *testing.T, flow *Flow, exec ExecFunc) (*Runner, *memory.Provider) {
+func newRunner(t *testing.T, flow *Flow, exec ExecFunc) (*Runner, *memprovider.Provider) {
 	t.Helper()
-	p, err := memory.New()
+	p, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}

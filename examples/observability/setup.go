@@ -8,9 +8,9 @@ import (
 	"fmt"
 
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )
@@ -58,7 +58,7 @@ func open(ctx context.Context, ex *example, cfg exbackend.Config) ([]provider.Pr
 		b, errB := redisprovider.New(client, redisprovider.WithKeyPrefix(cfg.Prefix))
 		return []provider.Provider{a, b}, errors.Join(errA, errB)
 	}
-	a, err := memory.New()
+	a, err := memprovider.New()
 	if err != nil {
 		return nil, err
 	}

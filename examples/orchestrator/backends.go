@@ -7,9 +7,9 @@ import (
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 )
 
 // backend is one store that clients open, each as another process would.
@@ -44,7 +44,7 @@ func openBackend(ctx context.Context, cfg exbackend.Config) (*backend, error) {
 			return p, err
 		}}, nil
 	}
-	data, err := memory.New() // the shared state, like a server's; each client is a handle
+	data, err := memprovider.New() // the shared state, like a server's; each client is a handle
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,11 @@ import (
 
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/provider"
-	ddbprovider "github.com/pipestate/pipestate/provider/dynamodb"
-	redisprovider "github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	ddbstate "github.com/pipestate/pipestate/state/dynamodb"
-	redisstate "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 
 	"github.com/pipestate/pipestate/examples/internal/exbackend"
 )

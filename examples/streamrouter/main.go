@@ -28,8 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/dynamodb/ddbstream"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/ddbprovider/ddbstream"
 )
 
 func main() {
@@ -51,8 +51,8 @@ func newRouter(ctx context.Context, table string) (*Router, error) {
 }
 
 // routerOn is the Router of table through client, starting runs (RunStarter).
-func routerOn(client dynamodb.API, table string) (*Router, error) {
-	p, err := dynamodb.New(client, table)
+func routerOn(client ddbprovider.API, table string) (*Router, error) {
+	p, err := ddbprovider.New(client, table)
 	if err != nil {
 		return nil, err
 	}

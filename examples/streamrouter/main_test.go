@@ -21,7 +21,7 @@ import (
 	"github.com/pipestate/pipestate/examples/internal/routing"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -30,7 +30,7 @@ import (
 type setup struct {
 	client *ddb.Client
 	table  string
-	p      *dynamodb.Provider
+	p      *ddbprovider.Provider
 	stream *testenv.StreamReader
 	router *Router
 
@@ -43,10 +43,10 @@ func newSetup(t *testing.T) *setup {
 	t.Helper()
 	client := testenv.DynamoDBClient(t)
 	table := testenv.UniqueName(t)
-	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, client, name) })
+	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, client, name) })
 	s := &setup{client: client, table: table, stream: testenv.NewStreamReader(t, client, table)}
 	var err error
-	if s.p, err = dynamodb.New(client, table); err != nil {
+	if s.p, err = ddbprovider.New(client, table); err != nil {
 		t.Fatal(err)
 	}
 	if s.router, err = routerOn(client, table); err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/examples/internal/routing"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb/ddbstream"
+	"github.com/pipestate/pipestate/provider/ddbprovider/ddbstream"
 	"github.com/pipestate/pipestate/types"
 )
 

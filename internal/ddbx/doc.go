@@ -1,5 +1,5 @@
 // Package ddbx holds the DynamoDB helpers shared by pipestate's DynamoDB backends
-// (provider/dynamodb and state/dynamodb):
+// (provider/ddbprovider and state/ddbstate):
 //
 //   - [BatchGet] and [BatchWrite]: split a request into DynamoDB's per-call limits
 //     (100 keys, 25 writes), issue the calls concurrently, and retry UnprocessedKeys /

@@ -18,7 +18,7 @@ var ErrSchemaMismatch = errors.New("ddbx: table exists with a different schema")
 
 // TableAPI is the subset of *ddb.Client that EnsureTable calls. The backends'
 // table-creating functions take it, exported under their own name by a type alias
-// (provider/dynamodb.TableAPI), so that one client wrapper serves them all.
+// (provider/ddbprovider.TableAPI), so that one client wrapper serves them all.
 type TableAPI interface {
 	CreateTable(ctx context.Context, in *ddb.CreateTableInput, optFns ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *ddb.DescribeTableInput, optFns ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)

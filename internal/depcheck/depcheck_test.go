@@ -44,8 +44,8 @@ var (
 	// fakeclock, benchpair, steadyload, memorytest) sit above what they test:
 	// only tests and other test kits import them.
 	banTestkit  = ban{"a test kit", under(module + "/internal/testkit")}
-	banBackends = ban{"a built-in backend", under(module+"/provider/memory", module+"/provider/redis",
-		module+"/provider/dynamodb", module+"/state/memory", module+"/state/redis", module+"/state/dynamodb")}
+	banBackends = ban{"a built-in backend", under(module+"/provider/memprovider", module+"/provider/redisprovider",
+		module+"/provider/ddbprovider", module+"/state/memstate", module+"/state/redisstate", module+"/state/ddbstate")}
 )
 
 // rules says which packages may not depend on what. "all" is every package of the
@@ -55,7 +55,7 @@ var rules = []struct {
 	bans []ban
 }{
 	{[]string{"all"}, []ban{banSQLite, banYAML, banDocker, banTestkit, banLambda}},
-	{[]string{"provider/memory", "provider/redis", "state/memory", "state/redis"}, []ban{banAWS}},
+	{[]string{"provider/memprovider", "provider/redisprovider", "state/memstate", "state/redisstate"}, []ban{banAWS}},
 	// The backend-neutral packages: the contract (types, fence, provider, state, the
 	// root sentinels), the monoids and the conformance suites import no client library and
 	// no backend, so a third-party backend pulls in neither Redis nor the AWS SDK.
@@ -111,7 +111,7 @@ func TestBansMatch(t *testing.T) {
 		{banDocker, []string{"github.com/docker/go-connections/nat", "github.com/moby/moby/client", "github.com/testcontainers/testcontainers-go"}},
 		{banAWS, []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/aws/smithy-go"}},
 		{banRedis, []string{"github.com/redis/go-redis/v9", "github.com/alicebob/miniredis/v2"}},
-		{banBackends, []string{module + "/provider/redis", module + "/state/dynamodb"}},
+		{banBackends, []string{module + "/provider/redisprovider", module + "/state/ddbstate"}},
 		{banTestkit, []string{module + "/internal/testkit/testenv", module + "/internal/testkit/memorytest"}},
 		{banLambda, []string{"github.com/aws/aws-lambda-go/events", "github.com/aws/aws-lambda-go/lambda"}},
 	} {

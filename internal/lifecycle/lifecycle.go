@@ -23,7 +23,7 @@ import (
 // Flag is the closed flag (and read-only mode) of one handle. Handles hold it by
 // pointer, so copies made while a handle is built share it.
 type Flag struct {
-	name     string // e.g. "redis" or "state/redis: BytesStore", for errors
+	name     string // e.g. "redis" or "state/redisstate: BytesStore", for errors
 	readOnly bool
 	closed   atomic.Bool
 }

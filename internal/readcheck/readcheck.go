@@ -208,7 +208,7 @@ func Read(t testing.TB, p provider.Provider) Result {
 	check("ListLateArrivals", late, err)
 	markers, err := p.(provider.CascadeReader).ListCascadeMarkers(ctx, "billing", 10)
 	// Both markers carry one WrittenAt, and the order of ties is the backend's
-	// (provider/memory's is not even stable): compare them in date order.
+	// (provider/memprovider's is not even stable): compare them in date order.
 	slices.SortStableFunc(markers, func(a, b types.CascadeMarker) int { return strings.Compare(a.Date, b.Date) })
 	check("ListCascadeMarkers", markers, err)
 	watched := 0

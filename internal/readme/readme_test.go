@@ -28,7 +28,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -42,7 +42,7 @@ var (
 	msg       struct{ ID string }
 	now       time.Time
 	p         provider.Provider
-	rp        *redis.Provider
+	rp        *redisprovider.Provider
 )
 
 // mybackend stands for a third party's backend package.
@@ -66,14 +66,14 @@ const imports = `import (
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
-	"github.com/pipestate/pipestate/provider/memory"
-	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
+	"github.com/pipestate/pipestate/provider/memprovider"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/providertest"
 	"github.com/pipestate/pipestate/state"
-	sdynamodb "github.com/pipestate/pipestate/state/dynamodb"
-	smemory "github.com/pipestate/pipestate/state/memory"
-	sredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/ddbstate"
+	"github.com/pipestate/pipestate/state/memstate"
+	"github.com/pipestate/pipestate/state/redisstate"
 	"github.com/pipestate/pipestate/types"
 )
 `
@@ -111,9 +111,9 @@ func TestSnippetsCompile(t *testing.T) {
 			continue // a complete program: TestProgramsBuild
 		}
 		// The state stores of every backend share names; the README says which
-		// backend a line is about, and the snippet uses the state/redis one.
-		body = strings.NewReplacer("redis.NewInt64SumStore", "sredis.NewInt64SumStore",
-			"redis.NewBytesStore", "sredis.NewBytesStore").Replace(body)
+		// backend a line is about, and the snippet uses the state/redisstate one.
+		body = strings.NewReplacer("redisprovider.NewInt64SumStore", "redisstate.NewInt64SumStore",
+			"redisprovider.NewBytesStore", "redisstate.NewBytesStore").Replace(body)
 		src := fmt.Sprintf("package readme\n\n%s\n", imports)
 		if strings.HasPrefix(body, "func ") {
 			src += body
@@ -144,7 +144,7 @@ func TestSnippetsCompile(t *testing.T) {
 
 // TestProgramsBuild builds every complete program of the README (a Go block
 // that starts with "package main") as it is, so a copy and paste builds: at
-// least one on provider/redis and one on provider/dynamodb.
+// least one on provider/redisprovider and one on provider/ddbprovider.
 func TestProgramsBuild(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -156,7 +156,7 @@ func TestProgramsBuild(t *testing.T) {
 	}
 	backends := map[string]bool{}
 	for i, b := range regexp.MustCompile("(?s)```go\n(package main\n.*?)```").FindAllStringSubmatch(string(readme), -1) {
-		for _, backend := range []string{"provider/redis", "provider/dynamodb"} {
+		for _, backend := range []string{"provider/redisprovider", "provider/ddbprovider"} {
 			if strings.Contains(b[1], `"github.com/pipestate/pipestate/`+backend+`"`) {
 				backends[backend] = true
 			}
@@ -179,7 +179,7 @@ func TestProgramsBuild(t *testing.T) {
 			t.Errorf("README's program %d does not build: %v\n%s", i, err, out)
 		}
 	}
-	if !backends["provider/redis"] || !backends["provider/dynamodb"] {
-		t.Errorf("README's complete programs use %v, want provider/redis and provider/dynamodb", backends)
+	if !backends["provider/redisprovider"] || !backends["provider/ddbprovider"] {
+		t.Errorf("README's complete programs use %v, want provider/redisprovider and provider/ddbprovider", backends)
 	}
 }

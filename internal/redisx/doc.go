@@ -1,5 +1,5 @@
 // Package redisx holds the Redis plumbing shared by pipestate's Redis backends
-// (provider/redis, state/redis and state/tiered's Redis tier), one copy of each
+// (provider/redisprovider, state/redisstate and state/tiered's Redis tier), one copy of each
 // rule:
 //
 //   - [Script] and [Runner]: a Lua script run with EVALSHA, sent again with EVAL

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/memorytest"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/providertest/sim"
 	"github.com/pipestate/pipestate/types"
 )
@@ -23,7 +23,7 @@ func TestSimMemory(t *testing.T) {
 	sim.Run(t, sim.Harness{
 		Harness: b.Harness(nil),
 		Variants: []sim.Variant{{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
-			return b.Open(t, memory.WithRetention(short), memory.WithEventRetention(time.Hour), memory.WithMarkerLogRetention(time.Hour))
+			return b.Open(t, memprovider.WithRetention(short), memprovider.WithEventRetention(time.Hour), memprovider.WithMarkerLogRetention(time.Hour))
 		}}},
 		CorruptExpires: true,
 		WatchWait:      5 * time.Second,  // only a failing run waits for it
@@ -42,7 +42,7 @@ const toyRetention = time.Hour
 // its expiry instant the run is still there (the contract: now >= expiry is
 // expired).
 type toy struct {
-	*memory.Provider
+	*memprovider.Provider
 	now func() time.Time
 	mu  sync.Mutex
 	exp map[string]time.Time
@@ -121,7 +121,7 @@ func toyHarness(fixed bool) sim.Harness {
 	h.Open = func(t *testing.T) provider.Provider {
 		r := memorytest.Retention
 		r.Runs = 0 // the toy keeps runs for toyRetention
-		p := b.Open(t, memory.WithRetention(r))
+		p := b.Open(t, memprovider.WithRetention(r))
 		mu.Lock()
 		defer mu.Unlock()
 		if exps[t.Name()] == nil {

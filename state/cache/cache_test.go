@@ -16,7 +16,7 @@ import (
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
 	"github.com/pipestate/pipestate/state/internal/storetest"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 	"github.com/pipestate/pipestate/state/statetest"
 )
 
@@ -27,21 +27,21 @@ var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 type roots struct {
 	mu     sync.Mutex
 	clocks map[string]*fakeclock.Clock
-	stores map[string]*memory.Store[int64]
+	stores map[string]*memstate.Store[int64]
 }
 
-func (r *roots) get(t *testing.T) (*memory.Store[int64], *fakeclock.Clock) {
+func (r *roots) get(t *testing.T) (*memstate.Store[int64], *fakeclock.Clock) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stores == nil {
-		r.clocks, r.stores = map[string]*fakeclock.Clock{}, map[string]*memory.Store[int64]{}
+		r.clocks, r.stores = map[string]*fakeclock.Clock{}, map[string]*memstate.Store[int64]{}
 	}
 	if s, ok := r.stores[t.Name()]; ok {
 		return s, r.clocks[t.Name()]
 	}
 	clk := fakeclock.New(start)
-	s, err := memory.New[int64](monoid.Sum[int64]{}, memory.WithClock(clk.Now), memory.WithDedupTTL(time.Hour))
+	s, err := memstate.New[int64](monoid.Sum[int64]{}, memstate.WithClock(clk.Now), memstate.WithDedupTTL(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestSizeBound(t *testing.T) {
 // cache serves next.
 func TestNoAliasing(t *testing.T) {
 	counter := storetest.Counter{}
-	root, err := memory.New[[]byte](counter)
+	root, err := memstate.New[[]byte](counter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestNoAliasing(t *testing.T) {
 // TestOptionsAndValues: bad options, and values holding references without a
 // clone, are refused.
 func TestOptionsAndValues(t *testing.T) {
-	root, err := memory.New[int64](monoid.Sum[int64]{})
+	root, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestOptionsAndValues(t *testing.T) {
 			t.Errorf("option %d: %v, want ErrInvalidArgument", i, err)
 		}
 	}
-	set, err := memory.New[map[string]struct{}](monoid.Set[string]{})
+	set, err := memstate.New[map[string]struct{}](monoid.Set[string]{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestOptionsAndValues(t *testing.T) {
 // TestCapabilities: the cache is a OnceStore and a BatchStore exactly when its
 // store is.
 func TestCapabilities(t *testing.T) {
-	root, err := memory.New[int64](monoid.Sum[int64]{})
+	root, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}

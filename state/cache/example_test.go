@@ -9,7 +9,7 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // New returns a state.Store[V] that keeps the optional interfaces of the store
@@ -19,7 +19,7 @@ import (
 // own writes.
 func Example() {
 	ctx := context.Background()
-	views, err := memory.New[int64](monoid.Sum[int64]{}) // or a state/redis, state/dynamodb store
+	views, err := memstate.New[int64](monoid.Sum[int64]{}) // or a state/redisstate, state/ddbstate store
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // TestMeterScope: the cache's metrics carry the library's instrumentation scope,
 // its name and the module version, as every other meter of the library does.
 func TestMeterScope(t *testing.T) {
-	src, err := memory.New[int64](monoid.Sum[int64]{})
+	src, err := memstate.New[int64](monoid.Sum[int64]{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package statetest is the conformance suite for state stores: every backend, built
-// in or third-party, runs it to prove it behaves like the reference (state/memory).
+// in or third-party, runs it to prove it behaves like the reference (state/memstate).
 // It imports only the standard library, testing, monoid, state and types.
 //
 // Wire it up in a backend's tests:

@@ -12,7 +12,7 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
-	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/ddbstate"
 	"github.com/pipestate/pipestate/state/tiered"
 )
 
@@ -29,13 +29,13 @@ func BenchmarkHotGet(b *testing.B) {
 	client := testenv.DynamoDBClient(b, func(o *ddb.Options) { o.HTTPClient = hc })
 	table := testenv.UniqueName(b)
 	testenv.DynamoDBTable(b, client, table, func(ctx context.Context, name string) error {
-		return dynamodb.CreateStoreTable(ctx, client, name)
+		return ddbstate.CreateStoreTable(ctx, client, name)
 	})
 	rc := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr(b)})
 	b.Cleanup(func() { _ = rc.Close() })
 	prefix := testenv.RedisPrefix(b)
-	source := func() *dynamodb.Int64SumStore {
-		s, err := dynamodb.NewInt64SumStore(client, table)
+	source := func() *ddbstate.Int64SumStore {
+		s, err := ddbstate.NewInt64SumStore(client, table)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,7 +6,7 @@
 //	sums, err := dynamodb.NewInt64SumStore(ddbClient, "values")
 //	s, err := tiered.New[int64](sums, redisClient, "views-l2") // a state.OnceStore[int64] still
 //
-// The source is any state.RevisionStore: the state/dynamodb stores are, as
+// The source is any state.RevisionStore: the state/ddbstate stores are, as
 // every write raises an item's revision (the rev attribute) and GetRevisions
 // reads it beside the value. Put package state/cache (L1) in front for reads
 // that may be served from the process's own memory: cache.New(tiered.New(...)).
@@ -38,7 +38,7 @@
 // What makes a reader see an older value, for at most the TTL: a write whose
 // write-through was lost (Redis failing at that moment, the writer crashing
 // between the source write and the write-through) and writes that reach the
-// source another way (a plain state/dynamodb store, an older version of this
+// source another way (a plain state/ddbstate store, an older version of this
 // library during a rolling upgrade, a DynamoDB TTL deletion). A key the source
 // deleted after its expiry starts again at revision 1; a cached absence of it
 // at a higher revision then hides the new value for at most the TTL.

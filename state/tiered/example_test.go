@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
-	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/ddbstate"
 	"github.com/pipestate/pipestate/state/tiered"
 )
 
@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sums, err := dynamodb.NewInt64SumStore(ddb.NewFromConfig(cfg), "views", dynamodb.WithDedupTable("views-dedup"))
+	sums, err := ddbstate.NewInt64SumStore(ddb.NewFromConfig(cfg), "views", ddbstate.WithDedupTable("views-dedup"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/pipestate/pipestate/observe"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
-	"github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/ddbstate"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/statetest"
 	"github.com/pipestate/pipestate/state/tiered"
@@ -73,10 +73,10 @@ func envFor(t *testing.T, open func(t *testing.T) goredis.UniversalClient) *env 
 	t.Cleanup(func() { _ = rc.Close() })
 	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", redis: rc, prefix: testenv.RedisPrefix(t),
 		clock: fakeclock.New(time.Now().Truncate(time.Second))}
-	storeTable := func(ctx context.Context, name string) error { return dynamodb.CreateStoreTable(ctx, c, name) }
+	storeTable := func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, c, name) }
 	testenv.DynamoDBTable(t, c, e.values, storeTable)
 	testenv.DynamoDBTable(t, c, e.bytes, storeTable)
-	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return dynamodb.CreateDedupTable(ctx, c, name) })
+	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return ddbstate.CreateDedupTable(ctx, c, name) })
 	envs.Store(t.Name(), e)
 	t.Cleanup(func() { envs.Delete(t.Name()) })
 	return e
@@ -85,8 +85,8 @@ func envFor(t *testing.T, open func(t *testing.T) goredis.UniversalClient) *env 
 // sums opens another process's tiered Int64SumStore on t's env.
 func sums(t *testing.T, e *env, opts ...tiered.Option) state.Store[int64] {
 	t.Helper()
-	src, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, dynamodb.WithClock(e.clock.Now),
-		dynamodb.WithDedupTable(e.dedup))
+	src, err := ddbstate.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithClock(e.clock.Now),
+		ddbstate.WithDedupTable(e.dedup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,8 @@ func TestConformance(t *testing.T) {
 				statetest.RunStore(t, statetest.Harness[float64]{
 					Open: func(t *testing.T) state.Store[float64] {
 						e := envFor(t, open)
-						src, err := dynamodb.NewFloat64SumStore(testenv.DynamoDBClient(t), e.values,
-							dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
+						src, err := ddbstate.NewFloat64SumStore(testenv.DynamoDBClient(t), e.values,
+							ddbstate.WithClock(e.clock.Now), ddbstate.WithDedupTable(e.dedup))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -140,8 +140,8 @@ func TestConformance(t *testing.T) {
 				statetest.RunStore(t, statetest.Harness[[]byte]{
 					Open: func(t *testing.T) state.Store[[]byte] {
 						e := envFor(t, open)
-						src, err := dynamodb.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, storetest.Counter{},
-							dynamodb.WithClock(e.clock.Now), dynamodb.WithDedupTable(e.dedup))
+						src, err := ddbstate.NewBytesStore(testenv.DynamoDBClient(t), e.bytes, storetest.Counter{},
+							ddbstate.WithClock(e.clock.Now), ddbstate.WithDedupTable(e.dedup))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -222,7 +222,7 @@ func TestSlowWriterTeeth(t *testing.T) {
 // slowWriter runs rounds of a slow write-through overtaken by a fast one and
 // returns the first read that does not see the fast one's value from Redis.
 func slowWriter(t *testing.T, e *env) error {
-	src, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, dynamodb.WithClock(e.clock.Now))
+	src, err := ddbstate.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithClock(e.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,12 +329,12 @@ func TestValueExpiryBeatsTTL(t *testing.T) {
 
 func TestNewRefusesBadArguments(t *testing.T) {
 	e := envFor(t, redisKinds()["miniredis"])
-	src, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values)
+	src, err := ddbstate.NewInt64SumStore(testenv.DynamoDBClient(t), e.values)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var nilClient *goredis.Client
-	var nilSource *dynamodb.Int64SumStore
+	var nilSource *ddbstate.Int64SumStore
 	for name, f := range map[string]func() error{
 		"nil source":   func() error { _, err := tiered.New[int64](nilSource, e.redis, "p"); return err },
 		"nil client":   func() error { _, err := tiered.New[int64](src, nilClient, "p"); return err },
@@ -374,7 +374,7 @@ func attrStep(step string) attribute.KeyValue { return attribute.String("pipesta
 // store and an in-process cache, keeping OnceStore and BatchStore throughout.
 func TestComposes(t *testing.T) {
 	e := envFor(t, redisKinds()["miniredis"])
-	src, err := dynamodb.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, dynamodb.WithDedupTable(e.dedup))
+	src, err := ddbstate.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithDedupTable(e.dedup))
 	if err != nil {
 		t.Fatal(err)
 	}

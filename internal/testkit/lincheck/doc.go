@@ -33,7 +33,7 @@
 // that drives the interfaces of the provider and state packages from several
 // clients started together from a barrier, and returns the recorded history.
 // Config sizes it and bounds its time. The tests of this package run every
-// workload on provider/memory and state/memory, miniredis, redis-server, a Redis
+// workload on provider/memprovider and state/memstate, miniredis, redis-server, a Redis
 // Cluster and DynamoDB Local, with
 // faults from internal/testkit/faults, and prove on memory, through deliberately
 // broken wrappers, that each check can fail.

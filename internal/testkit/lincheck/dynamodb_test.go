@@ -14,9 +14,9 @@ import (
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/dynamodb"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/state"
-	statedynamodb "github.com/pipestate/pipestate/state/dynamodb"
+	"github.com/pipestate/pipestate/state/ddbstate"
 )
 
 // faultRate is the share of DynamoDB requests that meet a random fault.
@@ -46,11 +46,11 @@ func dynamodbTarget(t *testing.T) target {
 		testenv.DynamoDBTable(t, admin, name, create)
 		return name
 	}
-	providers := func(t *testing.T, n int, opts func(i int) []dynamodb.Option) []*dynamodb.Provider {
-		name := table(t, "", func(ctx context.Context, name string) error { return dynamodb.CreateTable(ctx, admin, name) })
-		var out []*dynamodb.Provider
+	providers := func(t *testing.T, n int, opts func(i int) []ddbprovider.Option) []*ddbprovider.Provider {
+		name := table(t, "", func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, admin, name) })
+		var out []*ddbprovider.Provider
 		for i := range n {
-			p, err := dynamodb.New(client(t), name, append(opts(i), dynamodb.WithOwner(owner(i)))...)
+			p, err := ddbprovider.New(client(t), name, append(opts(i), ddbprovider.WithOwner(owner(i)))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,24 +62,24 @@ func dynamodbTarget(t *testing.T) target {
 	return target{
 		providers: func(t *testing.T, n int) []fullProvider {
 			var out []fullProvider
-			for _, p := range providers(t, n, func(int) []dynamodb.Option { return nil }) {
+			for _, p := range providers(t, n, func(int) []ddbprovider.Option { return nil }) {
 				out = append(out, p)
 			}
 			return out
 		},
 		events: func(t *testing.T, n int) []provider.EventStore {
 			var out []provider.EventStore
-			for _, p := range providers(t, n, func(int) []dynamodb.Option { return nil }) {
+			for _, p := range providers(t, n, func(int) []ddbprovider.Option { return nil }) {
 				out = append(out, p)
 			}
 			return out
 		},
 		counters: func(t *testing.T, n int) []state.OnceStore[int64] {
-			values := table(t, "-v", func(ctx context.Context, name string) error { return statedynamodb.CreateStoreTable(ctx, admin, name) })
-			claims := table(t, "-d", func(ctx context.Context, name string) error { return statedynamodb.CreateDedupTable(ctx, admin, name) })
+			values := table(t, "-v", func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, admin, name) })
+			claims := table(t, "-d", func(ctx context.Context, name string) error { return ddbstate.CreateDedupTable(ctx, admin, name) })
 			var out []state.OnceStore[int64]
 			for range n {
-				s, err := statedynamodb.NewInt64SumStore(client(t), values, statedynamodb.WithDedupTable(claims))
+				s, err := ddbstate.NewInt64SumStore(client(t), values, ddbstate.WithDedupTable(claims))
 				if err != nil {
 					t.Fatal(err)
 				}

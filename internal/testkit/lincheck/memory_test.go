@@ -4,18 +4,18 @@ import (
 	"testing"
 
 	"github.com/pipestate/pipestate/monoid"
-	provmem "github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/state"
-	statemem "github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
-// memoryTarget is a fresh provider/memory Store and state/memory store, without
+// memoryTarget is a fresh provider/memprovider Store and state/memstate store, without
 // faults.
 func memoryTarget(t *testing.T) target {
 	return target{
 		providers: func(t *testing.T, n int) []fullProvider { return memoryProviders(t, n) },
 		counters: func(t *testing.T, n int) []state.OnceStore[int64] {
-			s, err := statemem.New[int64](monoid.Sum[int64]{})
+			s, err := memstate.New[int64](monoid.Sum[int64]{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -30,13 +30,13 @@ func memoryTarget(t *testing.T) target {
 
 func memoryProviders(t *testing.T, n int) []fullProvider {
 	t.Helper()
-	root, err := provmem.New()
+	root, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []fullProvider
 	for i := range n {
-		p, err := root.NewHandle(provmem.WithOwner(owner(i)))
+		p, err := root.NewHandle(memprovider.WithOwner(owner(i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	"github.com/pipestate/pipestate/provider/redis"
+	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/state"
-	stateredis "github.com/pipestate/pipestate/state/redis"
+	"github.com/pipestate/pipestate/state/redisstate"
 )
 
 // redisTarget returns storage under a fresh key prefix on the server that client
@@ -38,7 +38,7 @@ func redisTarget(client func(dial dialer) goredis.UniversalClient) func(t *testi
 			providers: func(t *testing.T, k int) []fullProvider {
 				var out []fullProvider
 				for i := range k {
-					p, err := redis.New(open(t), redis.WithKeyPrefix(prefix), redis.WithOwner(owner(i)))
+					p, err := redisprovider.New(open(t), redisprovider.WithKeyPrefix(prefix), redisprovider.WithOwner(owner(i)))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -53,7 +53,7 @@ func redisTarget(client func(dial dialer) goredis.UniversalClient) func(t *testi
 			counters: func(t *testing.T, k int) []state.OnceStore[int64] {
 				var out []state.OnceStore[int64]
 				for range k {
-					s, err := stateredis.NewInt64SumStore(open(t), prefix)
+					s, err := redisstate.NewInt64SumStore(open(t), prefix)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -6,7 +6,7 @@
 // providers it wraps:
 //
 //	b := memorytest.New()
-//	providertest.Run(t, b.Harness(func(t *testing.T, p *memory.Provider) provider.Provider {
+//	providertest.Run(t, b.Harness(func(t *testing.T, p *memprovider.Provider) provider.Provider {
 //		return mywrapper.Wrap(p)
 //	}))
 package memorytest
@@ -20,7 +20,7 @@ import (
 	"github.com/pipestate/pipestate/internal/corrupthook"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/provider"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/providertest"
 )
 
@@ -47,7 +47,7 @@ type Backend struct {
 }
 
 type env struct {
-	data  *memory.Provider // the first handle on the test's data
+	data  *memprovider.Provider // the first handle on the test's data
 	clock *fakeclock.Clock
 }
 
@@ -61,8 +61,8 @@ func (b *Backend) env(t *testing.T) *env {
 	// The first handle writes what Corrupt appends: on the test's clock, with
 	// the retention of the providers Open returns.
 	clock := fakeclock.New(Start)
-	data, err := memory.New(memory.WithClock(clock.Now), memory.WithRetention(Retention),
-		memory.WithEventRetention(EventRetention), memory.WithMarkerLogRetention(MarkerRetention))
+	data, err := memprovider.New(memprovider.WithClock(clock.Now), memprovider.WithRetention(Retention),
+		memprovider.WithEventRetention(EventRetention), memprovider.WithMarkerLogRetention(MarkerRetention))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +73,11 @@ func (b *Backend) env(t *testing.T) *env {
 // Open returns a provider on t's data and clock (with Retention, whose Events and
 // MarkerLog are EventRetention and MarkerRetention), stopped when t ends; opts
 // come after those and may override them.
-func (b *Backend) Open(t *testing.T, opts ...memory.Option) *memory.Provider {
+func (b *Backend) Open(t *testing.T, opts ...memprovider.Option) *memprovider.Provider {
 	t.Helper()
 	e := b.env(t)
-	base := []memory.Option{memory.WithClock(e.clock.Now), memory.WithRetention(Retention),
-		memory.WithEventRetention(EventRetention), memory.WithMarkerLogRetention(MarkerRetention)}
+	base := []memprovider.Option{memprovider.WithClock(e.clock.Now), memprovider.WithRetention(Retention),
+		memprovider.WithEventRetention(EventRetention), memprovider.WithMarkerLogRetention(MarkerRetention)}
 	p, err := e.data.NewHandle(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -108,19 +108,21 @@ func (b *Backend) Corrupt(t *testing.T, kind provider.RecordKind, id ...string) 
 
 // Harness returns a providertest.Harness whose providers are wrap(t, Open(t));
 // a nil wrap returns them as they are.
-func (b *Backend) Harness(wrap func(t *testing.T, p *memory.Provider) provider.Provider) providertest.Harness {
+func (b *Backend) Harness(wrap func(t *testing.T, p *memprovider.Provider) provider.Provider) providertest.Harness {
 	if wrap == nil {
-		wrap = func(_ *testing.T, p *memory.Provider) provider.Provider { return p }
+		wrap = func(_ *testing.T, p *memprovider.Provider) provider.Provider { return p }
 	}
 	return providertest.Harness{
-		Open:          func(t *testing.T) provider.Provider { return wrap(t, b.Open(t)) },
-		OpenOwner:     func(t *testing.T, owner string) provider.Provider { return wrap(t, b.Open(t, memory.WithOwner(owner))) },
+		Open: func(t *testing.T) provider.Provider { return wrap(t, b.Open(t)) },
+		OpenOwner: func(t *testing.T, owner string) provider.Provider {
+			return wrap(t, b.Open(t, memprovider.WithOwner(owner)))
+		},
 		Sleep:         b.Advance,
 		Now:           b.Now,
 		ExpireEvents:  func(t *testing.T, _ string) { b.Advance(t, EventRetention) },
 		ExpireMarkers: func(t *testing.T) { b.Advance(t, MarkerRetention) },
 		Corrupt:       b.Corrupt,
 		Retention:     Retention,
-		OpenReadOnly:  func(t *testing.T) provider.Provider { return wrap(t, b.Open(t, memory.WithReadOnly())) },
+		OpenReadOnly:  func(t *testing.T) provider.Provider { return wrap(t, b.Open(t, memprovider.WithReadOnly())) },
 	}
 }

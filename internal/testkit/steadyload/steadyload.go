@@ -1,5 +1,5 @@
 // Package steadyload is the steady workload of the retention plateau tests and
-// benchmarks (provider/redis, provider/dynamodb): every simulated day, a number
+// benchmarks (provider/redisprovider, provider/ddbprovider): every simulated day, a number
 // of runs spread evenly over the day and over the pipelines, each created,
 // swapped twice (running, then completed) and logged (a run log, an event, a
 // cascade marker), and every tenth also rerun, replayed and given a late

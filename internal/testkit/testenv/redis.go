@@ -250,7 +250,7 @@ func deleteUsers(c goredis.UniversalClient, leak *regexp.Regexp) (int, error) {
 }
 
 // RedisReaderRules and RedisWriterRules are the ACL rules that the package docs
-// of provider/redis and state/redis give a reader and a writer of the keys under
+// of provider/redisprovider and state/redisstate give a reader and a writer of the keys under
 // prefix (which holds no glob character), on a single server or, with cluster,
 // on every node of a Redis Cluster; the tests give their users these and hold
 // the docs to them.

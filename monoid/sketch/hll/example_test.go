@@ -8,7 +8,7 @@ import (
 
 	"github.com/pipestate/pipestate/monoid/sketch/hll"
 	"github.com/pipestate/pipestate/state"
-	"github.com/pipestate/pipestate/state/memory"
+	"github.com/pipestate/pipestate/state/memstate"
 )
 
 // Two workers each build a delta of the users they saw; the union counts a user
@@ -67,12 +67,12 @@ func ExampleEstimate() {
 }
 
 // A sketch in a state store: workers merge deltas, and a reader estimates the total.
-// Any state.Store[[]byte] works the same (state/redis.BytesStore,
-// state/dynamodb.BytesStore).
+// Any state.Store[[]byte] works the same (state/redisstate.BytesStore,
+// state/ddbstate.BytesStore).
 func ExampleMonoid_Delta() {
 	ctx := context.Background()
 	m, _ := hll.New(hll.DefaultPrecision)
-	visitors, err := memory.New[[]byte](m)
+	visitors, err := memstate.New[[]byte](m)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pipestate/pipestate/observe"
-	"github.com/pipestate/pipestate/provider/memory"
+	"github.com/pipestate/pipestate/provider/memprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -21,7 +21,7 @@ import (
 // (the usual order: packages build decorators, main installs the SDK) records
 // nothing before and everything after.
 func TestSDKInstalledLater(t *testing.T) {
-	mem, err := memory.New()
+	mem, err := memprovider.New()
 	if err != nil {
 		t.Fatal(err)
 	}

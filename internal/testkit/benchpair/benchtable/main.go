@@ -9,7 +9,7 @@
 // With -readme FILE it also replaces the text between the lines
 // "<!-- bench:begin -->" and "<!-- bench:end -->" of FILE with the table.
 //
-//	go test -run '^$' -bench . -count 5 ./provider/redis/ | go run ./internal/testkit/benchpair/benchtable
+//	go test -run '^$' -bench . -count 5 ./provider/redisprovider/ | go run ./internal/testkit/benchpair/benchtable
 package main
 
 import (

@@ -9,7 +9,7 @@ import (
 
 const sample = `goos: linux
 goarch: amd64
-pkg: github.com/pipestate/pipestate/provider/redis
+pkg: github.com/pipestate/pipestate/provider/redisprovider
 cpu: Test CPU @ 2.00GHz
 BenchmarkCAS
 BenchmarkCAS/redis
@@ -29,8 +29,8 @@ func TestTable(t *testing.T) {
 	want := "CPU: Test CPU @ 2.00GHz.\n\n" +
 		"| package | benchmark | runs | pipestate µs/call | raw µs/call | ratio | ratio p25–p75 | allocs/call pipestate / raw | server CPU µs/call pipestate / raw |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n" +
-		"| provider/redis | CAS/redis | 2 | 50.0 | 41.0 | 1.20 | 1.10–1.30 | 3 / 2 | – |\n" +
-		"| provider/redis | GetTraits/redis | 1 | 30.0 | 30.0 | 1.00 | 0.90–1.10 | 2 / 2 | 12.0 / 10.0 |\n"
+		"| provider/redisprovider | CAS/redis | 2 | 50.0 | 41.0 | 1.20 | 1.10–1.30 | 3 / 2 | – |\n" +
+		"| provider/redisprovider | GetTraits/redis | 1 | 30.0 | 30.0 | 1.00 | 0.90–1.10 | 2 / 2 | 12.0 / 10.0 |\n"
 	if got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
