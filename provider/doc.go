@@ -216,7 +216,10 @@
 //	               "" next cursor, and every run that is unfinished, live and
 //	               matching the filter for the whole paging appears in it exactly
 //	               once, while others are created, finish or change. A run that
-//	               enters or leaves during the paging may or may not appear. The
+//	               enters or leaves during the paging may or may not appear (where
+//	               the index lags the truth, as a DynamoDB GSI does, a run enters
+//	               when the index has caught up; the backend's doc says by how
+//	               much). The
 //	               cost of a page is the unfinished runs read, never the number of
 //	               pipelines or the finished history.
 //	corrupt        a stored record that does not decode: a Get* of it returns an

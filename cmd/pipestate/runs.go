@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/types"
 )
 
@@ -119,11 +121,15 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 	if err != nil {
 		return err
 	}
+	why := "the backend has no active-runs index"
 	if l, ok := p.(provider.ActiveRunLister); ok && f.unfinishedOnly() {
-		return activeRuns(ctx, in, l, f, limit)
+		err := activeRuns(ctx, in, l, f, limit)
+		if !errors.Is(err, ddbprovider.ErrNoActiveRunIndex) {
+			return err
+		}
+		why = "the table's active-runs index ACTIVE is missing or still being built (see dynamodb.EnsureActiveRunIndex)"
 	}
 	if f.filters() {
-		why := "the backend has no active-runs index"
 		if !f.unfinishedOnly() {
 			why = "without --status, or with a finished one, finished runs are wanted too"
 		}

@@ -32,10 +32,11 @@ var _ TableAPI = (*ddb.Client)(nil)
 // exists, waits up to maxWait until it is ACTIVE, and enables TTL on ttlAttribute
 // (when not empty). An existing table is accepted when its key schema, the key
 // types, and the key schema and projection type of every GSI in in match; extra
-// GSIs, billing mode and stream settings are not compared. A mismatch returns an
-// error wrapping ErrSchemaMismatch and changes nothing. Creating concurrently from
-// several processes is safe.
-func EnsureTable(ctx context.Context, api TableAPI, in *ddb.CreateTableInput, ttlAttribute string, maxWait time.Duration) error {
+// GSIs, billing mode and stream settings are not compared; a GSI of in named in
+// optional may be missing (a table made before it), but when present it must
+// match. A mismatch returns an error wrapping ErrSchemaMismatch and changes
+// nothing. Creating concurrently from several processes is safe.
+func EnsureTable(ctx context.Context, api TableAPI, in *ddb.CreateTableInput, ttlAttribute string, maxWait time.Duration, optional ...string) error {
 	name := deref(in.TableName)
 	desc, err := describe(ctx, api, name)
 	if err != nil {
@@ -58,7 +59,7 @@ func EnsureTable(ctx context.Context, api TableAPI, in *ddb.CreateTableInput, tt
 	if desc == nil {
 		return fmt.Errorf("create table %s: table vanished while being created", name)
 	}
-	if err := sameSchema(in, desc); err != nil {
+	if err := sameSchema(in, desc, optional); err != nil {
 		return fmt.Errorf("table %s: %w: %v", name, ErrSchemaMismatch, err)
 	}
 	if desc.TableStatus != ddbtypes.TableStatusActive {
@@ -130,7 +131,7 @@ func ttlOn(ctx context.Context, api TableAPI, name, attr string) (bool, error) {
 	return true, nil
 }
 
-func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) error {
+func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription, optional []string) error {
 	if !sameKeys(want.KeySchema, got.KeySchema) {
 		return fmt.Errorf("key schema %s, want %s", keysString(got.KeySchema), keysString(want.KeySchema))
 	}
@@ -139,7 +140,7 @@ func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) erro
 		types[deref(a.AttributeName)] = a.AttributeType
 	}
 	for _, a := range want.AttributeDefinitions {
-		if t := types[deref(a.AttributeName)]; t != a.AttributeType {
+		if t, ok := types[deref(a.AttributeName)]; (ok || !onlyOptionalKey(want, deref(a.AttributeName), optional)) && t != a.AttributeType {
 			return fmt.Errorf("attribute %s has type %q, want %q", deref(a.AttributeName), t, a.AttributeType)
 		}
 	}
@@ -147,6 +148,9 @@ func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) erro
 		i := slices.IndexFunc(got.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndexDescription) bool {
 			return deref(g.IndexName) == deref(w.IndexName)
 		})
+		if i < 0 && slices.Contains(optional, deref(w.IndexName)) {
+			continue
+		}
 		if i < 0 {
 			return fmt.Errorf("missing index %s", deref(w.IndexName))
 		}
@@ -159,6 +163,27 @@ func sameSchema(want *ddb.CreateTableInput, got *ddbtypes.TableDescription) erro
 		}
 	}
 	return nil
+}
+
+// onlyOptionalKey reports whether attr is a key attribute of optional GSIs of
+// want only: a table without those GSIs need not define it.
+func onlyOptionalKey(want *ddb.CreateTableInput, attr string, optional []string) bool {
+	in := func(ks []ddbtypes.KeySchemaElement) bool {
+		return slices.ContainsFunc(ks, func(k ddbtypes.KeySchemaElement) bool { return deref(k.AttributeName) == attr })
+	}
+	if in(want.KeySchema) {
+		return false
+	}
+	found := false
+	for _, g := range want.GlobalSecondaryIndexes {
+		if in(g.KeySchema) {
+			if !slices.Contains(optional, deref(g.IndexName)) {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 func sameKeys(a, b []ddbtypes.KeySchemaElement) bool {

@@ -266,7 +266,9 @@ func TestCreateTable(t *testing.T) {
 	d := desc.Table
 	if d.BillingModeSummary == nil || d.BillingModeSummary.BillingMode != ddbtypes.BillingModePayPerRequest ||
 		d.StreamSpecification == nil || d.StreamSpecification.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages ||
-		len(d.GlobalSecondaryIndexes) != 1 || aws.ToString(d.GlobalSecondaryIndexes[0].IndexName) != "GSI1" {
+		len(d.GlobalSecondaryIndexes) != 2 || !slices.ContainsFunc(d.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndexDescription) bool {
+		return aws.ToString(g.IndexName) == "ACTIVE" && g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeKeysOnly
+	}) {
 		t.Errorf("table description: %+v", d)
 	}
 	ttl, err := e.client.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: &e.table})

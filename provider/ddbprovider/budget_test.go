@@ -80,6 +80,25 @@ func TestRoundTripBudget(t *testing.T) {
 			r.CreatedAt = now.Add(time.Hour)
 			return casOK(p.CompareAndSwapRunState(ctx, "r1", 2, r))
 		}},
+		// Two unfinished runs (r1, r2): a Query of each of the 16 shards of
+		// ACTIVE, then a GetItem of each run's truth.
+		{"list active runs", 18, func() error {
+			runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+			if err == nil && len(runs) != 2 {
+				err = fmt.Errorf("%d active runs, want 2", len(runs))
+			}
+			return err
+		}},
+		{"cas finished", 1, func() error {
+			r := run
+			r.Status = types.RunCompleted
+			return casOK(p.CompareAndSwapRunState(ctx, "r1", 3, r))
+		}},
+		{"cas finished again", 1, func() error {
+			r := run
+			r.Status = types.RunCompleted
+			return casOK(p.CompareAndSwapRunState(ctx, "r1", 4, r))
+		}},
 		// A first append reads the counter and the newest event (the
 		// counter never goes below it), then commits.
 		{"append first", 2, func() error { return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p1"}) }},
@@ -262,18 +281,21 @@ var capacityBudget = map[string]float64{
 	"get traits":                        1,
 	"put readiness":                     1,
 	"get readiness":                     1,
-	"put run new":                       4,
+	"put run new":                       12, // the run enters ACTIVE: AWS charges 5 (see the package doc)
 	"put run again":                     4,
 	"put run moved":                     6,
 	"put run moved other instance":      10,
 	"get run":                           1,
 	"list runs":                         1,
-	"create run":                        4,
+	"create run":                        12,
 	"create run existing":               4,
 	"cas":                               4,
 	"cas lost":                          4,
 	"cas zero created":                  5,
 	"cas other created":                 8,
+	"list active runs":                  10,
+	"cas finished":                      12,
+	"cas finished again":                4,
 	"append first":                      4,
 	"append next":                       4,
 	"append other instance":             5, // a read of the counter, then the transaction
@@ -314,12 +336,12 @@ var capacityBudget = map[string]float64{
 	// or not, is a transaction of the list's guard item and the record (2 items
 	// at 2 units each): the guard lives as long as the list.
 	// A refused write consumes nothing on Local, as a failed condition does.
-	"fenced put run new":              4,
+	"fenced put run new":              12,
 	"fenced put run again":            4,
 	"fenced put run moved":            6,
 	"fenced put run refused":          4,
 	"unfenced put run after fenced":   4,
-	"fenced create run":               4,
+	"fenced create run":               12,
 	"fenced create run existing":      4,
 	"fenced create run refused":       4,
 	"fenced cas":                      4,

@@ -93,6 +93,8 @@ func TestCorruptEveryAttribute(t *testing.T) {
 			get("GetRunState", err)
 			_, err = p.ListRuns(rctx, "p", 10)
 			list("ListRuns", err)
+			_, _, err = p.ListActiveRuns(rctx, provider.ActiveRunFilter{}, "", 10)
+			list("ListActiveRuns", err)
 		case has("RUNLOG#"):
 			_, err = p.GetRunLog(rctx, "p", "2026-01-01", "")
 			get("GetRunLog", err)

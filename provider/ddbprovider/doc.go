@@ -1,7 +1,7 @@
 // Package ddbprovider is the DynamoDB backend of pipestate: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader, provider.RunCreator,
-// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector and
-// provider.LockLister) on one
+// provider.EventFollower, provider.MarkerWatcher, provider.LockInspector,
+// provider.LockLister and provider.ActiveRunLister) on one
 // table, with strongly consistent reads, atomic multi-item writes through
 // TransactWriteItems, and conditional writes for compare-and-swap, run creation,
 // event and marker-log sequencing, locks and leases. It passes providertest.Run against DynamoDB Local.
@@ -33,8 +33,9 @@
 //
 // # Key schema
 //
-// One table with string keys PK and SK and one global secondary index, GSI1
-// (GSI1PK, GSI1SK, all attributes projected). IDs never contain '#' (types.ValidateID)
+// One table with string keys PK and SK and two global secondary indexes: GSI1
+// (GSI1PK, GSI1SK, all attributes projected) and ACTIVE (activePK, activeSK,
+// keys only: the sparse index of unfinished runs, see Active runs). IDs never contain '#' (types.ValidateID)
 // and '#' sorts before every ID byte, so joined keys never collide and sort like the
 // tuples they join. T(x) is a fixed-width, byte-sortable encoding of a time (16 hex
 // digits of the Unix second with the sign bit flipped, 8 of the nanosecond); N(x) is
@@ -61,6 +62,10 @@
 //	marker log counter MARKERLOG          SEQ
 //	lock / lease       LOCK#{key}         LOCK
 //
+// A run's truth item also carries, exactly while its status is not terminal,
+// activePK ACTIVE#{NN} (NN: two decimal digits, FNV-1a 32 of the RunID mod 16)
+// and activeSK {run}: its key in ACTIVE.
+//
 // Every item carries its entity as JSON in the attribute "data" (a string; or, when
 // the item would not fit DynamoDB's 400 KB otherwise, a binary holding the JSON
 // DEFLATE-compressed), so a Get returns exactly a JSON round trip of what was put (times Equal to the nanosecond, numbers
@@ -71,7 +76,9 @@
 // "fence" (locks), "tok" (the token of the call that last won a conditional
 // write of the item, or that appended the event), "f:{lease key}" (what the item remembers of fenced
 // writes; see Fencing), and on lock items "rtok" and "rfreed" (the token of the
-// last release and the tok of the hold it freed).
+// last release and the tok of the hold it freed), "activePK" and "activeSK" (a
+// run's key in ACTIVE; attributes that are not the run's own key make the item
+// corrupt).
 //
 // # Guarantees and decisions
 //
@@ -270,6 +277,66 @@
 //     partition key each (PIPELINES, RERUNS, REPLAYS), and every marker write one
 //     marker-log partition and counter (MARKERLOG); these are low-rate records.
 //
+// # Active runs
+//
+// ListActiveRuns (provider.ActiveRunLister) reads ACTIVE, a sparse global
+// secondary index: a run's truth item carries the index's key attributes
+// exactly while its status is not terminal, set and removed by the very
+// PutItem/UpdateItem/TransactWriteItems that writes the run (PutRunState,
+// CreateRunState, CompareAndSwapRunState, fenced or not), so a refused or
+// retried write (a lost CAS, a fenced refusal, a lost reply) leaves the key as
+// the truth is: there is no second step to crash between. The key is spread
+// over 16 partitions (activePK, by a hash of the RunID) so that no single index
+// partition's write rate (1,000 WCU/s on AWS) caps how fast runs start and
+// finish, and sorted by RunID (activeSK) within each. A page is one Query of
+// each shard after the cursor (concurrently, 16 requests; again for a shard
+// whose page was used up), merged in RunID order, then one strongly consistent
+// GetItem of each candidate's truth (16 in flight), which alone decides: a run
+// is listed only if its truth is live (expired runs not yet deleted by TTL are
+// dropped), unfinished and matches the filter, with the truth's fields. So the
+// cost of a page is 16 Queries plus one GetItem per unfinished run read,
+// whatever the number of pipelines or finished runs
+// (TestActiveRunsCostIndependentOfPipelines: 21 requests for 5 stuck runs
+// among 10 or 300 pipelines; the scan it replaces makes 1 + pipelines).
+//
+// What a reader may miss: a GSI is updated asynchronously after the write to
+// the table commits, and DynamoDB offers no strongly consistent read of one.
+// A run whose truth became unfinished (created, or put back from a finished
+// status) less than the index's propagation delay before the Query of its
+// shard (on AWS typically well under a second; on DynamoDB Local none) may be
+// missing from that page. Nothing else: a run finished, expired or deleted is
+// never shown (its truth is read), a status or UpdatedAt is never stale, and a
+// run that stays unfinished for the whole paging (and became so before it, by
+// more than the delay) appears exactly once, since its index key never changes
+// while it is unfinished. That is the promise because the readers it serves
+// look back: a stuck run (--older-than) and an orchestrator's in-flight runs
+// after a crash were made unfinished long before the read; a caller that must
+// see a run it just created has its RunID and reads it with GetRunState.
+//
+// Tables: CreateTable creates ACTIVE with a new table. A table made before
+// this version lacks it: CreateTable accepts such a table as it is,
+// EnsureActiveRunIndex adds the index (one UpdateTable; DynamoDB then builds
+// it, on AWS minutes to hours for a large table), and until it is ACTIVE
+// ListActiveRuns fails with an error wrapping ErrNoActiveRunIndex while run
+// writes go on (they write the key attributes whether or not the index
+// exists, so the runs written since this version are in the index once it is
+// built). A run last written by an earlier version carries no key and is
+// missing until it is written again, and one an earlier version finishes
+// keeps a stale entry (skipped: its truth says finished): see the CHANGELOG's
+// upgrade order (add the index, deploy every writer, then backfill). The stored format: the attributes above,
+// the 16 shards and their names; changing them is a stored-format change.
+//
+// Cost on AWS (KEYS_ONLY: an index item is the table's and the index's keys,
+// about 100 bytes plus DynamoDB's 100 of overhead): 1 WCU when a run enters
+// the index (its first unfinished write) and 1 when it leaves (the write that
+// finishes it); a write that changes neither its status class nor its key (a
+// CAS from RUNNING to RUNNING) does not touch the index, since nothing
+// projected changes. The truth item is about 20 bytes plus the RunID longer
+// while unfinished. A page of ListActiveRuns costs 0.5 RCU per shard Query
+// (eventually consistent; 8 for the 16) plus 1 RCU per truth read. A
+// provisioned table needs write capacity on ACTIVE for 2 writes per run, or
+// DynamoDB throttles the run writes themselves.
+//
 // # Fencing
 //
 // Writes through provider.Fenced (package fence) carry a lease's key and fence,
@@ -386,6 +453,8 @@
 //	ListRunLogs, ListReruns, ListAllReruns 1 (+1 per page)
 //	ListReplays, ListLateArrivals          1 (+1 per page)
 //	ListCascadeMarkers                     1 (+1 per page)
+//	ListActiveRuns                         16 Queries of ACTIVE (concurrent; +1 per shard page used up)
+//	                                       + 1 GetItem per unfinished run read (16 in flight)
 //	PutRunState, PutRerun                  1; 2 when CreatedAt/RequestedAt changed and the list copy is not
 //	                                       where this instance last put it (see Capacity units), or
 //	                                       a rerun's pipeline changed
@@ -432,9 +501,11 @@
 //	                                                  stamps the call's token (was 2: a one-action
 //	                                                  transaction, for its idempotency token)
 //	AcquireLease, RenewLease, ReleaseLease 1          the floor (ReleaseLease was 2, as ReleaseLock)
-//	PutRunState, CreateRunState,           4          a transaction of the run and its list copy: the
-//	CompareAndSwapRunState                            copy is what keeps ListRuns a strongly consistent
-//	                                                  Query in creation order (a GSI would be eventual)
+//	PutRunState, CreateRunState,           4; 5       a transaction of the run and its list copy: the
+//	CompareAndSwapRunState                 when the   copy is what keeps ListRuns a strongly consistent
+//	                                       run enters Query in creation order (a GSI would be eventual);
+//	                                       or leaves  +1 for the index ACTIVE's entry when the run
+//	                                       ACTIVE     becomes unfinished or finished (Active runs)
 //	AppendEvent                            4          a transaction of the event and the pipeline's
 //	                                                  counter item, which hands out gap-free numbers
 //	                                                  and outlives the log (see below); +1 RCU when
@@ -453,6 +524,8 @@
 //	                                                  CreatedAt/RequestedAt) works alike: 6, or 10
 //	Get*, GetTraits, List*(one page)       1 / 4 KB   strongly consistent; GSI1 lists 0.5
 //	ReadEventsSince, GetLockInfo           1 / 4 KB
+//	ListActiveRuns (one page)              8 + 1 per  16 shard Queries of ACTIVE (0.5 each) and the truths
+//	                                       run read
 //
 // A fenced write costs what the unfenced one does. A
 // refused conditional write is charged too (1 WCU; a transaction, 2 per item),
@@ -471,6 +544,15 @@
 //	                         WRU per run  RRU per run  per month
 //	before (locks as tx)     235          4            70.5 M WRU $44.06 + 1.2 M RRU $0.15 = $44.21
 //	after (locks 1 WCU)      232          4            69.6 M WRU $43.50 + 1.2 M RRU $0.15 = $43.65
+//	with ACTIVE              234          4            70.2 M WRU $43.88 + 1.2 M RRU $0.15 = $44.03
+//
+// ACTIVE adds 2 WRU a run (the create enters the index, the CAS that finishes
+// it leaves; the CAS between changes nothing projected): +$0.38 a month, and
+// its storage (the runs unfinished at one time, about 200 bytes each: 1,000
+// of them 0.2 MB) is not worth a cent. A stuck-run check once a minute with
+// nothing stuck costs 8 RRU a call, 0.35 M RRU a month: +$0.04. The scan it
+// replaces read every pipeline's newest runs: at 1,000 pipelines 1,001
+// strongly consistent Queries of up to 1,000 runs each, hundreds of RRU a call.
 //
 // Events are 200 of the 232 write units a run costs. The counter item is what
 // makes a lone event 4 units: a transaction of two items; the counter, which
@@ -546,6 +628,8 @@
 //	      - {AttributeName: SK, AttributeType: S}
 //	      - {AttributeName: GSI1PK, AttributeType: S}
 //	      - {AttributeName: GSI1SK, AttributeType: S}
+//	      - {AttributeName: activePK, AttributeType: S}
+//	      - {AttributeName: activeSK, AttributeType: S}
 //	    KeySchema:
 //	      - {AttributeName: PK, KeyType: HASH}
 //	      - {AttributeName: SK, KeyType: RANGE}
@@ -555,6 +639,11 @@
 //	          - {AttributeName: GSI1PK, KeyType: HASH}
 //	          - {AttributeName: GSI1SK, KeyType: RANGE}
 //	        Projection: {ProjectionType: ALL}
+//	      - IndexName: ACTIVE
+//	        KeySchema:
+//	          - {AttributeName: activePK, KeyType: HASH}
+//	          - {AttributeName: activeSK, KeyType: RANGE}
+//	        Projection: {ProjectionType: KEYS_ONLY}
 //	    TimeToLiveSpecification: {AttributeName: ttl, Enabled: true}
 //	    StreamSpecification: {StreamViewType: NEW_AND_OLD_IMAGES}
 //	    PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}
@@ -585,12 +674,27 @@
 //	    name = "GSI1SK"
 //	    type = "S"
 //	  }
+//	  attribute {
+//	    name = "activePK"
+//	    type = "S"
+//	  }
+//	  attribute {
+//	    name = "activeSK"
+//	    type = "S"
+//	  }
 //
 //	  global_secondary_index {
 //	    name            = "GSI1"
 //	    hash_key        = "GSI1PK"
 //	    range_key       = "GSI1SK"
 //	    projection_type = "ALL"
+//	  }
+//
+//	  global_secondary_index {
+//	    name            = "ACTIVE"
+//	    hash_key        = "activePK"
+//	    range_key       = "activeSK"
+//	    projection_type = "KEYS_ONLY"
 //	  }
 //
 //	  ttl {
@@ -621,7 +725,7 @@
 //	  "Statement": [{
 //	    "Effect": "Allow",
 //	    "Action": ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"],
-//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/ACTIVE"]
 //	  }]
 //	}
 //
@@ -632,13 +736,14 @@
 //	  "Statement": [{
 //	    "Effect": "Allow",
 //	    "Action": ["dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"],
-//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1"]
+//	    "Resource": ["arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/GSI1", "arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/index/ACTIVE"]
 //	  }]
 //	}
 //
 // CreateTable (and 'pipestate admin create-tables') also needs, on the table's
 // ARN only, dynamodb:CreateTable, DescribeTable, DescribeTimeToLive and
 // UpdateTimeToLive; a process that only opens the provider does not.
+// EnsureActiveRunIndex needs dynamodb:DescribeTable and UpdateTable on it.
 package ddbprovider
 
 // Layout, the same in every provider backend: provider.go (type, New, options,

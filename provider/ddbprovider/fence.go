@@ -118,7 +118,7 @@ func fenceIn(av map[string]ddbtypes.AttributeValue, key string) (int64, bool) {
 // with their placeholders in the expressions of putUpdate: the placeholders of
 // exp, listPK, listSK and version are those the conditions use for them.
 var schemaAttrs = [...]struct{ name, ph string }{
-	{attrGSI1PK, "#gpk"}, {attrGSI1SK, "#gsk"}, {attrData, "#data"}, {attrExp, "#exp"}, {attrTTL, "#ttl"},
+	{attrGSI1PK, "#gpk"}, {attrGSI1SK, "#gsk"}, {attrActPK, "#apk"}, {attrActSK, "#ask"}, {attrData, "#data"}, {attrExp, "#exp"}, {attrTTL, "#ttl"},
 	{attrListPK, "#lpk"}, {attrListSK, "#lsk"}, {attrVer, "#v"}, {attrSeq, "#seq"}, {attrHolder, "#holder"},
 	{attrFence, "#fence"}, {attrTok, "#tok"},
 }

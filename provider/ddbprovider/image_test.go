@@ -2,12 +2,15 @@ package ddbprovider
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/ddbprovider/internal/itemimage"
+	"github.com/pipestate/pipestate/types"
 )
 
 // TestImageKind: every key shape of the key schema (package doc) is the kind
@@ -72,5 +75,37 @@ func TestClassifyKeysOnly(t *testing.T) {
 	}
 	if _, err := itemimage.Classify("tbl", map[string]ddbtypes.AttributeValue{attrPK: sv("PIPELINE#p")}); !errors.Is(err, provider.ErrInvalidArgument) {
 		t.Errorf("Classify(no SK) = %v; want ErrInvalidArgument", err)
+	}
+}
+
+// TestImageRunActiveKey: a run's truth item decodes to the same run whether it
+// carries its key in the index ACTIVE (unfinished) or not (finished), and one
+// whose index key is not its own is corrupt, as the provider's reads find it.
+func TestImageRunActiveKey(t *testing.T) {
+	for _, status := range []types.RunStatus{types.RunRunning, types.RunCompleted} {
+		r := types.RunState{RunID: "r-1", PipelineID: "p", Status: status, CreatedAt: time.Unix(5, 0).UTC(), UpdatedAt: time.Unix(6, 0).UTC()}
+		truth, _, err := runItems(r, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		av, err := marshal(truth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, has := av[attrActPK]; has != !status.Terminal() {
+			t.Fatalf("%s run: index key stored %v, want %v", status, has, !status.Terminal())
+		}
+		got, err := itemimage.Decode("tbl", av)
+		if err != nil || got.Kind != itemimage.Run || !reflect.DeepEqual(got.Value, &r) {
+			t.Errorf("Decode(%s run) = %+v, %v; want the run", status, got, err)
+		}
+		if status.Terminal() {
+			continue
+		}
+		av[attrActSK] = sv("r-2")
+		av[attrActPK] = sv(activeShard("r-2"))
+		if got, err := itemimage.Decode("tbl", av); !errors.Is(err, provider.ErrCorrupt) || got.Kind != itemimage.Run {
+			t.Errorf("Decode(run with another run's index key) = %+v, %v; want a corrupt run", got, err)
+		}
 	}
 }

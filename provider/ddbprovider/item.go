@@ -29,7 +29,11 @@ type item struct {
 	SK     string `dynamodbav:"SK"`
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
 	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
-	Data   *body  `dynamodbav:"data,omitempty"`
+	// ActivePK and ActiveSK, on a run's truth item while its status is not
+	// terminal, are its key in the sparse index ACTIVE (see active.go).
+	ActivePK string `dynamodbav:"activePK,omitempty"`
+	ActiveSK string `dynamodbav:"activeSK,omitempty"`
+	Data     *body  `dynamodbav:"data,omitempty"`
 	// Exp is the expiry in Unix nanoseconds by the provider clock (0: never); reads
 	// and lock conditions compare it with the provider clock.
 	Exp int64 `dynamodbav:"exp,omitempty"`
@@ -66,6 +70,8 @@ const (
 	attrSK     = "SK"
 	attrGSI1PK = "GSI1PK"
 	attrGSI1SK = "GSI1SK"
+	attrActPK  = "activePK"
+	attrActSK  = "activeSK"
 	attrData   = "data"
 	attrExp    = "exp"
 	attrTTL    = "ttl"
@@ -77,6 +83,8 @@ const (
 	attrFence  = "fence"
 	attrTok    = "tok"
 	indexGSI1  = "GSI1"
+	// IndexActive is the sparse index of unfinished runs (see active.go).
+	indexActive = "ACTIVE"
 )
 
 // setExpiry sets Exp and TTL for an expiry at t (zero: never).
@@ -304,7 +312,7 @@ func (it *item) attrs() map[string]ddbtypes.AttributeValue {
 	av[attrSK] = &ddbtypes.AttributeValueMemberS{Value: it.SK}
 	for _, f := range [...]struct {
 		name, v string
-	}{{attrGSI1PK, it.GSI1PK}, {attrGSI1SK, it.GSI1SK}, {attrListPK, it.ListPK}, {attrListSK, it.ListSK}, {attrHolder, it.Holder}, {attrTok, it.Tok}} {
+	}{{attrGSI1PK, it.GSI1PK}, {attrGSI1SK, it.GSI1SK}, {attrActPK, it.ActivePK}, {attrActSK, it.ActiveSK}, {attrListPK, it.ListPK}, {attrListSK, it.ListSK}, {attrHolder, it.Holder}, {attrTok, it.Tok}} {
 		if f.v != "" {
 			av[f.name] = &ddbtypes.AttributeValueMemberS{Value: f.v}
 		}
@@ -373,6 +381,9 @@ func unmarshal(av map[string]ddbtypes.AttributeValue) (item, error) {
 		}
 		it.Seq = n
 	}
+	if err := it.checkActive(); err != nil {
+		return item{}, err
+	}
 	return it, nil
 }
 
@@ -390,6 +401,10 @@ func unmarshalAttrs(av map[string]ddbtypes.AttributeValue) (item, error) {
 			it.GSI1PK, err = attrString(v)
 		case attrGSI1SK:
 			it.GSI1SK, err = attrString(v)
+		case attrActPK:
+			it.ActivePK, err = attrString(v)
+		case attrActSK:
+			it.ActiveSK, err = attrString(v)
 		case attrListPK:
 			it.ListPK, err = attrString(v)
 		case attrListSK:

@@ -24,20 +24,23 @@ import (
 // avItem is item as the encoding before 231892c wrote and read it: the same
 // fields and tags, marshalled by attributevalue's reflection.
 type avItem struct {
-	PK      string  `dynamodbav:"PK"`
-	SK      string  `dynamodbav:"SK"`
-	GSI1PK  string  `dynamodbav:"GSI1PK,omitempty"`
-	GSI1SK  string  `dynamodbav:"GSI1SK,omitempty"`
-	Data    *avBody `dynamodbav:"data,omitempty"`
-	Exp     int64   `dynamodbav:"exp,omitempty"`
-	TTL     int64   `dynamodbav:"ttl,omitempty"`
-	ListPK  string  `dynamodbav:"listPK,omitempty"`
-	ListSK  string  `dynamodbav:"listSK,omitempty"`
-	Version *int    `dynamodbav:"version,omitempty"`
-	Seq     int64   `dynamodbav:"seq,omitempty"`
-	Holder  string  `dynamodbav:"holder,omitempty"`
-	Fence   int64   `dynamodbav:"fence,omitempty"`
-	Tok     string  `dynamodbav:"tok,omitempty"`
+	PK     string `dynamodbav:"PK"`
+	SK     string `dynamodbav:"SK"`
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
+	// The index ACTIVE's key (added after 231892c, encoded by the same rule).
+	ActivePK string  `dynamodbav:"activePK,omitempty"`
+	ActiveSK string  `dynamodbav:"activeSK,omitempty"`
+	Data     *avBody `dynamodbav:"data,omitempty"`
+	Exp      int64   `dynamodbav:"exp,omitempty"`
+	TTL      int64   `dynamodbav:"ttl,omitempty"`
+	ListPK   string  `dynamodbav:"listPK,omitempty"`
+	ListSK   string  `dynamodbav:"listSK,omitempty"`
+	Version  *int    `dynamodbav:"version,omitempty"`
+	Seq      int64   `dynamodbav:"seq,omitempty"`
+	Holder   string  `dynamodbav:"holder,omitempty"`
+	Fence    int64   `dynamodbav:"fence,omitempty"`
+	Tok      string  `dynamodbav:"tok,omitempty"`
 }
 
 // avBody is body with the attributevalue methods it had before 231892c.
@@ -52,7 +55,7 @@ func (b *avBody) UnmarshalDynamoDBAttributeValue(av ddbtypes.AttributeValue) err
 }
 
 func toAV(it item) avItem {
-	a := avItem{PK: it.PK, SK: it.SK, GSI1PK: it.GSI1PK, GSI1SK: it.GSI1SK, Exp: it.Exp, TTL: it.TTL,
+	a := avItem{PK: it.PK, SK: it.SK, GSI1PK: it.GSI1PK, GSI1SK: it.GSI1SK, ActivePK: it.ActivePK, ActiveSK: it.ActiveSK, Exp: it.Exp, TTL: it.TTL,
 		ListPK: it.ListPK, ListSK: it.ListSK, Version: it.Version, Seq: it.Seq, Holder: it.Holder, Fence: it.Fence, Tok: it.Tok}
 	if it.Data != nil {
 		a.Data = (*avBody)(it.Data)
@@ -61,7 +64,7 @@ func toAV(it item) avItem {
 }
 
 func fromAV(a avItem) item {
-	it := item{PK: a.PK, SK: a.SK, GSI1PK: a.GSI1PK, GSI1SK: a.GSI1SK, Exp: a.Exp, TTL: a.TTL,
+	it := item{PK: a.PK, SK: a.SK, GSI1PK: a.GSI1PK, GSI1SK: a.GSI1SK, ActivePK: a.ActivePK, ActiveSK: a.ActiveSK, Exp: a.Exp, TTL: a.TTL,
 		ListPK: a.ListPK, ListSK: a.ListSK, Version: a.Version, Seq: a.Seq, Holder: a.Holder, Fence: a.Fence, Tok: a.Tok}
 	if a.Data != nil {
 		it.Data = (*body)(a.Data)

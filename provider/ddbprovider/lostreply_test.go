@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/ddbprovider"
@@ -69,6 +73,8 @@ func TestLostReply(t *testing.T) {
 		if truth == nil || truth.Version != v || len(list) != 1 || !reflect.DeepEqual(*truth, list[0]) {
 			t.Fatalf("run %+v listed as %+v; want version %d listed once", truth, list, v)
 		}
+		wantActiveAsTruth(t, p, "p-"+id, truth)
+		wantIndexKey(t, e, "r-"+id, !truth.Status.Terminal())
 	}
 	wantNoRun := func(t *testing.T, id string) {
 		t.Helper()
@@ -79,6 +85,7 @@ func TestLostReply(t *testing.T) {
 		if truth != nil || len(list) != 0 {
 			t.Fatalf("run %+v listed as %+v; want nothing written", truth, list)
 		}
+		wantActiveAsTruth(t, p, "p-"+id, nil)
 	}
 	wantEvents := func(t *testing.T, id string, msgs ...string) {
 		t.Helper()
@@ -248,6 +255,23 @@ func TestLostReply(t *testing.T) {
 				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now)))
 			},
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		// The swap that finishes the run removes it from the index ACTIVE.
+		{method: "CompareAndSwapRunState", name: "finishes", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				r := run(id, now)
+				r.Status = types.RunFailed
+				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, r))
+			},
+			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		{method: "PutRunState", name: "finishes", fault: drop("TransactWriteItems"),
+			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
+			call: func(t *testing.T, id string) error {
+				r := run(id, now)
+				r.Status = types.RunCompleted
+				return p.PutRunState(ctx, r)
+			},
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
 		{method: "CompareAndSwapRunState", name: "zero created", fault: drop("TransactWriteItems"),
 			setup: func(t *testing.T, id string) { must(t, p.PutRunState(ctx, run(id, now))) },
 			call: func(t *testing.T, id string) error {
@@ -562,6 +586,7 @@ func fencedLostWrites(ctx context.Context, p *ddbprovider.Provider, now time.Tim
 			if err != nil || truth.Version != v || truth.Metadata["i"] != float64(1) || len(list) != 1 || !reflect.DeepEqual(*truth, list[0]) {
 				t.Fatalf("run %+v listed as %+v (%v); want write 1 at version %d listed once", truth, list, err, v)
 			}
+			wantActiveAsTruth(t, p, "p-"+id, truth)
 		}
 	}
 	// wantList: the record's list is exactly one entry, got.
@@ -672,5 +697,49 @@ func fencedLostWrites(ctx context.Context, p *ddbprovider.Provider, now time.Tim
 				}
 				return []string{r.Reason}, err
 			})},
+	}
+}
+
+// wantActiveAsTruth checks that ListActiveRuns shows of pipeline pipelineID's
+// runs exactly what the truth says: truth when it is unfinished, else none.
+func wantActiveAsTruth(t *testing.T, p *ddbprovider.Provider, pipelineID string, truth *types.RunState) {
+	t.Helper()
+	var got []types.RunState
+	for cursor := ""; ; {
+		runs, next, err := p.ListActiveRuns(context.Background(), provider.ActiveRunFilter{PipelinePrefix: pipelineID}, cursor, 100)
+		if err != nil {
+			t.Fatalf("ListActiveRuns: %v", err)
+		}
+		for _, r := range runs {
+			if r.PipelineID == pipelineID {
+				got = append(got, r)
+			}
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	var want []types.RunState
+	if truth != nil && !truth.Status.Terminal() {
+		want = append(want, *truth)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListActiveRuns shows %+v of pipeline %s; want %+v (the truth)", got, pipelineID, want)
+	}
+}
+
+// wantIndexKey checks that the stored truth item of run runID carries its key
+// in the index ACTIVE (activePK, activeSK) exactly when want.
+func wantIndexKey(t *testing.T, e *env, runID string, want bool) {
+	t.Helper()
+	out, err := e.client.GetItem(context.Background(), &ddb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"PK": sAV("RUN#" + runID), "SK": sAV("STATE")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pk := out.Item["activePK"]
+	sk, ok := out.Item["activeSK"].(*ddbtypes.AttributeValueMemberS)
+	if pk != want || ok != want || (ok && sk.Value != runID) {
+		t.Fatalf("run %s stored with activePK %v, activeSK %v; want the index key: %v", runID, out.Item["activePK"], out.Item["activeSK"], want)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// runItems returns a run's truth item and list copy, both expiring at exp (zero:
-// never).
+// runItems returns a run's truth item (with its key in the index ACTIVE while
+// the run is unfinished) and list copy, both expiring at exp (zero: never).
 func runItems(r types.RunState, exp time.Time) (truth, list item, err error) {
 	data, err := encode(r)
 	if err != nil {
@@ -24,6 +24,7 @@ func runItems(r types.RunState, exp time.Time) (truth, list item, err error) {
 	v := r.Version
 	list = item{PK: pipelinePrefix + r.PipelineID, SK: skRun + ids.TimeKey(r.CreatedAt) + "#" + r.RunID, Data: data}
 	truth = item{PK: runPrefix + r.RunID, SK: skState, Data: data, Version: &v, ListPK: list.PK, ListSK: list.SK}
+	truth.setActive(r)
 	truth.setExpiry(exp)
 	list.setExpiry(exp)
 	return truth, list, nil
