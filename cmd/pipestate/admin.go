@@ -177,7 +177,9 @@ var createTablesCmd = &spec{
 		"it), value tables of state stores (--store-tables, state/ddbstate.CreateStoreTable) and\n" +
 		"dedup tables (--dedup-tables, CreateDedupTable), and waits until each is ACTIVE. A table\n" +
 		"that exists with the right key schema is left as it is (\"exists\"); one with another\n" +
-		"schema is an error. --json prints one {table, purpose, result} per table.",
+		"schema is an error. A provider table made before v0.2.0 gets the active-runs index\n" +
+		"(provider/ddbprovider.EnsureActiveRunIndex), which DynamoDB then builds in the\n" +
+		"background. --json prints one {table, purpose, result} per table.",
 	example: "pipestate admin create-tables --dynamodb http://localhost:8000 --table pipestate --store-tables app-counts,app-sketches --dedup-tables app-dedup --yes",
 	conn:    connTables,
 	write:   true,
@@ -194,7 +196,7 @@ var createTablesCmd = &spec{
 			}
 			var todo []tableJob
 			if in.target.table != "" {
-				todo = append(todo, tableJob{Table: in.target.table, Purpose: "provider", create: ddbprovider.CreateTable})
+				todo = append(todo, tableJob{Table: in.target.table, Purpose: "provider", create: createProviderTable})
 			}
 			todo = appendJobs(todo, *stores, "store", ddbstate.CreateStoreTable)
 			todo = appendJobs(todo, *dedups, "dedup", ddbstate.CreateDedupTable)
@@ -238,6 +240,19 @@ var createTablesCmd = &spec{
 			return nil
 		}
 	},
+}
+
+// createProviderTable creates the provider's table, or adds the active-runs index
+// to one that lacks it (made before the index existed).
+func createProviderTable(ctx context.Context, c ddbprovider.TableAPI, table string) error {
+	if err := ddbprovider.CreateTable(ctx, c, table); err != nil {
+		return err
+	}
+	ic, ok := c.(ddbprovider.IndexAPI)
+	if !ok {
+		return nil
+	}
+	return ddbprovider.EnsureActiveRunIndex(ctx, ic, table)
 }
 
 // tableJob is one table admin create-tables creates; --json prints it.

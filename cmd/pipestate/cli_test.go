@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
+	"github.com/pipestate/pipestate/provider/ddbprovider"
 )
 
 func TestResolve(t *testing.T) {
@@ -192,6 +195,32 @@ func TestUnreachable(t *testing.T) {
 	want := "(backend redis " + addr + ", prefix pipestate; chosen by --redis)\n"
 	if r.code != exitError || !strings.Contains(r.stderr, "connection refused") || !strings.HasSuffix(r.stderr, want) || r.stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", r.code, r.stdout, r.stderr, want)
+	}
+}
+
+// TestCreateTablesAddsActiveIndex: a provider table made before the active-runs
+// index (TableInput without ACTIVE) gets it from admin create-tables ("exists").
+func TestCreateTablesAddsActiveIndex(t *testing.T) {
+	t.Parallel()
+	client := testenv.DynamoDBClient(t)
+	table := testenv.UniqueName(t)
+	t.Cleanup(func() { deleteTables(client, table) })
+	in := ddbprovider.TableInput(table)
+	in.GlobalSecondaryIndexes = slices.DeleteFunc(in.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndex) bool { return *g.IndexName == "ACTIVE" })
+	in.AttributeDefinitions = slices.DeleteFunc(in.AttributeDefinitions, func(a ddbtypes.AttributeDefinition) bool { return strings.HasPrefix(*a.AttributeName, "active") })
+	if _, err := client.CreateTable(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envDynamoDB + "=" + testenv.DynamoDBEndpoint(t)}
+	if r := runBinary(t, env, "admin", "create-tables", "--table", table, "--yes"); r.code != exitOK || !strings.Contains(r.stdout, "provider  exists") {
+		t.Fatalf("admin create-tables on a table without the index: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	out, err := client.DescribeTable(t.Context(), &ddb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(out.Table.GlobalSecondaryIndexes, func(g ddbtypes.GlobalSecondaryIndexDescription) bool { return *g.IndexName == "ACTIVE" }) {
+		t.Errorf("after admin create-tables the table's indexes are %+v, want ACTIVE among them", out.Table.GlobalSecondaryIndexes)
 	}
 }
 

@@ -127,7 +127,7 @@ func allRuns(ctx context.Context, in *inv, f runFilter, read, limit int) error {
 		if !errors.Is(err, ddbprovider.ErrNoActiveRunIndex) {
 			return err
 		}
-		why = "the table's active-runs index ACTIVE is missing or still being built (see dynamodb.EnsureActiveRunIndex)"
+		why = "the table's active-runs index ACTIVE is missing or still being built (see ddbprovider.EnsureActiveRunIndex)"
 	}
 	if f.filters() {
 		if !f.unfinishedOnly() {
