@@ -313,6 +313,26 @@ func dynamoHarness(t *testing.T) *harness {
 		},
 	}
 	h.run = func(t *testing.T, args ...string) result { return runBinary(t, h.env, args...) }
+	h.unindex = func(t *testing.T) {
+		// Remove the index keys from every run truth item, as on the runs an
+		// older version wrote.
+		ctx := context.Background()
+		pages := ddb.NewScanPaginator(client, &ddb.ScanInput{TableName: &table, ConsistentRead: aws.Bool(true),
+			FilterExpression: aws.String("attribute_exists(activePK)")})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				if _, err := client.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: &table,
+					Key:              map[string]ddbtypes.AttributeValue{"PK": it["PK"], "SK": it["SK"]},
+					UpdateExpression: aws.String("REMOVE activePK, activeSK")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	h.corrupt = func(t *testing.T, runID string) {
 		// The truth item and its list copy both hold the run's data.
 		ctx := context.Background()
