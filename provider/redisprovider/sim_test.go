@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/redisprovider"
 	"github.com/pipestate/pipestate/providertest"
@@ -21,6 +22,8 @@ type simEnv struct {
 	m     *miniredis.Miniredis
 	c     *goredis.Client
 	clock *fakeclock.Clock
+	net   *faults.Net // the connections of c and of the clients that do not retry
+	lost  int         // net.Dropped() when the fault was armed
 }
 
 // TestSim simulates the provider on miniredis (package providertest/sim):
@@ -36,7 +39,8 @@ func TestSim(t *testing.T) {
 			return e
 		}
 		m := miniredis.RunT(t)
-		e := &simEnv{m: m, c: goredis.NewClient(&goredis.Options{Addr: m.Addr()}), clock: fakeclock.New(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))}
+		n := faults.NewNet()
+		e := &simEnv{m: m, net: n, c: goredis.NewClient(&goredis.Options{Addr: m.Addr(), Dialer: n.Dial}), clock: fakeclock.New(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))}
 		m.SetTime(e.clock.Now())
 		envs[t.Name()] = e
 		name := t.Name()
@@ -73,6 +77,25 @@ func TestSim(t *testing.T) {
 		Variants: []sim.Variant{{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
 			return open(t, redisprovider.WithRetention(short))
 		}}},
+		Faults: &sim.Faults{
+			// Every write is a script (see the package doc).
+			LoseReply: func(t *testing.T) {
+				e := env(t)
+				e.lost = e.net.Dropped()
+				e.net.DropReply(faults.Contains("evalsha"))
+			},
+			Disarm: func(t *testing.T) bool {
+				e := env(t)
+				e.net.Disarm()
+				return e.net.Dropped() > e.lost
+			},
+			OpenNoRetry: func(t *testing.T) provider.Provider {
+				e := env(t)
+				c := goredis.NewClient(&goredis.Options{Addr: e.m.Addr(), Dialer: e.net.Dial, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				return openProvider(t, c, redisprovider.WithClock(e.clock.Now))
+			},
+		},
 		LeaseEarly:     time.Millisecond,
 		PhantomMarkers: true,
 		CorruptExpires: true, // events and the marker log are kept by count

@@ -38,6 +38,12 @@ type world struct {
 	slots []slot
 	m     *model
 	corr  []Corruption
+
+	// The fault of the operation running (see faulty).
+	fault    faultMode
+	disarmed bool
+	fired    bool
+	noRetry  provider.Provider // Faults.OpenNoRetry's instance, opened on first use
 }
 
 func newWorld(t *testing.T, h Harness) *world {
@@ -59,6 +65,9 @@ func (w *world) close() {
 	for _, s := range w.slots {
 		_ = s.p.Stop(context.Background())
 	}
+	if w.noRetry != nil {
+		_ = w.noRetry.Stop(context.Background())
+	}
 }
 
 func (w *world) ctx() (context.Context, context.CancelFunc) {
@@ -69,10 +78,10 @@ func (w *world) ctx() (context.Context, context.CancelFunc) {
 // of the lease it names (through the provider of the slot that acquired it).
 func (w *world) fenced(o op) (provider.Provider, *leaseM, string) {
 	if o.lease < 0 || len(w.m.leases) == 0 {
-		return w.slots[o.slot].p, nil, "unfenced"
+		return w.writer(o.slot), nil, "unfenced"
 	}
 	l := &w.m.leases[o.lease%len(w.m.leases)]
-	fp, err := provider.Fenced(w.slots[l.slot].p, l.lease)
+	fp, err := provider.Fenced(w.writer(l.slot), l.lease)
 	if err != nil {
 		w.t.Fatalf("provider.Fenced: %v", err)
 	}
@@ -96,6 +105,8 @@ func (w *world) do(o op) (string, error) {
 
 func (w *world) do1(o op) (string, error) {
 	switch o.kind {
+	case opLost, opTimeout:
+		return w.faulty(o)
 	case opActive:
 		return w.listActive(o)
 	case opPut, opCAS, opCreate:
@@ -185,10 +196,16 @@ func (w *world) writeRun(o op) (string, error) {
 	switch o.kind {
 	case opPut:
 		v := o.n % 5
+		if w.fault == timeoutAfterApply && wasLive {
+			v = r.version + 1 + o.n%3 // so that a read tells whether it was applied
+		}
 		desc = fmt.Sprintf("PutRunState(%s v%d %s) [slot %d, %s]", id, v, st, o.slot, how)
 		err = p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
 		if err == nil {
 			desc += " → <nil>"
+		}
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: v, Status: st}, true)
 		}
 		if on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err); ferr != nil || !on {
 			return desc + fmt.Sprintf(" → %v", err), ferr
@@ -203,6 +220,9 @@ func (w *world) writeRun(o op) (string, error) {
 		var swapped bool
 		swapped, err = p.CompareAndSwapRunState(ctx, id, expected, types.RunState{RunID: id, PipelineID: pipelineID, Status: st})
 		desc += fmt.Sprintf(" → %t, %v", swapped, err)
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: expected + 1, Status: st}, wasLive && r.version == expected)
+		}
 		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr
@@ -223,6 +243,9 @@ func (w *world) writeRun(o op) (string, error) {
 		r.version, r.status, wrote = expected+1, st, true
 	case opCreate:
 		rc, ok := p.(provider.RunCreator)
+		if ok && w.fault == timeoutAfterApply {
+			_, ok = w.noRetry.(provider.RunCreator)
+		}
 		if !ok {
 			return "CreateRunState (not implemented)", nil
 		}
@@ -231,6 +254,9 @@ func (w *world) writeRun(o op) (string, error) {
 		var created bool
 		created, err = rc.CreateRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
 		desc += fmt.Sprintf(" → %t, %v", created, err)
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: v, Status: st}, !wasLive)
+		}
 		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr

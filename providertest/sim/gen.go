@@ -46,6 +46,8 @@ const (
 	// on: a late kind left out draws nothing, so a line recorded before it
 	// existed, given skip=<kind>, generates the sequence it recorded.
 	opActive
+	opLost    // a write whose reply is lost (Harness.Faults)
+	opTimeout // a run write that times out after it was applied (Harness.Faults)
 	nKinds
 )
 
@@ -53,7 +55,8 @@ const (
 const firstLateKind = opActive
 
 var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
-	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active"}
+	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active",
+	"lost", "timeout"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -64,6 +67,7 @@ var weights = [nKinds]int{
 	opAcquire: 7, opRenew: 3, opRelease: 3,
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
+	opLost: 6, opTimeout: 4,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,
@@ -96,6 +100,11 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 	var w [nKinds]int
 	total := 0
 	off := skipped(skip)
+	if h.Faults == nil {
+		off[opLost], off[opTimeout] = true, true // nothing to arm: draw nothing
+	} else if h.Faults.OpenNoRetry == nil {
+		off[opTimeout] = true
+	}
 	for k, base := range weights {
 		if opKind(k) >= firstLateKind && off[opKind(k)] {
 			continue // draws nothing: see firstLateKind
