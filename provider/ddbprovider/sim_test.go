@@ -78,7 +78,7 @@ func TestSim(t *testing.T) {
 				return openOn(t, pageCap{c, conformancePage}, e, ddbprovider.WithEventRetention(conformanceRetention))
 			},
 		},
-		Sweep:   func(t *testing.T) { sweepTTL(t, testEnv(t)) },
+		Sweep: func(t *testing.T) { sweepTTL(t, testEnv(t)) },
 		Variants: []sim.Variant{
 			{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
 				return base(t, ddbprovider.WithRetention(short), ddbprovider.WithEventRetention(time.Hour), ddbprovider.WithMarkerLogRetention(time.Hour))

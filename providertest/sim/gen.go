@@ -67,7 +67,7 @@ var weights = [nKinds]int{
 	opAcquire: 7, opRenew: 3, opRelease: 3,
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
-	opLost: 6, opTimeout: 4,
+	opLost:   6, opTimeout: 4,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,
