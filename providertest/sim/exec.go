@@ -44,6 +44,8 @@ type world struct {
 	disarmed bool
 	fired    bool
 	noRetry  provider.Provider // Faults.OpenNoRetry's instance, opened on first use
+
+	cliRelease bool // the release running is the CLI's (see cli)
 }
 
 func newWorld(t *testing.T, h Harness) *world {
@@ -109,6 +111,12 @@ func (w *world) do1(o op) (string, error) {
 		return w.faulty(o)
 	case opActive:
 		return w.listActive(o)
+	case opRunLog, opRerun, opReplay:
+		return w.upsert(o)
+	case opLate:
+		return w.late(o)
+	case opCLI:
+		return w.cli(o)
 	case opPut, opCAS, opCreate:
 		return w.writeRun(o)
 	case opGet:
@@ -754,8 +762,17 @@ func (w *world) lease(o op) (string, error) {
 			l.exp = m.now.Add(o.d)
 			return desc, nil
 		}
-		err := ls.ReleaseLease(ctx, l.lease)
-		desc := fmt.Sprintf("ReleaseLease(fence %d) [slot %d] → %v", l.lease.Fence, l.slot, err)
+		rel, via := l.lease, l.slot
+		if w.cliRelease {
+			via = o.slot
+			var err error
+			if rel, err = w.cliLease(ctx, w.slots[via].p, l.lease); err != nil {
+				return "lock release", err
+			}
+			ls, _ = w.slots[via].p.(provider.Leaser)
+		}
+		err := ls.ReleaseLease(ctx, rel)
+		desc := fmt.Sprintf("ReleaseLease(fence %d) [slot %d] → %v", rel.Fence, via, err)
 		if !m.leaseSure(i, w.h.LeaseEarly) {
 			held = err == nil
 		}

@@ -48,7 +48,8 @@ const (
 // of package provider says neither loses nor doubles (the retry reports the
 // first attempt's outcome), so the referee's rules are the ones without the
 // fault.
-var lostKinds = []opKind{opPut, opCAS, opCreate, opAppend, opMarker, opAcquire, opRenew, opRelease}
+var lostKinds = []opKind{opPut, opCAS, opCreate, opAppend, opMarker, opAcquire, opRenew, opRelease,
+	opRunLog, opRerun, opReplay, opLate, opCLI}
 
 // timeoutKinds are the writes a "timeout" operation makes: the run writes,
 // whose outcome (applied or not) the referee learns from a read after.

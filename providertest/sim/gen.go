@@ -48,6 +48,11 @@ const (
 	opActive
 	opLost    // a write whose reply is lost (Harness.Faults)
 	opTimeout // a run write that times out after it was applied (Harness.Faults)
+	opRunLog  // PutRunLog or GetRunLog
+	opRerun   // PutRerun or GetRerun
+	opReplay  // PutReplay or GetReplay
+	opLate    // PutLateArrival or ListLateArrivals
+	opCLI     // the CLI's writes: run fail, lock release
 	nKinds
 )
 
@@ -56,7 +61,7 @@ const firstLateKind = opActive
 
 var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
 	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active",
-	"lost", "timeout"}
+	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -68,6 +73,7 @@ var weights = [nKinds]int{
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
 	opLost:   6, opTimeout: 4,
+	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,
