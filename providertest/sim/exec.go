@@ -195,6 +195,9 @@ func (w *world) writeRun(o op) (string, error) {
 	if l != nil {
 		ret = w.slots[l.slot].ret.Runs
 	}
+	if w.fault == timeoutAfterApply {
+		ret = w.h.Retention.Runs // Faults.OpenNoRetry's instance: Open's options
+	}
 	wasLive := r.live(w.m.now)
 	ctx, cancel := w.ctx()
 	defer cancel()
