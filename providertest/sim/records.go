@@ -113,14 +113,14 @@ func (w *world) upsert(o op) (string, error) {
 		val, found, err := u.get(ctx, w.slots[o.slot].p, key)
 		desc := fmt.Sprintf("Get%s(%s) [slot %d] → %q, %t, %v", u.name, key, o.slot, val, found, err)
 		if err != nil {
-			return desc, fmt.Errorf("Get%s: %w", u.name, err)
+			return desc, fmt.Errorf("%s: %w", "Get"+u.name, err)
 		}
 		isLive := r.live(w.m.now)
 		switch {
 		case isLive && (!found || val != r.val):
-			return desc, fmt.Errorf("Get%s(%s): %q, %t; want %q (live until %v)", u.name, key, val, found, r.val, r.exp.Format(time.RFC3339Nano))
+			return desc, fmt.Errorf("%s(%s): %q, %t; want %q (live until %v)", "Get"+u.name, key, val, found, r.val, r.exp.Format(time.RFC3339Nano))
 		case !isLive && found:
-			return desc, fmt.Errorf("Get%s(%s): %q; want nothing (%s)", u.name, key, val, map[bool]string{true: "expired at " + r.exp.Format(time.RFC3339Nano), false: "never written"}[r.exists])
+			return desc, fmt.Errorf("%s(%s): %q; want nothing (%s)", "Get"+u.name, key, val, map[bool]string{true: "expired at " + r.exp.Format(time.RFC3339Nano), false: "never written"}[r.exists])
 		}
 		return desc, nil
 	}
@@ -134,7 +134,7 @@ func (w *world) upsert(o op) (string, error) {
 		return desc, ferr
 	}
 	if err != nil {
-		return desc, fmt.Errorf("Put%s: %w", u.name, err)
+		return desc, fmt.Errorf("%s: %w", "Put"+u.name, err)
 	}
 	r.exists, r.val, r.exp = true, val, provider.Expiry(w.m.now, u.ret(w.retention(o, l)))
 	if l != nil {
