@@ -55,15 +55,15 @@ var lostKinds = []opKind{opPut, opCAS, opCreate, opAppend, opMarker, opAcquire, 
 // whose outcome (applied or not) the referee learns from a read after.
 var timeoutKinds = []opKind{opPut, opCAS, opCreate}
 
-// faulty runs the write o names (by o.n) with a fault armed, as o.kind says.
+// faulty runs the write o.sub with a fault armed, as o.kind says.
 func (w *world) faulty(o op) (string, error) {
 	f := w.h.Faults
-	kinds, mode := lostKinds, lostReply
+	mode := lostReply
 	if o.kind == opTimeout {
-		kinds, mode = timeoutKinds, timeoutAfterApply
+		mode = timeoutAfterApply
 	}
 	sub := o
-	sub.kind = kinds[(o.n>>8)%len(kinds)]
+	sub.kind = o.sub
 	if sub.d == 0 {
 		sub.d = []time.Duration{time.Minute, time.Hour, 24 * time.Hour}[o.m%3] // a lease's ttl
 	}

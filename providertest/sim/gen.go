@@ -87,6 +87,7 @@ type op struct {
 	n     int // a small number: a version offset, a cursor pick, a count, a variant, a date
 	m     int // another one: a status, a corruption, the jump's shape
 	d     time.Duration
+	sub   opKind // the write a "lost" or "timeout" operation makes (from n and the kinds left out)
 }
 
 // slots is how many provider instances a run keeps open; runIDs how many runs
@@ -110,6 +111,14 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 		off[opLost], off[opTimeout] = true, true // nothing to arm: draw nothing
 	} else if h.Faults.OpenNoRetry == nil {
 		off[opTimeout] = true
+	}
+	// The writes a fault kind makes are those not left out; none: it draws
+	// nothing.
+	subs := map[opKind][]opKind{opLost: keep(lostKinds, off), opTimeout: keep(timeoutKinds, off)}
+	for k, l := range subs {
+		if len(l) == 0 {
+			off[k] = true
+		}
 	}
 	for k, base := range weights {
 		if opKind(k) >= firstLateKind && off[opKind(k)] {
@@ -162,7 +171,21 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 			frac := []float64{0.25, 0.5, 0.75, 1, 1.25, 2}[rng.IntN(6)]
 			o.d = time.Duration(float64(span)*frac) + time.Duration(rng.IntN(60))*time.Second
 		}
+		if l := subs[k]; len(l) > 0 {
+			o.sub = l[(o.n>>8)%len(l)] // no draw: a line that skips neither kind replays as recorded
+		}
 		ops[i] = o
 	}
 	return ops
+}
+
+// keep returns the kinds of l that off does not leave out.
+func keep(l []opKind, off map[opKind]bool) []opKind {
+	var out []opKind
+	for _, k := range l {
+		if !off[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
