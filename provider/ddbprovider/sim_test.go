@@ -2,6 +2,8 @@ package ddbprovider_test
 
 import (
 	"context"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/pipestate/pipestate/internal/testkit/faults"
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/providertest/sim"
@@ -25,13 +29,56 @@ func TestSim(t *testing.T) {
 	h := conformanceHarness()
 	short := provider.Retention{Runs: time.Hour, RunLogs: time.Hour, Reruns: time.Hour, Replays: time.Hour,
 		LateArrivals: time.Hour, CascadeMarkers: time.Hour, Events: time.Hour, MarkerLog: time.Hour}
+	// Each run's table is reached through a faults.Transport (the SDK making
+	// up to 3 attempts), created with its env by the run's first Open.
+	var mu sync.Mutex
+	fts := map[string]*simFaults{}
+	ft := func(t *testing.T) *simFaults {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := fts[t.Name()]
+		if !ok {
+			f = &simFaults{ft: faults.NewTransport()}
+			faultEnv(t, f.ft, 3)
+			fts[t.Name()] = f
+			name := t.Name()
+			t.Cleanup(func() { mu.Lock(); delete(fts, name); mu.Unlock() })
+		}
+		return f
+	}
+	open := h.Open
+	h.Open = func(t *testing.T) provider.Provider { ft(t); return open(t) }
+	write := func(op string, _ []byte) bool {
+		return op == "PutItem" || op == "UpdateItem" || op == "TransactWriteItems" || op == "DeleteItem"
+	}
 	base := func(t *testing.T, opts ...ddbprovider.Option) provider.Provider {
+		ft(t)
 		e := testEnv(t)
 		return openOn(t, pageCap{e.client, conformancePage}, e, append([]ddbprovider.Option{ddbprovider.WithEventRetention(conformanceRetention)}, opts...)...)
 	}
 	sh := sim.Harness{
 		Harness: h,
-		Sweep:   func(t *testing.T) { sweepTTL(t, testEnv(t)) },
+		Faults: &sim.Faults{
+			LoseReply: func(t *testing.T) {
+				f := ft(t)
+				f.lost = f.ft.Dropped()
+				f.ft.DropReply(write)
+			},
+			Disarm: func(t *testing.T) bool {
+				f := ft(t)
+				f.ft.DropReply(nil)
+				return f.ft.Dropped() > f.lost
+			},
+			OpenNoRetry: func(t *testing.T) provider.Provider {
+				f, e := ft(t), testEnv(t)
+				c := testenv.DynamoDBClient(t, func(o *ddb.Options) {
+					o.HTTPClient = &http.Client{Transport: f.ft}
+					o.RetryMaxAttempts = 1
+				})
+				return openOn(t, pageCap{c, conformancePage}, e, ddbprovider.WithEventRetention(conformanceRetention))
+			},
+		},
+		Sweep: func(t *testing.T) { sweepTTL(t, testEnv(t)) },
 		Variants: []sim.Variant{
 			{Name: "1h retention", Retention: &short, Open: func(t *testing.T) provider.Provider {
 				return base(t, ddbprovider.WithRetention(short), ddbprovider.WithEventRetention(time.Hour), ddbprovider.WithMarkerLogRetention(time.Hour))
@@ -48,6 +95,13 @@ func TestSim(t *testing.T) {
 		Budget:    30 * time.Second,
 	}
 	sim.Run(t, sh)
+}
+
+// simFaults is a simulation run's fault injector and its count of dropped
+// replies when it was last armed.
+type simFaults struct {
+	ft   *faults.Transport
+	lost int
 }
 
 // corruptEventSeq appends an event to pipeline through p, then writes the seq

@@ -6,7 +6,12 @@
 // cursors; leases acquired, renewed, released and taken over, and the fenced
 // views of stale and current leases; pages of the active-runs index, where the
 // backend has provider.ActiveRunLister, read fresh or resumed from a saved
-// cursor while runs change), interleaved with clock jumps (past
+// cursor while runs change; run logs, reruns, replays and late arrivals, put
+// fenced or not and read back with their retentions; the CLI's writes: "run
+// fail", an unfenced CAS to FAILED beside fenced writers, and "lock release"
+// by token from another instance, each with its audit event; writes whose
+// reply is lost, or that time out after the server applied them, where the
+// harness has Faults), interleaved with clock jumps (past
 // retentions and lease TTLs, to exact expiry instants and just before them), a
 // sweeper that deletes what the server would have deleted by then, corrupt
 // records appended to the logs, and instances stopped and reopened, possibly
@@ -24,7 +29,7 @@
 //
 // The harness needs Open, Now and Sleep on a clock the backend judges expiry by
 // (a fake clock), and Retention as the providers keep records; Corrupt, Sweep,
-// Variants and Corruptions add ingredients.
+// Variants, Corruptions and Faults add ingredients.
 //
 // # The referee
 //
@@ -37,6 +42,19 @@
 // expired may be refused or accepted, since "a backend may remember longer";
 // a watch may deliver a write twice; a dropped corrupt record may or may not
 // end a read). Where the model learns a choice the backend made, it follows it.
+//
+// Faults: a write whose reply was lost and which the client library retried
+// (kind "lost": Faults.LoseReply, then any of the writes above) is judged by
+// the rules without the fault, since the contract row "lost replies" says the
+// retry reports the first attempt's outcome (a CAS that swapped reports true,
+// once; a create that created, true; an append is not doubled; an acquire
+// returns its lease). Single-threaded, the simulation puts nothing between the
+// lost reply and the retry; the lost-reply tables' takeover rows do. A run
+// write that timed out after the server applied its request (kind "timeout":
+// a client that does not retry) may or may not have been applied: the
+// referee reads the run and allows exactly the state before or the state the
+// write would have left (a put then writes another version, so that the two
+// differ), and follows it.
 //
 // # Engine: why not rapid
 //
@@ -77,9 +95,11 @@
 // the same way, then replace the line with the one that failure prints (or, if
 // the old seed still fails, with the line its log suggests). A line without
 // gen= replays unchecked and its log prints the line to record. An operation
-// kind added later (the active-runs reads: "active") draws nothing when it is
-// left out, so the lines recorded before it carry skip=<kind> and generate
-// the sequence they recorded, gen= unchanged.
+// kind added later (the active-runs reads: "active"; "lost", "timeout",
+// "runlog", "rerun", "replay", "late", "cli") draws nothing when it is left
+// out, or when the harness cannot make it ("lost" and "timeout" without
+// Faults), so the lines recorded before it carry skip=<kind> and generate the
+// sequence they recorded, gen= unchanged.
 //
 // The active-runs referee (active.go) allows what the contract row "active
 // runs" of package provider allows: a page holds only runs that are live,
@@ -91,9 +111,17 @@
 //
 // # What it does not cover
 //
-// Concurrency (one operation at a time; lincheck checks linearizability),
-// lost replies and timeouts (harness-specific transports; the lost-reply
-// tables cover them), pipelines, traits, readiness, run logs, reruns, replays
-// and late arrivals, list orders, the state stores, and backends on real time
-// (a harness without Now and Sleep is skipped).
+// Concurrency (one operation at a time; lincheck checks linearizability);
+// another client's write between a lost reply and its retry (the lost-reply
+// tables' takeover rows); timeouts of writes other than the runs';
+// pipelines, traits, readiness, locks (AcquireLock), list orders and the
+// lists of runs, reruns and replays (ListRuns, ListReruns, ListReplays), the
+// state stores; and a backend on real time alone (a harness without Now and
+// Sleep is skipped). The real servers (the Redis provider's TestSimServer:
+// redis-server and Redis Cluster) run with the providers' fake clock and a
+// Sleep that shortens every key's TTL by the jump, so they cover the
+// server's own deletion (as active expiry, at once) and, on the Cluster, the
+// cross-slot steps (the active-runs index, the marker log, the run lists on
+// other nodes than the truths); they do not cover lazy expiry or the
+// server's clock running apart from the providers'.
 package sim

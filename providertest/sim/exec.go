@@ -38,6 +38,14 @@ type world struct {
 	slots []slot
 	m     *model
 	corr  []Corruption
+
+	// The fault of the operation running (see faulty).
+	fault    faultMode
+	disarmed bool
+	fired    bool
+	noRetry  provider.Provider // Faults.OpenNoRetry's instance, opened on first use
+
+	cliRelease bool // the release running is the CLI's (see cli)
 }
 
 func newWorld(t *testing.T, h Harness) *world {
@@ -59,6 +67,9 @@ func (w *world) close() {
 	for _, s := range w.slots {
 		_ = s.p.Stop(context.Background())
 	}
+	if w.noRetry != nil {
+		_ = w.noRetry.Stop(context.Background())
+	}
 }
 
 func (w *world) ctx() (context.Context, context.CancelFunc) {
@@ -69,10 +80,10 @@ func (w *world) ctx() (context.Context, context.CancelFunc) {
 // of the lease it names (through the provider of the slot that acquired it).
 func (w *world) fenced(o op) (provider.Provider, *leaseM, string) {
 	if o.lease < 0 || len(w.m.leases) == 0 {
-		return w.slots[o.slot].p, nil, "unfenced"
+		return w.writer(o.slot), nil, "unfenced"
 	}
 	l := &w.m.leases[o.lease%len(w.m.leases)]
-	fp, err := provider.Fenced(w.slots[l.slot].p, l.lease)
+	fp, err := provider.Fenced(w.writer(l.slot), l.lease)
 	if err != nil {
 		w.t.Fatalf("provider.Fenced: %v", err)
 	}
@@ -96,8 +107,16 @@ func (w *world) do(o op) (string, error) {
 
 func (w *world) do1(o op) (string, error) {
 	switch o.kind {
+	case opLost, opTimeout:
+		return w.faulty(o)
 	case opActive:
 		return w.listActive(o)
+	case opRunLog, opRerun, opReplay:
+		return w.upsert(o)
+	case opLate:
+		return w.late(o)
+	case opCLI:
+		return w.cli(o)
 	case opPut, opCAS, opCreate:
 		return w.writeRun(o)
 	case opGet:
@@ -176,6 +195,9 @@ func (w *world) writeRun(o op) (string, error) {
 	if l != nil {
 		ret = w.slots[l.slot].ret.Runs
 	}
+	if w.fault == timeoutAfterApply {
+		ret = w.h.Retention.Runs // Faults.OpenNoRetry's instance: Open's options
+	}
 	wasLive := r.live(w.m.now)
 	ctx, cancel := w.ctx()
 	defer cancel()
@@ -185,10 +207,16 @@ func (w *world) writeRun(o op) (string, error) {
 	switch o.kind {
 	case opPut:
 		v := o.n % 5
+		if w.fault == timeoutAfterApply && wasLive {
+			v = r.version + 1 + o.n%3 // so that a read tells whether it was applied
+		}
 		desc = fmt.Sprintf("PutRunState(%s v%d %s) [slot %d, %s]", id, v, st, o.slot, how)
 		err = p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
 		if err == nil {
 			desc += " → <nil>"
+		}
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: v, Status: st}, true)
 		}
 		if on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err); ferr != nil || !on {
 			return desc + fmt.Sprintf(" → %v", err), ferr
@@ -203,6 +231,9 @@ func (w *world) writeRun(o op) (string, error) {
 		var swapped bool
 		swapped, err = p.CompareAndSwapRunState(ctx, id, expected, types.RunState{RunID: id, PipelineID: pipelineID, Status: st})
 		desc += fmt.Sprintf(" → %t, %v", swapped, err)
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: expected + 1, Status: st}, wasLive && r.version == expected)
+		}
 		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr
@@ -223,6 +254,9 @@ func (w *world) writeRun(o op) (string, error) {
 		r.version, r.status, wrote = expected+1, st, true
 	case opCreate:
 		rc, ok := p.(provider.RunCreator)
+		if ok && w.fault == timeoutAfterApply {
+			_, ok = w.noRetry.(provider.RunCreator)
+		}
 		if !ok {
 			return "CreateRunState (not implemented)", nil
 		}
@@ -231,6 +265,9 @@ func (w *world) writeRun(o op) (string, error) {
 		var created bool
 		created, err = rc.CreateRunState(ctx, types.RunState{RunID: id, PipelineID: pipelineID, Status: st, Version: v})
 		desc += fmt.Sprintf(" → %t, %v", created, err)
+		if w.timedOut(err) {
+			return w.settleRun(desc, err, o.run, l, ret, wasLive, types.RunState{Version: v, Status: st}, !wasLive)
+		}
 		on, ferr := checkFence(r.fences, wasLive, l, w.m.newest(l), err)
 		if ferr != nil || !on {
 			return desc, ferr
@@ -728,8 +765,17 @@ func (w *world) lease(o op) (string, error) {
 			l.exp = m.now.Add(o.d)
 			return desc, nil
 		}
-		err := ls.ReleaseLease(ctx, l.lease)
-		desc := fmt.Sprintf("ReleaseLease(fence %d) [slot %d] → %v", l.lease.Fence, l.slot, err)
+		rel, via := l.lease, l.slot
+		if w.cliRelease {
+			via = o.slot
+			var err error
+			if rel, err = w.cliLease(ctx, w.slots[via].p, l.lease); err != nil {
+				return "lock release", err
+			}
+			ls, _ = w.slots[via].p.(provider.Leaser)
+		}
+		err := ls.ReleaseLease(ctx, rel)
+		desc := fmt.Sprintf("ReleaseLease(fence %d) [slot %d] → %v", rel.Fence, via, err)
 		if !m.leaseSure(i, w.h.LeaseEarly) {
 			held = err == nil
 		}

@@ -46,6 +46,13 @@ const (
 	// on: a late kind left out draws nothing, so a line recorded before it
 	// existed, given skip=<kind>, generates the sequence it recorded.
 	opActive
+	opLost    // a write whose reply is lost (Harness.Faults)
+	opTimeout // a run write that times out after it was applied (Harness.Faults)
+	opRunLog  // PutRunLog or GetRunLog
+	opRerun   // PutRerun or GetRerun
+	opReplay  // PutReplay or GetReplay
+	opLate    // PutLateArrival or ListLateArrivals
+	opCLI     // the CLI's writes: run fail, lock release
 	nKinds
 )
 
@@ -53,7 +60,8 @@ const (
 const firstLateKind = opActive
 
 var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
-	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active"}
+	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active",
+	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -64,6 +72,8 @@ var weights = [nKinds]int{
 	opAcquire: 7, opRenew: 3, opRelease: 3,
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
+	opLost:   6, opTimeout: 4,
+	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,
@@ -77,6 +87,7 @@ type op struct {
 	n     int // a small number: a version offset, a cursor pick, a count, a variant, a date
 	m     int // another one: a status, a corruption, the jump's shape
 	d     time.Duration
+	sub   opKind // the write a "lost" or "timeout" operation makes (from n and the kinds left out)
 }
 
 // slots is how many provider instances a run keeps open; runIDs how many runs
@@ -96,6 +107,19 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 	var w [nKinds]int
 	total := 0
 	off := skipped(skip)
+	if h.Faults == nil {
+		off[opLost], off[opTimeout] = true, true // nothing to arm: draw nothing
+	} else if h.Faults.OpenNoRetry == nil {
+		off[opTimeout] = true
+	}
+	// The writes a fault kind makes are those not left out; none: it draws
+	// nothing.
+	subs := map[opKind][]opKind{opLost: keep(lostKinds, off), opTimeout: keep(timeoutKinds, off)}
+	for k, l := range subs {
+		if len(l) == 0 {
+			off[k] = true
+		}
+	}
 	for k, base := range weights {
 		if opKind(k) >= firstLateKind && off[opKind(k)] {
 			continue // draws nothing: see firstLateKind
@@ -147,7 +171,21 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 			frac := []float64{0.25, 0.5, 0.75, 1, 1.25, 2}[rng.IntN(6)]
 			o.d = time.Duration(float64(span)*frac) + time.Duration(rng.IntN(60))*time.Second
 		}
+		if l := subs[k]; len(l) > 0 {
+			o.sub = l[(o.n>>8)%len(l)] // no draw: a line that skips neither kind replays as recorded
+		}
 		ops[i] = o
 	}
 	return ops
+}
+
+// keep returns the kinds of l that off does not leave out.
+func keep(l []opKind, off map[opKind]bool) []opKind {
+	var out []opKind
+	for _, k := range l {
+		if !off[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }

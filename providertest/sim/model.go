@@ -186,8 +186,11 @@ type model struct {
 	wrote   int64 // the highest fence that wrote a record
 	evCurs  []savedCursor
 	mkCurs  []savedCursor
-	serial  int        // names events and marker writes
-	pagings []*pagingM // open pagings of the active-runs index
+	serial  int                 // names events and marker writes
+	pagings []*pagingM          // open pagings of the active-runs index
+	recs    map[string]*recM    // run logs, reruns and replays, by kind/key
+	lates   map[string][]lateM  // late arrivals by date, in put order
+	lateMem map[string]fenceMem // each late-arrival list's (by date) fence memory
 }
 
 // savedCursor is a cursor a read returned, with the index of the entry it names.
@@ -249,6 +252,16 @@ func (m *model) instants() []time.Time {
 	}
 	for _, l := range m.leases {
 		add(l.exp)
+	}
+	for _, r := range m.recs {
+		if r.exists {
+			add(r.exp)
+		}
+	}
+	for _, list := range m.lates {
+		for _, la := range list {
+			add(la.exp)
+		}
 	}
 	return out
 }

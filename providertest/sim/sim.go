@@ -75,6 +75,10 @@ type Harness struct {
 	// Redis provider documents: its marker log is another slot.
 	PhantomMarkers bool
 
+	// Faults loses replies and times calls out after the server applied them
+	// (the kinds "lost" and "timeout"); nil: those kinds do nothing.
+	Faults *Faults
+
 	// Corpus is a file of seeds that once failed, one a line ('#' starts a
 	// comment), replayed by every Run before fresh seeds. Empty: none.
 	Corpus string

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,135 @@ func TestSimCatchesActivePagingBug(t *testing.T) {
 	t.Logf("found after %d runs: %v", st.FirstHit, f.Err)
 	if fixed, st := sim.Search(t, harness(true), uint64(time.Now().UnixNano()), 3*time.Second); fixed != nil {
 		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
+	}
+}
+
+// retryToy is a backend whose client retries a write whose reply was lost
+// (Harness.Faults arms it: the next write is applied, then sent again) and,
+// unless fixed, does not recognise its own retry: a CAS that swapped reports
+// false, a create that created reports false, an append is doubled. Through
+// the instance of OpenNoRetry, a write whose reply was lost fails after it was
+// applied.
+type retryToy struct {
+	*memprovider.Provider
+	f       *toyFault
+	noRetry bool
+}
+
+// toyFault is the fault of one test's toys: armed, and whether it fired.
+type toyFault struct {
+	mu           sync.Mutex
+	armed, fired bool
+	fixed        bool
+}
+
+// take reports whether the fault fires on this call, disarming it.
+func (f *toyFault) take() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed {
+		return false
+	}
+	f.armed, f.fired = false, true
+	return true
+}
+
+var errToyTimeout = errors.New("toy: the reply was lost")
+
+// call makes a write: once, or, when the fault fires, once more as a retry,
+// returning the retry's outcome (the fixed toy's retry returns the first's).
+func call[R any](p retryToy, do func() (R, error)) (R, error) {
+	if !p.f.take() {
+		return do()
+	}
+	first, err := do()
+	if p.noRetry {
+		return first, errors.Join(errToyTimeout, err)
+	}
+	if err != nil {
+		return first, err
+	}
+	if p.f.fixed {
+		return first, nil
+	}
+	return do()
+}
+
+func (p retryToy) PutRunState(ctx context.Context, r types.RunState) error {
+	_, err := call(p, func() (bool, error) { return true, p.Provider.PutRunState(ctx, r) })
+	return err
+}
+
+func (p retryToy) CompareAndSwapRunState(ctx context.Context, id string, v int, r types.RunState) (bool, error) {
+	return call(p, func() (bool, error) { return p.Provider.CompareAndSwapRunState(ctx, id, v, r) })
+}
+
+func (p retryToy) CreateRunState(ctx context.Context, r types.RunState) (bool, error) {
+	return call(p, func() (bool, error) { return p.Provider.CreateRunState(ctx, r) })
+}
+
+func (p retryToy) AppendEvent(ctx context.Context, e types.Event) error {
+	_, err := call(p, func() (bool, error) { return true, p.Provider.AppendEvent(ctx, e) })
+	return err
+}
+
+// retryToyHarness is the retry toy's harness, with Faults.
+func retryToyHarness(fixed bool) sim.Harness {
+	b := memorytest.New()
+	var mu sync.Mutex
+	faults := map[string]*toyFault{}
+	fault := func(t *testing.T) *toyFault {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := faults[t.Name()]
+		if !ok {
+			f = &toyFault{fixed: fixed}
+			faults[t.Name()] = f
+		}
+		return f
+	}
+	h := b.Harness(nil)
+	h.Open = func(t *testing.T) provider.Provider { return retryToy{Provider: b.Open(t), f: fault(t)} }
+	return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond,
+		Faults: &sim.Faults{
+			LoseReply: func(t *testing.T) {
+				f := fault(t)
+				f.mu.Lock()
+				f.armed, f.fired = true, false
+				f.mu.Unlock()
+			},
+			Disarm: func(t *testing.T) bool {
+				f := fault(t)
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				f.armed = false
+				return f.fired
+			},
+			OpenNoRetry: func(t *testing.T) provider.Provider {
+				return retryToy{Provider: b.Open(t), f: fault(t), noRetry: true}
+			},
+		}}
+}
+
+// TestSimCatchesToyRetryBug: lost replies are a fault of the simulation, whose
+// referee finds a backend whose retry after a lost reply does not report its
+// first attempt's outcome, and passes it once it does (with timeouts after
+// apply, which the referee settles by reading the run).
+func TestSimCatchesToyRetryBug(t *testing.T) {
+	f, st := sim.Search(t, retryToyHarness(false), uint64(time.Now().UnixNano()), 20*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the toy's retry bug in 20s (%v)", st)
+	}
+	if !strings.Contains(f.Trace, "reply lost") {
+		t.Errorf("the failure is not the retry bug: %v", f)
+	}
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	fixed, st := sim.Search(t, retryToyHarness(true), uint64(time.Now().UnixNano()), 3*time.Second)
+	if fixed != nil {
+		t.Errorf("the fixed toy fails the simulation: %v", fixed)
+	}
+	t.Logf("fixed toy: %v", st)
+	if st.Kinds["lost"] == 0 || st.Kinds["timeout"] == 0 {
+		t.Errorf("the fixed toy's runs made no lost or timeout operation: %v", st)
 	}
 }
