@@ -108,9 +108,10 @@
 // listings, so nothing is skipped; the provider's rule for listings (skip and
 // report, see package provider) does not arise. A merge into such a value fails
 // and changes nothing: with ErrCorrupt where the store reads the value before it
-// writes (a DynamoDB Max or BytesStore merge), otherwise with the backend's own
-// error (Redis: "ERR value is not an integer"; DynamoDB ADD: a
-// ValidationException). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// writes (every Redis merge; a DynamoDB Max or BytesStore merge), otherwise with
+// the backend's own error (DynamoDB ADD: a ValidationException). A fence memory
+// that holds no fence (Redis) refuses every fenced merge with ErrCorrupt: it
+// fails closed. Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
 // monoid cannot read fails in the monoid, not here. The memory backend stores
 // values, never bytes, so it never meets a corrupt one.
 //

@@ -50,9 +50,14 @@ func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
 			t.Fatal(err)
 		}
 	}
+	old, err := p.AcquireLease(ctx, "l", time.Hour)
+	must(err)
+	must(p.ReleaseLease(ctx, *old))
+	stale, err := provider.Fenced(p, *old) // fence 1
+	must(err)
 	lease, err := p.AcquireLease(ctx, "l", time.Hour)
 	must(err)
-	fp, err := provider.Fenced(p, *lease)
+	fp, err := provider.Fenced(p, *lease) // fence 2
 	must(err)
 	ok, err := p.AcquireLock(ctx, "k", time.Hour)
 	if err != nil || !ok {
@@ -165,6 +170,13 @@ func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
 			name string
 			do   func() error
 		}{
+			// first: the writes below remember fence 2 again
+			{"stale fenced PutRunLog", func() error {
+				return stale.PutRunLog(ctx, types.RunLogEntry{PipelineID: "p", Date: "2026-01-01", RunID: "r", Status: types.RunFailed})
+			}},
+			{"stale fenced PutRunState", func() error {
+				return stale.PutRunState(ctx, types.RunState{RunID: "r", PipelineID: "p", Status: types.RunFailed, CreatedAt: at})
+			}},
 			{"CompareAndSwapRunState", func() error {
 				next := *run
 				next.Status = types.RunRunning
@@ -188,11 +200,17 @@ func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
 				t.Fatal(err)
 			}
 			err = w.do()
+			staleWrite := strings.HasPrefix(w.name, "stale")
 			if err == nil {
+				if staleWrite && cs.Value != rediswalk.Missing {
+					bad = append(bad, w.name+" accepted")
+				}
 				continue
 			}
 			switch {
 			case errors.Is(err, provider.ErrCorrupt):
+			case staleWrite && errors.Is(err, provider.ErrFenced):
+				continue
 			case w.name == "RenewLease" && errors.Is(err, provider.ErrLockNotHeld):
 				continue // the lease's value is not its holder's: not held
 			case cs.Field == "p" && errors.Is(err, provider.ErrInvalidArgument):
