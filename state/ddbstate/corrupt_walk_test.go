@@ -162,8 +162,8 @@ func TestCorruptEveryAttribute(t *testing.T) {
 			t.Errorf("%s: %v", cs, bad)
 		}
 	}
-	n := ddbwalk.Walk(t, c, e.values, []string{"pk", "sk"}, check)
-	n += ddbwalk.Walk(t, c, e.bytes, []string{"pk", "sk"}, check)
-	n += ddbwalk.Walk(t, c, e.dedup, []string{"pk"}, check)
+	n := ddbwalk.Walk(t, c, e.values, []string{"pk", "sk"}, nil, check)
+	n += ddbwalk.Walk(t, c, e.bytes, []string{"pk", "sk"}, nil, check)
+	n += ddbwalk.Walk(t, c, e.dedup, []string{"pk"}, nil, check)
 	t.Logf("%d corruptions", n)
 }

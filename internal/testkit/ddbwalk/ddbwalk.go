@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 
@@ -32,11 +33,12 @@ type Case struct {
 
 func (c Case) String() string { return fmt.Sprintf("%s %s .%s := %s", c.Table, c.Key, c.Attr, c.Value) }
 
-// Walk runs every case on the items of table (keys: its key attribute names):
-// it corrupts the attribute, calls check with the case, then puts the item
-// back. It returns the number of cases. DynamoDB's refusals of a corruption (an
-// index key of the wrong type) skip the case; other errors fail t.
-func Walk(t testing.TB, c *ddb.Client, table string, keys []string, check func(Case)) int {
+// Walk runs every case on the items of table (keys: its key attribute names)
+// whose value is one of values (nil: all): it corrupts the attribute, calls
+// check with the case, then puts the item back. It returns the number of cases.
+// DynamoDB's refusals of a corruption (an index key of the wrong type) skip the
+// case; other errors fail t.
+func Walk(t testing.TB, c *ddb.Client, table string, keys, values []string, check func(Case)) int {
 	t.Helper()
 	ctx := context.Background()
 	var items []map[string]ddbtypes.AttributeValue
@@ -70,6 +72,9 @@ func Walk(t testing.TB, c *ddb.Client, table string, keys []string, check func(C
 		sort.Strings(names)
 		for _, name := range names {
 			for _, v := range variants(it[name]) {
+				if values != nil && !slices.Contains(values, v.name) {
+					continue
+				}
 				bad := make(map[string]ddbtypes.AttributeValue, len(it))
 				for k, a := range it {
 					bad[k] = a
