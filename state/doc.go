@@ -107,10 +107,12 @@
 // GetMany fails whole: each of its answers is positional). The stores have no
 // listings, so nothing is skipped; the provider's rule for listings (skip and
 // report, see package provider) does not arise. A merge into such a value fails
-// and changes nothing: with ErrCorrupt where the store reads the value before it
-// writes (a DynamoDB Max or BytesStore merge), otherwise with the backend's own
-// error (Redis: "ERR value is not an integer"; DynamoDB ADD: a
-// ValidationException). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// with ErrCorrupt and changes nothing, on every backend; so does a merge into an
+// item whose bookkeeping is corrupt (a DynamoDB ttl, rev or fence attribute of
+// another type or out of int64, a Redis fence memory that holds no fence: a
+// fenced merge over one fails closed, never accepting a stale fence). A DynamoDB
+// item without v, which Get reports corrupt, takes a merge as a missing value
+// does (the delta is written). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
 // monoid cannot read fails in the monoid, not here. The memory backend stores
 // values, never bytes, so it never meets a corrupt one.
 //

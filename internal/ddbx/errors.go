@@ -2,8 +2,10 @@ package ddbx
 
 import (
 	"errors"
+	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Cancellation reason codes of a TransactionCanceledException, as documented for
@@ -119,4 +121,28 @@ func code(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// typeMismatch is the message of DynamoDB's refusal of an update expression
+// whose operand is a stored attribute of another type (ADD to a string, say).
+const typeMismatch = "incorrect data type"
+
+// IsTypeMismatch reports whether err is DynamoDB's refusal of an update whose
+// expression met a stored attribute of another type than it operates on (a
+// ValidationException, or a transaction's ValidationError reason, saying "An
+// operand in the update expression has an incorrect data type"). The
+// expressions of this module are typed right, so it means a corrupt item (an
+// attribute written by hand).
+func IsTypeMismatch(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && strings.Contains(api.ErrorMessage(), typeMismatch) {
+		return true
+	}
+	reasons, _ := TxReasons(err)
+	for _, r := range reasons {
+		if r.Code != nil && *r.Code == ReasonValidation && r.Message != nil && strings.Contains(*r.Message, typeMismatch) {
+			return true
+		}
+	}
+	return false
 }

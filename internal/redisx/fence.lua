@@ -16,11 +16,17 @@ local function fence_greater(a, b)
 end
 -- fence_check is called once by a fenced write, before it writes anything: it
 -- returns the fence memory key's remembered fence of lease when that is above
--- value (the write is refused and writes nothing), else nil.
+-- value, or what it holds when that is not a fence (the write is refused and
+-- writes nothing), else nil.
 local function fence_check(key, lease, value)
   fence_key, fence_lease, fence_value = key, lease, value
   fence_cur = redis.call('HGET', key, lease)
-  if fence_cur and fence_greater(fence_cur, value) then return fence_cur end
+  if not fence_cur then return nil end
+  -- A memory that holds no fence (corrupt: by hand, a flipped byte) refuses
+  -- every fenced write (fails closed); the caller reports it as corrupt.
+  if not string.match(fence_cur, '^[1-9][0-9]*$') or #fence_cur > 19 or fence_greater(fence_cur, value) then
+    return fence_cur
+  end
   return nil
 end
 -- fence_remember is called after every write that wrote a record a fence

@@ -620,6 +620,17 @@
 // written by hand as never expiring, so it stays until it is written again or
 // deleted. Writing the record again through the provider replaces it.
 //
+// Bookkeeping that does not decode is no record, and no read fails on it: a
+// list index entry that is not "<seq>|<member>" counts as a provisional entry
+// (a reader checks it against the truth; the next write of the record
+// overwrites it); a truth's expiry x that is not a number never expires, and a
+// write over a truth whose sequence s is not one restarts it at now µs at
+// least, as for a record written anew. A fence memory that holds no fence
+// refuses every fenced write of the records it guards with an error wrapping
+// ErrCorrupt (it fails closed); unfenced writes go on. TestCorruptEveryField
+// corrupts every field of every key, one at a time, on miniredis and a real
+// server.
+//
 // # Round trips
 //
 // One round trip is one command, one script or one pipeline. On a cluster, a

@@ -3,9 +3,9 @@ package redisprovider
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/pipestate/pipestate/fence"
+	"github.com/pipestate/pipestate/internal/redisx"
 	"github.com/pipestate/pipestate/provider"
 )
 
@@ -39,30 +39,21 @@ func appendFence(args []any, t fence.Token, fenced bool) []any {
 }
 
 // refusedFence is a fenced script's refusal: {-2, ..., newest}, the remembered
-// fence last. It reports the newest fence and whether res is one.
-func refusedFence(res any) (int64, bool) {
-	a, ok := res.([]any)
-	if !ok || len(a) < 2 {
-		return 0, false
-	}
-	if n, ok := a[0].(int64); !ok || n != fenceRefusal {
-		return 0, false
-	}
-	s, _ := a[len(a)-1].(string)
-	newest, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return newest, true
-}
+// fence last (see redisx.RefusedFence).
+func refusedFence(res any) (redisx.Refusal, bool) { return redisx.RefusedFence(res) }
 
 // fenceRefusal is the first element of a fenced script's refusal.
-const fenceRefusal = -2
+const fenceRefusal = redisx.FenceRefusalCode
 
 // fenceError is the error of a fenced write of op that the fence refused: record
 // is what it was to write, of kind.
-func fenceError(op string, t fence.Token, kind provider.RecordKind, record string, newest int64) error {
-	return fmt.Errorf("redis: %s: %w", op, fence.Refused(t, fmt.Sprintf("%s %s", kind, record), newest))
+// A memory that holds no fence refuses every fenced write: that error wraps
+// ErrCorrupt.
+func fenceError(op string, t fence.Token, kind provider.RecordKind, record string, r redisx.Refusal) error {
+	if r.Corrupt != nil {
+		return fmt.Errorf("redis: %s: %s %s: %w", op, kind, record, r.Corrupt)
+	}
+	return fmt.Errorf("redis: %s: %w", op, fence.Refused(t, fmt.Sprintf("%s %s", kind, record), r.Newest))
 }
 
 // fenceReply is the outcome of a fenced script whose other replies are

@@ -38,6 +38,20 @@ var luaFence = func() string {
 	return redisx.FenceLua + string(src)
 }()
 
+// newRecordScript is newFencedScript for a script that writes a record's
+// truth hash: lua/record.lua (how it reads the hash's x and s) goes before its
+// body too.
+func newRecordScript(name string) script { return loadScript(name, false, luaFence+luaRecord) }
+
+// luaRecord is lua/record.lua.
+var luaRecord = func() string {
+	src, err := luaFS.ReadFile("lua/record.lua")
+	if err != nil {
+		panic("redis: missing embedded script record") // a build defect, never input
+	}
+	return string(src)
+}()
+
 // newReadScript is newScript for a script that never writes.
 func newReadScript(name string) script { return loadScript(name, true, "") }
 
@@ -58,9 +72,9 @@ var (
 	scriptIdxApply     = newScript("idx_apply")
 	scriptIdxPage      = newReadScript("idx_page")
 	scriptIdxExpired   = newReadScript("idx_expired")
-	scriptRecordPut    = newFencedScript("record_put")
+	scriptRecordPut    = newRecordScript("record_put")
 	scriptRecordDel    = newScript("record_del")
-	scriptRunCAS       = newFencedScript("run_cas")
+	scriptRunCAS       = newRecordScript("run_cas")
 	scriptTraits       = newScript("traits")
 	scriptTraitsRead   = newReadScript("traits_read")
 	scriptZList        = newReadScript("zlist")

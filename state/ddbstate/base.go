@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -84,7 +85,35 @@ func (b *base) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if ddbx.IsTypeMismatch(err) {
+		// The item holds an attribute of another type than the store writes.
+		return fmt.Errorf("state/ddbstate: %s %s on %s: %w: %w", b.name, op, b.table, state.ErrCorrupt, err)
+	}
 	return fmt.Errorf("state/ddbstate: %s %s on %s: %w", b.name, op, b.table, err)
+}
+
+// checkItem returns an error wrapping state.ErrCorrupt (b.corrupt) when item, an
+// item a failed condition or a read saw, holds an attribute a merge reads of the
+// wrong shape: ttl or rev not an int64 number, a fence attribute not a positive
+// int64 number. A merge's conditions compare those attributes, and a comparison
+// with another type never holds, so without this check a merge over such an
+// item would retry until it gave up (or misread the failure as a range
+// refusal); with it the merge fails at once and writes nothing.
+func (b *base) checkItem(item map[string]av) error {
+	for name, a := range item {
+		if name != attrTTL && name != attrRev && !strings.HasPrefix(name, fencePrefix) {
+			continue
+		}
+		n, ok := a.(*ddbtypes.AttributeValueMemberN)
+		if !ok {
+			return b.corrupt(item, fmt.Errorf("attribute %s is %T, want N", name, a))
+		}
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || (v < 1 && strings.HasPrefix(name, fencePrefix)) {
+			return b.corrupt(item, fmt.Errorf("attribute %s is %q, want an int64", name, n.Value))
+		}
+	}
+	return nil
 }
 
 // now returns the current time as Unix seconds (floored): an item whose ttl is <= now

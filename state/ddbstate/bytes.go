@@ -147,6 +147,9 @@ func (s *BytesStore) merge(ctx context.Context, once bool, eventID string, k sta
 			item = out.Item
 		}
 		last, haveLast = nil, false
+		if err := s.checkItem(item); err != nil {
+			return nil, false, "", err
+		}
 		if err := early.refused(s.name, item); err != nil {
 			return nil, false, "", err
 		}

@@ -65,6 +65,21 @@ func (s *numeric[V]) decode(v av) (V, error) {
 	return s.parse(n.Value)
 }
 
+// checkOld returns an error wrapping state.ErrCorrupt when old, the item a
+// failed condition saw, holds an attribute of the wrong shape (base.checkItem)
+// or a v that does not decode: the merge fails and writes nothing.
+func (s *numeric[V]) checkOld(old map[string]av) error {
+	if err := s.checkItem(old); err != nil {
+		return err
+	}
+	if v, ok := old[attrV]; ok {
+		if _, err := s.decode(v); err != nil {
+			return s.corrupt(old, err)
+		}
+	}
+	return nil
+}
+
 func (s *numeric[V]) get(ctx context.Context, k state.Key) (V, bool, error) {
 	return readOne(ctx, &s.base, k, s.decode, s.m.Identity())
 }
@@ -212,7 +227,7 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			if err == nil {
 				return applied, nil
 			}
-			if s.exact && isValidation(err) {
+			if s.exact && isValidation(err) && !ddbx.IsTypeMismatch(err) {
 				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl, g)
 			}
 			if !errors.Is(err, errLostRace) {
@@ -220,6 +235,9 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			}
 			reason = raceReason(err)
 			old, conditionFailed = ddbx.TxConditionFailed(err, 1)
+			if err := s.checkOld(old); conditionFailed && err != nil {
+				return false, err
+			}
 			if err := g.refused(s.typ, old); conditionFailed && err != nil {
 				return false, err
 			}
@@ -233,11 +251,14 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 			if err == nil {
 				return true, nil
 			}
-			if s.exact && isValidation(err) {
+			if s.exact && isValidation(err) && !ddbx.IsTypeMismatch(err) {
 				return s.readModifyWrite(ctx, once, eventID, tok, k, delta, ttl, g)
 			}
 			if old, conditionFailed = ddbx.ConditionFailedItem(err); !conditionFailed {
 				return false, s.wrap("update", err)
+			}
+			if err := s.checkOld(old); err != nil {
+				return false, err
 			}
 			if err := g.refused(s.typ, old); err != nil {
 				return false, err

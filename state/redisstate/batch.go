@@ -120,7 +120,7 @@ func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs
 			} else if newest, ok := refusedFence(replies[j]); fenced && ok {
 				errs[i] = fenceError(s.base.name, t, ups[i].Key, newest)
 			} else {
-				errs[i] = s.reply(replies[j], ups[i].Delta, c.keys[j])
+				errs[i] = s.reply("merge many", replies[j], ups[i].Delta, c.keys[j])
 			}
 		}
 	}
@@ -128,18 +128,25 @@ func (s *numeric[V]) mergeChunk(ctx context.Context, ups []state.Update[V], errs
 
 // reply is the error of one update's reply in a batch script's answer: nil for 1,
 // the refusal for -1, the error reply as an error.
-func (s *numeric[V]) reply(r any, delta V, key string) error {
+func (s *numeric[V]) reply(op string, r any, delta V, key string) error {
 	switch r := r.(type) {
 	case int64:
-		if r < 0 {
+		switch {
+		case r == replyCorrupt:
+			return s.wrap(op, key, fmt.Errorf("%w: the stored value does not decode as the store's type", state.ErrCorrupt))
+		case r < 0:
 			return state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), key)
 		}
 		return nil
 	case error:
-		return s.wrap("merge many", key, r)
+		return s.wrap(op, key, r)
 	}
-	return s.wrap("merge many", key, fmt.Errorf("unexpected reply %v", r))
+	return s.wrap(op, key, fmt.Errorf("unexpected reply %v", r))
 }
+
+// replyCorrupt is a merge script's reply when the stored value does not decode
+// as the store's type (lua/incrby.lua, fsum.lua, max.lua): nothing written.
+const replyCorrupt = -3
 
 // group splits ups into batch script calls: one on a single server, one per
 // entity (the keys of one hash tag share a slot) on a cluster or ring, each in the

@@ -2,7 +2,6 @@ package redisstate
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -84,14 +83,10 @@ func (s *numeric[V]) merge(ctx context.Context, once bool, eventID string, k sta
 	if newest, ok := refusedFence(res); fenced && ok {
 		return false, fenceError(s.base.name, t, k, newest)
 	}
-	n, ok := res.(int64)
-	if !ok {
-		return false, s.wrap("merge", key, fmt.Errorf("unexpected script reply %v", res))
+	if err := s.reply("merge", res, delta, key); err != nil {
+		return false, err
 	}
-	if n < 0 {
-		return false, state.Invalidf("%s: merging %s into %q would leave the value range", s.base.name, s.format(delta), key)
-	}
-	return n == 1, nil
+	return res == int64(1), nil
 }
 
 // Int64SumStore is a state.OnceStore[int64] of sums (monoid.Sum): MergeUpdate adds the

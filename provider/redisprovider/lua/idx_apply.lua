@@ -38,16 +38,25 @@ local cur = redis.call('HGET', KEYS[2], id)
 local curseq, curmember, stamp, stampstr, mark = '-1', '', nil, nil, '@'
 if cur then
   local bar = string.find(cur, '|', 1, true)
-  curseq = string.sub(cur, 1, bar - 1)
-  curmember = string.sub(cur, bar + 1)
-  local at = string.find(curseq, '[@#]')
-  if at then
-    mark = string.sub(curseq, at, at)
-    stampstr = string.sub(curseq, at + 1)
-    stamp = tonumber(stampstr)
-    curseq = string.sub(curseq, 1, at - 1)
-  elseif curseq ~= '0' then
-    mark = '#'
+  if bar then
+    curseq = string.sub(cur, 1, bar - 1)
+    curmember = string.sub(cur, bar + 1)
+    local at = string.find(curseq, '[@#]')
+    if at then
+      mark = string.sub(curseq, at, at)
+      stampstr = string.sub(curseq, at + 1)
+      stamp = tonumber(stampstr)
+      curseq = string.sub(curseq, 1, at - 1)
+    elseif curseq ~= '0' then
+      mark = '#'
+    end
+  end
+  local n = tonumber(curseq)
+  if not bar or not n or n < 0 or n ~= math.floor(n) or n >= 2^53 or (stampstr and not stamp) then
+    -- A corrupt entry (not of the forms above, by hand or a flipped byte) counts
+    -- as a provisional one of sequence 0 without a member or stamp: any set
+    -- overwrites it, and a reader's drop of exactly it removes it.
+    curseq, curmember, stamp, stampstr, mark = '0', '', nil, nil, '@'
   end
 end
 if mode == 'x' then

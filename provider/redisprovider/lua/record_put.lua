@@ -33,8 +33,7 @@ if done then
 end
 local cur = redis.call('HMGET', KEYS[1], 'p', 'x')
 local old = cur[1] or ''
-local live = redis.call('EXISTS', KEYS[1]) == 1 and
-  (not cur[2] or cur[2] == '0' or tonumber(cur[2]) > tonumber(ARGV[6]))
+local live = redis.call('EXISTS', KEYS[1]) == 1 and record_live(cur[2], ARGV[6])
 if ARGV[4] == 'strict' and live and old ~= '' and old ~= ARGV[3] then
   return {-1, old}
 end
@@ -51,13 +50,8 @@ end
 -- sequence of its earlier life, which its list entries may still carry (they
 -- would refuse a lower one), as long as that life had fewer writes than the
 -- µs of its retention.
-local seq
-if live then
-  seq = redis.call('HINCRBY', KEYS[1], 's', 1)
-else
-  seq = math.max(tonumber(redis.call('HGET', KEYS[1], 's') or '0') + 1, tonumber(ARGV[6]))
-  redis.call('HSET', KEYS[1], 's', string.format('%d', seq))
-end
+local seq = record_next_seq(KEYS[1], live, ARGV[6])
+redis.call('HSET', KEYS[1], 's', string.format('%d', seq))
 redis.call('HSET', KEYS[1], 'm', ARGV[1], 'j', ARGV[2], 'p', ARGV[3], 'x', ARGV[7], unpack(ARGV, 9, fence_args()))
 if ARGV[8] == '0' then
   redis.call('PERSIST', KEYS[1])

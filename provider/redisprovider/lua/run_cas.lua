@@ -32,19 +32,19 @@ local done = redis.call('GET', KEYS[2])
 if done then return tonumber(done) or 1 end
 local cur = redis.call('HMGET', KEYS[1], 'v', 'p', 'x', 'a')
 if not cur[1] then return 0 end
-if cur[3] and cur[3] ~= '0' and tonumber(cur[3]) <= tonumber(ARGV[6]) then return 0 end
+if not record_live(cur[3], ARGV[6]) then return 0 end
 if cur[2] ~= ARGV[2] then return -1 end
 local newest = fence_refused(2)
 if newest then return {-2, newest} end
 if cur[1] ~= ARGV[1] then return 0 end
 if ARGV[9] == 'known' and cur[4] ~= cur[1] then return -3 end
-local seq = (tonumber(redis.call('HGET', KEYS[1], 's')) or 0) + 1
-redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7], 's', seq, 'a', ARGV[10])
+local seq = record_next_seq(KEYS[1], true, ARGV[6])
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[3], 'x', ARGV[7], 's', string.format('%d', seq), 'a', ARGV[10])
 if ARGV[8] == '0' then
   redis.call('PERSIST', KEYS[1])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 end
 fence_kept(ARGV[8])
-redis.call('SET', KEYS[2], seq, 'PX', ARGV[5])
+redis.call('SET', KEYS[2], string.format('%d', seq), 'PX', ARGV[5])
 return seq

@@ -3,7 +3,8 @@
 -- non-zero and the largest magnitude of a stored value (state.MinFloat64,
 -- state.MaxFloat64). Lua numbers are doubles, so the sum is the float64 sum; it is
 -- stored with 17 significant digits ('%.16e'), which read back as the same float64. (The mantissa always has a '.', which miniredis's Lua
--- needs to parse a float.) Returns -1, writing nothing, when the sum leaves the range, and {-2, newest}
+-- needs to parse a float.) Returns -1, writing nothing, when the sum leaves the range, -3
+-- when the stored value is not a number (corrupt), and {-2, newest}
 -- when the fence refuses a fenced merge.
 local refused = fenced_out()
 if refused then return refused end
@@ -12,7 +13,7 @@ local sum = tonumber(ARGV[4])
 if cur then
   local c = tonumber(cur)
   if not c then
-    return redis.error_reply('ERR value is not a valid float')
+    return -3 -- the stored value is not a number: corrupt
   end
   sum = c + sum
 end

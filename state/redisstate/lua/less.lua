@@ -17,3 +17,14 @@ local function less(a, b)
   end
   return false
 end
+-- canonical: whether s is a canonical base-10 int64, as Go's strconv.FormatInt
+-- writes it (what less compares; anything else stored is corrupt).
+local function canonical(s)
+  if s == '0' then return true end
+  local digits = string.match(s, '^-?([1-9][0-9]*)$')
+  if not digits or #digits > 19 then return false end
+  if #digits < 19 then return true end
+  local limit = '9223372036854775807'
+  if string.byte(s, 1) == 45 then limit = '9223372036854775808' end
+  return digits <= limit
+end
