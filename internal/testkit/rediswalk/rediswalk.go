@@ -275,6 +275,7 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 				})
 			}
 		}
+	case "none": // expired since the walk listed it (a call marker, say)
 	default:
 		t.Fatalf("rediswalk: key %s of type %s", key, typ)
 	}
