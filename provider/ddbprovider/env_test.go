@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
@@ -46,8 +47,7 @@ func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 		return e
 	}
 	client := testenv.DynamoDBClient(t, optFns...)
-	e = &env{client: client, table: testenv.UniqueName(t), clock: newFakeClock()}
-	testenv.DynamoDBTable(t, client, e.table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, client, name) })
+	e = &env{client: client, table: ddbtables.Provider(t), clock: newFakeClock()}
 	envMu.Lock()
 	envs[t.Name()] = e
 	envMu.Unlock()

@@ -1,14 +1,12 @@
 package ddbstate_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
-	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	"github.com/pipestate/pipestate/state/ddbstate"
 )
 
 // env is the storage of one (sub)test: its tables and clock, shared by every store
@@ -27,13 +25,8 @@ func envFor(t testing.TB) *env {
 	if e, ok := envs.Load(t.Name()); ok {
 		return e.(*env)
 	}
-	c := testenv.DynamoDBClient(t)
-	name := testenv.UniqueName(t)
-	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", clock: fakeclock.New(time.Now().Truncate(time.Second))}
-	storeTable := func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, c, name) }
-	testenv.DynamoDBTable(t, c, e.values, storeTable)
-	testenv.DynamoDBTable(t, c, e.bytes, storeTable)
-	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return ddbstate.CreateDedupTable(ctx, c, name) })
+	e := &env{values: ddbtables.Store(t), bytes: ddbtables.Store(t), dedup: ddbtables.Dedup(t),
+		clock: fakeclock.New(time.Now().Truncate(time.Second))}
 	envs.Store(t.Name(), e)
 	t.Cleanup(func() { envs.Delete(t.Name()) })
 	return e
