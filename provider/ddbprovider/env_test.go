@@ -36,8 +36,9 @@ var (
 	envs  = map[string]*env{}
 )
 
-// testEnv returns t's env, creating its table on first use and deleting it when t
-// ends. optFns configure the client of the first call only.
+// testEnv returns t's env, taking an empty table from the pool (ddbtables) on
+// first use, t's own until it ends. optFns configure the client of the first call
+// only.
 func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 	t.Helper()
 	envMu.Lock()

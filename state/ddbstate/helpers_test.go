@@ -18,7 +18,8 @@ type env struct {
 
 var envs sync.Map // t.Name() -> *env
 
-// envFor returns the tables and clock of t, creating them on first use. The clock
+// envFor returns the tables and clock of t, taking them on first use from the
+// pool of emptied tables (ddbtables), t's own until it ends. The clock
 // starts at the current whole second, so that TTLs of whole seconds are exact.
 func envFor(t testing.TB) *env {
 	t.Helper()
