@@ -18,13 +18,13 @@ import (
 // maxClearItems bounds how many items a pooled table may hold when its test ends
 // for it to be emptied and reused; a fuller table is deleted instead, which is then
 // cheaper.
-const maxClearItems = 2000
+const maxClearItems = 250
 
 // DynamoDBPooledTable returns the name of an empty table for t's exclusive use
 // until t ends: one of this process's tables of the same kind that an earlier
 // test returned, or a new one made by create. When t ends, also when it fails, its
 // items are deleted and the table goes back to the pool, unless t failed, the
-// table holds more than 2,000 items, or its description (keys, indexes, stream,
+// table holds more than 250 items, or its description (keys, indexes, stream,
 // billing, TTL) changed since create made it: then it is deleted, as
 // DynamoDBTable does. Main deletes the pooled tables after the tests.
 //

@@ -12,8 +12,8 @@ import (
 )
 
 // TestDynamoDBPooledTable: a table goes back to the pool emptied and the next test
-// gets it; a table a test changed, or a failed test's table, is deleted instead;
-// drain deletes the rest.
+// gets it; a table a test changed, a table too full to empty cheaply, or a failed
+// test's table, is deleted instead; drain deletes the rest.
 func TestDynamoDBPooledTable(t *testing.T) {
 	ctx := context.Background()
 	c := DynamoDBClient(t)
@@ -78,6 +78,34 @@ func TestDynamoDBPooledTable(t *testing.T) {
 		}
 	})
 
+	var full string
+	t.Run("full table", func(t *testing.T) {
+		full = DynamoDBPooledTable(t, kind, create)
+		var reqs []ddbtypes.WriteRequest
+		for i := range maxClearItems + 1 {
+			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{
+				Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprint(i)}}}})
+		}
+		for len(reqs) > 0 {
+			n := min(25, len(reqs))
+			out, err := c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{full: reqs[:n]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = append(reqs[n:], out.UnprocessedItems[full]...)
+		}
+	})
+	if full != third || !gone(t, full) {
+		t.Errorf("the table %s holding more than %d items was not deleted (want %s, deleted)", full, maxClearItems, third)
+	}
+	third = ""
+	t.Run("after the full table", func(t *testing.T) {
+		third = DynamoDBPooledTable(t, kind, create)
+		if third == full || creates != 3 {
+			t.Fatalf("got table %s after %d creates, want a new one", third, creates)
+		}
+	})
+
 	p := tablePools.get(DynamoDBEndpoint(t), kind)
 	name, err := p.take(create)
 	if err != nil || name != third {
@@ -90,7 +118,7 @@ func TestDynamoDBPooledTable(t *testing.T) {
 		t.Errorf("the table %s of a failed test was not deleted", third)
 	}
 	last, err := p.take(create)
-	if err != nil || creates != 3 {
+	if err != nil || creates != 4 {
 		t.Fatalf("take = %s, %v after %d creates; want a new table", last, err, creates)
 	}
 	if err := p.give(last, false); err != nil {
