@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +18,8 @@ import (
 
 // maxClearItems bounds how many items a pooled table may hold when its test ends
 // for it to be emptied and reused; a fuller table is deleted instead, which is then
-// cheaper.
-const maxClearItems = 250
+// cheaper. A variable for the pool's test.
+var maxClearItems = 250
 
 // DynamoDBPooledTable returns the name of an empty table for t's exclusive use
 // until t ends: one of this process's tables of the same kind that an earlier
@@ -94,14 +95,17 @@ type tablePool struct {
 	kind   string
 	client *dynamodb.Client
 
-	mu    sync.Mutex
-	free  []string
-	shape map[string]string // every table of the pool -> its description when made
+	mu     sync.Mutex
+	free   []string
+	shape  map[string]string // every table of the pool -> its description when made
+	served int               // takes
+	made   int               // tables created
 }
 
 // take returns a free table, or makes one.
 func (p *tablePool) take(create func(ctx context.Context, client *dynamodb.Client, name string) error) (string, error) {
 	p.mu.Lock()
+	p.served++
 	if n := len(p.free); n > 0 {
 		name := p.free[n-1]
 		p.free = p.free[:n-1]
@@ -122,6 +126,7 @@ func (p *tablePool) take(create func(ctx context.Context, client *dynamodb.Clien
 	}
 	p.mu.Lock()
 	p.shape[name] = shape
+	p.made++
 	p.mu.Unlock()
 	return name, nil
 }
@@ -199,15 +204,19 @@ func (p *tablePool) empty(name, want string) (bool, error) {
 	return left.Count == 0 && left.LastEvaluatedKey == nil, nil
 }
 
-// drain deletes every table of the pool.
+// drain deletes every table of the pool; with -test.v it says how many tests the
+// tables it made served.
 func (p *tablePool) drain() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if testing.Verbose() && p.served > 0 {
+		fmt.Fprintf(os.Stderr, "testenv: %d pooled %s tables served %d tests\n", p.made, p.kind, p.served)
+	}
 	var errs []error
 	for name := range p.shape {
 		errs = append(errs, deleteTable(p.client, name))
 	}
-	p.free, p.shape = nil, map[string]string{}
+	p.free, p.shape, p.served, p.made = nil, map[string]string{}, 0, 0
 	return errors.Join(errs...)
 }
 
