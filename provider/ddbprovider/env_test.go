@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
@@ -36,9 +35,8 @@ var (
 	envs  = map[string]*env{}
 )
 
-// testEnv returns t's env, taking an empty table from the pool (ddbtables) on
-// first use, t's own until it ends. optFns configure the client of the first call
-// only.
+// testEnv returns t's env, creating its table on first use and deleting it when t
+// ends. optFns configure the client of the first call only.
 func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 	t.Helper()
 	envMu.Lock()
@@ -48,7 +46,8 @@ func testEnv(t testing.TB, optFns ...func(*ddb.Options)) *env {
 		return e
 	}
 	client := testenv.DynamoDBClient(t, optFns...)
-	e = &env{client: client, table: ddbtables.Provider(t), clock: newFakeClock()}
+	e = &env{client: client, table: testenv.UniqueName(t), clock: newFakeClock()}
+	testenv.DynamoDBTable(t, client, e.table, func(ctx context.Context, name string) error { return ddbprovider.CreateTable(ctx, client, name) })
 	envMu.Lock()
 	envs[t.Name()] = e
 	envMu.Unlock()

@@ -1,4 +1,4 @@
-// Package ddbtables hands tests the tables of the DynamoDB backends from testenv's
+// Package ddbtables hands tests the tables of state/ddbstate from testenv's
 // pool (testenv.DynamoDBPooledTable): empty, the test's own until it ends, and
 // reused by a later test of the process instead of being created and deleted for
 // each test, which on DynamoDB Local takes seconds a table. The package's
@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	"github.com/pipestate/pipestate/provider/ddbprovider"
 	"github.com/pipestate/pipestate/state/ddbstate"
 )
 
@@ -29,13 +28,5 @@ func Dedup(t testing.TB) string {
 	t.Helper()
 	return testenv.DynamoDBPooledTable(t, "dedup", func(ctx context.Context, c *dynamodb.Client, name string) error {
 		return ddbstate.CreateDedupTable(ctx, c, name)
-	})
-}
-
-// Provider returns a table made by ddbprovider.CreateTable for t.
-func Provider(t testing.TB) string {
-	t.Helper()
-	return testenv.DynamoDBPooledTable(t, "provider", func(ctx context.Context, c *dynamodb.Client, name string) error {
-		return ddbprovider.CreateTable(ctx, c, name)
 	})
 }
