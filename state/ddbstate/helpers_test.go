@@ -1,14 +1,12 @@
 package ddbstate_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
-	"github.com/pipestate/pipestate/internal/testkit/testenv"
-	"github.com/pipestate/pipestate/state/ddbstate"
 )
 
 // env is the storage of one (sub)test: its tables and clock, shared by every store
@@ -20,20 +18,16 @@ type env struct {
 
 var envs sync.Map // t.Name() -> *env
 
-// envFor returns the tables and clock of t, creating them on first use. The clock
+// envFor returns the tables and clock of t, taking them on first use from the
+// pool of emptied tables (ddbtables), t's own until it ends. The clock
 // starts at the current whole second, so that TTLs of whole seconds are exact.
 func envFor(t testing.TB) *env {
 	t.Helper()
 	if e, ok := envs.Load(t.Name()); ok {
 		return e.(*env)
 	}
-	c := testenv.DynamoDBClient(t)
-	name := testenv.UniqueName(t)
-	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", clock: fakeclock.New(time.Now().Truncate(time.Second))}
-	storeTable := func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, c, name) }
-	testenv.DynamoDBTable(t, c, e.values, storeTable)
-	testenv.DynamoDBTable(t, c, e.bytes, storeTable)
-	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return ddbstate.CreateDedupTable(ctx, c, name) })
+	e := &env{values: ddbtables.Store(t), bytes: ddbtables.Store(t), dedup: ddbtables.Dedup(t),
+		clock: fakeclock.New(time.Now().Truncate(time.Second))}
 	envs.Store(t.Name(), e)
 	t.Cleanup(func() { envs.Delete(t.Name()) })
 	return e

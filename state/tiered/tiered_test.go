@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pipestate/pipestate/internal/signal/signaltest"
+	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
 	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
@@ -67,16 +68,10 @@ func envFor(t *testing.T, open func(t *testing.T) goredis.UniversalClient) *env 
 	if e, ok := envs.Load(t.Name()); ok {
 		return e.(*env)
 	}
-	c := testenv.DynamoDBClient(t)
-	name := testenv.UniqueName(t)
 	rc := open(t)
 	t.Cleanup(func() { _ = rc.Close() })
-	e := &env{values: name + "-v", bytes: name + "-b", dedup: name + "-d", redis: rc, prefix: testenv.RedisPrefix(t),
-		clock: fakeclock.New(time.Now().Truncate(time.Second))}
-	storeTable := func(ctx context.Context, name string) error { return ddbstate.CreateStoreTable(ctx, c, name) }
-	testenv.DynamoDBTable(t, c, e.values, storeTable)
-	testenv.DynamoDBTable(t, c, e.bytes, storeTable)
-	testenv.DynamoDBTable(t, c, e.dedup, func(ctx context.Context, name string) error { return ddbstate.CreateDedupTable(ctx, c, name) })
+	e := &env{values: ddbtables.Store(t), bytes: ddbtables.Store(t), dedup: ddbtables.Dedup(t),
+		redis: rc, prefix: testenv.RedisPrefix(t), clock: fakeclock.New(time.Now().Truncate(time.Second))}
 	envs.Store(t.Name(), e)
 	t.Cleanup(func() { envs.Delete(t.Name()) })
 	return e

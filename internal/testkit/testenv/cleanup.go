@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	goredis "github.com/redis/go-redis/v9"
@@ -157,7 +156,14 @@ func Main(m *testing.M) { os.Exit(RunChecked(m)) }
 // server or a real AWS account left-behind tables pile up until the quota is
 // reached.
 func RunChecked(m *testing.M) int {
+	mainRuns.Store(true)
 	code := m.Run()
+	if err := tablePools.drain(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: deleting the pooled tables: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	if err := removeLeaks(processTag); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
@@ -228,8 +234,7 @@ var envDynamoDB = sync.OnceValue(func() *dynamodb.Client {
 	if ep == "" {
 		return nil
 	}
-	return dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep),
-		Credentials: credentials.NewStaticCredentialsProvider("pipestate", "pipestate", "")})
+	return newDynamoDBClient(ep)
 })
 
 // tablesWhere lists the tables of envDynamoDB whose name match accepts.

@@ -22,7 +22,10 @@
 // data under its own key prefix or table, for which UniqueName gives a short name that
 // is unique across tests, processes and runs, and delete it when it ends, also when it
 // fails: RedisPrefix (keys), DynamoDBTable (a table the test creates) and
-// DynamoDBPrefix (tables a program under test creates) do both. Every package that
+// DynamoDBPrefix (tables a program under test creates) do both. DynamoDBPooledTable
+// hands out a table of the process's pool instead, emptied when its test ends and
+// reused by the next (creating a table on DynamoDB Local takes seconds; see
+// internal/testkit/ddbtables for the backends' tables). Every package that
 // uses the servers calls Main from its TestMain: after the tests it looks for the
 // tables and keys that carry this process's tag, deletes them, and fails the run,
 // so a cleanup that misses something is a failing test, not a server that fills up

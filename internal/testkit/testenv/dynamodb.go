@@ -30,7 +30,11 @@ func DynamoDBEndpoint(t testing.TB) string {
 // It skips or fails t exactly like DynamoDBEndpoint.
 func DynamoDBClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
-	endpoint := DynamoDBEndpoint(t)
+	return newDynamoDBClient(DynamoDBEndpoint(t), optFns...)
+}
+
+// newDynamoDBClient is DynamoDBClient for an endpoint.
+func newDynamoDBClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),

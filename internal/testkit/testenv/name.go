@@ -37,6 +37,16 @@ func UniqueName(t testing.TB) string {
 	return nameFragment(t.Name()) + "-" + processTag + hex.EncodeToString(b[:])
 }
 
+// uniqueName is UniqueName for a fragment that is not a test's name (a pooled
+// table's), which Main finds like the others.
+func uniqueName(fragment string) string {
+	var b [5]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return nameFragment(fragment) + "-" + processTag + hex.EncodeToString(b[:])
+}
+
 // nameFragment lowercases s, maps runs of characters outside [a-z0-9] to a single '-',
 // trims '-' at both ends, keeps the tail (the subtest names, the most specific part)
 // when longer than maxFragment, and returns "t" for an empty result.
