@@ -46,6 +46,9 @@ type Sim[O any] struct {
 	Corpus string
 	// Budget is the default wall time for fresh seeds (zero: 15s).
 	Budget time.Duration
+	// Ops is the default operations per run, where PIPESTATE_SIM_OPS is not
+	// set (zero: 60).
+	Ops int
 }
 
 // Failure is a run the reference model refused.
@@ -94,14 +97,14 @@ func Run[O any](t *testing.T, s Sim[O]) {
 		if err != nil {
 			t.Fatalf("sim: PIPESTATE_SIM_SEED=%q: %v", v, err)
 		}
-		report(t, s, seedLine{seed: seed, ops: Ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}, "PIPESTATE_SIM_SEED", true)
+		report(t, s, seedLine{seed: seed, ops: s.ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}, "PIPESTATE_SIM_SEED", true)
 		return
 	}
 	path := s.Corpus
 	if os.Getenv("PIPESTATE_SIM_CORPUS") == "off" {
 		path = ""
 	}
-	for _, c := range corpus(t, path) {
+	for _, c := range corpus(t, s, path) {
 		if got := s.Hash(s.Generate(c.seed, c.ops, c.skip)); c.gen != "" && got != c.gen {
 			t.Errorf("sim: corpus %s: seed %d no longer generates the sequence it recorded (gen=%s, now gen=%s): the generator or the harness's retentions changed, so it may no longer replay its failure; re-record it (see the package doc; the line now: %v)",
 				s.Corpus, c.seed, c.gen, got, c.withGen(got))
@@ -128,7 +131,7 @@ func Run[O any](t *testing.T, s Sim[O]) {
 		if skip := os.Getenv("PIPESTATE_SIM_SKIP"); skip != "" {
 			env = "PIPESTATE_SIM_SKIP=" + skip + " "
 		}
-		c := seedLine{seed: f.Seed, ops: Ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}
+		c := seedLine{seed: f.Seed, ops: s.ops(), skip: os.Getenv("PIPESTATE_SIM_SKIP")}
 		t.Errorf("sim: the reference model refused a run after %d runs and %d operations (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'; corpus line: %v):\n%v",
 			st.FirstHit, st.HitOps, env, f.Seed, t.Name(), c.withGen(s.Hash(s.Generate(c.seed, c.ops, c.skip))), f)
 	}
@@ -151,7 +154,7 @@ func report[O any](t *testing.T, s Sim[O], c seedLine, from string, trace bool) 
 	if skip != "" {
 		env = "PIPESTATE_SIM_SKIP=" + skip + " "
 	}
-	if c.ops != 60 {
+	if c.ops != s.ops() {
 		env += fmt.Sprintf("PIPESTATE_SIM_OPS=%d ", c.ops)
 	}
 	t.Errorf("sim: seed %d from %s fails (replay: %sPIPESTATE_SIM_SEED=%d go test -run '^%s$'):\n%v", seed, from, env, seed, t.Name(), f)
@@ -164,7 +167,7 @@ func Search[O any](t *testing.T, s Sim[O], seed uint64, budget time.Duration) (*
 	t.Helper()
 	st := Stats{Kinds: map[string]int{}}
 	start := time.Now()
-	n := Ops()
+	n := s.ops()
 	for time.Since(start) < budget {
 		r := runOps(t, s, s.Generate(seed, n, os.Getenv("PIPESTATE_SIM_SKIP")))
 		st.Runs++
@@ -184,12 +187,15 @@ func Search[O any](t *testing.T, s Sim[O], seed uint64, budget time.Duration) (*
 	return nil, st
 }
 
-// Ops is the operations per run: PIPESTATE_SIM_OPS, default 60.
-func Ops() int {
-	if s := os.Getenv("PIPESTATE_SIM_OPS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+// ops is the operations per run: PIPESTATE_SIM_OPS, else s.Ops, else 60.
+func (s Sim[O]) ops() int {
+	if v := os.Getenv("PIPESTATE_SIM_OPS"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			return n
 		}
+	}
+	if s.Ops > 0 {
+		return s.Ops
 	}
 	return 60
 }
@@ -216,7 +222,7 @@ func (c seedLine) withGen(gen string) string {
 // corpus reads the seeds of path: "seed", optionally followed by "ops=60",
 // "skip=watch,corrupt" and "gen=<hash>" (a line without ops= runs
 // PIPESTATE_SIM_OPS operations).
-func corpus(t *testing.T, path string) []seedLine {
+func corpus[O any](t *testing.T, s Sim[O], path string) []seedLine {
 	t.Helper()
 	if path == "" {
 		return nil
@@ -241,7 +247,7 @@ func corpus(t *testing.T, path string) []seedLine {
 		if err != nil {
 			t.Fatalf("sim: corpus %s: %q: %v", path, line, err)
 		}
-		sl := seedLine{seed: seed, ops: Ops()}
+		sl := seedLine{seed: seed, ops: s.ops()}
 		for _, f := range fields[1:] {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {

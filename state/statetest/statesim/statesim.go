@@ -48,6 +48,10 @@ type Harness struct {
 	// Budget is how long Run tries fresh seeds when PIPESTATE_SIM_DURATION is
 	// not set; zero means 15s.
 	Budget time.Duration
+
+	// Ops is the operations per run when PIPESTATE_SIM_OPS is not set; zero
+	// means 60. A slow backend (DynamoDB Local) runs shorter sequences.
+	Ops int
 }
 
 // Variant opens a store with other options on the storage of t.
@@ -125,6 +129,7 @@ func engine(h Harness) simengine.Sim[op] {
 		World:    func(t *testing.T) simengine.World[op] { return newWorld(t, h) },
 		Corpus:   h.Corpus,
 		Budget:   h.Budget,
+		Ops:      h.Ops,
 	}
 }
 
