@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sim.sh BACKEND DURATION: a long run of the simulation (package
 # providertest/sim) on one backend: memory, miniredis, dynamodb, sqlite or toy
-# (the third-party path's toy backend). It prints the seeds it tries, the first
+# (the third-party path's toy backend); or of the state stores' simulation
+# (state/statetest/statesim): memstate, redisstate, ddbstate or statetoy. It prints the seeds it tries, the first
 # failure shrunk, operations per second and how often each operation and fault
 # kind ran. DynamoDB uses the servers of the environment (DYNAMODB_ENDPOINT),
 # or starts them (with-servers.sh) when none is set.
@@ -16,14 +17,16 @@ memory) dir=. pkg=./providertest/sim run='^TestSimMemory$' ;;
 toy) dir=. pkg=./providertest/sim run='^TestSimCatchesToyExpiryBug$' ;;
 miniredis) dir=. pkg=./provider/redisprovider run='^TestSim$' ;;
 dynamodb) dir=. pkg=./provider/ddbprovider run='^TestSim$' ;;
+memstate | redisstate | ddbstate) dir=. pkg=./state/$backend run='^TestSim$' ;;
+statetoy) dir=. pkg=./state/statetest/statesim run='^TestSimCatchesToyExpiryBug$' ;;
 sqlite) dir=examples pkg=./custombackend/... run='^TestSim$' ;;
-*) die "sim.sh: unknown backend $backend (memory, miniredis, dynamodb, sqlite, toy)" ;;
+*) die "sim.sh: unknown backend $backend (memory, miniredis, dynamodb, sqlite, toy; state stores: memstate, redisstate, ddbstate, statetoy)" ;;
 esac
 
 cmd=(go test -count=1 -timeout 0 -v -run "$run" "$pkg")
 export PIPESTATE_SIM_DURATION="$duration"
 cd "$here/../$dir"
-if [[ $backend == dynamodb && -z ${DYNAMODB_ENDPOINT:-} ]]; then
+if [[ $backend == dynamodb || $backend == ddbstate ]] && [[ -z ${DYNAMODB_ENDPOINT:-} ]]; then
 	exec bash "$here/with-servers.sh" "${cmd[@]}"
 fi
 "${cmd[@]}" | grep -v -e '^=== RUN' -e '^\s*--- PASS: .*/run'

@@ -94,6 +94,8 @@
 // Concurrency (one operation at a time; lincheck checks linearizability),
 // lost replies and timeouts (harness-specific transports; the lost-reply
 // tables cover them), pipelines, traits, readiness, run logs, reruns, replays
-// and late arrivals, list orders, the state stores, and backends on real time
-// (a harness without Now and Sleep is skipped).
+// and late arrivals, list orders, and backends on real time (a harness
+// without Now and Sleep is skipped). The state stores have a simulation of
+// their own on the same engine (internal/simengine): package
+// state/statetest/statesim.
 package sim
