@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ type world struct {
 	slots     []slot
 	m         *model
 	staleness time.Duration
+	// now is m.now in Unix ns, for the caches' clock (their maintenance
+	// reads it from goroutines of their own).
+	now atomic.Int64
 }
 
 func newWorld(t *testing.T, h Harness) *world {
@@ -40,6 +44,7 @@ func newWorld(t *testing.T, h Harness) *world {
 	if w.staleness <= 0 {
 		w.staleness = time.Minute
 	}
+	w.now.Store(w.m.now.UnixNano())
 	for range slots {
 		w.slots = append(w.slots, w.open(0))
 	}
@@ -52,7 +57,7 @@ func (w *world) open(v int) slot {
 	if v > 0 {
 		o, dedup = w.h.Variants[v-1].Open, dedupTTL(w.h.Variants[v-1].DedupTTL)
 	}
-	c, err := cache.New(o(w.t), cache.WithStaleness(w.staleness), cache.WithClock(func() time.Time { return w.m.now }))
+	c, err := cache.New(o(w.t), cache.WithStaleness(w.staleness), cache.WithClock(func() time.Time { return time.Unix(0, w.now.Load()) }))
 	if err != nil {
 		w.t.Fatalf("statesim: cache.New: %v", err)
 	}
@@ -92,6 +97,13 @@ func (w *world) store(o op) (state.Store[int64], string) {
 	return fs, fmt.Sprintf("fence %s/%d", lease, f)
 }
 
+// advance moves the clock of the harness, the model and the caches by d.
+func (w *world) advance(d time.Duration) {
+	w.h.Sleep(w.t, d)
+	w.m.advance(d)
+	w.now.Store(w.m.now.UnixNano())
+}
+
 func keyName(k int) string { return fmt.Sprintf("%s/%d", keys[k].Entity, keys[k].Bucket) }
 
 // Do runs o against the backend and the model, and returns its description
@@ -116,8 +128,7 @@ func (w *world) do(o op) (string, error) {
 	case opSleep:
 		return w.sleep(o)
 	case opSweep:
-		w.h.Sleep(w.t, o.d)
-		w.m.advance(o.d)
+		w.advance(o.d)
 		if w.h.Sweep == nil {
 			return fmt.Sprintf("sweep: clock +%v (the server deletes nothing the store would not)", o.d), nil
 		}
@@ -347,8 +358,7 @@ func (w *world) sleep(o op) (string, error) {
 	} else if o.m%4 == 3 {
 		d, shape = time.Duration(1+o.n%5)*time.Second, "a few seconds"
 	}
-	w.h.Sleep(w.t, d)
-	w.m.advance(d)
+	w.advance(d)
 	return fmt.Sprintf("sleep %v (%s)", d, shape), nil
 }
 
