@@ -17,3 +17,12 @@ func TestSim(t *testing.T) {
 		Budget:  5 * time.Second,
 	})
 }
+
+// TestSimMax simulates the memory stores with monoid.Max[int64].
+func TestSimMax(t *testing.T) {
+	statesim.Run(t, statesim.Harness{
+		Harness: storeHarness[int64](monoid.Max[int64]{}, signed[int64](1), eq),
+		Corpus:  "testdata/sim-max.seeds",
+		Budget:  2 * time.Second,
+	})
+}

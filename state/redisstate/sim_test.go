@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/redisstate"
@@ -20,20 +22,30 @@ const simDedupTTL, simVariantDedupTTL = 5 * time.Hour, time.Hour
 // the simulation (FastForward expires keys itself, so there is no sweeper),
 // with a variant whose claims live an hour, and values corrupted raw.
 func TestSim(t *testing.T) {
+	statesim.Run(t, simHarness(redisstate.NewInt64SumStore, monoid.Sum[int64]{}, "testdata/sim.seeds", 8*time.Second))
+}
+
+// TestSimMax simulates the Int64MaxStore as TestSim does the sum store.
+func TestSimMax(t *testing.T) {
+	statesim.Run(t, simHarness(redisstate.NewInt64MaxStore, monoid.Max[int64]{}, "testdata/sim-max.seeds", 3*time.Second))
+}
+
+// simHarness is the simulation's harness of the stores newStore opens.
+func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, string, ...redisstate.StoreOption) (S, error), m monoid.Monoid[int64], corpus string, budget time.Duration) statesim.Harness {
 	b := miniBackend
 	open := func(ttl time.Duration) func(t *testing.T) state.Store[int64] {
 		return func(t *testing.T) state.Store[int64] {
-			s, err := redisstate.NewInt64SumStore(b.client(t), prefixFor(t), redisstate.WithDedupTTL(ttl))
+			s, err := newStore(b.client(t), prefixFor(t), redisstate.WithDedupTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return s
 		}
 	}
-	statesim.Run(t, statesim.Harness{
+	return statesim.Harness{
 		Harness: statetest.Harness[int64]{
 			Open: open(simDedupTTL), Sleep: sleeper(b), FakeTime: true, DedupTTL: simDedupTTL,
-			Monoid: monoid.Sum[int64]{},
+			Monoid: m,
 		},
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(simVariantDedupTTL), DedupTTL: simVariantDedupTTL}},
 		Corrupt: func(t *testing.T, k state.Key) {
@@ -50,7 +62,7 @@ func TestSim(t *testing.T) {
 			}
 			t.Fatalf("no value key of %v in %v", k, m.Keys())
 		},
-		Corpus: "testdata/sim.seeds",
-		Budget: 8 * time.Second,
-	})
+		Corpus: corpus,
+		Budget: budget,
+	}
 }

@@ -2,8 +2,8 @@
 // backend against a reference model, the state stores' counterpart of
 // providertest/sim (and on its engine: seeds, shrinking, the corpus format,
 // the budget and the PIPESTATE_SIM_* variables are the same; see that
-// package's doc). A generator drives several instances of an int64 sum store
-// (monoid.Sum[int64]) over one storage through a random sequence of
+// package's doc). A generator drives several instances of an int64 store
+// (monoid.Sum[int64], or monoid.Max[int64]: Harness.Monoid) over one storage through a random sequence of
 // operations: MergeUpdate, MergeUpdateOnce (claims of a few event IDs) and
 // MergeMany batches (several updates of one key, each with its own ttl),
 // fenced through state.Fenced by stale and newer fences of two lease keys or
@@ -23,19 +23,20 @@
 //		statesim.Run(t, statesim.Harness{Harness: myInt64SumHarness(), Corpus: "testdata/sim.seeds"})
 //	}
 //
-// The harness needs Open (an int64 sum store), Sleep on the clock the store
+// The harness needs Open (an int64 sum or max store), Sleep on the clock the store
 // judges expiry by, FakeTime and DedupTTL; without FakeTime the simulation
 // skips. Durations are whole seconds, so a backend's expiry resolution (1 s
 // on DynamoDB) is exact.
 //
 // # The referee
 //
-// The model (model.go) is sequential, and its rules come from package state's
+// The model (model.go) is sequential, one int64 per key combined with
+// Harness.Monoid, and its rules come from package state's
 // doc ("Rules every backend follows", "Corrupt values") and package fence's
 // ("The rule", "Lifetime"), not from any backend. Exact where the contract is
 // exact: a value and whether it is found (expired when now >= its expiry,
 // every merge setting the expiry to now+ttl or clearing it), a merge onto an
-// expired value starting from 0, a claim held until DedupTTL after the
+// expired value starting from the monoid's Identity, a claim held until DedupTTL after the
 // delivery that claimed it (a duplicate is answered not applied, no error,
 // whatever its fence), a fenced merge refused with ErrFenced while the live
 // value remembers a newer fence of its lease key (every merge that extends
@@ -60,7 +61,7 @@
 //
 // Concurrency (one operation at a time; statetest's races and RunFencingRace
 // cover it), lost replies and timeouts (the lost-reply tables), the Deduper,
-// monoids other than the int64 sum (max, float sums, BytesStore and
+// monoids other than int64 sums and maxima (float sums, BytesStore and
 // sketches), Sharded, the Coalescer and windows, overflow and bad input, and
 // backends on real time (redis-server, Redis Cluster).
 package statesim

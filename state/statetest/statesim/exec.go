@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/cache"
 	"github.com/pipestate/pipestate/types"
@@ -40,7 +41,11 @@ type world struct {
 }
 
 func newWorld(t *testing.T, h Harness) *world {
-	w := &world{t: t, h: h, m: newModel(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), staleness: h.Staleness}
+	var mono monoid.Monoid[int64] = monoid.Sum[int64]{}
+	if h.Monoid != nil {
+		mono = h.Monoid
+	}
+	w := &world{t: t, h: h, m: newModel(mono, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), staleness: h.Staleness}
 	if w.staleness <= 0 {
 		w.staleness = time.Minute
 	}

@@ -3,9 +3,11 @@ package statesim
 import (
 	"fmt"
 	"time"
+
+	"github.com/pipestate/pipestate/monoid"
 )
 
-// The reference model: sequential, an int64 sum per key, and the rules of
+// The reference model: sequential, an int64 per key (Harness.Monoid's), and the rules of
 // package state's doc ("Rules every backend follows", "Corrupt values") and
 // package fence's ("The rule", "Lifetime").
 
@@ -49,6 +51,7 @@ type claimID struct {
 }
 
 type model struct {
+	mono   monoid.Monoid[int64]
 	now    time.Time
 	keys   []keyM
 	claims map[claimID]time.Time // the claim's expiry; zero: never
@@ -58,8 +61,8 @@ type model struct {
 	maxFence map[string]int64
 }
 
-func newModel(now time.Time) *model {
-	m := &model{now: now, claims: map[claimID]time.Time{}, maxFence: map[string]int64{}}
+func newModel(mono monoid.Monoid[int64], now time.Time) *model {
+	m := &model{mono: mono, now: now, claims: map[claimID]time.Time{}, maxFence: map[string]int64{}}
 	for range keys {
 		m.keys = append(m.keys, keyM{hist: []histE{{at: now}}})
 	}
@@ -117,7 +120,7 @@ func (m *model) fenceVerdict(k int, lease string, f int64) (must, may bool) {
 // f) when lease != "".
 func (m *model) merge(k int, delta int64, ttl time.Duration, lease string, f int64) {
 	km := &m.keys[k]
-	v := int64(0)
+	v := m.mono.Identity()
 	if km.found {
 		v = km.v
 	}
@@ -132,7 +135,7 @@ func (m *model) merge(k int, delta int64, ttl time.Duration, lease string, f int
 		km.sure[lease] = max(km.sure[lease], f)
 		m.maxFence[lease] = max(m.maxFence[lease], f)
 	}
-	m.set(k, snap{found: true, v: v + delta})
+	m.set(k, snap{found: true, v: m.mono.Combine(v, delta)})
 }
 
 // claimed reports whether event's claim on k is live.

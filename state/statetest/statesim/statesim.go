@@ -11,11 +11,12 @@ import (
 	"github.com/pipestate/pipestate/state/statetest"
 )
 
-// Harness is a statetest.Harness of an int64 sum store (monoid.Sum[int64])
-// and the ingredients only the simulation uses. Open and Sleep are required,
-// and FakeTime must be true (Sleep moves the clock the stores judge expiry
-// by); DedupTTL is the claim TTL of the stores Open returns. The other fields
-// of statetest.Harness are not used.
+// Harness is a statetest.Harness of an int64 store and the ingredients only
+// the simulation uses. Open and Sleep are required, and FakeTime must be true
+// (Sleep moves the clock the stores judge expiry by); DedupTTL is the claim
+// TTL of the stores Open returns; Monoid is the stores' (monoid.Sum[int64]
+// when nil; monoid.Max[int64] for a max store). The other fields of
+// statetest.Harness are not used.
 type Harness struct {
 	statetest.Harness[int64]
 
