@@ -109,8 +109,11 @@
 // report, see package provider) does not arise. A merge into such a value fails
 // and changes nothing: with ErrCorrupt where the store reads the value before it
 // writes (a DynamoDB Max or BytesStore merge), otherwise with the backend's own
-// error (Redis: "ERR value is not an integer"; DynamoDB ADD: a
-// ValidationException). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// error (Redis: "ERR value is not an integer", a sum's and a max's merge alike;
+// DynamoDB ADD: a ValidationException), fenced or not. A MergeUpdateOnce of an
+// event already applied to the key may instead answer as a duplicate (the claim
+// is checked first). What the key remembered of fences (package fence) may be
+// lost with a value written by hand. Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
 // monoid cannot read fails in the monoid, not here. The memory backend stores
 // values, never bytes, so it never meets a corrupt one.
 //
