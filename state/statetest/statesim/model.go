@@ -161,14 +161,15 @@ func (m *model) corrupt(k int) {
 	m.set(k, snap{found: true, corrupt: true})
 }
 
-// within are the states k had at some instant within the last staleness: what a
-// cached read may return.
+// within are the states k had at some instant t with now - t < staleness: what
+// a cached read may return (package state/cache: a cached value is served
+// while now - the start of the read that fetched it < staleness).
 func (m *model) within(k int, staleness time.Duration) []snap {
 	h := m.keys[k].hist
 	from := m.now.Add(-staleness)
 	var out []snap
 	for i, e := range h {
-		if i == len(h)-1 || !h[i+1].at.Before(from) { // in effect at from or later
+		if i == len(h)-1 || h[i+1].at.After(from) { // in effect after from
 			out = append(out, e.s)
 		}
 	}
