@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 30m
 COUNT        ?= 5
 SERVERS_DIR  ?= .servers
 LINT_PKGS    ?= ./... ./examples/...
-VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+VERSION      ?= $(shell git describe --tags --dirty 2>/dev/null)
 
 BACKEND      ?= memory
 DURATION     ?= 1m

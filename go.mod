@@ -20,6 +20,7 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/testcontainers/testcontainers-go v0.44.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.45.0
 )
 
 require (

@@ -11,3 +11,12 @@ func BasicsMethods() []string {
 	}
 	return out
 }
+
+// BasicsGroups lists the groups the basics' steps name, and afterBasics.
+func BasicsGroups() []string {
+	out := append([]string(nil), afterBasics...)
+	for _, b := range basics {
+		out = append(out, b.groups...)
+	}
+	return out
+}

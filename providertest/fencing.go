@@ -141,6 +141,7 @@ func testFencingBadLeaseRefusedByView(t *testing.T, s *suite) {
 // read tells apart), read returns a fingerprint of the record as stored.
 type fencedWrite struct {
 	name  string
+	keep  func(provider.Retention) time.Duration // the retention of the record written
 	setup func(t *testing.T, p provider.Provider, k ids)
 	write func(ctx context.Context, p provider.Provider, k ids, i int) error
 	read  func(t *testing.T, p provider.Provider, k ids) string
@@ -159,11 +160,11 @@ func fencedWrites() []fencedWrite {
 		return fmt.Sprintf("version %d step %d", r.Version, step(*r))
 	}
 	return []fencedWrite{
-		{name: "PutRunState", read: readRun,
+		{name: "PutRunState", keep: keepRuns, read: readRun,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				return p.PutRunState(ctx, fencedRun(k, i))
 			}},
-		{name: "CompareAndSwapRunState", setup: putRun, read: readRun,
+		{name: "CompareAndSwapRunState", keep: keepRuns, setup: putRun, read: readRun,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				cur, err := p.GetRunState(ctx, k.run)
 				if err != nil || cur == nil {
@@ -175,7 +176,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return err
 			}},
-		{name: "AppendEvent",
+		{name: "AppendEvent", keep: keepEvents,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				return p.AppendEvent(ctx, newEvent(k.pipeline, i))
 			},
@@ -188,7 +189,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return strings.Join(names, ",")
 			}},
-		{name: "PutLateArrival",
+		{name: "PutLateArrival", keep: keepLateArrivals,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				return p.PutLateArrival(ctx, newLateArrival(k.pipeline, k.date, "", at(i), int64(i)))
 			},
@@ -201,7 +202,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return strings.Join(deltas, ",")
 			}},
-		{name: "PutRunLog",
+		{name: "PutRunLog", keep: keepRunLogs,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				e := newRunLog(k.pipeline, k.date, "")
 				e.AttemptNumber = i
@@ -215,7 +216,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return fmt.Sprint("attempt ", e.AttemptNumber)
 			}},
-		{name: "WriteCascadeMarker",
+		{name: "WriteCascadeMarker", keep: keepCascadeMarkers,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				return p.WriteCascadeMarker(ctx, k.pipeline, "", k.date, fmt.Sprint("source-", i))
 			},
@@ -232,7 +233,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return strings.Join(srcs, ",")
 			}},
-		{name: "PutRerun",
+		{name: "PutRerun", keep: keepReruns,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				r := newRerun(k.rerun, k.pipeline, at(0))
 				r.Reason = fmt.Sprint("reason-", i)
@@ -246,7 +247,7 @@ func fencedWrites() []fencedWrite {
 				}
 				return r.Reason
 			}},
-		{name: "PutReplay",
+		{name: "PutReplay", keep: keepReplays,
 			write: func(ctx context.Context, p provider.Provider, k ids, i int) error {
 				r := newReplay(k.pipeline, k.date, "", at(0))
 				r.Reason = fmt.Sprint("reason-", i)

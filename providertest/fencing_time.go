@@ -2,32 +2,9 @@ package providertest
 
 import (
 	"testing"
-	"time"
 
 	"github.com/pipestate/pipestate/provider"
 )
-
-// retentionOf returns the retention (a provider.Retention field) of the record
-// the fenced write named name writes.
-func retentionOf(name string, r provider.Retention) time.Duration {
-	switch name {
-	case "PutRunState", "CompareAndSwapRunState":
-		return r.Runs
-	case "AppendEvent":
-		return r.Events
-	case "PutLateArrival":
-		return r.LateArrivals
-	case "PutRunLog":
-		return r.RunLogs
-	case "WriteCascadeMarker":
-		return r.CascadeMarkers
-	case "PutRerun":
-		return r.Reruns
-	case "PutReplay":
-		return r.Replays
-	}
-	return 0
-}
 
 // fencingTime runs the rule's tests with time on one write (package fence,
 // "Lifetime"): what a record remembers lives as long as the record, whatever
@@ -42,7 +19,7 @@ func retentionOf(name string, r provider.Retention) time.Duration {
 func fencingTime(t *testing.T, s *suite, w fencedWrite, open func(t *testing.T) (provider.Provider, provider.Provider, ids),
 	do func(t *testing.T, p provider.Provider, k ids, key string, f int64, i int) error,
 	refused func(t *testing.T, p, q provider.Provider, k ids, key string, f int64, i int, what string)) {
-	keep := retentionOf(w.name, s.h.Retention)
+	keep := w.keep(s.h.Retention)
 	for _, c := range []struct {
 		name  string
 		fence int64 // of the rewrite, 0 unfenced

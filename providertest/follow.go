@@ -113,7 +113,7 @@ func readLog(t *testing.T, p provider.Provider, pipelineID string) []types.Event
 // a cursor, events appended while following (by 8 concurrent writers: each once, in
 // the log's order), resuming after a cancel, two followers agreeing, followers
 // of prefix-related pipelines that yield nothing of each other's, neither
-// before their own last event nor in neighbourWindow after it, a cursor
+// before their own last event nor after it (a sentinel comes next), a cursor
 // whose successors retention dropped failing with ErrCursorExpired
 // (Harness.ExpireEvents, and Harness.OpenMaxEvents for a log kept by count), the
 // end on cancel, and bad input. It skips when the provider is not an EventFollower.
@@ -475,17 +475,14 @@ func markerKey(m types.CascadeMarker) string {
 	return m.PipelineID + "|" + m.ScheduleID + "|" + m.Date + "|" + m.Source
 }
 
-// neighbourWindow is how long no_neighbour_events keeps reading after every
-// follower yielded its own last event.
-const neighbourWindow = 500 * time.Millisecond
-
 // testEventFollowerNoNeighbourEvents follows each pipeline of prefixFamily,
 // from before and from after the writes, while every pipeline of the family
 // appends a tagged event and then its last one. Each follower yields its own
 // two events, and nothing of a neighbour's: neither before its own last event
-// nor during neighbourWindow after every follower yielded its own (a follower
-// that reads its pipeline and then every pipeline its ID prefixes, page by
-// page, yields them after its own).
+// nor after it. For the second, once every follower has yielded its last
+// event, every pipeline appends a sentinel, and each follower's next item must
+// be its own sentinel (a follower that reads its pipeline and then every
+// pipeline its ID prefixes, page by page, yields the neighbours' events first).
 func testEventFollowerNoNeighbourEvents(t *testing.T, s *suite) {
 	f := s.open(t).(provider.EventFollower)
 	var followers []<-chan item[types.EventRecord]
@@ -513,29 +510,24 @@ func testEventFollowerNoNeighbourEvents(t *testing.T, s *suite) {
 		}
 		checkFollowed(t, ch, i%len(prefixFamily), what)
 	}
-	time.Sleep(neighbourWindow)
+	for tag, id := range prefixFamily {
+		ev := newEvent(id, tag)
+		ev.Message = "sentinel"
+		noErr(t, w.AppendEvent(t.Context(), ev), fmt.Sprintf("AppendEvent(%q) of the sentinel", id))
+	}
 	for i, ch := range followers {
 		id := prefixFamily[i%len(prefixFamily)]
-		var extra []string
-		for drained := false; !drained; {
-			select {
-			case it, ok := <-ch:
-				if !ok {
-					drained = true
-					break
-				}
-				if it.err != nil {
-					extra = append(extra, "error "+it.err.Error())
-				} else {
-					extra = append(extra, it.r.Event.PipelineID+":"+it.r.Event.Message)
-				}
-			default:
-				drained = true
+		select {
+		case it, ok := <-ch:
+			switch {
+			case !ok || it.err != nil:
+				t.Errorf("FollowEvents(%q) ended (%v) after its own last event, want its sentinel next", id, it.err)
+			case it.r.Event.PipelineID != id || it.r.Event.Message != "sentinel":
+				t.Errorf("FollowEvents(%q) yielded %s:%s (pipeline:message) after its own last event, want %s:sentinel next: "+
+					"a follower yields its own pipeline's events only, never a prefix-related neighbour's", id, it.r.Event.PipelineID, it.r.Event.Message, id)
 			}
-		}
-		if len(extra) > 0 {
-			t.Errorf("FollowEvents(%q) yielded %q (pipeline:message) after its own last event, within %v: "+
-				"a follower yields its own pipeline's events only, never a prefix-related neighbour's", id, extra, neighbourWindow)
+		case <-time.After(deliveryWait):
+			t.Errorf("FollowEvents(%q): no sentinel %v after it was appended", id, deliveryWait)
 		}
 	}
 }

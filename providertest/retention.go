@@ -17,6 +17,16 @@ import (
 // time passes between the suite's calls, by far less than this.
 const retentionMargin = time.Second
 
+// The retention of each record kind (a provider.Retention field), for the
+// tables of the rules that move the clock past one.
+func keepRuns(r provider.Retention) time.Duration           { return r.Runs }
+func keepRunLogs(r provider.Retention) time.Duration        { return r.RunLogs }
+func keepReruns(r provider.Retention) time.Duration         { return r.Reruns }
+func keepReplays(r provider.Retention) time.Duration        { return r.Replays }
+func keepCascadeMarkers(r provider.Retention) time.Duration { return r.CascadeMarkers }
+func keepLateArrivals(r provider.Retention) time.Duration   { return r.LateArrivals }
+func keepEvents(r provider.Retention) time.Duration         { return r.Events }
+
 // retained is one record kind a provider.Retention field applies to, in one test.
 type retained struct {
 	name string
@@ -78,7 +88,7 @@ func tagsOf[T any](t *testing.T, list []T, err error, what string, mine func(T) 
 func retainedKinds() []retained {
 	runTag := func(r types.RunState) int { return int(r.Metadata["tag"].(float64)) }
 	return []retained{
-		{name: "runs", keep: func(r provider.Retention) time.Duration { return r.Runs },
+		{name: "runs", keep: keepRuns,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				run := newRun(k.pipeline, k.run, at(0))
 				run.Metadata = map[string]any{"tag": tag}
@@ -93,7 +103,7 @@ func retainedKinds() []retained {
 					"ListRuns":    tagsOf(t, list, lerr, "ListRuns", mine, runTag),
 				})
 			}},
-		{name: "run_logs", keep: func(r provider.Retention) time.Duration { return r.RunLogs },
+		{name: "run_logs", keep: keepRunLogs,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				e := newRunLog(k.pipeline, k.date, "")
 				e.AttemptNumber = tag
@@ -108,7 +118,7 @@ func retainedKinds() []retained {
 					"ListRunLogs": tagsOf(t, list, lerr, "ListRunLogs", func(types.RunLogEntry) bool { return true }, tag),
 				})
 			}},
-		{name: "reruns", keep: func(r provider.Retention) time.Duration { return r.Reruns },
+		{name: "reruns", keep: keepReruns,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				r := newRerun(k.rerun, k.pipeline, at(0))
 				r.Metadata = map[string]any{"tag": tag}
@@ -126,7 +136,7 @@ func retainedKinds() []retained {
 					"ListAllReruns": tagsOf(t, all, aerr, "ListAllReruns", mine, tag),
 				})
 			}},
-		{name: "replays", keep: func(r provider.Retention) time.Duration { return r.Replays },
+		{name: "replays", keep: keepReplays,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				r := newReplay(k.pipeline, k.date, "", at(0))
 				r.RequestedBy = eventName(tag)
@@ -142,7 +152,7 @@ func retainedKinds() []retained {
 					"ListReplays": tagsOf(t, list, lerr, "ListReplays", mine, tag),
 				})
 			}},
-		{name: "cascade_markers", keep: func(r provider.Retention) time.Duration { return r.CascadeMarkers },
+		{name: "cascade_markers", keep: keepCascadeMarkers,
 			needs: func(p provider.Provider) bool { _, ok := p.(provider.CascadeReader); return ok },
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				noErr(t, p.WriteCascadeMarker(t.Context(), k.pipeline, "", k.date, eventName(tag)), "WriteCascadeMarker")
@@ -152,7 +162,7 @@ func retainedKinds() []retained {
 				return tagsOf(t, list, err, "ListCascadeMarkers", func(types.CascadeMarker) bool { return true },
 					func(m types.CascadeMarker) int { return nameTag(m.Source) })
 			}},
-		{name: "late_arrivals", keep: func(r provider.Retention) time.Duration { return r.LateArrivals }, appends: true,
+		{name: "late_arrivals", keep: keepLateArrivals, appends: true,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				noErr(t, p.PutLateArrival(t.Context(), newLateArrival(k.pipeline, k.date, "", at(tag), int64(tag))), "PutLateArrival")
 			},
@@ -161,7 +171,7 @@ func retainedKinds() []retained {
 				return tagsOf(t, list, err, "ListLateArrivals", func(types.LateArrival) bool { return true },
 					func(l types.LateArrival) int { return int(l.RecordDelta) })
 			}},
-		{name: "events", keep: func(r provider.Retention) time.Duration { return r.Events }, appends: true,
+		{name: "events", keep: keepEvents, appends: true,
 			write: func(t *testing.T, p provider.Provider, k ids, tag int) {
 				noErr(t, p.AppendEvent(t.Context(), newEvent(k.pipeline, tag)), "AppendEvent")
 			},

@@ -354,7 +354,7 @@ func TestFailureReportedOnce(t *testing.T) {
 
 // TestBasicsDocumented: the package doc prints the order of the basics as
 // the suite runs them, which covers each method of provider.Provider once, and
-// every group it names exists.
+// every group it names is one the full suite runs (testdata/subtests.golden).
 func TestBasicsDocumented(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -363,6 +363,15 @@ func TestBasicsDocumented(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSuffix(providertest.BasicsTable(), "\n"), "\n") {
 		if !strings.Contains(string(doc), "//\t"+strings.TrimRight(line, " ")+"\n") {
 			t.Errorf("doc.go does not print the basics' line %q", line)
+		}
+	}
+	golden, err := os.ReadFile("testdata/subtests.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range providertest.BasicsGroups() {
+		if !strings.Contains(string(golden), "\nfull/"+g+"\n") {
+			t.Errorf("the basics name the group %q, which the full suite does not run (testdata/subtests.golden has no full/%s)", g, g)
 		}
 	}
 	methods := providertest.BasicsMethods()

@@ -133,7 +133,7 @@ func lockPipeline(ctx context.Context, p provider.Provider, key string) (string,
 		}
 		cfg, err := p.GetPipeline(ctx, part)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("lock %q: reading pipeline %q to find whose lock it is: %w (give --pipeline PIPELINE, the pipeline whose work it guards, to skip this)", key, part, err)
 		}
 		if cfg != nil {
 			named = append(named, part)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -228,14 +229,18 @@ func (sk *skipped) handler(c *cli, s *spec, in *inv) func(*provider.CorruptError
 		sk.mu.Lock()
 		defer sk.mu.Unlock()
 		sk.n++
+		// One write, so that a progress line's redraw (one write too) never
+		// lands inside the message.
+		var b bytes.Buffer
 		if c.stderrTTY {
-			fmt.Fprint(c.stderr, "\r\x1b[K") // over a progress line
+			b.WriteString("\r\x1b[K") // over a progress line
 		}
 		if in.json {
-			_ = emitTo(c.stderr, skippedReport{Skipped: e.Error(), Kind: string(e.Kind), ID: e.ID, Key: e.Key, Command: s.name})
-			return
+			_ = emitTo(&b, skippedReport{Skipped: e.Error(), Kind: string(e.Kind), ID: e.ID, Key: e.Key, Command: s.name})
+		} else {
+			fmt.Fprintf(&b, "pipestate %s: skipped: %s\n", texts([]any{s.name, e})...)
 		}
-		fmt.Fprintf(c.stderr, "pipestate %s: skipped: %s\n", texts([]any{s.name, e})...)
+		_, _ = c.stderr.Write(b.Bytes())
 	}
 }
 

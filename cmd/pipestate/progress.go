@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // progressEvery is how often a progress line is redrawn.
@@ -71,13 +73,9 @@ func (p *progress) done() {
 	fmt.Fprint(p.w, "\r\x1b[K")
 }
 
-// isTerminal reports whether w is a terminal (a character device; /dev/null
-// counts as one, and gets the progress that no one sees).
+// isTerminal reports whether w is a terminal (not merely a character device:
+// /dev/null is one, and gets no progress).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

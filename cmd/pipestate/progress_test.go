@@ -34,7 +34,8 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-// TestIsTerminal: a pipe and a file are not terminals.
+// TestIsTerminal: a pipe, a file and /dev/null (a character device) are not
+// terminals.
 func TestIsTerminal(t *testing.T) {
 	t.Parallel()
 	r, w, err := os.Pipe()
@@ -48,7 +49,12 @@ func TestIsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, out := range []any{w, f, &bytes.Buffer{}} {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, out := range []any{w, f, null, &bytes.Buffer{}} {
 		if isTerminal(out.(interface{ Write([]byte) (int, error) })) {
 			t.Errorf("isTerminal(%T) = true", out)
 		}

@@ -149,6 +149,31 @@ func (h *CacheHarness) caches(t *testing.T, n int) (*cacheWorld, []state.Store[i
 	return w, out
 }
 
+// cacheWait bounds each wait of the suite on a cache's goroutines, so a cache
+// that blocks fails its test with a message instead of hanging until the test
+// binary's timeout.
+const cacheWait = 30 * time.Second
+
+// awaitOr receives from ch within cacheWait; ok is false when it timed out.
+func awaitOr[T any](ch <-chan T) (v T, ok bool) {
+	select {
+	case v = <-ch:
+		return v, true
+	case <-time.After(cacheWait):
+		return v, false
+	}
+}
+
+// await receives from ch within cacheWait, failing t with what it waited for.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	v, ok := awaitOr(ch)
+	if !ok {
+		t.Fatalf("waited %v for %s", cacheWait, what)
+	}
+	return v
+}
+
 // cacheGet reads k through c, failing t on an error.
 func cacheGet(t *testing.T, c state.Store[int64], k state.Key) int64 {
 	t.Helper()
@@ -198,13 +223,18 @@ func testCacheOwnWriteRace(t *testing.T, h *CacheHarness) {
 		v, _, _ := c.Get(context.Background(), k)
 		done <- v
 	}()
-	<-readValue
-	err := c.MergeUpdate(t.Context(), k, 10, 0)
+	await(t, readValue, "the racing Get to read the store")
+	merged := make(chan error, 1)
+	go func() { merged <- c.MergeUpdate(t.Context(), k, 10, 0) }()
+	err, ok := awaitOr(merged)
 	close(wrote)
+	if !ok {
+		t.Fatalf("MergeUpdate did not return within %v while a Get's store read was in flight: the cache makes writes wait for reads (a slow store read would stall every writer)", cacheWait)
+	}
 	if err != nil {
 		t.Fatalf("MergeUpdate: %v", err)
 	}
-	<-done // the racing read may return the old value: it began before the write
+	await(t, done, "the racing Get to return") // it may return the old value: it began before the write
 	if v := cacheGet(t, c, k); v != 11 {
 		t.Fatalf("a read that began after the process's own write returned read %d, want 11: "+
 			"a store read that raced the write left the old value in the cache", v)

@@ -1,6 +1,7 @@
 package statetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -30,23 +31,7 @@ func RunFencing[V any](t *testing.T, h Harness[V]) {
 	probe := h.open(t)
 	_, once := probe.(state.OnceStore[V])
 	_, batch := probe.(state.BatchStore[V])
-	writes := []fencedMerge[V]{{"MergeUpdate", func(s state.Store[V], k state.Key, _ string, d V) error {
-		return s.MergeUpdate(t.Context(), k, d, 0)
-	}}}
-	if once {
-		writes = append(writes, fencedMerge[V]{"MergeUpdateOnce", func(s state.Store[V], k state.Key, event string, d V) error {
-			applied, err := s.(state.OnceStore[V]).MergeUpdateOnce(t.Context(), event, k, d, 0)
-			if err == nil && !applied {
-				return fmt.Errorf("MergeUpdateOnce of the new event %q was not applied", event)
-			}
-			return err
-		}})
-	}
-	if batch {
-		writes = append(writes, fencedMerge[V]{"MergeMany", func(s state.Store[V], k state.Key, _ string, d V) error {
-			return s.(state.BatchStore[V]).MergeMany(t.Context(), []state.Update[V]{{Key: k, Delta: d}})
-		}})
-	}
+	writes := fencedMerges(probe)
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) { fencingRules(t, &h, w) })
 	}
@@ -65,11 +50,42 @@ func RunFencing[V any](t *testing.T, h Harness[V]) {
 	})
 }
 
-// fencedMerge is one merge that takes a fence; event is a fresh event ID for
-// MergeUpdateOnce.
+// fencedMerge is one kind of merge that takes a fence: merge merges delta into
+// k through s with ttl; event is a fresh event ID for MergeUpdateOnce (whose
+// not-applied new event is an error). A MergeMany of one update returns that
+// update's error, not the *state.MergeError holding it.
 type fencedMerge[V any] struct {
 	name  string
-	merge func(s state.Store[V], k state.Key, event string, delta V) error
+	merge func(ctx context.Context, s state.Store[V], k state.Key, event string, delta V, ttl time.Duration) error
+}
+
+// fencedMerges returns the fenced merge kinds of the store: MergeUpdate, and
+// MergeUpdateOnce and MergeMany where it is a state.OnceStore or a
+// state.BatchStore.
+func fencedMerges[V any](probe state.Store[V]) []fencedMerge[V] {
+	merges := []fencedMerge[V]{{"MergeUpdate", func(ctx context.Context, s state.Store[V], k state.Key, _ string, d V, ttl time.Duration) error {
+		return s.MergeUpdate(ctx, k, d, ttl)
+	}}}
+	if _, ok := probe.(state.OnceStore[V]); ok {
+		merges = append(merges, fencedMerge[V]{"MergeUpdateOnce", func(ctx context.Context, s state.Store[V], k state.Key, event string, d V, ttl time.Duration) error {
+			applied, err := s.(state.OnceStore[V]).MergeUpdateOnce(ctx, event, k, d, ttl)
+			if err == nil && !applied {
+				return fmt.Errorf("MergeUpdateOnce of the new event %q was not applied", event)
+			}
+			return err
+		}})
+	}
+	if _, ok := probe.(state.BatchStore[V]); ok {
+		merges = append(merges, fencedMerge[V]{"MergeMany", func(ctx context.Context, s state.Store[V], k state.Key, _ string, d V, ttl time.Duration) error {
+			err := s.(state.BatchStore[V]).MergeMany(ctx, []state.Update[V]{{Key: k, Delta: d, TTL: ttl}})
+			var me *state.MergeError
+			if errors.As(err, &me) && len(me.Errs) == 1 {
+				return me.Errs[0]
+			}
+			return err
+		}})
+	}
+	return merges
 }
 
 // fencedStore returns s seen by a made-up lease of key with fence f (f 0: s).
@@ -114,12 +130,12 @@ func fencingRules[V any](t *testing.T, h *Harness[V], w fencedMerge[V]) {
 			event := fmt.Sprintf("event-%d", n)
 			s := fencedStore(t, st.s, lock+st.key, st.fence)
 			if st.ok {
-				if err := w.merge(s, k, event, h.Delta(accepted)); err != nil {
+				if err := w.merge(t.Context(), s, k, event, h.Delta(accepted), 0); err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				accepted++
 			} else {
-				wantFenced(t, w.merge(s, k, event, h.Delta(refused)), what)
+				wantFenced(t, w.merge(t.Context(), s, k, event, h.Delta(refused), 0), what)
 				refused++
 			}
 			// Read through the instance that merged: it sees its own writes
@@ -147,8 +163,8 @@ func fencingRules[V any](t *testing.T, h *Harness[V], w fencedMerge[V]) {
 		a, b := h.open(t), h.open(t)
 		run(t, "lock", []step{{a, "", 5, true}, {b, "", 3, false}, {b, "", 4, false}, {a, "", 5, true}})
 	})
-	fencingTime(t, h, w.name)
-	fencingRefusedByMonoid(t, h, w.name)
+	fencingTime(t, h, w)
+	fencingRefusedByMonoid(t, h, w)
 }
 
 // testOnceClaimBeforeFence: a redelivered event is a duplicate whatever its

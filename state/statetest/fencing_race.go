@@ -1,7 +1,6 @@
 package statetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -22,43 +21,14 @@ import (
 // returned, and fails. RunStore calls it.
 func RunFencingRace[V any](t *testing.T, h Harness[V]) {
 	h.check(t)
-	probe := h.open(t)
-	merges := []raceMerge[V]{{"MergeUpdate", func(ctx context.Context, s state.Store[V], k state.Key, _ string, d V) error {
-		return s.MergeUpdate(ctx, k, d, 0)
-	}}}
-	if _, ok := probe.(state.OnceStore[V]); ok {
-		merges = append(merges, raceMerge[V]{"MergeUpdateOnce", func(ctx context.Context, s state.Store[V], k state.Key, event string, d V) error {
-			applied, err := s.(state.OnceStore[V]).MergeUpdateOnce(ctx, event, k, d, 0)
-			if err == nil && !applied {
-				return fmt.Errorf("MergeUpdateOnce of the new event %q was not applied", event)
-			}
-			return err
-		}})
-	}
-	if _, ok := probe.(state.BatchStore[V]); ok {
-		merges = append(merges, raceMerge[V]{"MergeMany", func(ctx context.Context, s state.Store[V], k state.Key, _ string, d V) error {
-			err := s.(state.BatchStore[V]).MergeMany(ctx, []state.Update[V]{{Key: k, Delta: d}})
-			var me *state.MergeError
-			if errors.As(err, &me) && len(me.Errs) == 1 {
-				return me.Errs[0]
-			}
-			return err
-		}})
-	}
-	for _, m := range merges {
+	for _, m := range fencedMerges(h.open(t)) {
 		t.Run(m.name, func(t *testing.T) { testFencingRace(t, &h, m) })
 	}
 }
 
-// raceMerge is one merge that takes a fence; event is a fresh event ID.
-type raceMerge[V any] struct {
-	name  string
-	merge func(ctx context.Context, s state.Store[V], k state.Key, event string, delta V) error
-}
-
 // testFencingRace races a stale merge (delta 100, which a harness's Delta
 // makes different, for a Max store larger) and a newer one (delta 0).
-func testFencingRace[V any](t *testing.T, h *Harness[V], m raceMerge[V]) {
+func testFencingRace[V any](t *testing.T, h *Harness[V], m fencedMerge[V]) {
 	a, b := h.open(t), h.open(t)
 	both := h.Monoid.Combine(h.Delta(0), h.Delta(100))
 	raceRounds(t, func(round int) {
@@ -70,10 +40,10 @@ func testFencingRace[V any](t *testing.T, h *Harness[V], m raceMerge[V]) {
 		var found bool
 		together(2, func(g int) {
 			if g == 0 {
-				staleErr = retryContention(func() error { return m.merge(t.Context(), stale, k, fmt.Sprint("stale-", round), h.Delta(100)) })
+				staleErr = retryContention(func() error { return m.merge(t.Context(), stale, k, fmt.Sprint("stale-", round), h.Delta(100), 0) })
 				return
 			}
-			newerErr = retryContention(func() error { return m.merge(t.Context(), newer, k, fmt.Sprint("newer-", round), h.Delta(0)) })
+			newerErr = retryContention(func() error { return m.merge(t.Context(), newer, k, fmt.Sprint("newer-", round), h.Delta(0), 0) })
 			if newerErr == nil {
 				seen, found, readErr = b.Get(t.Context(), k)
 			}
@@ -92,14 +62,4 @@ func testFencingRace[V any](t *testing.T, h *Harness[V], m raceMerge[V]) {
 			wantValue(t, h, b, k, h.Delta(0))
 		}
 	})
-}
-
-// retryContention calls merge until it returns something other than
-// state.ErrContention.
-func retryContention(merge func() error) error {
-	for {
-		if err := merge(); !errors.Is(err, state.ErrContention) {
-			return err
-		}
-	}
 }

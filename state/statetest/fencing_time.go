@@ -11,22 +11,6 @@ import (
 	"github.com/pipestate/pipestate/state"
 )
 
-// timedMerge is merge kind name (MergeUpdate, MergeUpdateOnce or MergeMany) of
-// delta into k through s with ttl; event is a fresh event ID for MergeUpdateOnce.
-func timedMerge[V any](t *testing.T, name string, s state.Store[V], k state.Key, event string, delta V, ttl time.Duration) error {
-	switch name {
-	case "MergeUpdateOnce":
-		applied, err := s.(state.OnceStore[V]).MergeUpdateOnce(t.Context(), event, k, delta, ttl)
-		if err == nil && !applied {
-			return fmt.Errorf("MergeUpdateOnce of the new event %q was not applied", event)
-		}
-		return err
-	case "MergeMany":
-		return s.(state.BatchStore[V]).MergeMany(t.Context(), []state.Update[V]{{Key: k, Delta: delta, TTL: ttl}})
-	}
-	return s.MergeUpdate(t.Context(), k, delta, ttl)
-}
-
 // fencingTime runs the rule's tests with time on merge kind name (package
 // fence, "Lifetime"): what a key remembers lives as long as its value, whatever
 // merge extended the value last. A merge fenced 5 with ttl T, then, half T
@@ -35,7 +19,8 @@ func timedMerge[V any](t *testing.T, name string, s state.Store[V], k state.Key,
 // time moved to 2T, past the first merge's expiry: the value is live, so fence 4
 // is still refused and writes nothing. It needs FakeTime (the Sleep of hours)
 // and skips without it, or with SkipTTL.
-func fencingTime[V any](t *testing.T, h *Harness[V], name string) {
+func fencingTime[V any](t *testing.T, h *Harness[V], m fencedMerge[V]) {
+	name := m.name
 	for _, c := range []struct {
 		test  string
 		fence int64         // of the rewrite, 0 unfenced
@@ -55,16 +40,16 @@ func fencingTime[V any](t *testing.T, h *Harness[V], name string) {
 			ttl := h.ttl()
 			a, b := h.open(t), h.open(t)
 			k := state.Key{Entity: "fenced-time-" + name, Bucket: 1}
-			if err := timedMerge(t, name, fencedStore(t, a, "lock", 5), k, "e0", h.Delta(0), ttl); err != nil {
+			if err := m.merge(t.Context(), fencedStore(t, a, "lock", 5), k, "e0", h.Delta(0), ttl); err != nil {
 				t.Fatalf("%s fenced 5 with ttl %v: %v", name, ttl, err)
 			}
 			h.sleep(t, ttl/2)
-			if err := timedMerge(t, name, fencedStore(t, b, "lock", c.fence), k, "e1", h.Delta(1), c.ttl*ttl); err != nil {
+			if err := m.merge(t.Context(), fencedStore(t, b, "lock", c.fence), k, "e1", h.Delta(1), c.ttl*ttl); err != nil {
 				t.Fatalf("%s (fence %d, 0 unfenced) with ttl %v: %v", name, c.fence, c.ttl*ttl, err)
 			}
 			h.sleep(t, ttl*3/2)
 			wantValue(t, h, b, k, h.fold(0, 2))
-			wantFenced(t, timedMerge(t, name, fencedStore(t, a, "lock", 4), k, "e2", h.Delta(100), ttl),
+			wantFenced(t, m.merge(t.Context(), fencedStore(t, a, "lock", 4), k, "e2", h.Delta(100), ttl),
 				fmt.Sprintf("%s fenced 4, past the ttl of fence 5's merge but not the value's", name))
 			wantValue(t, h, b, k, h.fold(0, 2))
 		})
@@ -75,21 +60,23 @@ func fencingTime[V any](t *testing.T, h *Harness[V], name string) {
 // monoid refuses (a sum past the int64 range: state.ErrInvalidArgument, nothing
 // written) remembers nothing, as a fence's refusal does: after fence 5 merged,
 // fence 7's refused merge leaves the key remembering 5, so fence 6 merges.
-func fencingRefusedByMonoid[V any](t *testing.T, h *Harness[V], name string) {
+func fencingRefusedByMonoid[V any](t *testing.T, h *Harness[V], merge fencedMerge[V]) {
 	hi, ok := any(h).(*Harness[int64])
+	m, _ := any(merge).(fencedMerge[int64])
+	name := m.name
 	if !ok || h.SkipSumLimits || h.Monoid.Kind() != monoid.KindSum {
 		return
 	}
 	t.Run("refused_merge_remembers_nothing", func(t *testing.T) {
 		a, b := hi.open(t), hi.open(t)
 		k := state.Key{Entity: "fenced-range-" + name, Bucket: 1}
-		if err := timedMerge(t, name, fencedStore(t, a, "lock", 5), k, "e0", math.MaxInt64, 0); err != nil {
+		if err := m.merge(t.Context(), fencedStore(t, a, "lock", 5), k, "e0", math.MaxInt64, 0); err != nil {
 			t.Fatalf("%s fenced 5 of MaxInt64: %v", name, err)
 		}
-		if err := timedMerge(t, name, fencedStore(t, b, "lock", 7), k, "e1", 1, 0); !errors.Is(err, state.ErrInvalidArgument) {
+		if err := m.merge(t.Context(), fencedStore(t, b, "lock", 7), k, "e1", 1, 0); !errors.Is(err, state.ErrInvalidArgument) {
 			t.Fatalf("%s fenced 7 of 1 onto MaxInt64 = %v, want ErrInvalidArgument (past the int64 range)", name, err)
 		}
-		if err := timedMerge(t, name, fencedStore(t, a, "lock", 6), k, "e2", -1, 0); err != nil {
+		if err := m.merge(t.Context(), fencedStore(t, a, "lock", 6), k, "e2", -1, 0); err != nil {
 			t.Fatalf("%s fenced 6 after fence 5 merged and fence 7's merge was refused by the monoid: %v, want it merged (a refused merge remembers nothing)", name, err)
 		}
 		wantValue(t, hi, b, k, math.MaxInt64-1)

@@ -438,14 +438,25 @@ func testExpiredThenMerged[V any](t *testing.T, h *Harness[V]) {
 }
 
 // mergeRetrying merges, retrying a merge that lost too many compare-and-swap races
-// (state.ErrContention promises nothing was written).
+// (state.ErrContention) up to contentionRetries times.
 func mergeRetrying[V any](ctx context.Context, s state.Store[V], k state.Key, delta V) error {
-	for {
-		err := s.MergeUpdate(ctx, k, delta, 0)
-		if !errors.Is(err, state.ErrContention) {
+	return retryContention(func() error { return s.MergeUpdate(ctx, k, delta, 0) })
+}
+
+// contentionRetries bounds retryContention: a store that reports contention
+// for ever fails the test instead of hanging it.
+const contentionRetries = 1000
+
+// retryContention calls merge until it returns something other than
+// state.ErrContention, or contentionRetries times.
+func retryContention(merge func() error) error {
+	var err error
+	for range contentionRetries {
+		if err = merge(); !errors.Is(err, state.ErrContention) {
 			return err
 		}
 	}
+	return fmt.Errorf("still contended after %d tries: %w", contentionRetries, err)
 }
 
 func testConcurrentMerges[V any](t *testing.T, h *Harness[V]) {

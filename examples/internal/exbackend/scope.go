@@ -58,6 +58,13 @@ func (c *Config) Begin(fs *flag.FlagSet) (end func(ctx context.Context, w io.Wri
 	}
 }
 
+// Count counts what is under c.Prefix on c's server (see Begin): Redis keys
+// or DynamoDB tables.
+func (c Config) Count(ctx context.Context) (int, error) {
+	_, _, n, err := c.sweep(ctx, false)
+	return n, err
+}
+
 // Remove deletes what is under c.Prefix on c's server (see Begin).
 func (c Config) Remove(ctx context.Context) error {
 	_, _, _, err := c.sweep(ctx, true)
@@ -72,13 +79,12 @@ func (c Config) sweep(ctx context.Context, remove bool) (what, where string, n i
 		if err != nil {
 			return "tables", "", 0, err
 		}
-		client := c.DynamoDBClient()
-		for _, t := range tables {
-			if !remove {
-				break
-			}
-			if _, err := client.DeleteTable(ctx, &ddb.DeleteTableInput{TableName: aws.String(t)}); err != nil {
-				return "tables", "", 0, err
+		if remove {
+			client := c.DynamoDBClient()
+			for _, t := range tables {
+				if _, err := client.DeleteTable(ctx, &ddb.DeleteTableInput{TableName: aws.String(t)}); err != nil {
+					return "tables", "", 0, err
+				}
 			}
 		}
 		return "tables", "DynamoDB " + c.DynamoDB + " (" + strings.Join(tables, ", ") + ")", len(tables), nil

@@ -66,7 +66,12 @@ func (b *Backend) env(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := b.tests.LoadOrStore(t.Name(), &env{data: data, clock: clock})
+	name := t.Name()
+	v, loaded := b.tests.LoadOrStore(name, &env{data: data, clock: clock})
+	if !loaded {
+		// A long run (make sim) opens a test's data per run: it goes with the test.
+		t.Cleanup(func() { b.tests.Delete(name) })
+	}
 	return v.(*env)
 }
 
