@@ -21,10 +21,26 @@ import (
 // clock option, a sweeper (DynamoDB's TTL deletes, at random delays after
 // expiry), raw corrupt values and a variant whose claims live an hour.
 func TestSim(t *testing.T) {
+	h := simHarness(ddbstate.NewInt64SumStore, monoid.Sum[int64]{})
+	h.Corpus, h.Budget = "testdata/sim.seeds", 5*time.Second
+	statesim.Run(t, h)
+}
+
+// TestSimMax simulates the Int64MaxStore (whose merge that leaves the value
+// as it was writes nothing unfenced, and takes a second request fenced) as
+// TestSim does the sum store, with a smaller budget.
+func TestSimMax(t *testing.T) {
+	h := simHarness(ddbstate.NewInt64MaxStore, monoid.Max[int64]{})
+	h.Corpus, h.Budget, h.Ops = "testdata/sim-max.seeds", time.Second, 20
+	statesim.Run(t, h)
+}
+
+// simHarness is the simulation's harness of the stores newStore opens.
+func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddbstate.StoreOption) (S, error), m monoid.Monoid[int64]) statesim.Harness {
 	open := func(ttl time.Duration) func(t *testing.T) state.Store[int64] {
 		return func(t *testing.T) state.Store[int64] {
 			e := envFor(t)
-			s, err := ddbstate.NewInt64SumStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithClock(e.clock.Now),
+			s, err := newStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithClock(e.clock.Now),
 				ddbstate.WithDedupTable(e.dedup), ddbstate.WithDedupTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
@@ -32,18 +48,16 @@ func TestSim(t *testing.T) {
 			return s
 		}
 	}
-	statesim.Run(t, statesim.Harness{
+	return statesim.Harness{
 		Harness: statetest.Harness[int64]{
 			Open: open(5 * time.Hour), Sleep: advance, FakeTime: true, DedupTTL: 5 * time.Hour,
-			Monoid: monoid.Sum[int64]{},
+			Monoid: m,
 		},
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(time.Hour), DedupTTL: time.Hour}},
 		Sweep:    sweep,
 		Corrupt:  corruptValue,
-		Corpus:   "testdata/sim.seeds",
-		Budget:   5 * time.Second,
 		Ops:      30, // DynamoDB Local takes up to 300 ms a write
-	})
+	}
 }
 
 // sweep deletes, as DynamoDB's TTL sweeper would, every item of t's value and
