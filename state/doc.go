@@ -112,7 +112,10 @@
 // another type or out of int64, a Redis fence memory that holds no fence: a
 // fenced merge over one fails closed, never accepting a stale fence). A DynamoDB
 // item without v, which Get reports corrupt, takes a merge as a missing value
-// does (the delta is written). Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
+// does (the delta is written). A MergeUpdateOnce of an event already
+// applied to the key may instead answer as a duplicate (the claim is checked
+// first). What the key remembered of fences (package fence) may be lost with a
+// value written by hand. Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
 // monoid cannot read fails in the monoid, not here. The memory backend stores
 // values, never bytes, so it never meets a corrupt one.
 //

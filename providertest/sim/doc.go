@@ -116,7 +116,8 @@
 // tables' takeover rows); timeouts of writes other than the runs';
 // pipelines, traits, readiness, locks (AcquireLock), list orders and the
 // lists of runs, reruns and replays (ListRuns, ListReruns, ListReplays), the
-// state stores; and a backend on real time alone (a harness without Now and
+// state stores (they have a simulation of their own on the same engine,
+// internal/simengine: package state/statetest/statesim); and a backend on real time alone (a harness without Now and
 // Sleep is skipped). The real servers (the Redis provider's TestSimServer:
 // redis-server and Redis Cluster) run with the providers' fake clock and a
 // Sleep that shortens every key's TTL by the jump, so they cover the

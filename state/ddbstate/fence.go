@@ -107,7 +107,29 @@ func fenced(f mergeForm) mergeForm {
 	} else {
 		u += " SET " + fenceSet
 	}
-	return mergeForm{update: u, cond: "(" + f.cond + ") AND " + fenceCond}
+	return mergeForm{update: u, cond: parenthesized(f.cond) + " AND " + fenceCond}
+}
+
+// parenthesized returns cond in parentheses, unless it is one parenthesized
+// group already: DynamoDB refuses redundant parentheses ("((a OR b))") with a
+// ValidationException.
+func parenthesized(cond string) string {
+	depth := 0
+	for i, c := range cond {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && i < len(cond)-1 {
+				return "(" + cond + ")"
+			}
+		}
+	}
+	if strings.HasPrefix(cond, "(") {
+		return cond
+	}
+	return "(" + cond + ")"
 }
 
 // expr returns the texts and maps of e, a built condition and update, with g's

@@ -255,3 +255,29 @@ func TestFencedFloatFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestFencedIdentityMergeIntoLiveItem: a fenced merge of 0 into a live item of
+// an Int64SumStore is applied (found by the state simulation, seed
+// 1795870222375294381 of testdata/sim.seeds). Before the fix its condition
+// was "((live)) AND fence", which DynamoDB refuses with a ValidationException
+// ("redundant parentheses").
+func TestFencedIdentityMergeIntoLiveItem(t *testing.T) {
+	s := storeOpener[int64](ddbstate.NewInt64SumStore)(t)
+	defer s.Close()
+	fs, err := state.Fenced(s, types.Lease{Key: "job", Token: "t", Fence: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := state.Key{Entity: "identity"}
+	for _, ttl := range []time.Duration{0, time.Minute} {
+		if err := s.MergeUpdate(t.Context(), k, 2, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.MergeUpdate(t.Context(), k, 0, ttl); err != nil {
+			t.Errorf("fenced MergeUpdate of 0 with ttl %v into a live item: %v", ttl, err)
+		}
+	}
+	if v, found, err := s.Get(t.Context(), k); err != nil || !found || v != 4 {
+		t.Errorf("Get = %d, %v, %v; want 4, true", v, found, err)
+	}
+}

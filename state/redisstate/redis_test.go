@@ -3,6 +3,7 @@ package redisstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/internal/storetest"
 	"github.com/pipestate/pipestate/state/redisstate"
+	"github.com/pipestate/pipestate/types"
 )
 
 func TestMaxIsExactOverInt64(t *testing.T) {
@@ -300,4 +302,57 @@ func onlyKey(t *testing.T, c goredis.UniversalClient, prefix, entity string) str
 		t.Fatalf("keys of %s: %v, %v; want one", entity, keys, err)
 	}
 	return keys[0]
+}
+
+// TestMaxMergeIntoCorruptValue: a merge into an Int64MaxStore value that is no
+// integer (written by hand) fails and changes nothing, neither the value nor
+// its expiry, fenced or not, by MergeUpdate, MergeUpdateOnce and MergeMany
+// (package state, "Corrupt values"). Found by the state simulation (seed
+// 1795871025696280344 of testdata/sim-max.seeds); before the fix the script
+// compared "12abc" as digits: a lower delta left it and set its ttl, a longer
+// one overwrote it.
+func TestMaxMergeIntoCorruptValue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		c := b.client(t)
+		s, err := redisstate.NewInt64MaxStore(c, prefixFor(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := state.Fenced[int64](s, types.Lease{Key: "job", Token: "t", Fence: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := state.Key{Entity: "corruptmax"}
+		if err := s.MergeUpdate(ctx, k, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		key := onlyKey(t, c, prefixFor(t), k.Entity)
+		if err := c.Set(ctx, key, "12abc", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, delta := range []int64{-5, 5, 123456} {
+			for name, merge := range map[string]func() error{
+				"MergeUpdate":        func() error { return s.MergeUpdate(ctx, k, delta, time.Hour) },
+				"fenced MergeUpdate": func() error { return fs.MergeUpdate(ctx, k, delta, time.Hour) },
+				"MergeUpdateOnce": func() error {
+					_, err := s.MergeUpdateOnce(ctx, fmt.Sprint("e", delta), k, delta, time.Hour)
+					return err
+				},
+				"MergeMany": func() error {
+					return s.MergeMany(ctx, []state.Update[int64]{{Key: k, Delta: delta, TTL: time.Hour}})
+				},
+			} {
+				if err := merge(); err == nil {
+					t.Errorf("%s of %d into a corrupt value succeeded", name, delta)
+				}
+				if v, err := c.Get(ctx, key).Result(); err != nil || v != "12abc" {
+					t.Errorf("after %s of %d: the value is %q, %v; want \"12abc\"", name, delta, v, err)
+				}
+				if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl != -1 {
+					t.Errorf("after %s of %d: the value's PTTL is %v, %v; want none", name, delta, ttl, err)
+				}
+			}
+		}
+	})
 }

@@ -1,0 +1,68 @@
+package redisstate_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/monoid"
+	"github.com/pipestate/pipestate/state"
+	"github.com/pipestate/pipestate/state/redisstate"
+	"github.com/pipestate/pipestate/state/statetest"
+	"github.com/pipestate/pipestate/state/statetest/statesim"
+)
+
+// simDedupTTL is the claim TTL of the simulated stores, and of their variant.
+const simDedupTTL, simVariantDedupTTL = 5 * time.Hour, time.Hour
+
+// TestSim simulates the Int64SumStore on miniredis, whose clock moves with
+// the simulation (FastForward expires keys itself, so there is no sweeper),
+// with a variant whose claims live an hour, and values corrupted raw.
+func TestSim(t *testing.T) {
+	statesim.Run(t, simHarness(redisstate.NewInt64SumStore, monoid.Sum[int64]{}, "testdata/sim.seeds", 8*time.Second))
+}
+
+// TestSimMax simulates the Int64MaxStore as TestSim does the sum store.
+func TestSimMax(t *testing.T) {
+	statesim.Run(t, simHarness(redisstate.NewInt64MaxStore, monoid.Max[int64]{}, "testdata/sim-max.seeds", 3*time.Second))
+}
+
+// simHarness is the simulation's harness of the stores newStore opens.
+func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, string, ...redisstate.StoreOption) (S, error), m monoid.Monoid[int64], corpus string, budget time.Duration) statesim.Harness {
+	b := miniBackend
+	open := func(ttl time.Duration) func(t *testing.T) state.Store[int64] {
+		return func(t *testing.T) state.Store[int64] {
+			s, err := newStore(b.client(t), prefixFor(t), redisstate.WithDedupTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	return statesim.Harness{
+		Harness: statetest.Harness[int64]{
+			Open: open(simDedupTTL), Sleep: sleeper(b), FakeTime: true, DedupTTL: simDedupTTL,
+			Monoid: m,
+		},
+		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(simVariantDedupTTL), DedupTTL: simVariantDedupTTL}},
+		Corrupt: func(t *testing.T, k state.Key) {
+			m := b.mini(t)
+			head := prefixFor(t) + ":{" + strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(k.Entity) + "}:"
+			for _, key := range m.Keys() {
+				kind, bucket, ok := strings.Cut(strings.TrimPrefix(key, head), ":")
+				if strings.HasPrefix(key, head) && ok && bucket == strconv.FormatInt(k.Bucket, 10) && !strings.Contains(kind, ":") {
+					if err := m.Set(key, "12abc"); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+			}
+			t.Fatalf("no value key of %v in %v", k, m.Keys())
+		},
+		Corpus: corpus,
+		Budget: budget,
+	}
+}
