@@ -35,18 +35,23 @@ import (
 // (requests, wall time) and the scan that runs --all makes without the index
 // (ListPipelines, then ListRuns of each pipeline, runsAtOnce at once), which
 // stops after PIPESTATE_ACTIVE_BULK_SCAN (default 30m) and reports how far it
-// got. Not in make test: it loads 21 items per pipeline.
+// got. PIPESTATE_ACTIVE_BULK_LOAD (default 2h) bounds the load: the test fails
+// when it takes longer, deleting its table. Not in make test: it loads 21 items
+// per pipeline.
 func TestActiveRunsBulkScale(t *testing.T) {
 	pipelines, err := strconv.Atoi(os.Getenv("PIPESTATE_ACTIVE_BULK"))
 	if err != nil || pipelines < 2 {
 		t.Skip("set PIPESTATE_ACTIVE_BULK=100000 to measure the active-runs index at scale")
 	}
-	scanBudget := 30 * time.Minute
-	if s := os.Getenv("PIPESTATE_ACTIVE_BULK_SCAN"); s != "" {
-		if scanBudget, err = time.ParseDuration(s); err != nil {
-			t.Fatal(err)
+	budget := func(env string, d time.Duration) time.Duration {
+		if s := os.Getenv(env); s != "" {
+			if d, err = time.ParseDuration(s); err != nil {
+				t.Fatal(err)
+			}
 		}
+		return d
 	}
+	scanBudget, loadBudget := budget("PIPESTATE_ACTIVE_BULK_SCAN", 30*time.Minute), budget("PIPESTATE_ACTIVE_BULK_LOAD", 2*time.Hour)
 	const (
 		bulkRuns    = 10 // runs per pipeline
 		bulkWorkers = 16 // BatchWriteItem calls in flight
@@ -131,7 +136,9 @@ func TestActiveRunsBulkScale(t *testing.T) {
 	start := time.Now()
 	batches := make(chan []ddbtypes.WriteRequest, bulkWorkers)
 	var loaded atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
+	lctx, lcancel := context.WithTimeout(ctx, loadBudget)
+	defer lcancel()
+	g, gctx := errgroup.WithContext(lctx)
 	g.Go(func() error {
 		defer close(batches)
 		var batch []ddbtypes.WriteRequest
@@ -180,7 +187,7 @@ func TestActiveRunsBulkScale(t *testing.T) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("load: %d items in %v: %v", loaded.Load(), time.Since(start).Round(time.Second), err)
 	}
 	t.Logf("load: %d pipelines, %d runs, %d items in %v", pipelines, pipelines*bulkRuns, loaded.Load()+int64(len(templates[0])+len(templates[1])),
 		time.Since(start).Round(time.Second))

@@ -61,6 +61,7 @@ var (
 	scriptRecordPut    = newFencedScript("record_put")
 	scriptRecordDel    = newScript("record_del")
 	scriptRunCAS       = newFencedScript("run_cas")
+	scriptRunMark      = newScript("run_mark")
 	scriptTraits       = newScript("traits")
 	scriptTraitsRead   = newReadScript("traits_read")
 	scriptZList        = newReadScript("zlist")
