@@ -182,7 +182,6 @@ func (p *Provider) ReindexRun(ctx context.Context, runID string) (bool, error) {
 	return err == nil && changed, err
 }
 
-
 // ListActiveRuns implements provider.ActiveRunLister. Its index is the partial
 // index runs_active, kept by the statement that writes each run (insertRun, the
 // CAS's UPDATE), so it never disagrees with the row: one SELECT reads it in
