@@ -63,7 +63,10 @@
 // every writable New sets it, in one transaction, for the rows that an older
 // version wrote (NULL, found through the partial index runs_unknown), so a
 // file is fully indexed once a writer of this version has opened it after the
-// last older writer stopped. A read-only New does not backfill.
+// last older writer stopped. A read-only New does not backfill. ReindexRun
+// (provider.ActiveRunReindexer) sets the column of one row from its body when
+// they disagree (a row changed by hand), in one transaction, writing nothing
+// else of the run.
 //
 // Fencing (package fence): a fenced write runs in one transaction that reads what
 // its record remembers from record_fences (a stale fence is refused, nothing
