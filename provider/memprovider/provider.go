@@ -165,15 +165,15 @@ type Provider struct {
 }
 
 var (
-	_ provider.Provider        = (*Provider)(nil)
-	_ provider.Leaser          = (*Provider)(nil)
-	_ provider.CascadeReader   = (*Provider)(nil)
-	_ provider.RunCreator      = (*Provider)(nil)
-	_ provider.EventFollower   = (*Provider)(nil)
-	_ provider.MarkerWatcher   = (*Provider)(nil)
-	_ provider.LockInspector   = (*Provider)(nil)
-	_ provider.LockLister      = (*Provider)(nil)
-	_ provider.ActiveRunLister = (*Provider)(nil)
+	_ provider.Provider           = (*Provider)(nil)
+	_ provider.Leaser             = (*Provider)(nil)
+	_ provider.CascadeReader      = (*Provider)(nil)
+	_ provider.RunCreator         = (*Provider)(nil)
+	_ provider.EventFollower      = (*Provider)(nil)
+	_ provider.MarkerWatcher      = (*Provider)(nil)
+	_ provider.LockInspector      = (*Provider)(nil)
+	_ provider.LockLister         = (*Provider)(nil)
+	_ provider.ActiveRunLister    = (*Provider)(nil)
 	_ provider.ActiveRunReindexer = (*Provider)(nil)
 )
 
