@@ -71,7 +71,7 @@ func (p *Provider) reindexOnce(ctx context.Context, op, runID string) (changed, 
 	}
 	cur := entry.Val() // "" when there is none
 	want := ""
-	if r.exists {
+	if r.exists && r.hasJSON {
 		var run types.RunState
 		if err := decodeRun(r, runID, key, &run); err != nil {
 			return false, false, err

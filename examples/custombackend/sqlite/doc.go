@@ -1,7 +1,7 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
 // provider.EventFollower, provider.MarkerWatcher, provider.LockInspector,
-// provider.LockLister and provider.ActiveRunLister) on one
+// provider.LockLister, provider.ActiveRunLister and provider.ActiveRunReindexer) on one
 // SQLite database file, through database/sql and the pure-Go driver
 // modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
