@@ -114,6 +114,44 @@ func (b noIndexBackend) provider(owner string, write bool) (provider.Provider, e
 	return struct{ provider.Provider }{p}, err
 }
 
+// TestReindexRestoresLostEntries: entries lost from a Redis index (the runs
+// keep their mark that the entry was added, which a compare-and-swap trusts)
+// are found as drift and restored, the runs unchanged. (The backfill's
+// compare-and-swap onto itself restored none.)
+func TestReindexRestoresLostEntries(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, h *harness) {
+		if h.loseEntries == nil {
+			t.Skip("the index is not kept apart from the runs")
+		}
+		ctx := context.Background()
+		p := h.open(t, "")
+		unfinished := []string{"r-0003", "r-0004", "r-b0", "r-b1"}
+		before := map[string]types.RunState{}
+		for _, id := range unfinished {
+			r, err := p.GetRunState(ctx, id)
+			if err != nil || r == nil {
+				t.Fatalf("GetRunState(%s) = %v, %v", id, r, err)
+			}
+			before[id] = *r
+		}
+		h.loseEntries(t)
+		r := h.run(t, "runs", "reindex", "--reason", "entries lost", "--yes")
+		if r.code != exitOK || !strings.Contains(r.stdout, "indexed: 4, changed under it: 0 ") {
+			t.Fatalf("runs reindex: exit %d, stdout %q, stderr %q; want 4 runs indexed", r.code, r.stdout, r.stderr)
+		}
+		runs, _, err := p.(provider.ActiveRunLister).ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 100)
+		if err != nil || len(runs) != len(unfinished) {
+			t.Fatalf("ListActiveRuns after runs reindex = %d runs, %v; want %d", len(runs), err, len(unfinished))
+		}
+		for _, run := range runs {
+			if want := before[run.RunID]; !reflect.DeepEqual(run, want) {
+				t.Errorf("run %s after runs reindex = %+v, want it unchanged %+v", run.RunID, run, want)
+			}
+		}
+	})
+}
+
 // TestReindexFallsBackToCAS: a backend with the index but without
 // provider.ActiveRunReindexer gets each run swapped onto itself (version +1,
 // update time now), and the command says so on stderr.
