@@ -95,3 +95,23 @@ func ActivePage(matched []types.RunState, limit int) ([]types.RunState, string) 
 	matched = matched[:limit]
 	return matched, matched[limit-1].RunID
 }
+
+// ActiveRunReindexer is an optional interface of a backend whose active-runs
+// index is kept apart from its run records (see "active runs" in the package
+// doc): it repairs one run's entry from the run's truth record, for a backfill
+// (runs a version before the index wrote) or after an entry was lost (deleted
+// by hand, lost in a failover). The CLI's runs reindex uses it.
+type ActiveRunReindexer interface {
+	// ReindexRun makes the index agree with run runID's truth record: an entry
+	// while the run is unfinished and live, none otherwise. It writes nothing
+	// of the run itself: its Version, UpdatedAt and body stay as they are, so a
+	// stuck run still looks stuck to ActiveRunFilter.NotUpdatedSince. The repair
+	// is made only if the run is unchanged since the call read it (a write in
+	// between is read again and repaired from); it is safe to repeat and to run
+	// beside any write. changed reports whether the index had to change: an
+	// entry added or restored, one removed, or the backend's record that the
+	// entry exists set. A missing run is not an error (its entry, if any, is
+	// removed). runID that is not a valid ID is an error wrapping
+	// ErrInvalidArgument; a read-only provider refuses with ErrReadOnly.
+	ReindexRun(ctx context.Context, runID string) (changed bool, err error)
+}

@@ -221,7 +221,10 @@
 //	               when the index has caught up; the backend's doc says by how
 //	               much). The
 //	               cost of a page is the unfinished runs read, never the number of
-//	               pipelines or the finished history.
+//	               pipelines or the finished history. (optional
+//	               ActiveRunReindexer) ReindexRun makes one run's entry match its
+//	               truth (the backfill, a lost entry) without writing the run: its
+//	               Version and UpdatedAt stay, so a stuck run still looks stuck.
 //	corrupt        a stored record that does not decode: a Get* of it returns an
 //	               error wrapping ErrCorrupt (a *CorruptError) that names it; every
 //	               List* and iterator skips it, returns the others (a List*(limit)

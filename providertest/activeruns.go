@@ -15,7 +15,10 @@ import (
 // exactly while it is unfinished and live (put, CAS, create; finished, expired),
 // refused writes (a lost CAS, a fenced refusal, a create of an existing run)
 // leave the listing as the truth is, the filter, and paging that is complete and
-// duplicate-free while runs change between pages. It skips when the provider
+// duplicate-free while runs change between pages; with the optional
+// provider.ActiveRunReindexer, that ReindexRun changes no run (its version and
+// UpdatedAt stay: a stuck run still looks stuck) and restores an entry the index
+// lost (Harness.DropActiveEntry). It skips when the provider
 // does not implement provider.ActiveRunLister. Like every test of the suite it
 // relies on the harness rule that different tests never see each other's data.
 func RunActiveRunLister(t *testing.T, h Harness) {
@@ -31,6 +34,10 @@ func RunActiveRunLister(t *testing.T, h Harness) {
 		s.run(t, "expired_not_listed", testActiveExpiredNotListed)
 		s.run(t, "paging_while_runs_change", testActivePagingWhileRunsChange)
 		testActiveBadInputAndCancelled(t, s)
+		if _, ok := s.open(t).(provider.ActiveRunReindexer); ok {
+			s.run(t, "reindex_keeps_runs", testActiveReindexKeepsRuns)
+			s.run(t, "reindex_restores_lost_entry", testActiveReindexRestoresLostEntry)
+		}
 	})
 }
 
@@ -267,7 +274,7 @@ func testActiveBadInputAndCancelled(t *testing.T, s *suite) {
 		_, _, err := p.(provider.ActiveRunLister).ListActiveRuns(ctx, f, cursor, limit)
 		return err
 	}
-	s.checkBadInput(t, []badCase{
+	cases := []badCase{
 		{name: "limit_zero", call: func(ctx context.Context, p provider.Provider, k ids) error {
 			return list(ctx, p, provider.ActiveRunFilter{}, "", 0)
 		}},
@@ -280,8 +287,129 @@ func testActiveBadInputAndCancelled(t *testing.T, s *suite) {
 		{name: "cursor_not_an_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
 			return list(ctx, p, provider.ActiveRunFilter{}, "a b\x00", 10)
 		}},
-	}, nil)
-	s.checkCancelled(t, []call{{"ListActiveRuns", func(ctx context.Context, p provider.Provider, k ids) error {
+	}
+	calls := []call{{"ListActiveRuns", func(ctx context.Context, p provider.Provider, k ids) error {
 		return list(ctx, p, provider.ActiveRunFilter{}, "", 10)
-	}}}, nil, nil)
+	}}}
+	if _, ok := s.open(t).(provider.ActiveRunReindexer); ok {
+		reindex := func(ctx context.Context, p provider.Provider, runID string) error {
+			_, err := p.(provider.ActiveRunReindexer).ReindexRun(ctx, runID)
+			return err
+		}
+		cases = append(cases,
+			badCase{name: "reindex_empty_run_id", call: func(ctx context.Context, p provider.Provider, k ids) error { return reindex(ctx, p, "") }},
+			badCase{name: "reindex_run_id_not_an_id", call: func(ctx context.Context, p provider.Provider, k ids) error {
+				return reindex(ctx, p, "a b\x00")
+			}})
+		calls = append(calls, call{"ReindexRun", func(ctx context.Context, p provider.Provider, k ids) error { return reindex(ctx, p, k.run) }})
+	}
+	s.checkBadInput(t, cases, nil)
+	s.checkCancelled(t, calls, nil, nil)
+}
+
+// reindex calls ReindexRun of p, failing t on an error, and returns changed.
+func reindex(t *testing.T, p provider.Provider, runID string) bool {
+	t.Helper()
+	changed, err := p.(provider.ActiveRunReindexer).ReindexRun(t.Context(), runID)
+	noErr(t, err, "ReindexRun "+runID)
+	return changed
+}
+
+// wantSameRun requires that run id reads as before: ReindexRun writes nothing
+// of a run.
+func wantSameRun(t *testing.T, p provider.Provider, before types.RunState, what string) {
+	t.Helper()
+	after, err := p.GetRunState(t.Context(), before.RunID)
+	noErr(t, err, "GetRunState "+before.RunID)
+	if after == nil {
+		t.Fatalf("%s: run %s is missing", what, before.RunID)
+	}
+	if after.Version != before.Version || !after.UpdatedAt.Equal(before.UpdatedAt) || after.Status != before.Status {
+		t.Fatalf("%s: run %s is at version %d, updated %v, %s; want it unchanged at version %d, updated %v, %s (ReindexRun writes nothing of the run)",
+			what, before.RunID, after.Version, after.UpdatedAt, after.Status, before.Version, before.UpdatedAt, before.Status)
+	}
+}
+
+// testActiveReindexKeepsRuns: ReindexRun of a run whose entry is right changes
+// nothing and says so, of a missing run too; a stuck run keeps its version and
+// UpdatedAt (time moves first, where the harness can move it, so that a
+// rewrite would show).
+func testActiveReindexKeepsRuns(t *testing.T, s *suite) {
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	a, b := k.run+"-a", k.run+"-b"
+	noErr(t, p.PutRunState(t.Context(), activeRun(k.pipeline, a, types.RunRunning)), "PutRunState RUNNING")
+	noErr(t, p.PutRunState(t.Context(), activeRun(k.pipeline, b, types.RunCompleted)), "PutRunState COMPLETED")
+	ra, rb := getRun(t, p, a), getRun(t, p, b)
+	if s.h.Sleep != nil {
+		s.h.Sleep(t, 2*time.Second)
+	} else {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, id := range []string{a, b, k.run + "-missing"} {
+		if reindex(t, p, id) {
+			t.Errorf("ReindexRun %s = changed, want unchanged: its entry was right", id)
+		}
+	}
+	wantSameRun(t, q, ra, "after ReindexRun of a RUNNING run")
+	wantSameRun(t, q, rb, "after ReindexRun of a COMPLETED run")
+	wantActive(t, q, []string{a}, "after ReindexRun of each")
+	stuck := provider.ActiveRunFilter{NotUpdatedSince: ra.UpdatedAt.Add(time.Millisecond)}
+	if got := activeIDs(t, q, stuck, listAll, nil); !slices.Equal(got, []string{a}) {
+		t.Fatalf("stuck runs after ReindexRun = %q, want [%s]", got, a)
+	}
+	// A CAS after it works as after any write.
+	if ok, err := p.CompareAndSwapRunState(t.Context(), a, ra.Version, activeRun(k.pipeline, a, types.RunCompleted)); !ok || err != nil {
+		t.Fatalf("CAS to COMPLETED after ReindexRun = (%v, %v), want (true, nil)", ok, err)
+	}
+	wantActive(t, q, nil, "after the CAS that finished it")
+}
+
+// testActiveReindexRestoresLostEntry drops the entry of an unfinished run
+// (Harness.DropActiveEntry): ListActiveRuns misses it until ReindexRun restores
+// it, which reports the change and leaves the run as it was; later writes keep
+// the index as they do for any run.
+func testActiveReindexRestoresLostEntry(t *testing.T, s *suite) {
+	if s.h.DropActiveEntry == nil {
+		t.Skip("Harness.DropActiveEntry is nil: the backend's index cannot lose an entry")
+	}
+	p, q, k := s.open(t), s.open(t), newIDs(t)
+	a, b := k.run+"-a", k.run+"-b"
+	noErr(t, p.PutRunState(t.Context(), activeRun(k.pipeline, a, types.RunRunning)), "PutRunState RUNNING")
+	noErr(t, p.PutRunState(t.Context(), activeRun(k.pipeline, b, types.RunPending)), "PutRunState PENDING")
+	ok, err := p.CompareAndSwapRunState(t.Context(), b, 0, activeRun(k.pipeline, b, types.RunRunning))
+	if !ok || err != nil {
+		t.Fatalf("CAS PENDING to RUNNING = (%v, %v), want (true, nil)", ok, err)
+	}
+	ra, rb := getRun(t, p, a), getRun(t, p, b)
+	s.h.DropActiveEntry(t, a)
+	s.h.DropActiveEntry(t, b)
+	wantActive(t, q, nil, "after Harness.DropActiveEntry of both runs")
+	if s.h.Sleep != nil {
+		s.h.Sleep(t, 2*time.Second)
+	}
+	for _, id := range []string{a, b} {
+		if !reindex(t, p, id) {
+			t.Errorf("ReindexRun %s = unchanged, want changed: its entry was lost", id)
+		}
+	}
+	wantActive(t, q, []string{a, b}, "after ReindexRun restored both entries")
+	wantSameRun(t, q, ra, "after ReindexRun restored its entry")
+	wantSameRun(t, q, rb, "after ReindexRun restored its entry")
+	if reindex(t, p, a) {
+		t.Errorf("ReindexRun %s again = changed, want unchanged", a)
+	}
+	// Writes after the repair: an unfinished CAS keeps the entry, a finishing one removes it.
+	if ok, err := p.CompareAndSwapRunState(t.Context(), a, ra.Version, activeRun(k.pipeline, a, types.RunRunning)); !ok || err != nil {
+		t.Fatalf("CAS RUNNING to RUNNING after ReindexRun = (%v, %v), want (true, nil)", ok, err)
+	}
+	if ok, err := p.CompareAndSwapRunState(t.Context(), b, rb.Version, activeRun(k.pipeline, b, types.RunFailed)); !ok || err != nil {
+		t.Fatalf("CAS to FAILED after ReindexRun = (%v, %v), want (true, nil)", ok, err)
+	}
+	wantActive(t, q, []string{a}, "after a CAS kept one unfinished and another finished the other")
+	// A finished run whose entry is gone needs nothing.
+	s.h.DropActiveEntry(t, b)
+	if reindex(t, p, b) {
+		t.Errorf("ReindexRun of finished run %s without an entry = changed, want unchanged", b)
+	}
+	wantActive(t, q, []string{a}, "after ReindexRun of the finished run")
 }

@@ -65,6 +65,9 @@ var features = []Feature{
 	{Field: "OpenReadOnly",
 		Enables: []string{"ReadOnly/*"},
 		Effect:  "a read-only handle (the backend's WithReadOnly); nil skips the ReadOnly group"},
+	{Field: "DropActiveEntry",
+		Enables: []string{"ActiveRunLister/reindex_restores_lost_entry"},
+		Effect:  "removes one run's active-runs entry by hand; nil skips the test that ReindexRun restores it"},
 }
 
 // Features lists every optional field of the harness: whether h sets it, the

@@ -151,6 +151,15 @@ type Harness struct {
 	// backend without a read-only mode.
 	OpenReadOnly func(t *testing.T) provider.Provider
 
+	// DropActiveEntry removes run runID's entry from the backend's active-runs
+	// index and nothing else (not the run's record, nor any mark a write relies
+	// on), as an operator deleting it by hand or a failover losing it would,
+	// through the backend's raw client. It enables
+	// ActiveRunLister/reindex_restores_lost_entry, which checks that
+	// provider.ActiveRunReindexer.ReindexRun restores it; nil skips that test,
+	// for a backend whose index cannot lose an entry (memory's is its run map).
+	DropActiveEntry func(t *testing.T, runID string)
+
 	// firstCause is set by Run when a step of the basics failed: the groups
 	// skip, naming it.
 	firstCause string

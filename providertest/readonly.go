@@ -243,6 +243,12 @@ func readOnlyWrites(p provider.Provider, k ids, lease types.Lease, bad bool) []c
 				return p.(provider.Leaser).ReleaseLease(ctx, l)
 			}})
 	}
+	if _, ok := p.(provider.ActiveRunReindexer); ok {
+		calls = append(calls, call{"ReindexRun", func(ctx context.Context, p provider.Provider, _ ids) error {
+			_, err := p.(provider.ActiveRunReindexer).ReindexRun(ctx, id(k.run))
+			return err
+		}})
+	}
 	if _, ok := p.(provider.RunCreator); ok {
 		calls = append(calls, call{"CreateRunState", func(ctx context.Context, p provider.Provider, _ ids) error {
 			_, err := p.(provider.RunCreator).CreateRunState(ctx, newRun(k.pipeline, id(k.run+"-3"), at(8)))

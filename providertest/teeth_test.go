@@ -46,6 +46,7 @@ type full interface {
 	provider.LockInspector
 	provider.LockLister
 	provider.ActiveRunLister
+	provider.ActiveRunReindexer
 	Owner() string
 }
 
@@ -72,6 +73,7 @@ type shared struct {
 	runs        map[string]types.RunState // listKeepsExpiredRuns's index
 	fenceSets   *ownFences                // the Fencing teeth's memory of fences
 	active      map[string]bool           // activeIndex's index
+	dropped     map[string]bool           // the entries Harness.DropActiveEntry took from lostEntries's index
 }
 
 var sharedByTest sync.Map // t.Name() -> *shared
@@ -1189,6 +1191,17 @@ type brokenBackend struct {
 // brokenHarness changes the harness a broken variant, named by the key, runs
 // under.
 var brokenHarness = map[string]func(h *providertest.Harness){
+	"reindex_no_restore": func(h *providertest.Harness) {
+		h.DropActiveEntry = func(t *testing.T, runID string) {
+			s := sharedOf(t)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.dropped == nil {
+				s.dropped = map[string]bool{}
+			}
+			s.dropped[runID] = true
+		}
+	},
 	"marker_log_by_count": func(h *providertest.Harness) { h.MaxMarkerWrites = teethMarkerWrites },
 	"events_by_count": func(h *providertest.Harness) {
 		open := h.Open
@@ -1994,6 +2007,12 @@ var brokenBackends = append([]brokenBackend{
 	// ActiveRunLister: a refused write leaves the index as the truth is.
 	{"active_lost_cas_applied", "ActiveRunLister/refused_writes_match_truth",
 		func(p full, s *shared) provider.Provider { return activeIndex{full: p, s: s, early: true} }},
+	// ActiveRunReindexer: ReindexRun writes nothing of the run (a rewrite makes a stuck run look fresh).
+	{"reindex_rewrites_run", "ActiveRunLister/reindex_keeps_runs",
+		func(p full, _ *shared) provider.Provider { return reindexRewritesRun{p} }},
+	// ActiveRunReindexer: ReindexRun restores an entry the index lost.
+	{"reindex_no_restore", "ActiveRunLister/reindex_restores_lost_entry",
+		func(p full, s *shared) provider.Provider { return lostEntries{p, s} }},
 	// ActiveRunLister: paging is duplicate-free (each page strictly after the cursor).
 	{"active_next_repeats", "ActiveRunLister/paging_while_runs_change",
 		func(p full, _ *shared) provider.Provider { return activeNextRepeats{p} }},
@@ -2469,6 +2488,59 @@ func (b activeIndex) ListActiveRuns(ctx context.Context, f provider.ActiveRunFil
 	}
 	page, next := provider.ActivePage(out, limit)
 	return page, next, nil
+}
+
+// reindexRewritesRun repairs an entry the way the CLI's backfill first did: a
+// compare-and-swap of the run onto itself, which moves its version and UpdatedAt.
+type reindexRewritesRun struct{ full }
+
+func (b reindexRewritesRun) ReindexRun(ctx context.Context, runID string) (bool, error) {
+	if err := provider.CheckID("run ID", runID); err != nil {
+		return false, err
+	}
+	r, err := b.full.GetRunState(ctx, runID)
+	if err != nil || r == nil || r.Status.Terminal() {
+		return false, err
+	}
+	_, err = b.full.CompareAndSwapRunState(ctx, runID, r.Version, *r)
+	return false, err
+}
+
+// lostEntries is an index that loses the entries Harness.DropActiveEntry takes
+// (shared.dropped): a write of the run indexes it again, but ReindexRun, the
+// memory backend's, does not restore it.
+type lostEntries struct {
+	full
+	s *shared
+}
+
+func (b lostEntries) wrote(runID string) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	delete(b.s.dropped, runID)
+}
+
+func (b lostEntries) PutRunState(ctx context.Context, r types.RunState) error {
+	err := b.full.PutRunState(ctx, r)
+	if err == nil {
+		b.wrote(r.RunID)
+	}
+	return err
+}
+
+func (b lostEntries) CompareAndSwapRunState(ctx context.Context, runID string, v int, r types.RunState) (bool, error) {
+	ok, err := b.full.CompareAndSwapRunState(ctx, runID, v, r)
+	if ok && err == nil {
+		b.wrote(runID)
+	}
+	return ok, err
+}
+
+func (b lostEntries) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	runs, next, err := b.full.ListActiveRuns(ctx, f, cursor, limit)
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return slices.DeleteFunc(runs, func(r types.RunState) bool { return b.s.dropped[r.RunID] }), next, err
 }
 
 // activeNextRepeats gives as the next cursor the RunID before the page's last,

@@ -20,24 +20,27 @@ var runsReindexCmd = &spec{
 	name:    "runs reindex",
 	args:    "[--from PIPELINE]",
 	summary: "add the unfinished runs that a scan finds to the active-runs index (the backfill after an upgrade)",
-	about: "The backfill of the active-runs index. A run last written by a version before the index\n" +
-		"is not in it until its next write. This command reads the whole index once, then finds\n" +
-		"the unfinished runs as runs --all scans (ListPipelines, then the newest --per-pipeline\n" +
-		"runs of each registered pipeline, in pipeline ID order, one pipeline at a time), and\n" +
-		"rewrites each one the index did not list unchanged: a compare-and-swap of the run onto\n" +
-		"itself at its version, so that the backend's own run write indexes it. The\n" +
-		"rewrite changes what every compare-and-swap changes: the version goes up by one and the\n" +
-		"update time is now, so run 'pipestate runs --all --status RUNNING,PENDING --older-than D'\n" +
-		"first if you want the stuck runs by their old update time (the dry run lists them too,\n" +
-		"and each rewrite's " + auditKind + " event records the version and update time before it).\n" +
-		"A run that changed between the read and the rewrite loses nothing: the compare-and-swap\n" +
-		"fails and the write that changed it indexed it (every write of this version does), so it\n" +
-		"counts as changed under it. Deploy this version to every writer first, then run this.\n" +
-		"Without --yes it writes nothing and lists the runs it would index. With --yes (and\n" +
-		"--reason) it rewrites them, and appends an " + auditKind + " event for each run to its\n" +
-		"pipeline's log ('pipestate run history RUN' shows it). Progress goes to stderr, one line\n" +
-		"per pipeline with unfinished runs (and every " + strconv.Itoa(reindexEvery) + " pipelines), each naming the\n" +
-		"--from PIPELINE that resumes after it; rerunning from any point is safe (indexed runs\n" +
+	about: "The backfill and repair of the active-runs index. A run last written by a version\n" +
+		"before the index is not in it until its next write, and an entry can be lost (deleted by\n" +
+		"hand, lost in a failover). This command reads the whole index once, then finds the\n" +
+		"unfinished runs as runs --all scans (ListPipelines, then the newest --per-pipeline runs\n" +
+		"of each registered pipeline, in pipeline ID order, one pipeline at a time): each one the\n" +
+		"index did not list is drift, and is indexed. Where the backend repairs one run's entry\n" +
+		"from its record (provider.ActiveRunReindexer: every built-in backend), that is how, and\n" +
+		"the run is not written: its version and update time stay, so a run stuck for days still\n" +
+		"looks stuck to --older-than. A backend without it gets a compare-and-swap of the run onto\n" +
+		"itself at its version, so that its own run write indexes it; that changes what every\n" +
+		"compare-and-swap changes (the version goes up by one, the update time is now), and the\n" +
+		"command says so: run 'pipestate runs --all --status RUNNING,PENDING --older-than D' first\n" +
+		"there if you want the stuck runs by their old update time (each rewrite's " + auditKind + "\n" +
+		"event records the version and update time before it). A run that changed under the\n" +
+		"command loses nothing: the write that changed it indexed it (every write of this version\n" +
+		"does), so it counts as changed under it. Deploy this version to every writer first, then\n" +
+		"run this. Without --yes it writes nothing and lists the drift: the runs it would index.\n" +
+		"With --yes (and --reason) it indexes them, and appends an " + auditKind + " event for each run\n" +
+		"to its pipeline's log ('pipestate run history RUN' shows it). Progress goes to stderr,\n" +
+		"one line per pipeline with unfinished runs (and every " + strconv.Itoa(reindexEvery) + " pipelines), each naming\n" +
+		"the --from PIPELINE that resumes after it; rerunning from any point is safe (indexed runs\n" +
 		"are skipped). The summary says how many runs were scanned, already indexed, indexed (or\n" +
 		"to index) and changed under it. Runs older than a pipeline's newest --per-pipeline, and\n" +
 		"runs of a pipeline that is not registered, are not found. A backend without the index\n" +
@@ -76,6 +79,10 @@ var runsReindexCmd = &spec{
 				return errors.New("the backend has no active-runs index: nothing to reindex (runs --all scans it)")
 			}
 			r := &reindex{in: in, p: p, l: l, perPipeline: *perPipeline}
+			if r.rx, ok = p.(provider.ActiveRunReindexer); !ok {
+				fmt.Fprintln(in.stderr, "pipestate runs reindex: the backend cannot repair an entry alone (no provider.ActiveRunReindexer):"+
+					" each run is indexed by a compare-and-swap onto itself, which sets its version +1 and its update time to now")
+			}
 			return r.run(ctx, *from)
 		}
 	},
@@ -86,6 +93,7 @@ type reindex struct {
 	in          *inv
 	p           provider.Provider
 	l           provider.ActiveRunLister
+	rx          provider.ActiveRunReindexer // nil: rewrite the run (rewrite)
 	perPipeline int
 	indexed     map[string]bool // the runs the index listed when the command started
 	sum         reindexSummary
@@ -215,14 +223,32 @@ func (r *reindex) readIndex(ctx context.Context) error {
 	}
 }
 
-// rewrite swaps run onto itself at its version, so that the backend's run write
-// indexes it, then records the write in the pipeline's log; it returns the
-// outcome: "indexed", or "changed under it" when the swap lost (the write that
-// changed the run indexed it).
+// rewrite indexes run, then records the write in the pipeline's log; it
+// returns the outcome: "indexed", or "changed under it" when another write
+// indexed it first. With the backend's ActiveRunReindexer, ReindexRun repairs
+// its entry and writes nothing of the run; without, the run is swapped onto
+// itself at its version, so that the backend's run write indexes it.
 func (r *reindex) rewrite(ctx context.Context, run types.RunState) (string, error) {
-	rec := r.in.record("runs reindex",
-		map[string]any{"status": run.Status, "version": run.Version, "updatedAt": run.UpdatedAt},
-		map[string]any{"status": run.Status, "version": run.Version + 1})
+	before := map[string]any{"status": run.Status, "version": run.Version, "updatedAt": run.UpdatedAt}
+	if r.rx != nil {
+		rec := r.in.record("runs reindex", before, map[string]any{"status": run.Status, "version": run.Version, "updatedAt": run.UpdatedAt})
+		ev, err := auditEvent(run.PipelineID, run.RunID, string(run.Status), rec)
+		if err != nil {
+			return "", err
+		}
+		changed, err := r.rx.ReindexRun(ctx, run.RunID)
+		switch {
+		case err != nil:
+			return "", err
+		case !changed:
+			r.sum.ChangedUnderIt++
+			return "changed under it", nil
+		}
+		r.sum.Indexed++
+		done := fmt.Sprintf("run %s was indexed (the run is unchanged, at version %d)", run.RunID, run.Version)
+		return "indexed", appendAudit(ctx, r.p, ev, done)
+	}
+	rec := r.in.record("runs reindex", before, map[string]any{"status": run.Status, "version": run.Version + 1})
 	ev, err := auditEvent(run.PipelineID, run.RunID, string(run.Status), rec)
 	if err != nil {
 		return "", err
@@ -270,7 +296,7 @@ func (r *reindex) report() error {
 		s.Pipelines, s.Scanned, r.perPipeline, s.Unfinished, s.AlreadyIndexed)
 	switch {
 	case !in.yes && s.ToIndex > 0:
-		in.say("to index: %d; nothing was written (add --reason TEXT --yes to index them)", s.ToIndex)
+		in.say("to index: %d (drift: unfinished runs the index does not list); nothing was written (add --reason TEXT --yes to index them)", s.ToIndex)
 	case !in.yes:
 		in.say("nothing to index")
 	default:

@@ -29,9 +29,9 @@ var reindexCases = []goldenCase{
 // TestReindex: runs written before the active-runs index (their entries
 // removed) are missing from runs --all --status, the dry run lists them and
 // writes nothing, --from resumes at a pipeline, and runs reindex --yes makes
-// them found; each rewrite is CompareAndSwapRunState(run, run), accepted also
-// on a run a fenced write wrote, and changes only the version (+1) and the
-// update time (now), with an audit event in the run's history.
+// them found; each is indexed by ReindexRun, which leaves the run as it was
+// (version, update time: a stuck run still looks stuck), also a run a fenced
+// write wrote, with an audit event in the run's history.
 func TestReindex(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, h *harness) {
@@ -82,11 +82,8 @@ func TestReindex(t *testing.T) {
 			if err != nil || got == nil {
 				t.Fatalf("GetRunState(%s) = %v, %v", id, got, err)
 			}
-			want := before[id]
-			want.Version++
-			want.UpdatedAt = now
-			if !reflect.DeepEqual(*got, want) {
-				t.Errorf("run %s after runs reindex = %+v, want %+v (the CAS changes only the version and the update time)", id, *got, want)
+			if want := before[id]; !reflect.DeepEqual(*got, want) {
+				t.Errorf("run %s after runs reindex = %+v, want it unchanged %+v (ReindexRun writes nothing of the run)", id, *got, want)
 			}
 		}
 		if got, err := p.GetRunState(ctx, "r-0005"); err != nil || got.Version != 0 {
@@ -117,6 +114,86 @@ func (b noIndexBackend) provider(owner string, write bool) (provider.Provider, e
 	return struct{ provider.Provider }{p}, err
 }
 
+// TestReindexRestoresLostEntries: entries lost from a Redis index (the runs
+// keep their mark that the entry was added, which a compare-and-swap trusts)
+// are found as drift and restored, the runs unchanged. (The backfill's
+// compare-and-swap onto itself restored none.)
+func TestReindexRestoresLostEntries(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, h *harness) {
+		if h.loseEntries == nil {
+			t.Skip("the index is not kept apart from the runs")
+		}
+		ctx := context.Background()
+		p := h.open(t, "")
+		unfinished := []string{"r-0003", "r-0004", "r-b0", "r-b1"}
+		before := map[string]types.RunState{}
+		for _, id := range unfinished {
+			r, err := p.GetRunState(ctx, id)
+			if err != nil || r == nil {
+				t.Fatalf("GetRunState(%s) = %v, %v", id, r, err)
+			}
+			before[id] = *r
+		}
+		h.loseEntries(t)
+		r := h.run(t, "runs", "reindex", "--reason", "entries lost", "--yes")
+		if r.code != exitOK || !strings.Contains(r.stdout, "indexed: 4, changed under it: 0 ") {
+			t.Fatalf("runs reindex: exit %d, stdout %q, stderr %q; want 4 runs indexed", r.code, r.stdout, r.stderr)
+		}
+		runs, _, err := p.(provider.ActiveRunLister).ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 100)
+		if err != nil || len(runs) != len(unfinished) {
+			t.Fatalf("ListActiveRuns after runs reindex = %d runs, %v; want %d", len(runs), err, len(unfinished))
+		}
+		for _, run := range runs {
+			if want := before[run.RunID]; !reflect.DeepEqual(run, want) {
+				t.Errorf("run %s after runs reindex = %+v, want it unchanged %+v", run.RunID, run, want)
+			}
+		}
+	})
+}
+
+// TestReindexFallsBackToCAS: a backend with the index but without
+// provider.ActiveRunReindexer gets each run swapped onto itself (version +1,
+// update time now), and the command says so on stderr.
+func TestReindexFallsBackToCAS(t *testing.T) {
+	h := memoryHarness(t)
+	ctx := context.Background()
+	p := h.open(t, "")
+	before, err := p.GetRunState(ctx, "r-0003")
+	if err != nil || before == nil {
+		t.Fatalf("GetRunState(r-0003) = %v, %v", before, err)
+	}
+	h.unindex(t)
+	dial := func(ctx context.Context, tg target, now func() time.Time) (backend, error) {
+		b, err := h.dial(ctx, tg, now)
+		return noReindexBackend{b}, err
+	}
+	r := runInProcess(context.Background(), h.env, dial, "runs", "reindex", "--from", "orders", "--reason", "backfill", "--yes")
+	if r.code != exitOK || !strings.Contains(r.stderr, "no provider.ActiveRunReindexer") || !strings.Contains(r.stdout, "indexed: 2, changed under it: 0 ") {
+		t.Fatalf("runs reindex: exit %d, stdout %q, stderr %q; want two runs indexed by a CAS, said on stderr", r.code, r.stdout, r.stderr)
+	}
+	after, err := p.GetRunState(ctx, "r-0003")
+	if err != nil || after == nil || after.Version != before.Version+1 {
+		t.Fatalf("r-0003 after the fallback = %+v, %v; want version %d", after, err, before.Version+1)
+	}
+}
+
+// noReindexBackend opens providers with provider.ActiveRunLister but without
+// provider.ActiveRunReindexer.
+type noReindexBackend struct{ backend }
+
+func (b noReindexBackend) provider(owner string, write bool) (provider.Provider, error) {
+	p, err := b.backend.provider(owner, write)
+	return listerOnly{p}, err
+}
+
+// listerOnly is a provider whose only optional interface is ActiveRunLister.
+type listerOnly struct{ provider.Provider }
+
+func (p listerOnly) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	return p.Provider.(provider.ActiveRunLister).ListActiveRuns(ctx, f, cursor, limit)
+}
+
 // TestReindexChangedUnderIt: a run that another writer changes between the
 // scan and the rewrite keeps that writer's change (the CAS loses), is counted
 // as changed under it, and is found, indexed by that writer's write.
@@ -126,7 +203,7 @@ func TestReindexChangedUnderIt(t *testing.T) {
 	p := h.open(t, "")
 	h.unindex(t)
 	u := h.unindexed
-	u.beforeCAS = func(id string) {
+	u.beforeWrite = func(id string) {
 		r, err := p.GetRunState(ctx, id)
 		if err != nil || r == nil {
 			t.Errorf("GetRunState(%s) = %v, %v", id, r, err)

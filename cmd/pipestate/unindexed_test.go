@@ -15,8 +15,9 @@ import (
 type unindexed struct {
 	mu  sync.Mutex
 	ids map[string]bool
-	// beforeCAS, when not nil, runs once before the next CompareAndSwapRunState.
-	beforeCAS func(id string)
+	// beforeWrite, when not nil, runs once before the next
+	// CompareAndSwapRunState or ReindexRun.
+	beforeWrite func(id string)
 }
 
 // all hides every run that p stores now (those of registered pipelines).
@@ -39,6 +40,18 @@ func (u *unindexed) all(t *testing.T, p provider.Provider) {
 			u.ids[r.RunID] = true
 		}
 	}
+}
+
+// takeHook takes the hook to run before the next write (a no-op when none).
+func (u *unindexed) takeHook() func(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f := u.beforeWrite
+	u.beforeWrite = nil
+	if f == nil {
+		return func(string) {}
+	}
+	return f
 }
 
 func (u *unindexed) any() bool {
@@ -78,13 +91,7 @@ func (p unindexedProvider) ListActiveRuns(ctx context.Context, f provider.Active
 }
 
 func (p unindexedProvider) CompareAndSwapRunState(ctx context.Context, id string, version int, run types.RunState) (bool, error) {
-	p.u.mu.Lock()
-	before := p.u.beforeCAS
-	p.u.beforeCAS = nil
-	p.u.mu.Unlock()
-	if before != nil {
-		before(id)
-	}
+	p.u.takeHook()(id)
 	ok, err := p.Provider.CompareAndSwapRunState(ctx, id, version, run)
 	if ok {
 		p.u.written(id)
@@ -98,4 +105,18 @@ func (p unindexedProvider) PutRunState(ctx context.Context, run types.RunState) 
 		p.u.written(run.RunID)
 	}
 	return err
+}
+
+// ReindexRun restores the entry of a hidden run, as the backends' repair does.
+func (p unindexedProvider) ReindexRun(ctx context.Context, id string) (bool, error) {
+	p.u.takeHook()(id)
+	changed, err := p.Provider.(provider.ActiveRunReindexer).ReindexRun(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if p.u.hidden(id) {
+		p.u.written(id)
+		changed = true
+	}
+	return changed, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pipestate/pipestate/internal/ddbx"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -267,4 +268,81 @@ func (p *Provider) ListActiveRuns(ctx context.Context, filter provider.ActiveRun
 	}
 	page, next := provider.ActivePage(out, limit)
 	return page, next, nil
+}
+
+var _ provider.ActiveRunReindexer = (*Provider)(nil)
+
+// reindexAttempts bounds how often ReindexRun reads a run that keeps changing
+// under it.
+const reindexAttempts = 5
+
+// Update expressions and the condition of ReindexRun: the index key set or
+// removed only while the run's version and body are the ones read.
+var (
+	activeSet     = &form{"SET #apk = :apk, #ask = :ask", map[string]string{"#apk": attrActPK, "#ask": attrActSK}}
+	activeRemove  = &form{"REMOVE #apk, #ask", map[string]string{"#apk": attrActPK, "#ask": attrActSK}}
+	condUnchanged = map[string]string{"#ver": attrVer, "#data": attrData}
+)
+
+// ReindexRun implements provider.ActiveRunReindexer: a strongly consistent
+// GetItem of the run's truth item and, when its index key is not what its
+// status wants (an unfinished run without it: removed by hand, or written by a
+// version before the index; a finished one with it), one conditional
+// UpdateItem that sets or removes activePK and activeSK on condition that the
+// item's version and body are still the ones read, so it writes nothing else of
+// the run (no version, UpdatedAt or expiry) and never indexes a run that
+// changed meanwhile (then it reads it again, at most 5 times, then
+// ErrContention). The update is idempotent: the SDK's retry after a lost reply
+// finds its own result. A missing or expired run changes nothing (DynamoDB's
+// TTL deletes an expired item with its index key; listings skip it until then).
+func (p *Provider) ReindexRun(ctx context.Context, runID string) (bool, error) {
+	const op = "ReindexRun"
+	if err := p.life.EnterWrite(ctx, op, provider.CheckID("run ID", runID)); err != nil {
+		return false, err
+	}
+	pk := runPrefix + runID
+	for range reindexAttempts {
+		it, ok, err := p.getRecord(ctx, op, provider.KindRunState, pk, skState)
+		if err != nil || !ok || !it.live(p.now()) {
+			return false, err
+		}
+		var run types.RunState
+		if err := decodeData(tableName(p.table), provider.KindRunState, it, &run); err != nil {
+			return false, err
+		}
+		want := it
+		want.setActive(run)
+		if want.ActivePK == it.ActivePK && want.ActiveSK == it.ActiveSK {
+			return false, nil
+		}
+		if it.Version == nil || it.Data == nil {
+			return false, p.badItem(provider.KindRunState, it.attrs(), errors.New("a run's truth item without version or data")).bad
+		}
+		names := map[string]string{}
+		values := map[string]ddbtypes.AttributeValue{":ver": nv(int64(*it.Version)), ":data": it.Data.attr()}
+		update := activeRemove
+		if want.ActivePK != "" {
+			update = activeSet
+			values[":apk"], values[":ask"] = sv(want.ActivePK), sv(want.ActiveSK)
+		}
+		for k, v := range update.names {
+			names[k] = v
+		}
+		for k, v := range condUnchanged {
+			names[k] = v
+		}
+		cond := "#ver = :ver AND #data = :data"
+		_, err = p.api.UpdateItem(ctx, &ddb.UpdateItemInput{
+			TableName: &p.table, Key: key(pk, skState),
+			UpdateExpression: &update.text, ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		}, p.sdk(op))
+		switch {
+		case err == nil:
+			return true, nil
+		case !ddbx.IsConditionFailed(err):
+			return false, fmt.Errorf("dynamodb: %s: %w", op, err)
+		}
+	}
+	return false, fmt.Errorf("dynamodb: %s %s: %w: the run changed under %d reads", op, runID, provider.ErrContention, reindexAttempts)
 }

@@ -65,8 +65,9 @@ func conformanceHarness(opts ...ddbprovider.Option) providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, testEnv(t), kind, id...)
 		},
-		Retention:    provider.DefaultRetention(), // the default, whose Events is conformanceRetention
-		OpenReadOnly: func(t *testing.T) provider.Provider { return open(t, ddbprovider.WithReadOnly()) },
+		DropActiveEntry: func(t *testing.T, runID string) { dropActiveEntry(t, testEnv(t), runID) },
+		Retention:       provider.DefaultRetention(), // the default, whose Events is conformanceRetention
+		OpenReadOnly:    func(t *testing.T) provider.Provider { return open(t, ddbprovider.WithReadOnly()) },
 	}
 }
 

@@ -86,6 +86,23 @@ func setAttr(ctx context.Context, e *env, pk, sk, name string, v ddbtypes.Attrib
 	return err
 }
 
+// dropActiveEntry removes run runID's key in the index ACTIVE (attributes
+// activePK and activeSK of its truth item) and nothing else, as an operator's
+// UpdateItem would (Harness.DropActiveEntry).
+func dropActiveEntry(t *testing.T, e *env, runID string) {
+	t.Helper()
+	update, cond := "REMOVE activePK, activeSK", "attribute_exists(PK)"
+	_, err := e.client.UpdateItem(t.Context(), &ddb.UpdateItemInput{
+		TableName: &e.table, UpdateExpression: &update, ConditionExpression: &cond,
+		Key: map[string]ddbtypes.AttributeValue{
+			"PK": &ddbtypes.AttributeValueMemberS{Value: "RUN#" + runID}, "SK": &ddbtypes.AttributeValueMemberS{Value: "STATE"},
+		},
+	})
+	if err != nil {
+		t.Fatalf("drop the active-runs key of %s: %v", runID, err)
+	}
+}
+
 // setPair sets the data of a truth item and of the list copy it points at.
 func setPair(ctx context.Context, e *env, pk, sk string, v ddbtypes.AttributeValue) error {
 	consistent := true

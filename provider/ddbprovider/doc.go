@@ -299,6 +299,14 @@
 // (TestActiveRunsCostIndependentOfPipelines: 21 requests for 5 stuck runs
 // among 10 or 300 pipelines; the scan it replaces makes 1 + pipelines).
 //
+// ReindexRun (provider.ActiveRunReindexer, the CLI's runs reindex) repairs a
+// truth item whose index key is not what its status wants (removed by hand;
+// on a finished run, set by hand): a strongly consistent GetItem and, only
+// then, one UpdateItem that sets or removes activePK and activeSK on condition
+// that the item's version and data are the ones read. It writes nothing else:
+// version, data (UpdatedAt), expiry and fences stay. Its write costs what the
+// run write's index update costs (see the capacity lines in docs/benchmarks.md).
+//
 // What a reader may miss: a GSI is updated asynchronously after the write to
 // the table commits, and DynamoDB offers no strongly consistent read of one.
 // A run whose truth became unfinished (created, or put back from a finished

@@ -139,6 +139,13 @@ func TestLostReply(t *testing.T) {
 		}
 	}
 
+	// reindexed is ReindexRun's outcome as an error: it must report its change.
+	reindexed := func(changed bool, err error) error {
+		if err == nil && !changed {
+			err = errors.New("ReindexRun reported no change")
+		}
+		return err
+	}
 	type row struct {
 		method string // the Provider method the row covers
 		name   string
@@ -290,6 +297,32 @@ func TestLostReply(t *testing.T) {
 				return casOK(p.CompareAndSwapRunState(ctx, "r-"+id, 0, run(id, now)))
 			},
 			check: func(t *testing.T, id string) { wantRun(t, id, 1) }},
+		// ReindexRun: its one conditional UpdateItem restores a lost index key
+		// (or removes a finished run's) once, and writes nothing of the run.
+		{method: "ReindexRun", name: "restores", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				must(t, p.PutRunState(ctx, run(id, now)))
+				dropActiveEntry(t, e, "r-"+id)
+			},
+			call:  func(t *testing.T, id string) error { return reindexed(p.ReindexRun(ctx, "r-"+id)) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "ReindexRun", name: "throttled", fault: rejected(1, faults.Throttled, "UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				must(t, p.PutRunState(ctx, run(id, now)))
+				dropActiveEntry(t, e, "r-"+id)
+			},
+			call:  func(t *testing.T, id string) error { return reindexed(p.ReindexRun(ctx, "r-"+id)) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
+		{method: "ReindexRun", name: "removes", fault: drop("UpdateItem"),
+			setup: func(t *testing.T, id string) {
+				r := run(id, now)
+				r.Status = types.RunFailed
+				must(t, p.PutRunState(ctx, r))
+				must(t, setAttr(ctx, e, "RUN#r-"+id, "STATE", "activePK", sAV(ddbprovider.ActiveShard("r-"+id))))
+				must(t, setAttr(ctx, e, "RUN#r-"+id, "STATE", "activeSK", sAV("r-"+id)))
+			},
+			call:  func(t *testing.T, id string) error { return reindexed(p.ReindexRun(ctx, "r-"+id)) },
+			check: func(t *testing.T, id string) { wantRun(t, id, 0) }},
 		{method: "AppendEvent", fault: drop("TransactWriteItems"),
 			call: func(t *testing.T, id string) error {
 				return p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p-" + id, Message: "a"})

@@ -151,7 +151,7 @@ func WithLogger(log *slog.Logger) Option {
 // optional interface (provider.Leaser, provider.CascadeReader,
 // provider.RunCreator, provider.EventFollower, provider.MarkerWatcher,
 // provider.LockInspector, provider.LockLister,
-// provider.ActiveRunLister), and is safe for concurrent use.
+// provider.ActiveRunLister, provider.ActiveRunReindexer), and is safe for concurrent use.
 type Provider struct {
 	s            *data
 	now          func() time.Time
@@ -165,15 +165,16 @@ type Provider struct {
 }
 
 var (
-	_ provider.Provider        = (*Provider)(nil)
-	_ provider.Leaser          = (*Provider)(nil)
-	_ provider.CascadeReader   = (*Provider)(nil)
-	_ provider.RunCreator      = (*Provider)(nil)
-	_ provider.EventFollower   = (*Provider)(nil)
-	_ provider.MarkerWatcher   = (*Provider)(nil)
-	_ provider.LockInspector   = (*Provider)(nil)
-	_ provider.LockLister      = (*Provider)(nil)
-	_ provider.ActiveRunLister = (*Provider)(nil)
+	_ provider.Provider           = (*Provider)(nil)
+	_ provider.Leaser             = (*Provider)(nil)
+	_ provider.CascadeReader      = (*Provider)(nil)
+	_ provider.RunCreator         = (*Provider)(nil)
+	_ provider.EventFollower      = (*Provider)(nil)
+	_ provider.MarkerWatcher      = (*Provider)(nil)
+	_ provider.LockInspector      = (*Provider)(nil)
+	_ provider.LockLister         = (*Provider)(nil)
+	_ provider.ActiveRunLister    = (*Provider)(nil)
+	_ provider.ActiveRunReindexer = (*Provider)(nil)
 )
 
 // New returns a Provider on new, empty data. It fails only on an invalid or nil

@@ -2,6 +2,7 @@ package redisprovider_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -104,6 +105,9 @@ func (h *miniHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.env(t).c, redisprovider.DefaultKeyPrefix, kind, id...)
 		},
+		DropActiveEntry: func(t *testing.T, runID string) {
+			dropActiveEntry(t, h.env(t).c, redisprovider.DefaultKeyPrefix, runID)
+		},
 		Retention: retention,
 		OpenReadOnly: func(t *testing.T) provider.Provider {
 			return h.open(t, conformanceMarkerWrites, redisprovider.WithReadOnly())
@@ -124,6 +128,20 @@ var retention = func() provider.Retention {
 const maxMarkerWrites = 100
 
 var conformanceMarkerWrites = redisprovider.WithMaxMarkerWrites(maxMarkerWrites)
+
+// dropActiveEntry removes run runID's entry from the active-runs index (its
+// member, its entry and its expiry), and nothing of the run, as an operator's
+// HDEL and ZREMs or a failover's lost writes would: the run's mark a stays, so
+// a CAS still trusts the entry (Harness.DropActiveEntry).
+func dropActiveEntry(t *testing.T, c goredis.UniversalClient, prefix, runID string) {
+	t.Helper()
+	ctx := context.Background()
+	active := prefix + ":{:active}"
+	err := errors.Join(c.ZRem(ctx, active, runID).Err(), c.HDel(ctx, active+":ids", runID).Err(), c.ZRem(ctx, active+":exp", runID).Err())
+	if err != nil {
+		t.Fatalf("drop the active-runs entry of %s: %v", runID, err)
+	}
+}
 
 // trimMarkers drops every write of the marker log, as retention
 // (WithMaxMarkerWrites) drops old ones, with an exact XTRIM of its stream.
@@ -203,6 +221,7 @@ func (h *serverHarness) harness() providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRecord(t, h.c, h.prefix(t), kind, id...)
 		},
+		DropActiveEntry: func(t *testing.T, runID string) { dropActiveEntry(t, h.c, h.prefix(t), runID) },
 		OpenReadOnly: func(t *testing.T) provider.Provider {
 			return h.open(t, conformanceMarkerWrites, redisprovider.WithReadOnly())
 		},

@@ -122,6 +122,33 @@ func lostReplies() []lostReply {
 			}
 		}
 	}
+	// putLost puts an unfinished run and removes its active-runs entry (as by
+	// hand: its mark a stays).
+	putLost := func(ctx context.Context, a, _ *Provider) error {
+		if err := putRun(ctx, a); err != nil {
+			return err
+		}
+		ix := a.k.activeRuns()
+		return errors.Join(a.c.ZRem(ctx, ix.z, lrRun).Err(), a.c.HDel(ctx, ix.h, lrRun).Err(), a.c.ZRem(ctx, ix.x, lrRun).Err())
+	}
+	reindexRun := func(ctx context.Context, a *Provider) error {
+		changed, err := a.ReindexRun(ctx, lrRun)
+		if err == nil && !changed {
+			err = errors.New("ReindexRun of a lost entry whose reply was lost reported no change")
+		}
+		return err
+	}
+	checkReindexed := func(t *testing.T, ctx context.Context, a, b *Provider) {
+		checkRun(t, ctx, a, b) // version 0: the run is not written
+		checkActive(1)(t, ctx, a, b)
+		if changed, err := b.ReindexRun(ctx, lrRun); changed || err != nil {
+			t.Fatalf("ReindexRun again = %v, %v; want no change", changed, err)
+		}
+		if ok, err := b.CompareAndSwapRunState(ctx, lrRun, 0, lrRunState(0)); !ok || err != nil {
+			t.Fatalf("CAS after ReindexRun = %v, %v", ok, err)
+		}
+		checkActive(1)(t, ctx, a, b)
+	}
 	putFinished := func(ctx context.Context, a, _ *Provider) error {
 		r := lrRunState(0)
 		r.Status = types.RunFailed
@@ -275,6 +302,26 @@ func lostReplies() []lostReply {
 					t.Fatalf("a second CAS from version 0 = %v, %v", ok, err)
 				}
 				checkActive(1)(t, ctx, nil, b)
+			}},
+		// ReindexRun (issue 37): restoring a lost entry, each step's reply lost,
+		// restores it once and leaves the run as it was; so does removing a
+		// finished run's stale entry.
+		{"ReindexRun", "active provisional", idxStep("p", func(p *Provider) index { return p.k.activeRuns() }), putLost, reindexRun, checkReindexed},
+		{"ReindexRun", "mark script", evalsha(scriptRunMark), putLost, reindexRun, checkReindexed},
+		{"ReindexRun", "active final", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }), putLost, reindexRun, checkReindexed},
+		{"ReindexRun", "active removal", idxStep("s", func(p *Provider) index { return p.k.activeRuns() }),
+			func(ctx context.Context, a, b *Provider) error {
+				if err := putFinished(ctx, a, b); err != nil {
+					return err
+				}
+				_, err := a.runBatch(ctx, "stale entry", []call{setCall(a.k.activeRuns(), lrRun, lrRun, 1, 0, 0)})
+				return err
+			}, reindexRun,
+			func(t *testing.T, ctx context.Context, a, b *Provider) {
+				checkActive(0)(t, ctx, a, b)
+				if n, err := b.c.HExists(ctx, b.k.activeRuns().h, lrRun).Result(); n || err != nil {
+					t.Fatalf("the finished run's entry after ReindexRun: exists %v, %v", n, err)
+				}
 			}},
 		{"AppendEvent", "script", evalsha(scriptAppendOnce), noSetup,
 			func(ctx context.Context, a *Provider) error {

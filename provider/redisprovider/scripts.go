@@ -75,6 +75,7 @@ var (
 	scriptRecordPut    = newRecordScript("record_put")
 	scriptRecordDel    = newScript("record_del")
 	scriptRunCAS       = newRecordScript("run_cas")
+	scriptRunMark      = newScript("run_mark")
 	scriptTraits       = newScript("traits")
 	scriptTraitsRead   = newReadScript("traits_read")
 	scriptZList        = newReadScript("zlist")

@@ -75,8 +75,24 @@ func conformanceHarness(frozen bool) providertest.Harness {
 		Corrupt: func(t *testing.T, kind provider.RecordKind, id ...string) {
 			corruptRow(t, env(t).path, kind, id...)
 		},
-		Retention:    provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
-		OpenReadOnly: func(t *testing.T) provider.Provider { return open(t, keepMarkers, sqlite.WithReadOnly()) },
+		DropActiveEntry: func(t *testing.T, runID string) { dropActiveEntry(t, env(t).path, runID) },
+		Retention:       provider.DefaultRetention(), // the default, whose Events and MarkerLog are the two above
+		OpenReadOnly:    func(t *testing.T) provider.Provider { return open(t, keepMarkers, sqlite.WithReadOnly()) },
+	}
+}
+
+// dropActiveEntry takes run runID out of the partial index runs_active by
+// setting its runs.unfinished to 0, through a connection of its own, as an
+// operator with the sqlite3 shell would (Harness.DropActiveEntry).
+func dropActiveEntry(t *testing.T, path, runID string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE runs SET unfinished = 0 WHERE run_id = ?`, runID); err != nil {
+		t.Fatalf("drop the active-runs entry of %s: %v", runID, err)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package sqlite is a third-party pipestate backend: a provider.Provider (plus
 // provider.Leaser, provider.CascadeReader and the optional provider.RunCreator,
 // provider.EventFollower, provider.MarkerWatcher, provider.LockInspector,
-// provider.LockLister and provider.ActiveRunLister) on one
+// provider.LockLister, provider.ActiveRunLister and provider.ActiveRunReindexer) on one
 // SQLite database file, through database/sql and the pure-Go driver
 // modernc.org/sqlite (no cgo). It passes
 // providertest.Run (conformance_test.go). Copy it to start a backend for another SQL
@@ -63,7 +63,10 @@
 // every writable New sets it, in one transaction, for the rows that an older
 // version wrote (NULL, found through the partial index runs_unknown), so a
 // file is fully indexed once a writer of this version has opened it after the
-// last older writer stopped. A read-only New does not backfill.
+// last older writer stopped. A read-only New does not backfill. ReindexRun
+// (provider.ActiveRunReindexer) sets the column of one row from its body when
+// they disagree (a row changed by hand), in one transaction, writing nothing
+// else of the run.
 //
 // Fencing (package fence): a fenced write runs in one transaction that reads what
 // its record remembers from record_fences (a stale fence is refused, nothing

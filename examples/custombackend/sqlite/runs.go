@@ -144,6 +144,44 @@ func unfinished(run types.RunState) sql.NullInt64 {
 
 var _ provider.ActiveRunLister = (*Provider)(nil)
 
+var _ provider.ActiveRunReindexer = (*Provider)(nil)
+
+// ReindexRun implements provider.ActiveRunReindexer. The index is a column of
+// the run's own row, set by every write, so it disagrees with the body only on
+// a row changed by hand (or one a version before the index wrote, which New
+// backfills): in one transaction it reads the row and, when runs.unfinished is
+// not what the body says, sets it (the UPDATE names the body it read). The row's
+// version, body and expiry stay.
+func (p *Provider) ReindexRun(ctx context.Context, runID string) (bool, error) {
+	const op = "reindex run"
+	if err := p.enterWrite(ctx, "ReindexRun", provider.CheckID("run ID", runID)); err != nil {
+		return false, err
+	}
+	changed := false
+	err := p.inTx(ctx, op, func(tx *sql.Tx) error {
+		var body string
+		var stored sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT body, unfinished FROM runs WHERE run_id = ?`, runID).Scan(&body, &stored)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return p.fail(ctx, op, err)
+		}
+		var run types.RunState
+		if err := decode(provider.KindRunState, "runs", runID, body, &run); err != nil {
+			return err
+		}
+		if want := unfinished(run); stored != want {
+			n, err := p.exec(ctx, tx, op, `UPDATE runs SET unfinished = ? WHERE run_id = ? AND body = ?`, want, runID, body)
+			changed = n == 1
+			return err
+		}
+		return nil
+	})
+	return err == nil && changed, err
+}
+
 // ListActiveRuns implements provider.ActiveRunLister. Its index is the partial
 // index runs_active, kept by the statement that writes each run (insertRun, the
 // CAS's UPDATE), so it never disagrees with the row: one SELECT reads it in

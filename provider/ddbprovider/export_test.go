@@ -1,0 +1,5 @@
+package ddbprovider
+
+// ActiveShard is activeShard, for tests that clone the items the provider
+// wrote under other run IDs (TestActiveRunsBulkScale).
+var ActiveShard = activeShard
