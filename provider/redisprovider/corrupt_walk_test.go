@@ -177,6 +177,7 @@ func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
 			{"stale fenced PutRunState", func() error {
 				return stale.PutRunState(ctx, types.RunState{RunID: "r", PipelineID: "p", Status: types.RunFailed, CreatedAt: at})
 			}},
+			{"ReindexRun", func() error { _, err := p.ReindexRun(ctx, "r"); return err }},
 			{"CompareAndSwapRunState", func() error {
 				next := *run
 				next.Status = types.RunRunning

@@ -75,7 +75,7 @@ var (
 	scriptRecordPut    = newRecordScript("record_put")
 	scriptRecordDel    = newScript("record_del")
 	scriptRunCAS       = newRecordScript("run_cas")
-	scriptRunMark      = newScript("run_mark")
+	scriptRunMark      = loadScript("run_mark", false, luaRecord) // reads x as the writes do
 	scriptTraits       = newScript("traits")
 	scriptTraitsRead   = newReadScript("traits_read")
 	scriptZList        = newReadScript("zlist")
