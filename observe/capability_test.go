@@ -65,6 +65,9 @@ func TestProviderKeepsCapabilities(t *testing.T) {
 			case "provider.ActiveRunLister":
 				_, inOK = inner.(provider.ActiveRunLister)
 				_, outOK = wrapped.(provider.ActiveRunLister)
+			case "provider.ActiveRunReindexer":
+				_, inOK = inner.(provider.ActiveRunReindexer)
+				_, outOK = wrapped.(provider.ActiveRunReindexer)
 			default:
 				t.Fatalf("no assertion for capability %s: add it here", name)
 			}

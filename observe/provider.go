@@ -14,7 +14,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector,provider.LockLister,provider.ActiveRunLister -import github.com/pipestate/pipestate/provider
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg observe -out restrict_provider.go -func restrictProvider -base provider.Provider -opt provider.Leaser,provider.CascadeReader,provider.RunCreator,provider.EventFollower,provider.MarkerWatcher,provider.LockInspector,provider.LockLister,provider.ActiveRunLister,provider.ActiveRunReindexer -import github.com/pipestate/pipestate/provider
 
 // Outcomes, the values of AttrOutcome.
 const (
@@ -375,6 +375,13 @@ func (o *observedProvider) ListActiveRuns(ctx context.Context, filter provider.A
 	ctx, c := o.start(ctx, "ListActiveRuns", ids{})
 	v, next, err := o.p.(provider.ActiveRunLister).ListActiveRuns(ctx, filter, cursor, limit)
 	return v, next, c.done(err)
+}
+
+// ReindexRun implements provider.ActiveRunReindexer.
+func (o *observedProvider) ReindexRun(ctx context.Context, runID string) (bool, error) {
+	ctx, c := o.start(ctx, "ReindexRun", ids{run: runID})
+	changed, err := o.p.(provider.ActiveRunReindexer).ReindexRun(ctx, runID)
+	return changed, c.done(err)
 }
 
 // FollowEvents implements provider.EventFollower: one span for the whole follow,

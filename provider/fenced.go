@@ -11,7 +11,7 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg provider -out restrict_fenced.go -func restrictFenced -base Provider -opt Leaser,CascadeReader,RunCreator,EventFollower,MarkerWatcher,LockInspector,LockLister,ActiveRunLister
+//go:generate go run github.com/pipestate/pipestate/internal/capwrap -pkg provider -out restrict_fenced.go -func restrictFenced -base Provider -opt Leaser,CascadeReader,RunCreator,EventFollower,MarkerWatcher,LockInspector,LockLister,ActiveRunLister,ActiveRunReindexer
 
 // Fenced returns p seen by the holder of lease: every write that takes a fence
 // (see package fence: the run, event, run-log, rerun, replay, late-arrival and
@@ -128,6 +128,12 @@ func (f *fencedProvider) GetLockInfo(ctx context.Context, key string) (*types.Lo
 // ListLocks implements LockLister.
 func (f *fencedProvider) ListLocks(ctx context.Context, match string, limit int) ([]types.LockInfo, error) {
 	return f.Provider.(LockLister).ListLocks(ctx, match, limit)
+}
+
+// ReindexRun implements ActiveRunReindexer, unfenced: it writes nothing of the
+// run, only the index's agreement with it.
+func (f *fencedProvider) ReindexRun(ctx context.Context, runID string) (bool, error) {
+	return f.Provider.(ActiveRunReindexer).ReindexRun(ctx, runID)
 }
 
 // ListActiveRuns implements ActiveRunLister.
