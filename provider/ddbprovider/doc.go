@@ -607,7 +607,12 @@
 // and returns limit good records, and followers and watchers move their
 // sequence number past it: an entry of a numbered log keeps its number, its
 // sort key's, so a corrupt one never makes a cursor look expired. A CompareAndSwapRunState with a zero CreatedAt, which
-// must read the stored run, fails with the run's *provider.CorruptError.
+// must read the stored run, fails with the run's *provider.CorruptError. A
+// pipeline's event counter (EVENTSEQ) whose seq is not a number fails every
+// AppendEvent of that pipeline with a *provider.CorruptError naming it, and
+// writes nothing: the next number can no longer be proven unused. Its readers
+// are unaffected. Repair it by setting seq to the newest event's number (the
+// sort key of the last EVENT# item), never lower.
 // Throttles are seen by a middleware each request carries
 // (internal/ddbx.ThrottleSignals), so an API wrapper must pass optFns on to keep
 // them. Package observe adds spans and call metrics around any provider; its doc
