@@ -19,15 +19,16 @@ import (
 // optional is every interface of package provider beyond Provider and its
 // parts, as the type a backend may implement.
 var optional = map[string]reflect.Type{
-	"Leaser":          reflect.TypeFor[provider.Leaser](),
-	"CascadeReader":   reflect.TypeFor[provider.CascadeReader](),
-	"RunCreator":      reflect.TypeFor[provider.RunCreator](),
-	"EventFollower":   reflect.TypeFor[provider.EventFollower](),
-	"MarkerWatcher":   reflect.TypeFor[provider.MarkerWatcher](),
-	"LockInspector":   reflect.TypeFor[provider.LockInspector](),
-	"LockLister":      reflect.TypeFor[provider.LockLister](),
-	"CorruptReporter": reflect.TypeFor[provider.CorruptReporter](),
-	"ActiveRunLister": reflect.TypeFor[provider.ActiveRunLister](),
+	"Leaser":             reflect.TypeFor[provider.Leaser](),
+	"CascadeReader":      reflect.TypeFor[provider.CascadeReader](),
+	"RunCreator":         reflect.TypeFor[provider.RunCreator](),
+	"EventFollower":      reflect.TypeFor[provider.EventFollower](),
+	"MarkerWatcher":      reflect.TypeFor[provider.MarkerWatcher](),
+	"LockInspector":      reflect.TypeFor[provider.LockInspector](),
+	"LockLister":         reflect.TypeFor[provider.LockLister](),
+	"CorruptReporter":    reflect.TypeFor[provider.CorruptReporter](),
+	"ActiveRunLister":    reflect.TypeFor[provider.ActiveRunLister](),
+	"ActiveRunReindexer": reflect.TypeFor[provider.ActiveRunReindexer](),
 }
 
 // TestReadmeCurrent keeps README.md current: it names every file of the sqlite
