@@ -338,3 +338,20 @@ func shrink[O any](t *testing.T, s Sim[O], seed uint64, r result[O]) *Failure {
 	}
 	return &Failure{Seed: seed, Err: best.err, Ops: len(best.ops), Trace: strings.Join(best.trace, "\n")}
 }
+
+// Skipped returns the kinds that list names (comma-separated, e.g.
+// "watch,corrupt", as PIPESTATE_SIM_SKIP and a corpus line's skip= say), each
+// kind K named names[K]; never keep (the clock's kind, which every run needs).
+// A long run leaves kinds out to look for what else fails once one failure is
+// known; a seed's sequence depends on the kinds left out.
+func Skipped[K ~int](list string, names []string, keep K) map[K]bool {
+	off := map[K]bool{}
+	for _, name := range strings.Split(list, ",") {
+		for k, n := range names {
+			if n == strings.TrimSpace(name) && K(k) != keep {
+				off[K(k)] = true
+			}
+		}
+	}
+	return off
+}

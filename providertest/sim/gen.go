@@ -2,25 +2,13 @@ package sim
 
 import (
 	"math/rand/v2"
-	"strings"
 	"time"
+
+	"github.com/pipestate/pipestate/internal/simengine"
 )
 
-// skipped returns the kinds list names (comma-separated, e.g.
-// "watch,corrupt", as PIPESTATE_SIM_SKIP and a corpus line's skip= say): a
-// long run leaves them out to look for what else fails once one failure is
-// known. A seed's sequence depends on the kinds left out.
-func skipped(list string) map[opKind]bool {
-	off := map[opKind]bool{}
-	for _, name := range strings.Split(list, ",") {
-		for k, n := range kindNames {
-			if n == strings.TrimSpace(name) && opKind(k) != opSleep {
-				off[opKind(k)] = true
-			}
-		}
-	}
-	return off
-}
+// skipped returns the kinds list names (see simengine.Skipped).
+func skipped(list string) map[opKind]bool { return simengine.Skipped(list, kindNames[:], opSleep) }
 
 // opKind is what an operation does.
 type opKind int

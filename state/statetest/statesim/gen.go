@@ -2,9 +2,9 @@ package statesim
 
 import (
 	"math/rand/v2"
-	"strings"
 	"time"
 
+	"github.com/pipestate/pipestate/internal/simengine"
 	"github.com/pipestate/pipestate/state"
 )
 
@@ -35,19 +35,8 @@ var weights = [nKinds]int{
 	opSleep: 12, opSweep: 3, opCorrupt: 1, opRestart: 3,
 }
 
-// skipped returns the kinds list names (comma-separated, as
-// PIPESTATE_SIM_SKIP and a corpus line's skip= say).
-func skipped(list string) map[opKind]bool {
-	off := map[opKind]bool{}
-	for _, name := range strings.Split(list, ",") {
-		for k, n := range kindNames {
-			if n == strings.TrimSpace(name) && opKind(k) != opSleep {
-				off[opKind(k)] = true
-			}
-		}
-	}
-	return off
-}
+// skipped returns the kinds list names (see simengine.Skipped).
+func skipped(list string) map[opKind]bool { return simengine.Skipped(list, kindNames[:], opSleep) }
 
 // op is one operation. It names what it acts on by index (slot, key, lease,
 // variant, expiry instant), resolved when it runs, so that a sequence with
