@@ -195,6 +195,7 @@ func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
 				return fp.PutRerun(ctx, types.RerunRecord{RerunID: "x", PipelineID: "p", OriginalDate: "2026-01-01", Status: types.RequestPending, RequestedAt: at})
 			}},
 			{"RenewLease", func() error { _, err := p.RenewLease(ctx, *lease, time.Hour); return err }},
+			{"DeletePipeline", func() error { return p.DeletePipeline(ctx, "p") }}, // last: the walk restores it
 		} {
 			before, err := rediswalk.Snapshot(ctx, c, match)
 			if err != nil {

@@ -308,7 +308,7 @@ func TestPipelineDeleteCrash(t *testing.T) {
 	if err := p.RegisterPipeline(ctx, types.PipelineConfig{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lua(scriptRecordDel).Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000, 60000).Err(); err != nil {
+	if err := lua(scriptRecordDel).Run(ctx, c, []string{p.k.config("a"), p.k.call(p.k.config("a"), "n")}, 1000, 60000, p.now().UnixMicro()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := p.ListPipelines(ctx)

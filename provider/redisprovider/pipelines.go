@@ -83,7 +83,7 @@ func (p *Provider) DeletePipeline(ctx context.Context, id string) error {
 		return err
 	}
 	key := p.k.config(id)
-	seq, err := p.run(ctx, scriptRecordDel, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds(), tombstoneTTL.Milliseconds()).Int64()
+	seq, err := p.run(ctx, scriptRecordDel, []string{key, p.k.call(key, ids.Random())}, callMemory.Milliseconds(), tombstoneTTL.Milliseconds(), p.now().UnixMicro()).Int64()
 	if err != nil || seq == 0 {
 		return p.wrap("delete pipeline", err)
 	}

@@ -73,7 +73,7 @@ var (
 	scriptIdxPage      = newReadScript("idx_page")
 	scriptIdxExpired   = newReadScript("idx_expired")
 	scriptRecordPut    = newRecordScript("record_put")
-	scriptRecordDel    = newScript("record_del")
+	scriptRecordDel    = loadScript("record_del", false, luaRecord) // reads s as the writes do
 	scriptRunCAS       = newRecordScript("run_cas")
 	scriptRunMark      = loadScript("run_mark", false, luaRecord) // reads x as the writes do
 	scriptTraits       = newScript("traits")

@@ -5,12 +5,14 @@
 -- The tombstone left (fields s and m) expires after ARGV[2] ms: its sequence only
 -- orders the list changes of writes in flight, which end far sooner.
 -- KEYS[1] = record hash, KEYS[2] = the call's marker (same slot)
--- ARGV[1] = marker TTL in ms, ARGV[2] = tombstone TTL in ms
+-- ARGV[1] = marker TTL in ms, ARGV[2] = tombstone TTL in ms, ARGV[3] = now µs
+-- (a corrupt s restarts above every sequence the lists may hold: lua/record.lua)
 -- Returns the new seq, or 0 when there was nothing to delete.
 local done = redis.call('GET', KEYS[2])
 if done then return tonumber(done) end
 if redis.call('HEXISTS', KEYS[1], 'j') == 0 then return 0 end
-local seq = redis.call('HINCRBY', KEYS[1], 's', 1)
+local seq = record_next_seq(KEYS[1], true, ARGV[3])
+redis.call('HSET', KEYS[1], 's', string.format('%d', seq))
 redis.call('HDEL', KEYS[1], 'j')
 redis.call('HSET', KEYS[1], 'm', '')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
