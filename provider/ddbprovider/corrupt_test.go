@@ -2,7 +2,9 @@ package ddbprovider_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -210,5 +212,36 @@ func TestFollowPastCorruptTail(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(got) != "[first second]" || reports != 1 {
 		t.Errorf("follow yielded %v and reported %d corrupt records; want [first second] and 1", got, reports)
+	}
+}
+
+// TestCorruptEventCounter: a pipeline's event counter whose seq is not a
+// number fails AppendEvent with ErrCorrupt, from an instance that knows the
+// counter and from a fresh one, and writes nothing; the events already
+// committed still read (package doc, "Corrupt records").
+func TestCorruptEventCounter(t *testing.T) {
+	e := testEnv(t)
+	ctx := t.Context()
+	p := openOn(t, e.client, e)
+	for _, m := range []string{"a", "b"} {
+		if err := p.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := setAttr(ctx, e, "PIPELINE#p", "EVENTSEQ", "seq", sAV("x")); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]*ddbprovider.Provider{"the writer": p, "a fresh instance": openOn(t, e.client, e)} {
+		if err := q.AppendEvent(ctx, types.Event{Kind: "k", PipelineID: "p", Message: "c"}); !errors.Is(err, provider.ErrCorrupt) {
+			t.Errorf("AppendEvent by %s over a corrupt counter = %v, want ErrCorrupt", name, err)
+		}
+	}
+	recs, err := p.ReadEventsSince(ctx, "p", "", 10)
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Event.Message)
+	}
+	if err != nil || !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("ReadEventsSince after the refused appends = %q, %v; want [a b] (nothing written, readers unaffected)", got, err)
 	}
 }
