@@ -810,6 +810,9 @@ func (w *world) sleep(o op) (string, error) {
 	case 3:
 		d = time.Duration(1+o.n%30) * time.Second
 	}
+	if shape == "by" && slices.ContainsFunc(w.m.instants(), w.m.now.Add(d).Equal) {
+		shape = "onto an expiry instant, by"
+	}
 	if d <= 0 {
 		return "sleep 0", nil
 	}

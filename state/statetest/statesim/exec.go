@@ -363,6 +363,9 @@ func (w *world) sleep(o op) (string, error) {
 	} else if o.m%4 == 3 {
 		d, shape = time.Duration(1+o.n%5)*time.Second, "a few seconds"
 	}
+	if (shape == "a jump" || shape == "a few seconds") && slices.ContainsFunc(w.m.instants(), w.m.now.Add(d).Equal) {
+		shape += ", onto an expiry instant"
+	}
 	w.advance(d)
 	return fmt.Sprintf("sleep %v (%s)", d, shape), nil
 }
