@@ -47,6 +47,9 @@ func (m *model) match(i int, f provider.ActiveRunFilter) (sure, maybe bool) {
 		return false, false
 	}
 	in := f.Match(types.RunState{RunID: runID(i), PipelineID: pipelineID, Status: r.status, UpdatedAt: r.updated})
+	if r.unindexed {
+		return false, in // its entry may be gone
+	}
 	if f.NotUpdatedSince.IsZero() {
 		return in, in
 	}
@@ -205,4 +208,40 @@ func runIndex(id string) int {
 		return -1
 	}
 	return i
+}
+
+// reindex damages or repairs the active-runs entry of o's run. With
+// Harness.DropActiveEntry, one in three drops it, as an operator or a
+// failover would; the others call ReindexRun (provider.ActiveRunReindexer),
+// through o's slot or the fenced view o names, which must report a change
+// where the entry of a live unfinished run was dropped and nothing wrote the
+// run since, and none where no entry was dropped; after it, ListActiveRuns
+// must find the run again.
+func (w *world) reindex(o op) (string, error) {
+	id, r := runID(o.run), w.m.runs[o.run]
+	active := r.live(w.m.now) && !r.status.Terminal()
+	if o.m%3 == 0 && w.h.DropActiveEntry != nil {
+		w.h.DropActiveEntry(w.t, id)
+		r.unindexed, r.surelyUnindexed = true, active
+		return fmt.Sprintf("drop the active-runs entry of %s (Harness.DropActiveEntry)", id), nil
+	}
+	p, _, how := w.fenced(o)
+	ri, ok := p.(provider.ActiveRunReindexer)
+	if !ok {
+		return "ReindexRun (not implemented)", nil
+	}
+	ctx, cancel := w.ctx()
+	defer cancel()
+	changed, err := ri.ReindexRun(ctx, id)
+	desc := fmt.Sprintf("ReindexRun(%s) [slot %d, %s] → %t, %v", id, o.slot, how, changed, err)
+	switch {
+	case err != nil:
+		return desc, fmt.Errorf("ReindexRun: %w", err)
+	case active && r.surelyUnindexed && !changed:
+		return desc, fmt.Errorf("ReindexRun: unchanged, but the entry of %s (%s) was dropped", id, w.describeRun(o.run, true))
+	case active && !r.unindexed && changed:
+		return desc, fmt.Errorf("ReindexRun: changed the sound entry of %s (%s)", id, w.describeRun(o.run, true))
+	}
+	r.unindexed, r.surelyUnindexed = false, false
+	return desc, nil
 }

@@ -6,7 +6,8 @@
 // cursors; leases acquired, renewed, released and taken over, and the fenced
 // views of stale and current leases; pages of the active-runs index, where the
 // backend has provider.ActiveRunLister, read fresh or resumed from a saved
-// cursor while runs change; run logs, reruns, replays and late arrivals, put
+// cursor while runs change, their entries dropped (Harness.DropActiveEntry)
+// and repaired (provider.ActiveRunReindexer); run logs, reruns, replays and late arrivals, put
 // fenced or not and read back with their retentions; the CLI's writes: "run
 // fail", an unfenced CAS to FAILED beside fenced writers, and "lock release"
 // by token from another instance, each with its audit event; writes whose
@@ -96,7 +97,7 @@
 // the old seed still fails, with the line its log suggests). A line without
 // gen= replays unchecked and its log prints the line to record. An operation
 // kind added later (the active-runs reads: "active"; "lost", "timeout",
-// "runlog", "rerun", "replay", "late", "cli") draws nothing when it is left
+// "runlog", "rerun", "replay", "late", "cli", "reindex") draws nothing when it is left
 // out, or when the harness cannot make it ("lost" and "timeout" without
 // Faults), so the lines recorded before it carry skip=<kind> and generate the
 // sequence they recorded, gen= unchanged.
@@ -107,7 +108,12 @@
 // ascending RunID after its cursor, none twice in one paging; every run that
 // matched surely after every operation since the paging began is on the page
 // unless the next cursor stops before it; a run within a second of the
-// filter's NotUpdatedSince may match either way.
+// filter's NotUpdatedSince may match either way. A run whose entry was
+// dropped need not be on a page until ReindexRun ran for it (a write since
+// may restore the entry or not: a backend may trust its record that the entry
+// exists); ReindexRun must report a change where it restored the entry of a
+// live unfinished run that nothing wrote since the drop, and none where no
+// entry was dropped.
 //
 // # What it does not cover
 //

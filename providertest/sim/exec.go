@@ -111,6 +111,8 @@ func (w *world) do1(o op) (string, error) {
 		return w.faulty(o)
 	case opActive:
 		return w.listActive(o)
+	case opReindex:
+		return w.reindex(o)
 	case opRunLog, opRerun, opReplay:
 		return w.upsert(o)
 	case opLate:
@@ -287,7 +289,7 @@ func (w *world) writeRun(o op) (string, error) {
 		r.exists, r.version, r.status, wrote = true, v, st, true
 	}
 	if wrote {
-		r.exp, r.updated = provider.Expiry(w.m.now, ret), w.m.now
+		r.exp, r.updated, r.surelyUnindexed = provider.Expiry(w.m.now, ret), w.m.now, false
 		if l != nil {
 			r.fences.wrote(l.lease.Key, l.lease.Fence)
 			w.m.wrote = max(w.m.wrote, l.lease.Fence)

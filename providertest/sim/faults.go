@@ -161,7 +161,7 @@ func (w *world) settleRun(desc string, err error, i int, l *leaseM, ret time.Dur
 		return desc, nil
 	}
 	r.exists, r.version, r.status = true, after.Version, after.Status
-	r.exp, r.updated = provider.Expiry(w.m.now, ret), w.m.now
+	r.exp, r.updated, r.surelyUnindexed = provider.Expiry(w.m.now, ret), w.m.now, false
 	if l != nil {
 		r.fences.wrote(l.lease.Key, l.lease.Fence)
 		w.m.wrote = max(w.m.wrote, l.lease.Fence)

@@ -41,6 +41,7 @@ const (
 	opReplay  // PutReplay or GetReplay
 	opLate    // PutLateArrival or ListLateArrivals
 	opCLI     // the CLI's writes: run fail, lock release
+	opReindex // Harness.DropActiveEntry, or ReindexRun
 	nKinds
 )
 
@@ -49,7 +50,7 @@ const firstLateKind = opActive
 
 var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
 	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active",
-	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli"}
+	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli", "reindex"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -61,7 +62,7 @@ var weights = [nKinds]int{
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
 	opLost:   6, opTimeout: 4,
-	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4,
+	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4, opReindex: 4,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,

@@ -68,6 +68,12 @@ type runM struct {
 	exp     time.Time
 	updated time.Time // UpdatedAt: the clock of its last write
 	fences  fenceMem
+	// unindexed: Harness.DropActiveEntry took the run's entry from the
+	// active-runs index and no ReindexRun has run since, so ListActiveRuns
+	// may miss it (a write since may or may not restore the entry: a backend
+	// may trust its own record that the entry exists). surelyUnindexed: the
+	// run was live and unfinished then, and nothing has written it since.
+	unindexed, surelyUnindexed bool
 }
 
 func (r *runM) live(now time.Time) bool { return r.exists && live(r.exp, now) }

@@ -226,6 +226,95 @@ func TestSimCatchesActivePagingBug(t *testing.T) {
 	}
 }
 
+// reindexToy is a backend whose active-runs index can lose entries
+// (Harness.DropActiveEntry: lost) and whose ReindexRun, unless fixed, trusts
+// its own record that a run's entry exists (the memory backend's answer:
+// unchanged) instead of looking, so a lost entry stays lost.
+type reindexToy struct {
+	*memprovider.Provider
+	mu    *sync.Mutex
+	lost  map[string]bool
+	fixed bool
+}
+
+func (p reindexToy) ListActiveRuns(ctx context.Context, f provider.ActiveRunFilter, cursor string, limit int) ([]types.RunState, string, error) {
+	all, _, err := p.Provider.ListActiveRuns(ctx, f, "", 1<<20)
+	if err != nil {
+		return nil, "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var after []types.RunState
+	for _, r := range all {
+		if r.RunID > cursor && !p.lost[r.RunID] {
+			after = append(after, r)
+		}
+	}
+	page, next := provider.ActivePage(after, limit)
+	return page, next, nil
+}
+
+func (p reindexToy) ReindexRun(ctx context.Context, id string) (bool, error) {
+	if !p.fixed {
+		return p.Provider.ReindexRun(ctx, id)
+	}
+	r, err := p.GetRunState(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lost := p.lost[id]
+	delete(p.lost, id)
+	return lost && r != nil && !r.Status.Terminal(), nil
+}
+
+// TestSimCatchesToyReindexBug: dropped index entries and ReindexRun are
+// operations of the simulation, whose referee finds a ReindexRun that does not
+// restore a lost entry, and passes the same backend once it does.
+func TestSimCatchesToyReindexBug(t *testing.T) {
+	harness := func(fixed bool) sim.Harness {
+		b := memorytest.New()
+		h := b.Harness(nil)
+		var mu sync.Mutex
+		lost := map[string]map[string]bool{}
+		lostOf := func(t *testing.T) map[string]bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if lost[t.Name()] == nil {
+				lost[t.Name()] = map[string]bool{}
+			}
+			return lost[t.Name()]
+		}
+		h.Open = func(t *testing.T) provider.Provider {
+			return reindexToy{Provider: b.Open(t), mu: &mu, lost: lostOf(t), fixed: fixed}
+		}
+		h.DropActiveEntry = func(t *testing.T, id string) {
+			l := lostOf(t)
+			mu.Lock()
+			defer mu.Unlock()
+			l[id] = true
+		}
+		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
+	}
+	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the ReindexRun that restores nothing in 20s (%v)", st)
+	}
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	if !strings.Contains(f.Trace, "Harness.DropActiveEntry") || !strings.Contains(f.Trace, "ReindexRun") {
+		t.Errorf("the failure is not the lost entry that ReindexRun left lost: %v", f)
+	}
+	// The fixed toy runs the failing seed first: it is the bug that failed it.
+	fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second)
+	if fixed != nil {
+		t.Errorf("the fixed backend fails the simulation: %v", fixed)
+	}
+	if st.Kinds["reindex"] == 0 {
+		t.Errorf("the fixed backend's runs made no reindex operation: %v", st)
+	}
+}
+
 // retryToy is a backend whose client retries a write whose reply was lost
 // (Harness.Faults arms it: the next write is applied, then sent again) and,
 // unless fixed, does not recognise its own retry: a CAS that swapped reports

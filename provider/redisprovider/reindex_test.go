@@ -1,0 +1,104 @@
+package redisprovider
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pipestate/pipestate/internal/testkit/testenv"
+	"github.com/pipestate/pipestate/provider"
+	"github.com/pipestate/pipestate/types"
+)
+
+// TestReindexRunUnderWrites rewrites a run between ReindexRun's read and its
+// mark, as a writer of a version before the index would during a rolling
+// upgrade (a new version, no mark, no entry): once, and ReindexRun repairs
+// from the run as it is now; before every attempt, and it gives up with
+// ErrContention after reindexAttempts, leaving the run as the writer left it.
+func TestReindexRunUnderWrites(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			open, prefix := s.start(t)
+			c, wc := open(nil, 0), open(nil, 0)
+			t.Cleanup(func() {
+				_ = testenv.DeleteRedisPrefix(c, prefix)
+				_ = c.Close()
+				_ = wc.Close()
+			})
+			var p, writer *Provider
+			for _, x := range []struct {
+				p **Provider
+				c goredis.UniversalClient
+			}{{&p, c}, {&writer, wc}} {
+				var err error
+				*x.p, err = New(x.c, WithKeyPrefix(prefix))
+				must(t, err)
+				must(t, (*x.p).Start(ctx))
+			}
+			const id = "r-1"
+			key, ix := p.k.run(id), p.k.activeRuns()
+			version := 0
+			oldWrite := func(st types.RunStatus) {
+				version++
+				must(t, writer.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: st, Version: version}))
+				must(t, errors.Join(wc.HDel(ctx, key, "a").Err(), wc.ZRem(ctx, ix.z, id).Err(), wc.HDel(ctx, ix.h, id).Err(), wc.ZRem(ctx, ix.x, id).Err()))
+			}
+			active := func(when string, want ...types.RunState) {
+				t.Helper()
+				runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+				must(t, err)
+				ok := len(runs) == len(want)
+				for i := range want {
+					ok = ok && runs[i].RunID == want[i].RunID && runs[i].Version == want[i].Version && runs[i].Status == want[i].Status
+				}
+				if !ok {
+					t.Errorf("ListActiveRuns %s = %+v, want %+v", when, runs, want)
+				}
+			}
+			marks, interfere := 0, 0
+			c.AddHook(hookFunc(func(next goredis.ProcessHook) goredis.ProcessHook {
+				return func(ctx context.Context, cmd goredis.Cmder) error {
+					if isScript(cmd, scriptRunMark, 0, "") {
+						if marks++; marks <= interfere {
+							oldWrite(types.RunStatus([]types.RunStatus{types.RunPending, types.RunRunning}[marks%2]))
+						}
+					}
+					return next(ctx, cmd)
+				}
+			}))
+
+			oldWrite(types.RunRunning)
+			interfere = 1
+			if changed, err := p.ReindexRun(ctx, id); !changed || err != nil {
+				t.Fatalf("ReindexRun with one write between its read and its mark = (%v, %v), want (true, nil)", changed, err)
+			}
+			if marks != 2 {
+				t.Errorf("ReindexRun ran run_mark %d times, want 2 (the mark the write beat, then the mark)", marks)
+			}
+			active("after the repair", types.RunState{RunID: id, Version: version, Status: types.RunRunning})
+
+			oldWrite(types.RunRunning)
+			marks, interfere = 0, reindexAttempts
+			if _, err := p.ReindexRun(ctx, id); !errors.Is(err, provider.ErrContention) {
+				t.Fatalf("ReindexRun with a write before every mark = %v, want ErrContention", err)
+			}
+			if marks != reindexAttempts {
+				t.Errorf("ReindexRun ran run_mark %d times before ErrContention, want %d", marks, reindexAttempts)
+			}
+			last := types.RunState{RunID: id, Version: version, Status: types.RunStatus([]types.RunStatus{types.RunPending, types.RunRunning}[reindexAttempts%2])}
+			got, err := p.GetRunState(ctx, id)
+			if err != nil || got == nil || got.Version != last.Version || got.Status != last.Status {
+				t.Errorf("GetRunState after ErrContention = %+v, %v; want v%d %s (the last write's)", got, err, last.Version, last.Status)
+			}
+			active("after ErrContention (the last write removed the entry)")
+			if changed, err := p.ReindexRun(ctx, id); !changed || err != nil {
+				t.Errorf("ReindexRun once the writes stopped = (%v, %v), want (true, nil)", changed, err)
+			}
+			active("after the writes stopped and ReindexRun ran", last)
+		})
+	}
+}
