@@ -29,8 +29,9 @@ import (
 // WatchCascadeMarkers, ListLocks and ListActiveRuns never fail; a corrupt record
 // is noticed (an ErrCorrupt or an OnCorrupt report) by at least one read. Then
 // the writes over it (a CAS, a fenced write, a renewal) succeed or fail with
-// ErrCorrupt, and a refused one writes nothing. On miniredis, and on the real
-// server (its Lua decodes some fields itself).
+// ErrCorrupt, and a refused one writes nothing. On miniredis, on the real
+// server (its Lua decodes some fields itself) and on a Redis Cluster (the
+// index and list steps cross slots).
 func TestCorruptEveryField(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		walkProvider(t, goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()}), "t")
@@ -38,9 +39,12 @@ func TestCorruptEveryField(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		walkProvider(t, realClient(t), "pst:"+testenv.RedisPrefix(t))
 	})
+	t.Run("cluster", func(t *testing.T) {
+		walkProvider(t, clusterClient(t), "pst:"+testenv.RedisPrefix(t))
+	})
 }
 
-func walkProvider(t *testing.T, c *goredis.Client, prefix string) {
+func walkProvider(t *testing.T, c goredis.UniversalClient, prefix string) {
 	p := openProvider(t, c, redisprovider.WithKeyPrefix(prefix), redisprovider.WithMaxEvents(100))
 	ctx := t.Context()
 	at := time.Now().UTC().Truncate(time.Millisecond)

@@ -19,21 +19,20 @@ import (
 // wrapping ErrCorrupt; every merge (unfenced, fenced, once, MergeMany) succeeds
 // or fails with ErrCorrupt and then writes nothing; a merge with a stale fence
 // is never accepted (ErrFenced, or ErrCorrupt over a corrupt memory). On
-// miniredis and the real server.
+// miniredis, the real server and a Redis Cluster.
 func TestCorruptEveryField(t *testing.T) {
-	for _, b := range []backend{miniBackend, realBackend} {
+	for _, b := range allBackends {
 		t.Run(b.name, func(t *testing.T) {
 			for _, fs := range fencedStores() {
 				t.Run(fs.name, func(t *testing.T) {
-					c := b.client(t).(*goredis.Client)
-					walkStore(t, c, prefixFor(t), fs)
+					walkStore(t, b.client(t), prefixFor(t), fs)
 				})
 			}
 		})
 	}
 }
 
-func walkStore(t *testing.T, c *goredis.Client, prefix string, fs fencedStore) {
+func walkStore(t *testing.T, c goredis.UniversalClient, prefix string, fs fencedStore) {
 	ctx := t.Context()
 	o := fs.open(t, c, prefix)
 	d, err := redisstate.NewDeduper(c, prefix)

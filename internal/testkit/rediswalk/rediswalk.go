@@ -3,9 +3,8 @@
 // 35's breach class 4): each hash field, string value, list element, sorted-set
 // member and stream entry field gets each value of Values (a word where a number
 // is read, JSON cut short, empty, a number past int64) and is removed; after each
-// case the key is restored as it was (COPY of a backup).
-//
-// It runs on one standalone server or a miniredis (COPY needs one node).
+// case the key is restored as it was (COPY of a backup kept in the key's hash
+// slot, so that it runs on a Redis Cluster as on one server or a miniredis).
 package rediswalk
 
 import (
@@ -15,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -42,21 +42,47 @@ func (c Case) String() string {
 	return fmt.Sprintf("%s %s %q := %s", c.Type, c.Key, c.Field, c.Value)
 }
 
-// Keys returns the keys matching the SCAN pattern match, sorted.
-func Keys(ctx context.Context, c *goredis.Client, match string) ([]string, error) {
-	var keys []string
-	it := c.Scan(ctx, 0, match, 1000).Iterator()
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
+// Keys returns the keys matching the SCAN pattern match, sorted: of every
+// master of a Cluster.
+func Keys(ctx context.Context, c goredis.UniversalClient, match string) ([]string, error) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, n goredis.Cmdable) error {
+		it := n.Scan(ctx, 0, match, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return scan(ctx, n) })
+	} else {
+		err = scan(ctx, c)
 	}
 	sort.Strings(keys)
-	return keys, it.Err()
+	return keys, err
+}
+
+// backup is the name of key's backup: in key's hash slot (the first {tag} of
+// "walkbak:"+key is key's own, or the whole key when it has none).
+func backup(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return "walkbak:" + key
+		}
+	}
+	return "walkbak:{" + key + "}"
 }
 
 // Snapshot returns the content of every key matching match (type and every
 // field and value, in a canonical text), to compare the data before and after
 // an operation that must write nothing. It takes three round trips.
-func Snapshot(ctx context.Context, c *goredis.Client, match string) (map[string]string, error) {
+func Snapshot(ctx context.Context, c goredis.UniversalClient, match string) (map[string]string, error) {
 	keys, err := Keys(ctx, c, match)
 	if err != nil {
 		return nil, err
@@ -144,14 +170,13 @@ func sorted(m map[string]string) []string {
 // then restores every key matching match as it was before the walk (so check
 // may write), removing the keys it added. It returns the number of cases. A
 // failure of Redis itself fails t.
-func Walk(t testing.TB, c *goredis.Client, match string, skip func(key string) bool, check func(Case)) int {
+func Walk(t testing.TB, c goredis.UniversalClient, match string, skip func(key string) bool, check func(Case)) int {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := Keys(ctx, c, match)
 	if err != nil {
 		t.Fatalf("rediswalk: scan %s: %v", match, err)
 	}
-	const bak = "walkbak:"
 	all := func(do func(p goredis.Pipeliner, key string)) {
 		t.Helper()
 		if _, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -163,8 +188,8 @@ func Walk(t testing.TB, c *goredis.Client, match string, skip func(key string) b
 			t.Fatalf("rediswalk: %v", err)
 		}
 	}
-	all(func(p goredis.Pipeliner, k string) { p.Copy(ctx, k, bak+k, 0, true) })
-	defer all(func(p goredis.Pipeliner, k string) { p.Del(ctx, bak+k) })
+	all(func(p goredis.Pipeliner, k string) { p.Copy(ctx, k, backup(k), 0, true) })
+	defer all(func(p goredis.Pipeliner, k string) { p.Del(ctx, backup(k)) })
 	had := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		had[k] = true
@@ -182,7 +207,7 @@ func Walk(t testing.TB, c *goredis.Client, match string, skip func(key string) b
 				}
 			}
 		}
-		all(func(p goredis.Pipeliner, k string) { p.Copy(ctx, bak+k, k, 0, true) })
+		all(func(p goredis.Pipeliner, k string) { p.Copy(ctx, backup(k), k, 0, true) })
 	}
 	n := 0
 	for _, key := range keys {
@@ -203,14 +228,14 @@ func Walk(t testing.TB, c *goredis.Client, match string, skip func(key string) b
 
 type runnable struct {
 	Case
-	apply func(ctx context.Context, c *goredis.Client) error
+	apply func(ctx context.Context, c goredis.UniversalClient) error
 }
 
-type setter = func(ctx context.Context, c *goredis.Client, v string) error
-type remover = func(ctx context.Context, c *goredis.Client) error
+type setter = func(ctx context.Context, c goredis.UniversalClient, v string) error
+type remover = func(ctx context.Context, c goredis.UniversalClient) error
 
 // cases lists the cases of key.
-func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []runnable {
+func cases(ctx context.Context, t testing.TB, c goredis.UniversalClient, key string) []runnable {
 	t.Helper()
 	typ, err := c.Type(ctx, key).Result()
 	if err != nil {
@@ -219,7 +244,7 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 	var out []runnable
 	each := func(field string, set setter, remove remover) {
 		for _, v := range Values {
-			out = append(out, runnable{Case{key, typ, field, v.Name}, func(ctx context.Context, c *goredis.Client) error { return set(ctx, c, v.V) }})
+			out = append(out, runnable{Case{key, typ, field, v.Name}, func(ctx context.Context, c goredis.UniversalClient) error { return set(ctx, c, v.V) }})
 		}
 		out = append(out, runnable{Case{key, typ, field, Missing}, remove})
 	}
@@ -230,22 +255,22 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 	}
 	switch typ {
 	case "string":
-		each("", func(ctx context.Context, c *goredis.Client, v string) error {
+		each("", func(ctx context.Context, c goredis.UniversalClient, v string) error {
 			return c.SetArgs(ctx, key, v, goredis.SetArgs{KeepTTL: true}).Err()
-		}, func(ctx context.Context, c *goredis.Client) error { return c.Del(ctx, key).Err() })
+		}, func(ctx context.Context, c goredis.UniversalClient) error { return c.Del(ctx, key).Err() })
 	case "hash":
 		fields, err := c.HKeys(ctx, key).Result()
 		fail(err)
 		sort.Strings(fields)
 		for _, f := range fields {
-			each(f, func(ctx context.Context, c *goredis.Client, v string) error { return c.HSet(ctx, key, f, v).Err() },
-				func(ctx context.Context, c *goredis.Client) error { return c.HDel(ctx, key, f).Err() })
+			each(f, func(ctx context.Context, c goredis.UniversalClient, v string) error { return c.HSet(ctx, key, f, v).Err() },
+				func(ctx context.Context, c goredis.UniversalClient) error { return c.HDel(ctx, key, f).Err() })
 		}
 	case "list":
 		n, err := c.LLen(ctx, key).Result()
 		fail(err)
 		for i := range n {
-			each(strconv.FormatInt(i, 10), func(ctx context.Context, c *goredis.Client, v string) error { return c.LSet(ctx, key, i, v).Err() },
+			each(strconv.FormatInt(i, 10), func(ctx context.Context, c goredis.UniversalClient, v string) error { return c.LSet(ctx, key, i, v).Err() },
 				removeAt(key, i))
 		}
 	case "zset":
@@ -253,10 +278,10 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 		fail(err)
 		for _, m := range members {
 			name := fmt.Sprint(m.Member)
-			each(name, func(ctx context.Context, c *goredis.Client, v string) error {
+			each(name, func(ctx context.Context, c goredis.UniversalClient, v string) error {
 				return c.Eval(ctx, `redis.call('ZREM', KEYS[1], ARGV[1]); return redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])`,
 					[]string{key}, name, m.Score, v).Err()
-			}, func(ctx context.Context, c *goredis.Client) error { return c.ZRem(ctx, key, name).Err() })
+			}, func(ctx context.Context, c goredis.UniversalClient) error { return c.ZRem(ctx, key, name).Err() })
 		}
 	case "stream":
 		entries, err := c.XRange(ctx, key, "-", "+").Result()
@@ -268,9 +293,9 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 			}
 			sort.Strings(fields)
 			for _, f := range fields {
-				each(e.ID+" "+f, func(ctx context.Context, c *goredis.Client, v string) error {
+				each(e.ID+" "+f, func(ctx context.Context, c goredis.UniversalClient, v string) error {
 					return rebuildStream(ctx, c, key, entries, i, f, &v)
-				}, func(ctx context.Context, c *goredis.Client) error {
+				}, func(ctx context.Context, c goredis.UniversalClient) error {
 					return rebuildStream(ctx, c, key, entries, i, f, nil)
 				})
 			}
@@ -284,7 +309,7 @@ func cases(ctx context.Context, t testing.TB, c *goredis.Client, key string) []r
 
 // removeAt removes element i of the list at key, keeping the others in order.
 func removeAt(key string, i int64) remover {
-	return func(ctx context.Context, c *goredis.Client) error {
+	return func(ctx context.Context, c goredis.UniversalClient) error {
 		const mark = "\x00rediswalk-removed"
 		if err := c.LSet(ctx, key, i, mark).Err(); err != nil {
 			return err
@@ -296,7 +321,7 @@ func removeAt(key string, i int64) remover {
 // rebuildStream rewrites the stream at key with entries, entry i's field f set
 // to *v (removed when v is nil), keeping every ID, the last generated ID and the
 // key's TTL.
-func rebuildStream(ctx context.Context, c *goredis.Client, key string, entries []goredis.XMessage, i int, f string, v *string) error {
+func rebuildStream(ctx context.Context, c goredis.UniversalClient, key string, entries []goredis.XMessage, i int, f string, v *string) error {
 	info, err := c.XInfoStream(ctx, key).Result()
 	if err != nil {
 		return err
