@@ -263,14 +263,18 @@ func cases(ctx context.Context, t testing.TB, c goredis.UniversalClient, key str
 		fail(err)
 		sort.Strings(fields)
 		for _, f := range fields {
-			each(f, func(ctx context.Context, c goredis.UniversalClient, v string) error { return c.HSet(ctx, key, f, v).Err() },
+			each(f, func(ctx context.Context, c goredis.UniversalClient, v string) error {
+				return c.HSet(ctx, key, f, v).Err()
+			},
 				func(ctx context.Context, c goredis.UniversalClient) error { return c.HDel(ctx, key, f).Err() })
 		}
 	case "list":
 		n, err := c.LLen(ctx, key).Result()
 		fail(err)
 		for i := range n {
-			each(strconv.FormatInt(i, 10), func(ctx context.Context, c goredis.UniversalClient, v string) error { return c.LSet(ctx, key, i, v).Err() },
+			each(strconv.FormatInt(i, 10), func(ctx context.Context, c goredis.UniversalClient, v string) error {
+				return c.LSet(ctx, key, i, v).Err()
+			},
 				removeAt(key, i))
 		}
 	case "zset":
