@@ -19,7 +19,8 @@ import (
 
 // TestSim simulates the Int64SumStore on DynamoDB Local with the stores'
 // clock option, a sweeper (DynamoDB's TTL deletes, at random delays after
-// expiry), raw corrupt values and a variant whose claims live an hour.
+// expiry), raw corrupt values, a variant whose claims live an hour and a
+// Deduper.
 func TestSim(t *testing.T) {
 	h := simHarness(ddbstate.NewInt64SumStore, monoid.Sum[int64]{})
 	h.Corpus, h.Budget = "testdata/sim.seeds", 5*time.Second
@@ -54,9 +55,17 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 			Monoid: m,
 		},
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(time.Hour), DedupTTL: time.Hour}},
-		Sweep:    sweep,
-		Corrupt:  corruptValue,
-		Ops:      30, // DynamoDB Local takes up to 300 ms a write
+		OpenDeduper: func(t *testing.T) state.Deduper {
+			e := envFor(t)
+			d, err := ddbstate.NewDeduper(testenv.DynamoDBClient(t), e.dedup, ddbstate.WithClock(e.clock.Now), ddbstate.WithDedupTTL(5*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		Sweep:   sweep,
+		Corrupt: corruptValue,
+		Ops:     30, // DynamoDB Local takes up to 300 ms a write
 	}
 }
 

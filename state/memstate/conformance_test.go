@@ -18,9 +18,8 @@ import (
 // perTest keeps one clock and one root per test name, so stores opened within a
 // test share data and tests never do.
 type perTest[R any] struct {
-	mu     sync.Mutex
-	clocks map[string]*fakeclock.Clock
-	roots  map[string]R
+	mu    sync.Mutex
+	roots map[string]R
 }
 
 func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *fakeclock.Clock) {
@@ -28,15 +27,25 @@ func (p *perTest[R]) get(t *testing.T, open func(now func() time.Time) R) (R, *f
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.roots == nil {
-		p.clocks, p.roots = map[string]*fakeclock.Clock{}, map[string]R{}
+		p.roots = map[string]R{}
 	}
-	c, ok := p.clocks[t.Name()]
-	if !ok {
-		c = fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		p.clocks[t.Name()] = c
+	c := clockFor(t)
+	if _, ok := p.roots[t.Name()]; !ok {
 		p.roots[t.Name()] = open(c.Now)
 	}
 	return p.roots[t.Name()], c
+}
+
+// clocks are the tests' fake clocks, one per test: its stores and dedupers
+// share it.
+var clocks sync.Map // t.Name() -> *fakeclock.Clock
+
+func clockFor(t *testing.T) *fakeclock.Clock {
+	c, loaded := clocks.LoadOrStore(t.Name(), fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	if !loaded {
+		t.Cleanup(func() { clocks.Delete(t.Name()) })
+	}
+	return c.(*fakeclock.Clock)
 }
 
 // dedupTTL is the claim TTL of the harness's stores: not the default, so the suite
@@ -58,7 +67,7 @@ func storeHarness[V any](m monoid.Monoid[V], delta func(int) V, eq func(a, b V) 
 	}
 	return statetest.Harness[V]{
 		Open:     func(t *testing.T) state.Store[V] { return open(t) },
-		Sleep:    func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
+		Sleep:    func(t *testing.T, d time.Duration) { clockFor(t).Advance(d) },
 		Monoid:   m,
 		Delta:    delta,
 		Equal:    eq,
@@ -80,7 +89,7 @@ func deduperHarness(ttl time.Duration) statetest.DeduperHarness {
 			})
 			return root.NewHandle()
 		},
-		Sleep:    func(t *testing.T, d time.Duration) { _, c := p.get(t, nil); c.Advance(d) },
+		Sleep:    func(t *testing.T, d time.Duration) { clockFor(t).Advance(d) },
 		TTL:      ttl,
 		FakeTime: true,
 	}

@@ -20,7 +20,8 @@ const simDedupTTL, simVariantDedupTTL = 5 * time.Hour, time.Hour
 
 // TestSim simulates the Int64SumStore on miniredis, whose clock moves with
 // the simulation (FastForward expires keys itself, so there is no sweeper),
-// with a variant whose claims live an hour, and values corrupted raw.
+// with a variant whose claims live an hour, values corrupted raw and a
+// Deduper.
 func TestSim(t *testing.T) {
 	statesim.Run(t, simHarness(redisstate.NewInt64SumStore, monoid.Sum[int64]{}, "testdata/sim.seeds", 8*time.Second))
 }
@@ -48,6 +49,13 @@ func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, str
 			Monoid: m,
 		},
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(simVariantDedupTTL), DedupTTL: simVariantDedupTTL}},
+		OpenDeduper: func(t *testing.T) state.Deduper {
+			d, err := redisstate.NewDeduper(b.client(t), prefixFor(t), redisstate.WithDedupTTL(simDedupTTL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
 		Corrupt: func(t *testing.T, k state.Key) {
 			m := b.mini(t)
 			head := prefixFor(t) + ":{" + strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(k.Entity) + "}:"

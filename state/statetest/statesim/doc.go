@@ -8,7 +8,8 @@
 // MergeMany batches (several updates of one key, each with its own ttl),
 // fenced through state.Fenced by stale and newer fences of two lease keys or
 // unfenced, on the same keys; Get, GetMany (with duplicates) and reads
-// through a read cache (package state/cache); interleaved with clock jumps
+// through a read cache (package state/cache); a Deduper's MarkSeen and
+// Release (Harness.OpenDeduper); interleaved with clock jumps
 // (fractions of the ttls and dedup TTLs, to the exact expiry instant of a
 // value or claim and a second before it), a sweeper that deletes what the
 // server would have deleted by then (Harness.Sweep, 0 to 48 hours after the
@@ -47,7 +48,12 @@
 // merge below a fence that merged anywhere (any key, also one since expired)
 // may be refused, since "a backend may remember longer" and for larger groups
 // of records; a cached read may return any state the key had within the
-// cache's staleness (Harness.Staleness, default a minute).
+// cache's staleness (Harness.Staleness, default a minute), and every read
+// may return a state within Harness.ReadStaleness (a store behind a shared
+// cache, package state/tiered: any state the source held within its
+// WithTTL). A Deduper's MarkSeen is first exactly when the ID has no live
+// claim; a claim lives for DedupTTL from the MarkSeen that made it (a
+// duplicate does not extend it) and Release ends it.
 //
 // Decisions where the docs were silent, written here: a merge into a corrupt
 // value fails with some error and changes nothing (package state's doc says
@@ -60,8 +66,7 @@
 // # What it does not cover
 //
 // Concurrency (one operation at a time; statetest's races and RunFencingRace
-// cover it), lost replies and timeouts (the lost-reply tables), the Deduper,
-// monoids other than int64 sums and maxima (float sums, BytesStore and
+// cover it), lost replies and timeouts (the lost-reply tables), monoids other than int64 sums and maxima (float sums, BytesStore and
 // sketches), Sharded, the Coalescer and windows, overflow and bad input, and
 // backends on real time (redis-server, Redis Cluster).
 package statesim

@@ -24,8 +24,17 @@ const callTimeout = 30 * time.Second
 type slot struct {
 	s       state.Store[int64]
 	c       state.Store[int64]
+	d       state.Deduper // Harness.OpenDeduper's, opened on first use
 	dedup   time.Duration // the claim TTL of its stores
 	variant int           // 0: Harness.Open; i: Variants[i-1]
+}
+
+func (s slot) close() {
+	_ = s.s.Close()
+	_ = s.c.Close()
+	if s.d != nil {
+		_ = s.d.Close()
+	}
 }
 
 // world is one run: the instances, the model, the harness.
@@ -71,8 +80,7 @@ func (w *world) open(v int) slot {
 
 func (w *world) Close() {
 	for _, s := range w.slots {
-		_ = s.s.Close()
-		_ = s.c.Close()
+		s.close()
 	}
 }
 
@@ -141,10 +149,11 @@ func (w *world) do(o op) (string, error) {
 		return fmt.Sprintf("sweep: clock +%v, then the server deleted what had expired", o.d), nil
 	case opCorrupt:
 		return w.corrupt(o)
+	case opSeen:
+		return w.seen(o)
 	case opRestart:
 		s := &w.slots[o.slot]
-		_ = s.s.Close()
-		_ = s.c.Close()
+		s.close()
 		*s = w.open(o.n % (1 + len(w.h.Variants)))
 		name := "Harness.Open"
 		if s.variant > 0 {
@@ -278,10 +287,10 @@ func (w *world) many(o op) (string, error) {
 
 func (w *world) get(o op) (string, error) {
 	s, via := w.slots[o.slot].s, "Get"
-	allowed := []snap{w.m.keys[o.key].snap}
+	allowed := w.m.within(o.key, w.h.ReadStaleness)
 	if o.kind == opCacheGet {
 		s, via = w.slots[o.slot].c, "cached Get"
-		allowed = w.m.within(o.key, w.staleness)
+		allowed = w.m.within(o.key, w.staleness+w.h.ReadStaleness)
 	}
 	ctx, cancel := w.ctx()
 	defer cancel()
@@ -311,12 +320,15 @@ func allow(via string, k int, got snap, allowed []snap) error {
 func (w *world) getMany(o op) (string, error) {
 	var ks []state.Key
 	var idx []int
-	corrupt := false
+	var allowed [][]snap
+	corrupt, mayCorrupt := false, false
 	for i := range 1 + o.n%4 {
 		k := (o.n >> (2 + 2*i)) % len(keys)
 		idx = append(idx, k)
 		ks = append(ks, keys[k])
+		allowed = append(allowed, w.m.within(k, w.h.ReadStaleness))
 		corrupt = corrupt || w.m.keys[k].corrupt
+		mayCorrupt = mayCorrupt || slices.ContainsFunc(allowed[i], func(s snap) bool { return s.corrupt })
 	}
 	ctx, cancel := w.ctx()
 	defer cancel()
@@ -328,7 +340,7 @@ func (w *world) getMany(o op) (string, error) {
 	desc := fmt.Sprintf("GetMany(%s): ", strings.Join(names, ", "))
 	if err != nil {
 		desc += err.Error()
-		if !corrupt || !errors.Is(err, state.ErrCorrupt) {
+		if !mayCorrupt || !errors.Is(err, state.ErrCorrupt) {
 			return desc, fmt.Errorf("GetMany: %v (want an error wrapping state.ErrCorrupt exactly when a key is corrupt)", err)
 		}
 		return desc, nil
@@ -341,11 +353,11 @@ func (w *world) getMany(o op) (string, error) {
 		got[i] = snap{found: found[i], v: vs[i]}.String()
 	}
 	desc += strings.Join(got, ", ")
-	if corrupt {
+	if corrupt && w.h.ReadStaleness == 0 {
 		return desc, errors.New("GetMany of a corrupt key returned no error (package state: it fails whole, with state.ErrCorrupt)")
 	}
 	for i, k := range idx {
-		if err := allow("GetMany", k, snap{found: found[i], v: vs[i]}, []snap{w.m.keys[k].snap}); err != nil {
+		if err := allow("GetMany", k, snap{found: found[i], v: vs[i]}, allowed[i]); err != nil {
 			return desc, fmt.Errorf("%v (slot %d of the request)", err, i)
 		}
 	}
@@ -368,6 +380,46 @@ func (w *world) sleep(o op) (string, error) {
 	}
 	w.advance(d)
 	return fmt.Sprintf("sleep %v (%s)", d, shape), nil
+}
+
+// seen claims or releases one of seenIDs through o's slot's Deduper: one in
+// four a Release, which must succeed and drop the claim; else a MarkSeen,
+// first exactly when the ID has no live claim, which then lives for DedupTTL
+// (a duplicate does not extend it).
+func (w *world) seen(o op) (string, error) {
+	sl := &w.slots[o.slot]
+	if sl.d == nil {
+		sl.d = w.h.OpenDeduper(w.t)
+	}
+	id := seenIDs[o.n%len(seenIDs)]
+	ctx, cancel := w.ctx()
+	defer cancel()
+	if o.m%4 == 0 {
+		err := sl.d.Release(ctx, id)
+		desc := fmt.Sprintf("Release(%s): %v", id, errOr(err, "ok"))
+		if err != nil {
+			return desc, fmt.Errorf("Release of %s: %w", id, err)
+		}
+		delete(w.m.seen, id)
+		return desc, nil
+	}
+	first, err := sl.d.MarkSeen(ctx, id)
+	desc := fmt.Sprintf("MarkSeen(%s): first=%v %v", id, first, errOr(err, "ok"))
+	if err != nil {
+		return desc, fmt.Errorf("MarkSeen of %s: %w", id, err)
+	}
+	x, claimed := w.m.seen[id]
+	claimed = claimed && (x.IsZero() || w.m.now.Before(x))
+	if first == claimed {
+		return desc, fmt.Errorf("MarkSeen of %s: first=%v, but its claim is %s", id, first, map[bool]string{true: "live until " + x.Format(time.RFC3339), false: "gone"}[claimed])
+	}
+	if first {
+		w.m.seen[id] = time.Time{}
+		if ttl := dedupTTL(w.h.DedupTTL); ttl > 0 {
+			w.m.seen[id] = w.m.now.Add(ttl)
+		}
+	}
+	return desc, nil
 }
 
 func (w *world) corrupt(o op) (string, error) {

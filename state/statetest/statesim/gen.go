@@ -22,10 +22,17 @@ const (
 	opSweep
 	opCorrupt
 	opRestart
+	// Kinds added after corpora were recorded come here, from firstLateKind
+	// on: a late kind left out draws nothing, so a line recorded before it
+	// existed, given skip=<kind>, generates the sequence it recorded.
+	opSeen // Deduper.MarkSeen or Release (Harness.OpenDeduper)
 	nKinds
 )
 
-var kindNames = [...]string{"merge", "once", "many", "get", "getmany", "cacheget", "sleep", "sweep", "corrupt", "restart"}
+// firstLateKind is the first kind added after corpora were recorded.
+const firstLateKind = opSeen
+
+var kindNames = [...]string{"merge", "once", "many", "get", "getmany", "cacheget", "sleep", "sweep", "corrupt", "restart", "seen"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -33,6 +40,7 @@ func (k opKind) String() string { return kindNames[k] }
 var weights = [nKinds]int{
 	opMerge: 12, opOnce: 8, opMany: 6, opGet: 10, opGetMany: 5, opCacheGet: 5,
 	opSleep: 12, opSweep: 3, opCorrupt: 1, opRestart: 3,
+	opSeen: 6,
 }
 
 // skipped returns the kinds list names (see simengine.Skipped).
@@ -66,6 +74,9 @@ var ttls = []time.Duration{0, time.Minute, time.Hour, 4 * time.Hour}
 // events are the event IDs of MergeUpdateOnce.
 var events = []string{"e0", "e1", "e2", "e3"}
 
+// seenIDs are the event IDs of the Deduper.
+var seenIDs = []string{"s0", "s1", "s2"}
+
 var leaseKeys = []string{"job", "other"}
 
 // fenceOf is the lease key and fence of an op's lease.
@@ -81,7 +92,13 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 	var w [nKinds]int
 	total := 0
 	off := skipped(skip)
+	if h.OpenDeduper == nil {
+		off[opSeen] = true // nothing to call: draw nothing
+	}
 	for k, base := range weights {
+		if opKind(k) >= firstLateKind && off[opKind(k)] {
+			continue // draws nothing: see firstLateKind
+		}
 		if opKind(k) == opSleep || rng.IntN(3) > 0 {
 			w[k] = base * (1 + rng.IntN(4))
 		}

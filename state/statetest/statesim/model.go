@@ -59,10 +59,13 @@ type model struct {
 	// any key: a backend may remember longer and for larger groups of
 	// records, which refuses more, so a fence below it may be refused.
 	maxFence map[string]int64
+	// seen is the Deduper's claims: event ID -> the claim's expiry (zero:
+	// never).
+	seen map[string]time.Time
 }
 
 func newModel(mono monoid.Monoid[int64], now time.Time) *model {
-	m := &model{mono: mono, now: now, claims: map[claimID]time.Time{}, maxFence: map[string]int64{}}
+	m := &model{mono: mono, now: now, claims: map[claimID]time.Time{}, maxFence: map[string]int64{}, seen: map[string]time.Time{}}
 	for range keys {
 		m.keys = append(m.keys, keyM{hist: []histE{{at: now}}})
 	}
@@ -89,7 +92,8 @@ func (m *model) advance(d time.Duration) {
 	}
 }
 
-// instants are the expiries still ahead: the values' and the claims'.
+// instants are the expiries still ahead: the values', the claims' and the
+// Deduper's.
 func (m *model) instants() []time.Time {
 	var out []time.Time
 	for _, k := range m.keys {
@@ -102,6 +106,11 @@ func (m *model) instants() []time.Time {
 			if x, ok := m.claims[claimID{e, i}]; ok && x.After(m.now) {
 				out = append(out, x)
 			}
+		}
+	}
+	for _, id := range seenIDs {
+		if x, ok := m.seen[id]; ok && x.After(m.now) {
+			out = append(out, x)
 		}
 	}
 	return out

@@ -37,6 +37,16 @@ type Harness struct {
 	// simulation restarts instances as one of them.
 	Variants []Variant
 
+	// OpenDeduper opens a state.Deduper on the storage of t whose claims live
+	// for DedupTTL; each instance opens its own. Nil: no Deduper operations.
+	OpenDeduper func(t *testing.T) state.Deduper
+
+	// ReadStaleness is how old a state Get and GetMany of the stores Open and
+	// the variants return may be: zero, they read the latest; a store behind a
+	// cache shared by every instance (package state/tiered) returns a state
+	// the key had within its WithTTL.
+	ReadStaleness time.Duration
+
 	// Staleness is the staleness bound of the read caches (package
 	// state/cache) the simulation puts in front of instances; zero means a
 	// minute.

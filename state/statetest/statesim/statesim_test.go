@@ -32,30 +32,39 @@ func (s toy) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time
 }
 
 // toyHarness is the toy's statetest harness: memory stores on a fake clock per
-// test.
+// test (toyClock).
 func toyHarness(fixed bool) statesim.Harness {
 	var mu sync.Mutex
 	roots := map[string]*memstate.Store[int64]{}
-	clocks := map[string]*fakeclock.Clock{}
-	root := func(t *testing.T) (*memstate.Store[int64], *fakeclock.Clock) {
+	root := func(t *testing.T) *memstate.Store[int64] {
 		mu.Lock()
 		defer mu.Unlock()
 		if roots[t.Name()] == nil {
-			c := fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			s, err := memstate.New[int64](monoid.Sum[int64]{}, memstate.WithClock(c.Now))
+			s, err := memstate.New[int64](monoid.Sum[int64]{}, memstate.WithClock(toyClock(t).Now))
 			if err != nil {
 				t.Fatal(err)
 			}
-			roots[t.Name()], clocks[t.Name()] = s, c
+			roots[t.Name()] = s
 		}
-		return roots[t.Name()], clocks[t.Name()]
+		return roots[t.Name()]
 	}
 	return statesim.Harness{Harness: statetest.Harness[int64]{
-		Open:     func(t *testing.T) state.Store[int64] { r, _ := root(t); return toy{r.NewHandle(), fixed} },
-		Sleep:    func(t *testing.T, d time.Duration) { _, c := root(t); c.Advance(d) },
+		Open:     func(t *testing.T) state.Store[int64] { return toy{root(t).NewHandle(), fixed} },
+		Sleep:    func(t *testing.T, d time.Duration) { toyClock(t).Advance(d) },
 		FakeTime: true,
 		Monoid:   monoid.Sum[int64]{},
 	}}
+}
+
+// toyClocks are the toys' fake clocks, one per test.
+var toyClocks sync.Map // t.Name() -> *fakeclock.Clock
+
+func toyClock(t *testing.T) *fakeclock.Clock {
+	c, loaded := toyClocks.LoadOrStore(t.Name(), fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	if !loaded {
+		t.Cleanup(func() { toyClocks.Delete(t.Name()) })
+	}
+	return c.(*fakeclock.Clock)
 }
 
 // TestSimCatchesToyExpiryBug is the third-party path's teeth: the simulation,
@@ -73,5 +82,62 @@ func TestSimCatchesToyExpiryBug(t *testing.T) {
 	// The fixed toy runs the failing seed first: it is the bug that failed it.
 	if fixed, st := statesim.Search(t, toyHarness(true), f.Seed, 2*time.Second); fixed != nil {
 		t.Errorf("the fixed toy fails the simulation: %v (%v)", fixed, st)
+	}
+}
+
+// toyDeduper is a third-party Deduper as one might write it: a duplicate
+// MarkSeen claims the ID again (a SET with a TTL but without NX), so every
+// redelivery extends the claim, which the contract says lives for the TTL
+// from the first delivery.
+type toyDeduper struct {
+	state.Deduper
+	fixed bool
+}
+
+func (d toyDeduper) MarkSeen(ctx context.Context, id string) (bool, error) {
+	first, err := d.Deduper.MarkSeen(ctx, id)
+	if err != nil || first || d.fixed {
+		return first, err
+	}
+	if err := d.Deduper.Release(ctx, id); err != nil { // the bug: claims it again
+		return false, err
+	}
+	_, err = d.Deduper.MarkSeen(ctx, id)
+	return false, err
+}
+
+// TestSimCatchesToyDeduperBug: the Deduper is part of the simulation, whose
+// referee finds a claim that each duplicate extends, and passes the same
+// deduper once it does not.
+func TestSimCatchesToyDeduperBug(t *testing.T) {
+	harness := func(fixed bool) statesim.Harness {
+		h := toyHarness(true)
+		var mu sync.Mutex
+		roots := map[string]*memstate.Deduper{}
+		h.OpenDeduper = func(t *testing.T) state.Deduper {
+			mu.Lock()
+			defer mu.Unlock()
+			if roots[t.Name()] == nil {
+				d, err := memstate.NewDeduper(memstate.WithClock(toyClock(t).Now), memstate.WithDedupTTL(state.DefaultDedupTTL))
+				if err != nil {
+					t.Fatal(err)
+				}
+				roots[t.Name()] = d
+			}
+			return toyDeduper{roots[t.Name()].NewHandle(), fixed}
+		}
+		return h
+	}
+	f, st := statesim.Search(t, harness(false), uint64(time.Now().UnixNano()), 10*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the Deduper whose duplicates extend the claim in 10s (%v)", st)
+	}
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	if !strings.Contains(f.Err.Error(), "MarkSeen") {
+		t.Errorf("the failure is not the Deduper's: %v", f)
+	}
+	// The fixed deduper runs the failing seed first: it is the bug that failed it.
+	if fixed, st := statesim.Search(t, harness(true), f.Seed, 2*time.Second); fixed != nil {
+		t.Errorf("the fixed deduper fails the simulation: %v (%v)", fixed, st)
 	}
 }
