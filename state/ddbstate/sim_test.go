@@ -1,14 +1,10 @@
 package ddbstate_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
@@ -64,7 +60,7 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 			return d
 		},
 		Sweep:   sweep,
-		Corrupt: corruptValue,
+		Corrupt: func(t *testing.T, k state.Key) { ddbtables.CorruptValue(t, envFor(t).values, k) },
 		Ops:     30, // DynamoDB Local takes up to 300 ms a write
 	}
 }
@@ -73,51 +69,5 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 // claim tables whose ttl attribute has passed on t's clock.
 func sweep(t *testing.T) {
 	e := envFor(t)
-	c := testenv.DynamoDBClient(t)
-	now := e.clock.Now().Unix()
-	for _, table := range []string{e.values, e.dedup} {
-		out, err := c.Scan(t.Context(), &ddb.ScanInput{TableName: &table})
-		if err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
-		for _, it := range out.Items {
-			ttl, ok := it["ttl"].(*ddbtypes.AttributeValueMemberN)
-			if !ok {
-				continue
-			}
-			if at, err := strconv.ParseInt(ttl.Value, 10, 64); err != nil || at > now {
-				continue
-			}
-			key := map[string]ddbtypes.AttributeValue{"pk": it["pk"]}
-			if sk, ok := it["sk"]; ok {
-				key["sk"] = sk
-			}
-			if _, err := c.DeleteItem(t.Context(), &ddb.DeleteItemInput{TableName: &table, Key: key}); err != nil {
-				t.Fatalf("sweep: %v", err)
-			}
-		}
-	}
-}
-
-// corruptValue writes k's v attribute as a string, by hand, with no ttl.
-func corruptValue(t *testing.T, k state.Key) {
-	e := envFor(t)
-	c := testenv.DynamoDBClient(t)
-	out, err := c.Scan(t.Context(), &ddb.ScanInput{TableName: &e.values})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range out.Items {
-		pk, _ := it["pk"].(*ddbtypes.AttributeValueMemberS)
-		sk, _ := it["sk"].(*ddbtypes.AttributeValueMemberN)
-		if pk != nil && sk != nil && strings.HasSuffix(pk.Value, "#"+k.Entity) && sk.Value == strconv.FormatInt(k.Bucket, 10) {
-			it["v"] = &ddbtypes.AttributeValueMemberS{Value: "written by hand"}
-			delete(it, "ttl")
-			if _, err := c.PutItem(t.Context(), &ddb.PutItemInput{TableName: &e.values, Item: it}); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-	t.Fatalf("no item of %v", k)
+	ddbtables.Sweep(t, e.clock.Now(), e.values, e.dedup)
 }

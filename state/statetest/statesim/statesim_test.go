@@ -141,3 +141,102 @@ func TestSimCatchesToyDeduperBug(t *testing.T) {
 		t.Errorf("the fixed deduper fails the simulation: %v (%v)", fixed, st)
 	}
 }
+
+// toyTier is a read cache shared by every instance of a store (as package
+// state/tiered keeps one in Redis), as one might write it: it keeps what it
+// read or wrote for keep, which, unless fixed, is an hour where its
+// documentation promises reads at most a minute old.
+type toyTier struct {
+	state.Store[int64]
+	now   func() time.Time
+	mu    *sync.Mutex
+	cache map[state.Key]toyEntry
+	fixed bool
+}
+
+type toyEntry struct {
+	v     int64
+	found bool
+	at    time.Time
+}
+
+func (s toyTier) keep() time.Duration {
+	if s.fixed {
+		return time.Minute
+	}
+	return time.Hour
+}
+
+func (s toyTier) Get(ctx context.Context, k state.Key) (int64, bool, error) {
+	s.mu.Lock()
+	e, ok := s.cache[k]
+	s.mu.Unlock()
+	if ok && s.now().Sub(e.at) < s.keep() {
+		return e.v, e.found, nil
+	}
+	return s.fill(ctx, k)
+}
+
+func (s toyTier) fill(ctx context.Context, k state.Key) (int64, bool, error) {
+	at := s.now()
+	v, found, err := s.Store.Get(ctx, k)
+	if err == nil {
+		s.mu.Lock()
+		s.cache[k] = toyEntry{v, found, at}
+		s.mu.Unlock()
+	}
+	return v, found, err
+}
+
+func (s toyTier) GetMany(ctx context.Context, ks []state.Key) ([]int64, []bool, error) {
+	vs, found := make([]int64, len(ks)), make([]bool, len(ks))
+	for i, k := range ks {
+		var err error
+		if vs[i], found[i], err = s.Get(ctx, k); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vs, found, nil
+}
+
+func (s toyTier) MergeUpdate(ctx context.Context, k state.Key, delta int64, ttl time.Duration) error {
+	err := s.Store.MergeUpdate(ctx, k, delta, ttl)
+	_, _, _ = s.fill(ctx, k) // the write-through
+	return err
+}
+
+// TestSimCatchesToyTierBug: Harness.ReadStaleness lets reads be as old as a
+// shared cache's documented bound, and no older: the referee finds a cache
+// that keeps entries an hour, when another instance writes the source
+// without it, and passes the same cache once it keeps them a minute.
+func TestSimCatchesToyTierBug(t *testing.T) {
+	harness := func(fixed bool) statesim.Harness {
+		h := toyHarness(true)
+		source := h.Open
+		var mu sync.Mutex
+		caches := map[string]map[state.Key]toyEntry{}
+		h.Open = func(t *testing.T) state.Store[int64] {
+			mu.Lock()
+			defer mu.Unlock()
+			if caches[t.Name()] == nil {
+				caches[t.Name()] = map[state.Key]toyEntry{}
+			}
+			return toyTier{Store: source(t), now: toyClock(t).Now, mu: &mu, cache: caches[t.Name()], fixed: fixed}
+		}
+		h.Variants = []statesim.Variant{{Name: "the source without the cache", Open: source}}
+		h.ReadStaleness = time.Minute
+		return h
+	}
+	f, st := statesim.Search(t, harness(false), uint64(time.Now().UnixNano()), 10*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the cache that keeps entries an hour in 10s (%v)", st)
+	}
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	if !strings.Contains(f.Err.Error(), "Get") {
+		t.Errorf("the failure is not a read: %v", f)
+	}
+	// The fixed cache runs the failing seed first: it is the bug that failed it.
+	if fixed, st := statesim.Search(t, harness(true), f.Seed, 2*time.Second); fixed != nil {
+		t.Errorf("the fixed cache fails the simulation: %v (%v)", fixed, st)
+	}
+}
