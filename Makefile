@@ -11,7 +11,7 @@
 #   make sim [BACKEND=memory] [DURATION=1m]
 #                              a long simulation run (providertest/sim) on memory, miniredis,
 #                              dynamodb, sqlite or toy, or of the state stores
-#                              (state/statetest/statesim) on memstate, redisstate or ddbstate: seeds, the first failure shrunk, ops/s and
+#                              (state/statetest/statesim) on memstate, redisstate, ddbstate or tiered: seeds, the first failure shrunk, ops/s and
 #                              the coverage of operation and fault kinds (scripts/sim.sh)
 #   make lint [LINT_PKGS=...]  gofmt -l, go vet, staticcheck (pinned)
 #   make api                   api/current.txt: the exported API snapshot of both modules

@@ -3,7 +3,8 @@
 # providertest/sim) on one backend: memory, miniredis, redis (redis-server),
 # cluster (Redis Cluster), dynamodb, sqlite or toy (the third-party path's toy
 # backend); or of the state stores' simulation (state/statetest/statesim):
-# memstate, redisstate, ddbstate or statetoy. It prints the seeds it tries, the first
+# memstate, redisstate, ddbstate, tiered (tiered stores over DynamoDB) or
+# statetoy. It prints the seeds it tries, the first
 # failure shrunk, operations per second and how often each operation and fault
 # kind ran. DynamoDB and the Redis servers use the servers of the environment
 # (DYNAMODB_ENDPOINT, REDIS_ADDR, REDIS_CLUSTER_ADDRS), or start them
@@ -21,16 +22,16 @@ miniredis) dir=. pkg=./provider/redisprovider run='^TestSim$' ;;
 redis) dir=. pkg=./provider/redisprovider run='^TestSimServer$/^redis$' ;;
 cluster) dir=. pkg=./provider/redisprovider run='^TestSimServer$/^cluster$' ;;
 dynamodb) dir=. pkg=./provider/ddbprovider run='^TestSim$' ;;
-memstate | redisstate | ddbstate) dir=. pkg=./state/$backend run='^TestSim$' ;;
+memstate | redisstate | ddbstate | tiered) dir=. pkg=./state/$backend run='^TestSim$' ;;
 statetoy) dir=. pkg=./state/statetest/statesim run='^TestSimCatchesToyExpiryBug$' ;;
 sqlite) dir=examples pkg=./custombackend/... run='^TestSim$' ;;
-*) die "sim.sh: unknown backend $backend (memory, miniredis, redis, cluster, dynamodb, sqlite, toy; state stores: memstate, redisstate, ddbstate, statetoy)" ;;
+*) die "sim.sh: unknown backend $backend (memory, miniredis, redis, cluster, dynamodb, sqlite, toy; state stores: memstate, redisstate, ddbstate, tiered, statetoy)" ;;
 esac
 
 cmd=(go test -count=1 -timeout 0 -v -run "$run" "$pkg")
 export PIPESTATE_SIM_DURATION="$duration"
 cd "$here/../$dir"
-if [[ (($backend == dynamodb || $backend == ddbstate) && -z ${DYNAMODB_ENDPOINT:-}) || ($backend == redis && -z ${REDIS_ADDR:-}) ||
+if [[ (($backend == dynamodb || $backend == ddbstate || $backend == tiered) && -z ${DYNAMODB_ENDPOINT:-}) || ($backend == redis && -z ${REDIS_ADDR:-}) ||
 	($backend == cluster && -z ${REDIS_CLUSTER_ADDRS:-}) ]]; then
 	exec bash "$here/with-servers.sh" "${cmd[@]}"
 fi
