@@ -109,6 +109,9 @@ func describeFilter(f provider.ActiveRunFilter) string {
 // 1 + o.n/4%3, through o's slot or the fenced view o names.
 func (w *world) listActive(o op) (string, error) {
 	p, _, how := w.fenced(o)
+	if w.viaRO {
+		p, how = w.ro, "read-only"
+	}
 	l, ok := p.(provider.ActiveRunLister)
 	if !ok {
 		return "ListActiveRuns (not implemented)", nil

@@ -7,7 +7,9 @@
 // views of stale and current leases; pages of the active-runs index, where the
 // backend has provider.ActiveRunLister, read fresh or resumed from a saved
 // cursor while runs change, their entries dropped (Harness.DropActiveEntry)
-// and repaired (provider.ActiveRunReindexer); run logs, reruns, replays and late arrivals, put
+// and repaired (provider.ActiveRunReindexer); reads through an instance
+// opened read-only (Harness.OpenReadOnly), which repairs nothing it reads, and
+// writes through it refused with ErrReadOnly; run logs, reruns, replays and late arrivals, put
 // fenced or not and read back with their retentions; the CLI's writes: "run
 // fail", an unfenced CAS to FAILED beside fenced writers, and "lock release"
 // by token from another instance, each with its audit event; writes whose
@@ -97,7 +99,7 @@
 // the old seed still fails, with the line its log suggests). A line without
 // gen= replays unchecked and its log prints the line to record. An operation
 // kind added later (the active-runs reads: "active"; "lost", "timeout",
-// "runlog", "rerun", "replay", "late", "cli", "reindex") draws nothing when it is left
+// "runlog", "rerun", "replay", "late", "cli", "reindex", "readonly") draws nothing when it is left
 // out, or when the harness cannot make it ("lost" and "timeout" without
 // Faults), so the lines recorded before it carry skip=<kind> and generate the
 // sequence they recorded, gen= unchanged.

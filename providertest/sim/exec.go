@@ -45,6 +45,9 @@ type world struct {
 	fired    bool
 	noRetry  provider.Provider // Faults.OpenNoRetry's instance, opened on first use
 
+	ro    provider.Provider // Harness.OpenReadOnly's instance, opened on first use
+	viaRO bool              // the read running goes through ro (see readOnly)
+
 	cliRelease bool // the release running is the CLI's (see cli)
 }
 
@@ -69,6 +72,9 @@ func (w *world) close() {
 	}
 	if w.noRetry != nil {
 		_ = w.noRetry.Stop(context.Background())
+	}
+	if w.ro != nil {
+		_ = w.ro.Stop(context.Background())
 	}
 }
 
@@ -113,6 +119,8 @@ func (w *world) do1(o op) (string, error) {
 		return w.listActive(o)
 	case opReindex:
 		return w.reindex(o)
+	case opReadOnly:
+		return w.readOnly(o)
 	case opRunLog, opRerun, opReplay:
 		return w.upsert(o)
 	case opLate:
@@ -313,7 +321,7 @@ func (w *world) getRun(o op) (string, error) {
 	id := runID(o.run)
 	ctx, cancel := w.ctx()
 	defer cancel()
-	got, err := w.slots[o.slot].p.GetRunState(ctx, id)
+	got, err := w.reader(o.slot).GetRunState(ctx, id)
 	desc := fmt.Sprintf("GetRunState(%s) [slot %d]", id, o.slot)
 	if err != nil {
 		return desc + fmt.Sprintf(" → %v", err), fmt.Errorf("GetRunState: %w", err)
@@ -388,7 +396,7 @@ func (w *world) readEvents(o op) (string, error) {
 	ctx, cancel := w.ctx()
 	defer cancel()
 	ctx = provider.OnCorrupt(ctx, func(*provider.CorruptError) { reports++ })
-	got, err := w.slots[o.slot].p.ReadEventsSince(ctx, pipelineID, c.cursor, count)
+	got, err := w.reader(o.slot).ReadEventsSince(ctx, pipelineID, c.cursor, count)
 	names := make([]string, len(got))
 	for i, r := range got {
 		names[i] = r.Event.Message
@@ -582,7 +590,7 @@ func judgeStream(log []entry, c savedCursor, now time.Time, got stream, what str
 }
 
 func (w *world) follow(o op) (string, error) {
-	f, ok := w.slots[o.slot].p.(provider.EventFollower)
+	f, ok := w.reader(o.slot).(provider.EventFollower)
 	if !ok {
 		return "FollowEvents (not implemented)", nil
 	}
@@ -667,7 +675,7 @@ func (w *world) writeMarker(o op) (string, error) {
 }
 
 func (w *world) watch(o op) (string, error) {
-	mw, ok := w.slots[o.slot].p.(provider.MarkerWatcher)
+	mw, ok := w.reader(o.slot).(provider.MarkerWatcher)
 	if !ok {
 		return "WatchCascadeMarkers (not implemented)", nil
 	}

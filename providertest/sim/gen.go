@@ -34,14 +34,15 @@ const (
 	// on: a late kind left out draws nothing, so a line recorded before it
 	// existed, given skip=<kind>, generates the sequence it recorded.
 	opActive
-	opLost    // a write whose reply is lost (Harness.Faults)
-	opTimeout // a run write that times out after it was applied (Harness.Faults)
-	opRunLog  // PutRunLog or GetRunLog
-	opRerun   // PutRerun or GetRerun
-	opReplay  // PutReplay or GetReplay
-	opLate    // PutLateArrival or ListLateArrivals
-	opCLI     // the CLI's writes: run fail, lock release
-	opReindex // Harness.DropActiveEntry, or ReindexRun
+	opLost     // a write whose reply is lost (Harness.Faults)
+	opTimeout  // a run write that times out after it was applied (Harness.Faults)
+	opRunLog   // PutRunLog or GetRunLog
+	opRerun    // PutRerun or GetRerun
+	opReplay   // PutReplay or GetReplay
+	opLate     // PutLateArrival or ListLateArrivals
+	opCLI      // the CLI's writes: run fail, lock release
+	opReindex  // Harness.DropActiveEntry, or ReindexRun
+	opReadOnly // a read through a read-only instance (Harness.OpenReadOnly)
 	nKinds
 )
 
@@ -50,7 +51,7 @@ const firstLateKind = opActive
 
 var kindNames = [...]string{"put", "cas", "create", "get", "append", "read", "follow", "marker", "watch",
 	"acquire", "renew", "release", "sleep", "sweep", "corrupt", "restart", "active",
-	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli", "reindex"}
+	"lost", "timeout", "runlog", "rerun", "replay", "late", "cli", "reindex", "readonly"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -62,7 +63,7 @@ var weights = [nKinds]int{
 	opSleep: 12, opSweep: 4, opCorrupt: 3, opRestart: 4,
 	opActive: 8,
 	opLost:   6, opTimeout: 4,
-	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4, opReindex: 4,
+	opRunLog: 5, opRerun: 4, opReplay: 4, opLate: 5, opCLI: 4, opReindex: 4, opReadOnly: 5,
 }
 
 // op is one operation. It names what it acts on by index (slot, run, lease,
@@ -76,7 +77,7 @@ type op struct {
 	n     int // a small number: a version offset, a cursor pick, a count, a variant, a date
 	m     int // another one: a status, a corruption, the jump's shape
 	d     time.Duration
-	sub   opKind // the write a "lost" or "timeout" operation makes (from n and the kinds left out)
+	sub   opKind // the write a "lost" or "timeout" operation makes, the read a "readonly" one (from n and the kinds left out)
 }
 
 // slots is how many provider instances a run keeps open; runIDs how many runs
@@ -103,7 +104,10 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 	}
 	// The writes a fault kind makes are those not left out; none: it draws
 	// nothing.
-	subs := map[opKind][]opKind{opLost: keep(lostKinds, off), opTimeout: keep(timeoutKinds, off)}
+	if h.OpenReadOnly == nil {
+		off[opReadOnly] = true
+	}
+	subs := map[opKind][]opKind{opLost: keep(lostKinds, off), opTimeout: keep(timeoutKinds, off), opReadOnly: keep(readOnlyKinds, off)}
 	for k, l := range subs {
 		if len(l) == 0 {
 			off[k] = true

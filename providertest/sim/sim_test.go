@@ -315,6 +315,37 @@ func TestSimCatchesToyReindexBug(t *testing.T) {
 	}
 }
 
+// TestSimCatchesToyReadOnlyBug: reads through a read-only instance are part
+// of the simulation, which finds a backend whose read-only option does not
+// refuse writes, and passes it once it does.
+func TestSimCatchesToyReadOnlyBug(t *testing.T) {
+	harness := func(fixed bool) sim.Harness {
+		b := memorytest.New()
+		h := b.Harness(nil)
+		h.OpenReadOnly = func(t *testing.T) provider.Provider {
+			if fixed {
+				return b.Open(t, memprovider.WithReadOnly())
+			}
+			return b.Open(t) // the bug: the option is dropped
+		}
+		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
+	}
+	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the read-only instance that writes in 20s (%v)", st)
+	}
+	if !strings.Contains(f.Err.Error(), "read-only") {
+		t.Errorf("the failure is not the read-only instance's: %v", f)
+	}
+	t.Logf("found after %d runs: %v", st.FirstHit, f)
+	// The fixed backend runs the failing seed first: it is the bug that failed it.
+	if fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second); fixed != nil {
+		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
+	} else if st.Kinds["readonly"] == 0 {
+		t.Errorf("the fixed backend's runs made no readonly operation: %v", st)
+	}
+}
+
 // retryToy is a backend whose client retries a write whose reply was lost
 // (Harness.Faults arms it: the next write is applied, then sent again) and,
 // unless fixed, does not recognise its own retry: a CAS that swapped reports
