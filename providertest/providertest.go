@@ -154,7 +154,9 @@ type Harness struct {
 	// DropActiveEntry removes run runID's entry from the backend's active-runs
 	// index and nothing else (not the run's record, nor any mark a write relies
 	// on), as an operator deleting it by hand or a failover losing it would,
-	// through the backend's raw client. It enables
+	// through the backend's raw client; a run without an entry, or without a
+	// record, is left as it is (the simulation drops entries of any run). It
+	// enables
 	// ActiveRunLister/reindex_restores_lost_entry, which checks that
 	// provider.ActiveRunReindexer.ReindexRun restores it; nil skips that test,
 	// for a backend whose index cannot lose an entry (memory's is its run map).
