@@ -58,6 +58,24 @@ func servers() []server {
 	return out
 }
 
+// providers starts n providers on one storage of s, each on a client of its
+// own (hooks are per client), and deletes the storage when t ends.
+func (s server) providers(t *testing.T, n int) []*Provider {
+	t.Helper()
+	open, prefix := s.start(t)
+	ps := make([]*Provider, n)
+	for i := range ps {
+		c := open(nil, 0)
+		t.Cleanup(func() { _ = c.Close() })
+		p, err := New(c, WithKeyPrefix(prefix))
+		must(t, err)
+		must(t, p.Start(t.Context()))
+		ps[i] = p
+	}
+	t.Cleanup(func() { _ = testenv.DeleteRedisPrefix(ps[0].c, prefix) }) // before the clients close
+	return ps
+}
+
 // retryEnv is one test's storage. Provider a calls through a client whose replies
 // can be dropped and which keeps one connection per node, so that go-redis's retry
 // after a dropped reply must dial a new one: what the test armed as "between" runs
@@ -393,24 +411,7 @@ func TestStaleRepairKeepsListedRun(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			open, prefix := s.start(t)
-			clients := make([]goredis.UniversalClient, 3)
-			for i := range clients {
-				clients[i] = open(nil, 0)
-			}
-			t.Cleanup(func() {
-				_ = testenv.DeleteRedisPrefix(clients[0], prefix)
-				for _, c := range clients {
-					_ = c.Close()
-				}
-			})
-			var ps [3]*Provider
-			for i, c := range clients {
-				p, err := New(c, WithKeyPrefix(prefix))
-				must(t, err)
-				must(t, p.Start(ctx))
-				ps[i] = p
-			}
+			ps := s.providers(t, 3)
 			w, r1, r2 := ps[0], ps[1], ps[2]
 			listed := func(when string) {
 				t.Helper()
@@ -475,26 +476,14 @@ func TestListIsSnapshot(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			open, prefix := s.start(t)
-			c := open(nil, 0)
-			t.Cleanup(func() {
-				_ = testenv.DeleteRedisPrefix(c, prefix)
-				_ = c.Close()
-			})
-			w, err := New(c, WithKeyPrefix(prefix))
-			must(t, err)
-			must(t, w.Start(ctx))
-			rc := open(nil, 0)
-			t.Cleanup(func() { _ = rc.Close() })
-			r, err := New(rc, WithKeyPrefix(prefix))
-			must(t, err)
-			must(t, r.Start(ctx))
+			ps := s.providers(t, 2)
+			w, r, c := ps[0], ps[1], ps[0].c
 
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			x, y := lrRunState(0), lrRunState(0)
 			x.RunID, y.RunID, x.CreatedAt, y.CreatedAt = "x", "y", at, at.Add(time.Second)
 			mx := ids.TimeKey(x.CreatedAt) + "x"
-			_, err = w.runBatch(ctx, "test", []call{idxCall(w.k.runs(lrPipe), "p", "x", mx, time.Now().UnixMilli())})
+			_, err := w.runBatch(ctx, "test", []call{idxCall(w.k.runs(lrPipe), "p", "x", mx, time.Now().UnixMilli())})
 			must(t, err) // x's step 1
 			ids := func(runs []types.RunState) map[string]bool {
 				out := map[string]bool{}
@@ -614,19 +603,8 @@ func TestStaleRemovalKeepsRelistedRecord(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					ctx := t.Context()
-					open, prefix := s.start(t)
-					ca, cb := open(nil, 0), open(nil, 0)
-					t.Cleanup(func() {
-						_ = testenv.DeleteRedisPrefix(ca, prefix)
-						_ = ca.Close()
-						_ = cb.Close()
-					})
-					a, err := New(ca, WithKeyPrefix(prefix))
-					must(t, err)
-					must(t, a.Start(ctx))
-					b, err := New(cb, WithKeyPrefix(prefix))
-					must(t, err)
-					must(t, b.Start(ctx))
+					ps := s.providers(t, 2)
+					a, b := ps[0], ps[1]
 					must(t, c.setup(ctx, a))
 
 					step3 := func(cmd goredis.Cmder) bool { return isScript(cmd, scriptIdxApply, 6, "s") }

@@ -7,7 +7,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/types"
 )
@@ -22,23 +21,8 @@ func TestReindexRunUnderWrites(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			open, prefix := s.start(t)
-			c, wc := open(nil, 0), open(nil, 0)
-			t.Cleanup(func() {
-				_ = testenv.DeleteRedisPrefix(c, prefix)
-				_ = c.Close()
-				_ = wc.Close()
-			})
-			var p, writer *Provider
-			for _, x := range []struct {
-				p **Provider
-				c goredis.UniversalClient
-			}{{&p, c}, {&writer, wc}} {
-				var err error
-				*x.p, err = New(x.c, WithKeyPrefix(prefix))
-				must(t, err)
-				must(t, (*x.p).Start(ctx))
-			}
+			ps := s.providers(t, 2)
+			p, writer, c, wc := ps[0], ps[1], ps[0].c, ps[1].c
 			const id = "r-1"
 			key, ix := p.k.run(id), p.k.activeRuns()
 			version := 0

@@ -149,6 +149,7 @@ func toyHarness(fixed bool) sim.Harness {
 		return tp
 	}
 	h.Retention.Runs = toyRetention
+	h.OpenReadOnly = nil // the toy has no read-only option
 	return sim.Harness{Harness: h, Budget: 20 * time.Second, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
 }
 
@@ -163,21 +164,31 @@ func (p fixedToy) GetRunState(ctx context.Context, id string) (*types.RunState, 
 // turned on from the toy's providertest harness, finds its off-by-one expiry
 // within the CI budget, and passes the toy once it is fixed.
 func TestSimCatchesToyExpiryBug(t *testing.T) {
-	f, st := sim.Search(t, toyHarness(false), uint64(time.Now().UnixNano()), 20*time.Second)
-	t.Logf("sim: %v", st)
-	if f == nil {
-		t.Fatal("the simulation did not find the toy's expiry bug (GetRunState at the exact expiry instant) in 20s")
-	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
-	if !strings.Contains(f.Err.Error(), "GetRunState") || !strings.Contains(f.Trace, "expiry instant") {
+	f, _ := catches(t, toyHarness, "GetRunState")
+	if !strings.Contains(f.Trace, "expiry instant") {
 		t.Errorf("the failure is not GetRunState at an expiry instant: %v", f)
 	}
-	// The fixed toy runs the failing seed first: it is the bug that failed it.
-	fixed, st := sim.Search(t, toyHarness(true), f.Seed, 3*time.Second)
-	if fixed != nil {
-		t.Errorf("the fixed toy fails the simulation: %v", fixed)
+}
+
+// catches is the teeth of a toy backend with a bug (harness(false)): the
+// simulation finds it within 20s, with a complaint that names want, and the
+// same seed passes the fixed backend (harness(true)), which then runs fresh
+// seeds for 3s; it returns the failure and what the fixed backend ran.
+func catches(t *testing.T, harness func(fixed bool) sim.Harness, want string) (*sim.Failure, sim.Stats) {
+	t.Helper()
+	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the toy's bug in 20s (%v)", st)
 	}
-	t.Logf("fixed toy: %v", st)
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	if !strings.Contains(f.Err.Error(), want) {
+		t.Errorf("the failure does not name %q: %v", want, f)
+	}
+	fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second)
+	if fixed != nil {
+		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
+	}
+	return f, st
 }
 
 // activeToy is a backend whose active-runs index pages from its cursor
@@ -213,17 +224,7 @@ func TestSimCatchesActivePagingBug(t *testing.T) {
 		h.Open = func(t *testing.T) provider.Provider { return activeToy{Provider: b.Open(t), fixed: fixed} }
 		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
 	}
-	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the inclusive cursor in 20s (%v)", st)
-	}
-	if !strings.Contains(f.Err.Error(), "ListActiveRuns") {
-		t.Errorf("the failure is not the paging bug: %v", f)
-	}
-	t.Logf("found after %d runs: %v", st.FirstHit, f.Err)
-	if fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second); fixed != nil {
-		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
-	}
+	catches(t, harness, "ListActiveRuns")
 }
 
 // reindexToy is a backend whose active-runs index can lose entries
@@ -297,18 +298,9 @@ func TestSimCatchesToyReindexBug(t *testing.T) {
 		}
 		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
 	}
-	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the ReindexRun that restores nothing in 20s (%v)", st)
-	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	f, st := catches(t, harness, "")
 	if !strings.Contains(f.Trace, "Harness.DropActiveEntry") || !strings.Contains(f.Trace, "ReindexRun") {
 		t.Errorf("the failure is not the lost entry that ReindexRun left lost: %v", f)
-	}
-	// The fixed toy runs the failing seed first: it is the bug that failed it.
-	fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second)
-	if fixed != nil {
-		t.Errorf("the fixed backend fails the simulation: %v", fixed)
 	}
 	if st.Kinds["reindex"] == 0 {
 		t.Errorf("the fixed backend's runs made no reindex operation: %v", st)
@@ -330,18 +322,7 @@ func TestSimCatchesToyReadOnlyBug(t *testing.T) {
 		}
 		return sim.Harness{Harness: h, CorruptExpires: true, WatchWait: 5 * time.Second, WatchQuiet: time.Millisecond}
 	}
-	f, st := sim.Search(t, harness(false), uint64(time.Now().UnixNano()), 20*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the read-only instance that writes in 20s (%v)", st)
-	}
-	if !strings.Contains(f.Err.Error(), "read-only") {
-		t.Errorf("the failure is not the read-only instance's: %v", f)
-	}
-	t.Logf("found after %d runs: %v", st.FirstHit, f)
-	// The fixed backend runs the failing seed first: it is the bug that failed it.
-	if fixed, st := sim.Search(t, harness(true), f.Seed, 3*time.Second); fixed != nil {
-		t.Errorf("the fixed backend fails the simulation: %v (%v)", fixed, st)
-	} else if st.Kinds["readonly"] == 0 {
+	if _, st := catches(t, harness, "read-only"); st.Kinds["readonly"] == 0 {
 		t.Errorf("the fixed backend's runs made no readonly operation: %v", st)
 	}
 }
@@ -458,19 +439,10 @@ func retryToyHarness(fixed bool) sim.Harness {
 // first attempt's outcome, and passes it once it does (with timeouts after
 // apply, which the referee settles by reading the run).
 func TestSimCatchesToyRetryBug(t *testing.T) {
-	f, st := sim.Search(t, retryToyHarness(false), uint64(time.Now().UnixNano()), 20*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the toy's retry bug in 20s (%v)", st)
-	}
+	f, st := catches(t, retryToyHarness, "")
 	if !strings.Contains(f.Trace, "reply lost") {
 		t.Errorf("the failure is not the retry bug: %v", f)
 	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
-	fixed, st := sim.Search(t, retryToyHarness(true), f.Seed, 3*time.Second)
-	if fixed != nil {
-		t.Errorf("the fixed toy fails the simulation: %v", fixed)
-	}
-	t.Logf("fixed toy: %v", st)
 	if st.Kinds["lost"] == 0 || st.Kinds["timeout"] == 0 {
 		t.Errorf("the fixed toy's runs made no lost or timeout operation: %v", st)
 	}

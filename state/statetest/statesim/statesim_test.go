@@ -71,18 +71,29 @@ func toyClock(t *testing.T) *fakeclock.Clock {
 // turned on from the toy's statetest harness, finds its off-by-one expiry
 // within the CI budget, and passes the toy once it is fixed.
 func TestSimCatchesToyExpiryBug(t *testing.T) {
-	f, st := statesim.Search(t, toyHarness(false), uint64(time.Now().UnixNano()), 10*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the toy's expiry bug in 10s (%v)", st)
-	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
-	if !strings.Contains(f.Err.Error(), "want [missing]") || !strings.Contains(f.Trace, "expiry instant") {
+	f := catches(t, toyHarness, "want [missing]")
+	if !strings.Contains(f.Trace, "expiry instant") {
 		t.Errorf("the failure is not a value read at its expiry instant: %v", f)
 	}
-	// The fixed toy runs the failing seed first: it is the bug that failed it.
-	if fixed, st := statesim.Search(t, toyHarness(true), f.Seed, 2*time.Second); fixed != nil {
+}
+
+// catches is the teeth of a toy with a bug (harness(false)): the simulation
+// finds it within 10s, with a complaint that names want, and the same seed
+// passes the fixed toy (harness(true)), which then runs fresh seeds for 2s.
+func catches(t *testing.T, harness func(fixed bool) statesim.Harness, want string) *statesim.Failure {
+	t.Helper()
+	f, st := statesim.Search(t, harness(false), uint64(time.Now().UnixNano()), 10*time.Second)
+	if f == nil {
+		t.Fatalf("the simulation did not find the toy's bug in 10s (%v)", st)
+	}
+	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
+	if !strings.Contains(f.Err.Error(), want) {
+		t.Errorf("the failure does not name %q: %v", want, f)
+	}
+	if fixed, st := statesim.Search(t, harness(true), f.Seed, 2*time.Second); fixed != nil {
 		t.Errorf("the fixed toy fails the simulation: %v (%v)", fixed, st)
 	}
+	return f
 }
 
 // toyDeduper is a third-party Deduper as one might write it: a duplicate
@@ -128,18 +139,7 @@ func TestSimCatchesToyDeduperBug(t *testing.T) {
 		}
 		return h
 	}
-	f, st := statesim.Search(t, harness(false), uint64(time.Now().UnixNano()), 10*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the Deduper whose duplicates extend the claim in 10s (%v)", st)
-	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
-	if !strings.Contains(f.Err.Error(), "MarkSeen") {
-		t.Errorf("the failure is not the Deduper's: %v", f)
-	}
-	// The fixed deduper runs the failing seed first: it is the bug that failed it.
-	if fixed, st := statesim.Search(t, harness(true), f.Seed, 2*time.Second); fixed != nil {
-		t.Errorf("the fixed deduper fails the simulation: %v (%v)", fixed, st)
-	}
+	catches(t, harness, "MarkSeen")
 }
 
 // toyTier is a read cache shared by every instance of a store (as package
@@ -227,16 +227,5 @@ func TestSimCatchesToyTierBug(t *testing.T) {
 		h.ReadStaleness = time.Minute
 		return h
 	}
-	f, st := statesim.Search(t, harness(false), uint64(time.Now().UnixNano()), 10*time.Second)
-	if f == nil {
-		t.Fatalf("the simulation did not find the cache that keeps entries an hour in 10s (%v)", st)
-	}
-	t.Logf("found after %d runs, %d operations, %v:\n%v", st.FirstHit, st.HitOps, st.Elapsed, f)
-	if !strings.Contains(f.Err.Error(), "Get") {
-		t.Errorf("the failure is not a read: %v", f)
-	}
-	// The fixed cache runs the failing seed first: it is the bug that failed it.
-	if fixed, st := statesim.Search(t, harness(true), f.Seed, 2*time.Second); fixed != nil {
-		t.Errorf("the fixed cache fails the simulation: %v (%v)", fixed, st)
-	}
+	catches(t, harness, "Get")
 }
