@@ -2,13 +2,10 @@ package ddbprovider_test
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/testkit/fakeclock"
@@ -77,18 +74,9 @@ func openOn(t testing.TB, api ddbprovider.API, e *env, opts ...ddbprovider.Optio
 	return p
 }
 
-// faultEnv returns t's env on a client whose requests go through ft, with the SDK
-// making at most attempts tries per request, 5 ms of backoff and no retry quota, so
-// that injected faults are retried quickly and a test's rejections are used up
-// exactly.
+// faultEnv returns t's env on a client whose requests go through ft
+// (faults.Transport.DynamoDBOptions: at most attempts tries per request).
 func faultEnv(t testing.TB, ft *faults.Transport, attempts int) *env {
 	t.Helper()
-	return testEnv(t, func(o *ddb.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = attempts
-			so.MaxBackoff = 5 * time.Millisecond
-			so.RateLimiter = ratelimit.None
-		})
-	})
+	return testEnv(t, ft.DynamoDBOptions(attempts))
 }

@@ -1,10 +1,15 @@
 package ddbstate_test
 
 import (
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/pipestate/pipestate/internal/testkit/ddbtables"
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
@@ -15,8 +20,8 @@ import (
 
 // TestSim simulates the Int64SumStore on DynamoDB Local with the stores'
 // clock option, a sweeper (DynamoDB's TTL deletes, at random delays after
-// expiry), raw corrupt values, a variant whose claims live an hour and a
-// Deduper.
+// expiry), raw corrupt values, a variant whose claims live an hour, a Deduper
+// and lost replies.
 func TestSim(t *testing.T) {
 	h := simHarness(ddbstate.NewInt64SumStore, monoid.Sum[int64]{})
 	h.Corpus, h.Budget = "testdata/sim.seeds", 5*time.Second
@@ -37,7 +42,7 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 	open := func(ttl time.Duration) func(t *testing.T) state.Store[int64] {
 		return func(t *testing.T) state.Store[int64] {
 			e := envFor(t)
-			s, err := newStore(testenv.DynamoDBClient(t), e.values, ddbstate.WithClock(e.clock.Now),
+			s, err := newStore(simClient(t), e.values, ddbstate.WithClock(e.clock.Now),
 				ddbstate.WithDedupTable(e.dedup), ddbstate.WithDedupTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +58,7 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(time.Hour), DedupTTL: time.Hour}},
 		OpenDeduper: func(t *testing.T) state.Deduper {
 			e := envFor(t)
-			d, err := ddbstate.NewDeduper(testenv.DynamoDBClient(t), e.dedup, ddbstate.WithClock(e.clock.Now), ddbstate.WithDedupTTL(5*time.Hour))
+			d, err := ddbstate.NewDeduper(simClient(t), e.dedup, ddbstate.WithClock(e.clock.Now), ddbstate.WithDedupTTL(5*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,8 +66,47 @@ func simHarness[S state.Store[int64]](newStore func(ddbstate.API, string, ...ddb
 		},
 		Sweep:   sweep,
 		Corrupt: func(t *testing.T, k state.Key) { ddbtables.CorruptValue(t, envFor(t).values, k) },
-		Ops:     30, // DynamoDB Local takes up to 300 ms a write
+		Faults: &statesim.Faults{
+			LoseReply: func(t *testing.T) {
+				n := simTransportFor(t)
+				n.armed = n.Dropped()
+				n.DropReply(func(op string, _ []byte) bool { return slices.Contains(writeOps, op) })
+			},
+			Disarm: func(t *testing.T) bool {
+				n := simTransportFor(t)
+				n.DropReply(nil)
+				return n.Dropped() > n.armed
+			},
+		},
+		Ops: 30, // DynamoDB Local takes up to 300 ms a write
 	}
+}
+
+// writeOps are the DynamoDB operations that write.
+var writeOps = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+
+// simTransport is a simulation run's transport to DynamoDB Local, whose
+// replies the simulation drops (Harness.Faults), and how many it had dropped
+// when a fault was armed.
+type simTransport struct {
+	*faults.Transport
+	armed int
+}
+
+var simTransports sync.Map // t.Name() -> *simTransport
+
+func simTransportFor(t *testing.T) *simTransport {
+	n, loaded := simTransports.LoadOrStore(t.Name(), &simTransport{Transport: faults.NewTransport()})
+	if !loaded {
+		t.Cleanup(func() { simTransports.Delete(t.Name()) })
+	}
+	return n.(*simTransport)
+}
+
+// simClient is a client of DynamoDB Local through t's simTransport, which
+// retries a lost reply at once.
+func simClient(t *testing.T) *ddb.Client {
+	return testenv.DynamoDBClient(t, simTransportFor(t).DynamoDBOptions(3))
 }
 
 // sweep deletes, as DynamoDB's TTL sweeper would, every item of t's value and

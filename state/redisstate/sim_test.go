@@ -3,11 +3,13 @@ package redisstate_test
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/pipestate/pipestate/internal/testkit/faults"
 	"github.com/pipestate/pipestate/monoid"
 	"github.com/pipestate/pipestate/state"
 	"github.com/pipestate/pipestate/state/redisstate"
@@ -20,8 +22,8 @@ const simDedupTTL, simVariantDedupTTL = 5 * time.Hour, time.Hour
 
 // TestSim simulates the Int64SumStore on miniredis, whose clock moves with
 // the simulation (FastForward expires keys itself, so there is no sweeper),
-// with a variant whose claims live an hour, values corrupted raw and a
-// Deduper.
+// with a variant whose claims live an hour, values corrupted raw, a Deduper
+// and lost replies.
 func TestSim(t *testing.T) {
 	statesim.Run(t, simHarness(redisstate.NewInt64SumStore, monoid.Sum[int64]{}, "testdata/sim.seeds", 8*time.Second))
 }
@@ -34,9 +36,12 @@ func TestSimMax(t *testing.T) {
 // simHarness is the simulation's harness of the stores newStore opens.
 func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, string, ...redisstate.StoreOption) (S, error), m monoid.Monoid[int64], corpus string, budget time.Duration) statesim.Harness {
 	b := miniBackend
+	client := func(t *testing.T) goredis.UniversalClient {
+		return closeWith(t, goredis.NewClient(&goredis.Options{Addr: miniFor(t).Addr(), Dialer: simNetFor(t).Dial}))
+	}
 	open := func(ttl time.Duration) func(t *testing.T) state.Store[int64] {
 		return func(t *testing.T) state.Store[int64] {
-			s, err := newStore(b.client(t), prefixFor(t), redisstate.WithDedupTTL(ttl))
+			s, err := newStore(client(t), prefixFor(t), redisstate.WithDedupTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +55,7 @@ func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, str
 		},
 		Variants: []statesim.Variant{{Name: "claims for 1h", Open: open(simVariantDedupTTL), DedupTTL: simVariantDedupTTL}},
 		OpenDeduper: func(t *testing.T) state.Deduper {
-			d, err := redisstate.NewDeduper(b.client(t), prefixFor(t), redisstate.WithDedupTTL(simDedupTTL))
+			d, err := redisstate.NewDeduper(client(t), prefixFor(t), redisstate.WithDedupTTL(simDedupTTL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +75,39 @@ func simHarness[S state.Store[int64]](newStore func(goredis.UniversalClient, str
 			}
 			t.Fatalf("no value key of %v in %v", k, m.Keys())
 		},
+		Faults: &statesim.Faults{
+			// Every write the simulation loses is a script, but Release's DEL.
+			LoseReply: func(t *testing.T) {
+				n := simNetFor(t)
+				n.armed = n.Dropped()
+				script, del := faults.Contains("evalsha"), faults.Contains("\r\ndel\r\n")
+				n.DropReply(func(req []byte) bool { return script(req) || del(req) })
+			},
+			Disarm: func(t *testing.T) bool {
+				n := simNetFor(t)
+				n.Disarm()
+				return n.Dropped() > n.armed
+			},
+		},
 		Corpus: corpus,
 		Budget: budget,
 	}
+}
+
+// simNet is a simulation run's network to its miniredis, whose replies the
+// simulation drops (Harness.Faults), and how many it had dropped when a fault
+// was armed.
+type simNet struct {
+	*faults.Net
+	armed int
+}
+
+var simNets sync.Map // t.Name() -> *simNet
+
+func simNetFor(t *testing.T) *simNet {
+	n, loaded := simNets.LoadOrStore(t.Name(), &simNet{Net: faults.NewNet()})
+	if !loaded {
+		t.Cleanup(func() { simNets.Delete(t.Name()) })
+	}
+	return n.(*simNet)
 }

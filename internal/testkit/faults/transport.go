@@ -11,6 +11,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Error types that Reject and SetRandom inject, as DynamoDB names them.
@@ -60,6 +65,21 @@ func Op(op string, parts ...string) func(string, []byte) bool {
 			}
 		}
 		return true
+	}
+}
+
+// DynamoDBOptions routes a DynamoDB client through t, with the SDK making at
+// most attempts tries per request, 5 ms of backoff and no retry quota, so that
+// injected faults are retried quickly and a test's rejections are used up
+// exactly.
+func (t *Transport) DynamoDBOptions(attempts int) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: t}
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = attempts
+			so.MaxBackoff = 5 * time.Millisecond
+			so.RateLimiter = ratelimit.None
+		})
 	}
 }
 

@@ -9,7 +9,10 @@
 // fenced through state.Fenced by stale and newer fences of two lease keys or
 // unfenced, on the same keys; Get, GetMany (with duplicates) and reads
 // through a read cache (package state/cache); a Deduper's MarkSeen and
-// Release (Harness.OpenDeduper); interleaved with clock jumps
+// Release (Harness.OpenDeduper); writes whose reply is lost, so the client
+// retries them (Harness.Faults: MergeUpdateOnce, MarkSeen, Release and a max
+// store's MergeUpdate, which package state says a retry recognises), judged
+// as without the fault; interleaved with clock jumps
 // (fractions of the ttls and dedup TTLs, to the exact expiry instant of a
 // value or claim and a second before it), a sweeper that deletes what the
 // server would have deleted by then (Harness.Sweep, 0 to 48 hours after the
@@ -66,7 +69,9 @@
 // # What it does not cover
 //
 // Concurrency (one operation at a time; statetest's races and RunFencingRace
-// cover it), lost replies and timeouts (the lost-reply tables), monoids other than int64 sums and maxima (float sums, BytesStore and
+// cover it), a lost reply of a sum's MergeUpdate or of MergeMany (at least
+// once: the lost-reply tables), calls that time out after they were applied,
+// monoids other than int64 sums and maxima (float sums, BytesStore and
 // sketches), Sharded, the Coalescer and windows, overflow and bad input, and
 // backends on real time (redis-server, Redis Cluster).
 package statesim

@@ -151,6 +151,8 @@ func (w *world) do(o op) (string, error) {
 		return w.corrupt(o)
 	case opSeen:
 		return w.seen(o)
+	case opLost:
+		return w.lost(o)
 	case opRestart:
 		s := &w.slots[o.slot]
 		s.close()

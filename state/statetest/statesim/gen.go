@@ -26,13 +26,14 @@ const (
 	// on: a late kind left out draws nothing, so a line recorded before it
 	// existed, given skip=<kind>, generates the sequence it recorded.
 	opSeen // Deduper.MarkSeen or Release (Harness.OpenDeduper)
+	opLost // a write whose reply is lost (Harness.Faults)
 	nKinds
 )
 
 // firstLateKind is the first kind added after corpora were recorded.
 const firstLateKind = opSeen
 
-var kindNames = [...]string{"merge", "once", "many", "get", "getmany", "cacheget", "sleep", "sweep", "corrupt", "restart", "seen"}
+var kindNames = [...]string{"merge", "once", "many", "get", "getmany", "cacheget", "sleep", "sweep", "corrupt", "restart", "seen", "lost"}
 
 func (k opKind) String() string { return kindNames[k] }
 
@@ -40,7 +41,7 @@ func (k opKind) String() string { return kindNames[k] }
 var weights = [nKinds]int{
 	opMerge: 12, opOnce: 8, opMany: 6, opGet: 10, opGetMany: 5, opCacheGet: 5,
 	opSleep: 12, opSweep: 3, opCorrupt: 1, opRestart: 3,
-	opSeen: 6,
+	opSeen: 6, opLost: 6,
 }
 
 // skipped returns the kinds list names (see simengine.Skipped).
@@ -59,6 +60,7 @@ type op struct {
 	n     int   // a small number: an event, the keys of a batch or read, a variant, an instant
 	m     int   // another: the shape of a clock jump
 	d     time.Duration
+	sub   opKind // the write a "lost" operation makes
 }
 
 // slots is how many store instances a run keeps open.
@@ -94,6 +96,10 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 	off := skipped(skip)
 	if h.OpenDeduper == nil {
 		off[opSeen] = true // nothing to call: draw nothing
+	}
+	lost := lostKinds(h, off)
+	if h.Faults == nil || len(lost) == 0 {
+		off[opLost] = true
 	}
 	for k, base := range weights {
 		if opKind(k) >= firstLateKind && off[opKind(k)] {
@@ -134,6 +140,8 @@ func generate(seed uint64, n int, h Harness, skip string) []op {
 			o.d = (time.Duration(float64(span)*frac) + time.Duration(rng.IntN(60))*time.Second).Truncate(time.Second)
 		case opSweep:
 			o.d = time.Duration(rng.IntN(48*3600)) * time.Second
+		case opLost:
+			o.sub = lost[(o.n>>8)%len(lost)] // no draw: lines that skip lost replay as recorded
 		}
 		ops[i] = o
 	}

@@ -41,6 +41,13 @@ type Harness struct {
 	// for DedupTTL; each instance opens its own. Nil: no Deduper operations.
 	OpenDeduper func(t *testing.T) state.Deduper
 
+	// Faults are the network faults of a harness whose client reaches its
+	// server over a network: the simulation loses the reply of a write the
+	// contract says a retry recognises (MergeUpdateOnce, MarkSeen, a max
+	// store's MergeUpdate: "Lost replies" in package state), and judges it as
+	// without the fault. Nil: no lost replies.
+	Faults *Faults
+
 	// ReadStaleness is how old a state Get and GetMany of the stores Open and
 	// the variants return may be: zero, they read the latest; a store behind a
 	// cache shared by every instance (package state/tiered) returns a state
@@ -63,6 +70,18 @@ type Harness struct {
 	// Ops is the operations per run when PIPESTATE_SIM_OPS is not set; zero
 	// means 60. A slow backend (DynamoDB Local) runs shorter sequences.
 	Ops int
+}
+
+// Faults arm and disarm a lost reply on the storage of t (internal/testkit/faults
+// has injectors for go-redis and the AWS SDK), as providertest/sim's.
+type Faults struct {
+	// LoseReply arms a one-shot fault: the next request that writes (the
+	// harness says which requests do) is applied by the server and its reply
+	// lost, so the client library sends it again.
+	LoseReply func(t *testing.T)
+	// Disarm cancels a fault LoseReply armed that has not fired, and reports
+	// whether one fired since it was armed.
+	Disarm func(t *testing.T) bool
 }
 
 // Variant opens a store with other options on the storage of t.

@@ -229,3 +229,69 @@ func TestSimCatchesToyTierBug(t *testing.T) {
 	}
 	catches(t, harness, "Get")
 }
+
+// retryToy is a store whose client retries a write whose reply was lost
+// (Harness.Faults arms it: the next MergeUpdateOnce is applied, then sent
+// again) and, unless fixed, does not recognise its own retry: the retry finds
+// the claim its first attempt made and reports the delivery as a duplicate.
+type retryToy struct {
+	state.Store[int64]
+	f *toyFault
+}
+
+// toyFault is the fault of one test's toys: armed, and whether it fired.
+type toyFault struct {
+	mu           sync.Mutex
+	armed, fired bool
+	fixed        bool
+}
+
+func (s retryToy) MergeUpdateOnce(ctx context.Context, id string, k state.Key, delta int64, ttl time.Duration) (bool, error) {
+	once := s.Store.(state.OnceStore[int64])
+	s.f.mu.Lock()
+	lost := s.f.armed
+	s.f.armed, s.f.fired = false, s.f.fired || lost
+	s.f.mu.Unlock()
+	applied, err := once.MergeUpdateOnce(ctx, id, k, delta, ttl)
+	if !lost || err != nil || s.f.fixed {
+		return applied, err
+	}
+	return once.MergeUpdateOnce(ctx, id, k, delta, ttl) // the bug: the retry's outcome
+}
+
+// TestSimCatchesToyRetryBug: lost replies are a fault of the state
+// simulation, whose referee finds a store whose retry after a lost reply
+// reports a delivery it applied as a duplicate, and passes it once it reports
+// the first attempt's outcome.
+func TestSimCatchesToyRetryBug(t *testing.T) {
+	harness := func(fixed bool) statesim.Harness {
+		h := toyHarness(true)
+		var mu sync.Mutex
+		fs := map[string]*toyFault{}
+		fault := func(t *testing.T) *toyFault {
+			mu.Lock()
+			defer mu.Unlock()
+			if fs[t.Name()] == nil {
+				fs[t.Name()] = &toyFault{fixed: fixed}
+			}
+			return fs[t.Name()]
+		}
+		source := h.Open
+		h.Open = func(t *testing.T) state.Store[int64] { return retryToy{source(t).(toy).Store, fault(t)} } // the memory store: a OnceStore
+		h.Faults = &statesim.Faults{
+			LoseReply: func(t *testing.T) { f := fault(t); f.mu.Lock(); f.armed, f.fired = true, false; f.mu.Unlock() },
+			Disarm: func(t *testing.T) bool {
+				f := fault(t)
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				f.armed = false
+				return f.fired
+			},
+		}
+		return h
+	}
+	f := catches(t, harness, "MergeUpdateOnce")
+	if !strings.Contains(f.Trace, "reply lost") {
+		t.Errorf("the failure is not the retry bug: %v", f)
+	}
+}
