@@ -400,7 +400,7 @@ func (w *world) seen(o op) (string, error) {
 		err := sl.d.Release(ctx, id)
 		desc := fmt.Sprintf("Release(%s): %v", id, errOr(err, "ok"))
 		if err != nil {
-			return desc, fmt.Errorf("Release of %s: %w", id, err)
+			return desc, fmt.Errorf("release of %s: %w", id, err)
 		}
 		delete(w.m.seen, id)
 		return desc, nil
