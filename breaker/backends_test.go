@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pipestate/pipestate/breaker"
@@ -78,14 +74,7 @@ func standalone(addr string) func(d func(context.Context, string, string) (net.C
 func dynamodbBackend(t *testing.T) backend {
 	ft := faults.NewTransport()
 	b := outageBreaker(t)
-	client := testenv.DynamoDBClient(t, func(o *ddb.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 3
-			so.MaxBackoff = 5 * time.Millisecond
-			so.RateLimiter = ratelimit.None
-		})
-	}, b.DynamoDB())
+	client := testenv.DynamoDBClient(t, ft.DynamoDBOptions(3), b.DynamoDB())
 	table, values := testenv.UniqueName(t), testenv.UniqueName(t)+"-v"
 	testenv.DynamoDBTable(t, client, table, func(ctx context.Context, name string) error {
 		return ddbprovider.CreateTable(ctx, client, name)

@@ -77,8 +77,8 @@ func TestReindexRunUnderWrites(t *testing.T) {
 		t.Fatalf("ReindexRun with a write before every repair = (%v, %v), want (false, ErrContention)", changed, err)
 	}
 	api.before = nil
-	if updates < 2 {
-		t.Errorf("ReindexRun gave up after %d UpdateItems, want it to read again after a write", updates)
+	if updates != ddbprovider.ReindexAttempts {
+		t.Errorf("ReindexRun gave up after %d UpdateItems, want %d (one an attempt, each read again after the write that beat it)", updates, ddbprovider.ReindexAttempts)
 	}
 	if got, err := p.GetRunState(ctx, id); err != nil || got == nil || got.Version != version || got.Status != types.RunRunning {
 		t.Errorf("GetRunState after ErrContention = %+v, %v; want v%d RUNNING (the last write's)", got, err, version)

@@ -3,12 +3,8 @@ package lincheck_test
 import (
 	"context"
 	"math/rand/v2"
-	"net/http"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/pipestate/pipestate/internal/testkit/faults"
@@ -33,13 +29,7 @@ func dynamodbTarget(t *testing.T) target {
 	admin := testenv.DynamoDBClient(t)
 	tr := faults.NewTransport()
 	client := func(t *testing.T) *ddb.Client {
-		return testenv.DynamoDBClient(t, func(o *ddb.Options) {
-			o.HTTPClient = &http.Client{Transport: tr}
-			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxBackoff = 5 * time.Millisecond
-				so.RateLimiter = ratelimit.None
-			})
-		})
+		return testenv.DynamoDBClient(t, tr.DynamoDBOptions(3)) // the SDK's default attempts
 	}
 	table := func(t *testing.T, suffix string, create func(ctx context.Context, name string) error) string {
 		name := testenv.UniqueName(t) + suffix

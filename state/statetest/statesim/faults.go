@@ -2,6 +2,7 @@ package statesim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pipestate/pipestate/monoid"
 )
@@ -19,13 +20,7 @@ func lostKinds(h Harness, off map[opKind]bool) []opKind {
 	if _, isMax := h.Monoid.(monoid.Max[int64]); isMax {
 		l = append(l, opMerge)
 	}
-	out := l[:0]
-	for _, k := range l {
-		if !off[k] {
-			out = append(out, k)
-		}
-	}
-	return out
+	return slices.DeleteFunc(l, func(k opKind) bool { return off[k] })
 }
 
 // lost makes the write o.sub with a lost reply armed (Harness.Faults), judged
