@@ -2,7 +2,9 @@
 // pool (testenv.DynamoDBPooledTable): empty, the test's own until it ends, and
 // reused by a later test of the process instead of being created and deleted for
 // each test, which on DynamoDB Local takes seconds a table. The package's
-// TestMain must call testenv.Main.
+// TestMain must call testenv.Main. Sweep and CorruptValue do to those tables
+// what DynamoDB's TTL sweeper and a hand edit would (the simulations of
+// state/ddbstate and state/tiered).
 package ddbtables
 
 import (
