@@ -27,11 +27,12 @@ func leaser(t *testing.T) (*memprovider.Provider, *memprovider.Provider) {
 }
 
 // TestKeepAliveHoldsAndReleases: the lease outlives many TTLs while kept alive, a
-// rival cannot take it, and stop releases it.
+// rival cannot take it, and stop releases it. The ttl leaves a renewal (every
+// ttl/3) 250ms of stall on a loaded machine before the lease is lost.
 func TestKeepAliveHoldsAndReleases(t *testing.T) {
 	a, rival := leaser(t)
 	ctx := t.Context()
-	const ttl = 150 * time.Millisecond
+	const ttl = 400 * time.Millisecond
 	lease, err := a.AcquireLease(ctx, "job", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -111,10 +112,30 @@ func TestKeepAliveCancelsOnLoss(t *testing.T) {
 
 // TestKeepAliveCancelsBeforeExpiry: when renewals keep failing with a transient
 // error, the work is canceled no later than the lease's expiry, and renewals were
-// retried in between.
+// retried in between. A loaded machine can wake the canceling goroutine late, so
+// a round that cancels late is run again, up to three rounds; a KeepAlive that
+// guards a later expiry is late in every round.
 func TestKeepAliveCancelsBeforeExpiry(t *testing.T) {
+	const ttl, slack, rounds = 300 * time.Millisecond, 20 * time.Millisecond, 3
+	for round := 1; ; round++ {
+		late := keepAliveLateness(t, ttl)
+		if late <= slack {
+			return
+		}
+		if round == rounds {
+			t.Fatalf("work canceled %v after the lease could have expired, in each of %d rounds (the last shown)", late, rounds)
+		}
+		t.Logf("round %d: work canceled %v after the lease could have expired; again", round, late)
+	}
+}
+
+// keepAliveLateness keeps a lease of ttl alive whose renewals all fail after the
+// first, checks the cancellation's cause and the retries, and returns how long
+// after the earliest expiry the backend could have (the first renewal's sending
+// plus ttl) the work was canceled.
+func keepAliveLateness(t *testing.T, ttl time.Duration) time.Duration {
+	t.Helper()
 	a, _ := leaser(t)
-	const ttl = 300 * time.Millisecond
 	lease, err := a.AcquireLease(t.Context(), "job", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -128,16 +149,14 @@ func TestKeepAliveCancelsBeforeExpiry(t *testing.T) {
 	f.fail.Store(true)
 	defer func() { _ = stop() }()
 	<-work.Done()
-	// The backend's expiry is at least the first renewal's arrival plus ttl.
-	if late := time.Since(sent.Add(ttl)); late > 20*time.Millisecond {
-		t.Errorf("work canceled %v after the lease could have expired", late)
-	}
+	late := time.Since(sent.Add(ttl))
 	if !errors.Is(context.Cause(work), provider.ErrLockNotHeld) {
 		t.Errorf("cause = %v, want ErrLockNotHeld (expired)", context.Cause(work))
 	}
 	if n := f.calls.Load(); n < 3 {
 		t.Errorf("%d renewal attempts before expiry, want retries", n)
 	}
+	return late
 }
 
 // TestKeepAliveRefusesALostLease: a lease that is no longer held is refused at

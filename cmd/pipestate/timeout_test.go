@@ -91,7 +91,7 @@ func TestTimeoutCredentials(t *testing.T) {
 
 // TestFollowOutlivesTimeout: --timeout bounds each read of a follow, not the
 // follow: on Redis a read blocks on the server for up to 5s (XREAD BLOCK) and
-// gets that time on top of the timeout (2s, not less: DynamoDB Local on a loaded
+// gets that time on top of the timeout (3s, not less: DynamoDB Local on a loaded
 // machine may take longer than a black-hole test's timeout to answer a poll), and
 // a follow idle for longer than both still prints what is appended after.
 func TestFollowOutlivesTimeout(t *testing.T) {
@@ -107,7 +107,7 @@ func TestFollowOutlivesTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := tc.h(t)
-			f := startFollow(t, h, nil, words("events orders --follow --limit 1 --timeout 2s")...)
+			f := startFollow(t, h, nil, words("events orders --follow --limit 1 --timeout 3s")...)
 			for range 2 { // the backend line and the newest event
 				f.next(t)
 			}

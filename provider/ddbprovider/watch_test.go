@@ -14,12 +14,16 @@ import (
 	"github.com/pipestate/pipestate/types"
 )
 
-// quiet is how long a sequence yields nothing before drain takes it as caught up.
-const quiet = 500 * time.Millisecond
+// quiet is how long a sequence yields nothing after its first item before drain
+// takes it as caught up; firstWait bounds the wait for that first item (a loaded
+// DynamoDB Local can take seconds over the first Query), and every caller reads a
+// log that holds something.
+const quiet, firstWait = 500 * time.Millisecond, 10 * time.Second
 
-// drain iterates the sequence that start returns until it yields nothing for quiet
-// (then cancels it) or ends, and returns what it yielded and the error it ended
-// with (nil when drain cancelled it).
+// drain iterates the sequence that start returns until it yields nothing for
+// firstWait, or for quiet after its first item (then cancels it), or ends, and
+// returns what it yielded and the error it ended with (nil when drain cancelled
+// it).
 func drain[R any](t *testing.T, start func(ctx context.Context) iter.Seq2[R, error]) ([]R, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -40,6 +44,7 @@ func drain[R any](t *testing.T, start func(ctx context.Context) iter.Seq2[R, err
 		}
 	}()
 	var out []R
+	wait := firstWait
 	for {
 		select {
 		case res, ok := <-ch:
@@ -53,7 +58,8 @@ func drain[R any](t *testing.T, start func(ctx context.Context) iter.Seq2[R, err
 				return out, res.err
 			}
 			out = append(out, res.r)
-		case <-time.After(quiet):
+			wait = quiet
+		case <-time.After(wait):
 			cancel()
 			for range ch { // wait for the sequence to end
 			}

@@ -288,8 +288,9 @@ func mustNotice(prefix string, cs rediswalk.Case) bool {
 	return true
 }
 
-// follow reads open(ctx) until it is quiet for a moment, and returns its first
-// error that is not the end of the read.
+// follow reads open(ctx) until it is quiet for a moment after its first item (or
+// for 2s without one: a loaded server may take long over the first read), and
+// returns its first error that is not the end of the read.
 func follow[T any](ctx context.Context, open func(ctx context.Context) iter.Seq2[T, error]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -306,6 +307,7 @@ func follow[T any](ctx context.Context, open func(ctx context.Context) iter.Seq2
 			}
 		}
 	}()
+	quiet := 2 * time.Second
 	for {
 		select {
 		case err, ok := <-got:
@@ -315,7 +317,8 @@ func follow[T any](ctx context.Context, open func(ctx context.Context) iter.Seq2
 				}
 				return err
 			}
-		case <-time.After(30 * time.Millisecond):
+			quiet = 30 * time.Millisecond
+		case <-time.After(quiet):
 			cancel()
 			for range got {
 			}

@@ -279,14 +279,15 @@ func TestLocks(t *testing.T) {
 			t.Run("leases", func(t *testing.T) {
 				ctx := t.Context()
 				a, b := h.open(t), h.open(t)
-				l1, err := a.AcquireLease(ctx, "k", 50*time.Millisecond)
+				// 500ms: the lock attempt must land while the lease holds, on a loaded server too
+				l1, err := a.AcquireLease(ctx, "k", 500*time.Millisecond)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if ok, err := b.AcquireLock(ctx, "k", 0); ok || err != nil {
 					t.Fatalf("lock of a leased key = %v, %v", ok, err)
 				}
-				h.sleep(t, 200*time.Millisecond)
+				h.sleep(t, 700*time.Millisecond)
 				if _, err := a.RenewLease(ctx, *l1, time.Second); !errors.Is(err, provider.ErrLockNotHeld) {
 					t.Fatalf("renew after expiry = %v", err)
 				}

@@ -235,7 +235,7 @@ func TestFollowWakesInProcess(t *testing.T) {
 	markers := watch(ctx, p, "")
 	// Idle for 1.5s, the next polls are at about 1.27s and 2.55s.
 	time.Sleep(1500 * time.Millisecond)
-	const prompt = 500 * time.Millisecond
+	const prompt = 800 * time.Millisecond // before the next poll, with room for a loaded machine
 	if err := writer.AppendEvent(ctx, types.Event{Kind: "K", PipelineID: "orders"}); err != nil {
 		t.Fatal(err)
 	}

@@ -168,8 +168,10 @@ func sorted(m map[string]string) []string {
 // Walk runs every case on the keys matching match (but those skip returns true
 // for, when skip is not nil): it corrupts the field, calls check with the case,
 // then restores every key matching match as it was before the walk (so check
-// may write), removing the keys it added. It returns the number of cases. A
-// failure of Redis itself fails t.
+// may write), removing the keys it added. A restored key has no TTL: the walk
+// may outlast a key's real-time expiry (a 5-minute readiness key, a call's
+// outcome), and each case must start from the same keys. It returns the number
+// of cases. A failure of Redis itself fails t.
 func Walk(t testing.TB, c goredis.UniversalClient, match string, skip func(key string) bool, check func(Case)) int {
 	t.Helper()
 	ctx := context.Background()
@@ -188,7 +190,10 @@ func Walk(t testing.TB, c goredis.UniversalClient, match string, skip func(key s
 			t.Fatalf("rediswalk: %v", err)
 		}
 	}
-	all(func(p goredis.Pipeliner, k string) { p.Copy(ctx, k, backup(k), 0, true) })
+	all(func(p goredis.Pipeliner, k string) {
+		p.Copy(ctx, k, backup(k), 0, true)
+		p.Persist(ctx, backup(k))
+	})
 	defer all(func(p goredis.Pipeliner, k string) { p.Del(ctx, backup(k)) })
 	had := make(map[string]bool, len(keys))
 	for _, k := range keys {

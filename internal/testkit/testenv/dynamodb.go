@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,8 +44,10 @@ func newDynamoDBClient(endpoint string, optFns ...func(*dynamodb.Options)) *dyna
 }
 
 // CountingHTTPClient returns an http.Client and the Counter of the requests it sends.
-// Every HTTP request is one round trip, including SDK retries of a failed request.
-// Its transport is a clone of http.DefaultTransport (proxy settings from the
+// Every HTTP request is one round trip, except the SDK's retries of a failed
+// request (see SDKRetry): the count is the calls the code chose to make, not
+// how often a loaded DynamoDB Local answered one with a lock timeout. Its
+// transport is a clone of http.DefaultTransport (proxy settings from the
 // environment, keep-alives), not shared with other clients.
 func CountingHTTPClient() (*http.Client, *Counter) {
 	n := new(Counter)
@@ -52,13 +55,24 @@ func CountingHTTPClient() (*http.Client, *Counter) {
 	return &http.Client{Transport: countingTransport{base: base, n: n}}, n
 }
 
-// countingTransport is an http.RoundTripper that counts requests.
+// countingTransport is an http.RoundTripper that counts requests, less SDK retries.
 type countingTransport struct {
 	base http.RoundTripper
 	n    *Counter
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.add()
+	if !SDKRetry(r) {
+		c.n.add()
+	}
 	return c.base.RoundTrip(r)
+}
+
+// SDKRetry reports whether r is the AWS SDK's retry of a request whose earlier
+// attempt failed: its amz-sdk-request header names an attempt after the first
+// ("attempt=2; max=3").
+func SDKRetry(r *http.Request) bool {
+	attempt, _, _ := strings.Cut(r.Header.Get("Amz-Sdk-Request"), ";")
+	n, ok := strings.CutPrefix(strings.TrimSpace(attempt), "attempt=")
+	return ok && n != "1"
 }

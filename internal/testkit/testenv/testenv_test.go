@@ -240,6 +240,21 @@ func TestCountingHTTPClient(t *testing.T) {
 	if got := n.Load(); got != 3 {
 		t.Errorf("counted %d requests, want 3", got)
 	}
+	for _, h := range []string{"attempt=1; max=3", "attempt=2; max=3", "attempt=3; max=3"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("amz-sdk-request", h)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if got := n.Load(); got != 4 {
+		t.Errorf("counted %d requests after a first attempt and two SDK retries, want 4", got)
+	}
 	n.Reset()
 	if got := n.Load(); got != 0 {
 		t.Errorf("after Reset: %d, want 0", got)
