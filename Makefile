@@ -1,6 +1,9 @@
 # pipestate developer targets. Everything real lives in scripts/; see README.md.
 # The examples are a module of their own in the workspace (go.work): ./... from the
-# root does not reach them, so the default package list names both modules.
+# root does not reach them, so the default package list names both modules. It names
+# the longest test packages first (go test starts packages in the order given, and
+# drops repeats), and runs TEST_PARALLEL test binaries at once: most of them wait on
+# servers and sleeps, so on 2 cores three at once use the CPU that two leave idle.
 #
 #   make test                  real servers up, go test -race -count=1 on both modules, servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
@@ -26,7 +29,10 @@
 
 SHELL        := /bin/bash
 GO           ?= go
-PKGS         ?= ./... ./examples/...
+SLOW_PKGS    := ./provider/redisprovider ./provider/ddbprovider ./state/redisstate ./state/tiered \
+                ./state/ddbstate ./examples/custombackend/sqlite ./examples/counters
+PKGS         ?= $(SLOW_PKGS) ./... ./examples/...
+TEST_PARALLEL ?= 3
 TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
 COUNT        ?= 5
@@ -46,7 +52,7 @@ build:
 
 test:
 	bash scripts/ensure-cc.sh
-	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	bash scripts/with-servers.sh $(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 sim:
 	bash scripts/sim.sh $(BACKEND) $(DURATION)
