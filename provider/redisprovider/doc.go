@@ -257,13 +257,18 @@
 //
 // ReindexRun (provider.ActiveRunReindexer, the CLI's runs reindex) repairs one
 // run's entry without writing the run (v, j, x and UpdatedAt stay): it reads
-// the truth, the mark a and the entry (2 round trips) and stops when a settled
-// entry and a = v agree with an unfinished truth. Otherwise it takes the three
-// steps of a write whatever a says (so a lost entry of a marked run is
-// restored): the entry is added or stamped, lua/run_mark.lua sets a = v only if
-// the run's sequence s is still the one read (a run that changed is read
-// again), and the entry is settled with that sequence (3 more). For a finished,
-// expired or missing truth it removes the entry as a reader's repair does.
+// the truth, then the mark a, the entry and the entry's member in the order (2
+// round trips), and stops when a settled entry in the order and a = v agree
+// with an unfinished truth. Otherwise it takes the three steps of a write
+// whatever a says (so a lost entry or member of a marked run is restored): the
+// entry is added or stamped, lua/run_mark.lua sets a = v only if the run's
+// sequence s is still the one read (a run that changed is read again), and the
+// entry is settled with that sequence, its member put back in the order (3
+// more). For a finished or expired truth it removes the entry, guarded by the
+// sequence read. For a missing truth it reads the truth again, after the entry
+// (a run created between the first read and the entry's would otherwise lose
+// its entry to the drop, and its CASes, trusting a, would never restore it),
+// and drops exactly the entry read, as a reader's repair does.
 // The mark is set only after the entry exists, so the invariant above holds.
 //
 // A page of ListActiveRuns costs 2 round trips (the index page, the truths: per
@@ -658,7 +663,8 @@
 //	                         one, 4 reopening a finished run (the active-runs
 //	                         index, see "Active runs"; per node)
 //	ListActiveRuns           2 per page of 256 unfinished runs (per node)
-//	ReindexRun               2 when the entry is right; 5 restoring it, 3 removing it
+//	ReindexRun               2 when the entry is right; 5 restoring it, 3 removing
+//	                         it (4 when the run is missing)
 //	GetRunState              1
 //	AcquireLock              1
 //	ReleaseLock              1

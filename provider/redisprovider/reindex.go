@@ -19,14 +19,16 @@ var _ provider.ActiveRunReindexer = (*Provider)(nil)
 const reindexAttempts = 5
 
 // ReindexRun implements provider.ActiveRunReindexer (see "Active runs" in the
-// package doc). It reads the run's truth, then its mark a and its entry in the
-// index (2 round trips), and stops there when they agree. Otherwise, for a live
-// unfinished run, it takes a write's three steps without writing the run: the
-// entry is added (or stamped, whatever a says) before the truth step,
-// lua/run_mark.lua sets the mark a = v only if the run's sequence is still the
-// one read, then the entry is settled with that sequence (3 more). For a
-// finished, expired or missing run it removes the entry, guarded by the
-// sequence read, as a reader's repair does (1 more). A run that changed between
+// package doc). It reads the run's truth, then its mark a, its entry in the
+// index and the entry's place in the index's order (2 round trips), and stops
+// there when they agree. Otherwise, for a live unfinished run, it takes a
+// write's three steps without writing the run: the entry is added (or stamped,
+// whatever a says) before the truth step, lua/run_mark.lua sets the mark a = v
+// only if the run's sequence is still the one read, then the entry is settled
+// with that sequence and put back in its place (3 more). For a finished or
+// expired run it removes the entry, guarded by the sequence read (1 more); for
+// a missing one it reads the truth again, after the entry, and drops exactly
+// the entry it read, as a reader's repair does (2 more). A run that changed between
 // the read and the mark is read again (at most 5 times, then ErrContention);
 // the entry its step 1 added stays, for a reader to settle or drop by the
 // truth, as after any write whose last step was lost.
@@ -61,10 +63,12 @@ func (p *Provider) reindexOnce(ctx context.Context, op, runID string) (changed, 
 	var (
 		mark  *goredis.SliceCmd
 		entry *goredis.StringCmd
+		place *goredis.FloatCmd
 	)
 	if _, err := p.c.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		mark = pipe.HMGet(ctx, key, "v", "a")
 		entry = pipe.HGet(ctx, ix.h, runID)
+		place = pipe.ZScore(ctx, ix.z, runID)
 		return nil
 	}); err != nil && !errors.Is(err, goredis.Nil) {
 		return false, false, p.wrap(op, err)
@@ -84,6 +88,17 @@ func (p *Provider) reindexOnce(ctx context.Context, op, runID string) (changed, 
 		}
 		fix := setCall(ix, runID, "", r.seq, p.stampBound(), 0)
 		if !r.exists {
+			// The truth was read before the entry: a create or a re-put in
+			// between settled cur for a live run, and a drop of exactly cur
+			// would take it. Read the truth again, after the entry, as a
+			// reader does before its drop.
+			again, err := p.fetchRecords(ctx, op, []string{key})
+			if err != nil {
+				return false, false, err
+			}
+			if again[0].exists || again[0].bad != nil {
+				return false, true, nil
+			}
 			fix = idxCall(ix, "d", runID, cur, p.stampBound())
 		}
 		cmds, err := p.runBatch(ctx, op, []call{fix})
@@ -95,8 +110,8 @@ func (p *Provider) reindexOnce(ctx context.Context, op, runID string) (changed, 
 	}
 	v := mark.Val()
 	_, member, _ := strings.Cut(cur, "|")
-	if settled(cur) && member == runID && len(v) == 2 && v[1] != nil && v[0] == v[1] {
-		return false, false, nil // a settled entry and the mark that a CAS trusts
+	if settled(cur) && member == runID && place.Err() == nil && len(v) == 2 && v[1] != nil && v[0] == v[1] {
+		return false, false, nil // a settled entry in its place, and the mark that a CAS trusts
 	}
 	stamp := p.now().UnixMilli()
 	if _, err := p.runBatch(ctx, op, []call{idxCall(ix, "p", runID, runID, stamp)}); err != nil {

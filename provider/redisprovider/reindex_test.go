@@ -3,6 +3,7 @@ package redisprovider
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -83,6 +84,98 @@ func TestReindexRunUnderWrites(t *testing.T) {
 				t.Errorf("ReindexRun once the writes stopped = (%v, %v), want (true, nil)", changed, err)
 			}
 			active("after the writes stopped and ReindexRun ran", last)
+		})
+	}
+}
+
+// pipelineHookFunc is a goredis.Hook that wraps pipelines only.
+type pipelineHookFunc func(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook
+
+func (h pipelineHookFunc) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h pipelineHookFunc) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return next
+}
+func (h pipelineHookFunc) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return h(next)
+}
+
+// TestReindexRunBesideCreate creates a run on another instance between
+// ReindexRun's read of the missing truth and its read of the entry (which the
+// create settled): ReindexRun must not take the entry of the run it found
+// missing, whose CASes trust the mark and would never restore it.
+func TestReindexRunBesideCreate(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			ps := s.providers(t, 2)
+			p, creator := ps[0], ps[1]
+			const id = "r-1"
+			key := p.k.run(id)
+			var armed atomic.Bool
+			p.c.AddHook(pipelineHookFunc(func(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+				return func(ctx context.Context, cmds []goredis.Cmder) error {
+					err := next(ctx, cmds)
+					if a := cmds[0].Args(); len(a) > 1 && a[0] == "hmget" && a[1] == key && armed.CompareAndSwap(true, false) {
+						created, err := creator.CreateRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunRunning})
+						if !created || err != nil {
+							t.Errorf("CreateRunState between ReindexRun's reads = %v, %v", created, err)
+						}
+					}
+					return err
+				}
+			}))
+			armed.Store(true)
+			if changed, err := p.ReindexRun(ctx, id); changed || err != nil {
+				t.Errorf("ReindexRun beside a create = (%v, %v), want (false, nil): the create indexed its run", changed, err)
+			}
+			if armed.Load() {
+				t.Fatal("the create never ran between ReindexRun's reads")
+			}
+			got, err := p.GetRunState(ctx, id)
+			must(t, err)
+			for _, when := range []string{"after ReindexRun", "after a CAS"} {
+				runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+				must(t, err)
+				if len(runs) != 1 || runs[0].RunID != id {
+					t.Errorf("ListActiveRuns %s = %+v, want the unfinished run %s", when, runs, id)
+				}
+				next := *got
+				next.Status = types.RunPending
+				ok, err := creator.CompareAndSwapRunState(ctx, id, got.Version, next)
+				if !ok || err != nil {
+					t.Fatalf("CAS = %v, %v", ok, err)
+				}
+				got, err = p.GetRunState(ctx, id)
+				must(t, err)
+			}
+		})
+	}
+}
+
+// TestReindexRunRestoresOrder: an entry whose place in the index's order was
+// lost (the sorted set's member deleted by hand, or lost in a failover) is
+// repaired, and reported as a change.
+func TestReindexRunRestoresOrder(t *testing.T) {
+	for _, s := range servers() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			p := s.providers(t, 1)[0]
+			const id = "r-1"
+			must(t, p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunRunning, Version: 1}))
+			must(t, p.c.ZRem(ctx, p.k.activeRuns().z, id).Err())
+			if changed, err := p.ReindexRun(ctx, id); !changed || err != nil {
+				t.Errorf("ReindexRun of a run whose member was lost = (%v, %v), want (true, nil)", changed, err)
+			}
+			runs, _, err := p.ListActiveRuns(ctx, provider.ActiveRunFilter{}, "", 10)
+			must(t, err)
+			if len(runs) != 1 || runs[0].RunID != id {
+				t.Errorf("ListActiveRuns after ReindexRun = %+v, want %s", runs, id)
+			}
+			if changed, err := p.ReindexRun(ctx, id); changed || err != nil {
+				t.Errorf("ReindexRun again = (%v, %v), want (false, nil)", changed, err)
+			}
 		})
 	}
 }

@@ -28,6 +28,8 @@
 -- the stamp bound: an entry stamped at or after it is kept, as its writer may be
 -- about to write a truth that wants it (a removal's sequence can predate that
 -- truth), and a later reader's repair removes it.
+-- A set of the entry's own sequence and member changes nothing but puts the
+-- member back in KEYS[1] if it was lost (ReindexRun's repair), returning 1 then.
 -- Mode "p" on an existing entry stamps it with ARGV[4] (the later of the two
 -- stamps), so that neither a removal nor a reader's drop takes it from under the
 -- writer, and returns "".
@@ -93,11 +95,17 @@ elseif mode == 'd' then
 end
 local seq, cseq = tonumber(ARGV[4]), tonumber(curseq)
 if not (seq > cseq or (member == '' and seq == cseq)) then
+  local changed = 0
+  if member ~= '' and seq == cseq and member == curmember then
+    -- the entry is already this set's: put its member back in the order if it
+    -- was lost (deleted by hand, or in a failover), as ReindexRun asks
+    changed = redis.call('ZADD', KEYS[1], 0, member)
+  end
   if member ~= '' and mark == '#' and stamp == tonumber(ARGV[5]) then
     -- a later write set the entry: this write no longer needs its stamp
     redis.call('HSET', KEYS[2], id, curseq .. '|' .. curmember)
   end
-  return 0
+  return changed
 end
 if member == '' and stamp and stamp >= tonumber(ARGV[5]) then return 0 end
 if curmember ~= '' and curmember ~= member then redis.call('ZREM', KEYS[1], curmember) end
