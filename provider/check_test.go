@@ -155,3 +155,26 @@ func TestCheckCASDoesNotAllocate(t *testing.T) {
 		t.Errorf("CheckCAS allocates %v times per call", n)
 	}
 }
+
+// TestDecodeRefusesAnotherRecordsID: a run or a rerun whose stored ID is not
+// its key's is corrupt; other kinds, and matching IDs, decode.
+func TestDecodeRefusesAnotherRecordsID(t *testing.T) {
+	name := func(id string) func() (string, string) { return func() (string, string) { return id, "k:" + id } }
+	var run types.RunState
+	if err := provider.Decode(provider.KindRunState, []byte(`{"runId":"r1","pipelineId":"p"}`), &run, name("r1")); err != nil {
+		t.Errorf("Decode of run r1 under its key = %v", err)
+	}
+	err := provider.Decode(provider.KindRunState, []byte(`{"runId":"r2","pipelineId":"p"}`), &run, name("r1"))
+	var c *provider.CorruptError
+	if !errors.As(err, &c) || c.ID != "r1" || c.Key != "k:r1" {
+		t.Errorf("Decode of a body naming r2 under r1's key = %v, want a CorruptError naming r1", err)
+	}
+	var rerun types.RerunRecord
+	if err := provider.Decode(provider.KindRerun, []byte(`{"rerunId":"x2"}`), &rerun, name("x1")); !errors.Is(err, provider.ErrCorrupt) {
+		t.Errorf("Decode of a rerun naming x2 under x1's key = %v, want ErrCorrupt", err)
+	}
+	var ev types.Event
+	if err := provider.Decode(provider.KindEvent, []byte(`{"runId":"other"}`), &ev, name("p:1")); err != nil {
+		t.Errorf("Decode of an event naming a run = %v, want nil (an event's runId is not its own)", err)
+	}
+}

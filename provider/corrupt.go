@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/pipestate/pipestate/types"
 )
 
 // RecordKind names a kind of stored record: the Kind of a CorruptError, the
@@ -100,15 +103,38 @@ func (e *CorruptError) Unwrap() []error {
 // DecodeOrSkip (a List* or an iterator); a third-party backend should too.
 //
 // A record whose format (see FormatVersion) is newer than this release's does
-// not decode either: Decode reports it as corrupt, naming its format.
+// not decode either: Decode reports it as corrupt, naming its format. Nor does
+// a run or a rerun whose stored ID is not the one its key names (name's id: a
+// flipped byte, a body copied by hand): a reader that trusted it would page on
+// from another run's cursor, and a repair would index it under another key.
 func Decode[T any](kind RecordKind, data []byte, v *T, name func() (id, key string)) error {
 	err := checkFormat(data)
 	if err == nil {
 		err = json.Unmarshal(data, v)
 	}
+	if err == nil {
+		err = checkOwnID(v, name)
+	}
 	if err != nil {
 		id, key := name()
 		return &CorruptError{Kind: kind, ID: id, Key: key, Err: err}
+	}
+	return nil
+}
+
+// checkOwnID fails when v is a run or a rerun whose ID is not name's.
+func checkOwnID(v any, name func() (id, key string)) error {
+	var own string
+	switch r := v.(type) {
+	case *types.RunState:
+		own = r.RunID
+	case *types.RerunRecord:
+		own = r.RerunID
+	default:
+		return nil
+	}
+	if id, _ := name(); own != id {
+		return fmt.Errorf("the record names itself %q", own)
 	}
 	return nil
 }
