@@ -1,9 +1,6 @@
 # pipestate developer targets. Everything real lives in scripts/; see README.md.
 # The examples are a module of their own in the workspace (go.work): ./... from the
-# root does not reach them, so the default package list names both modules. It names
-# the longest test packages first (go test starts packages in the order given, and
-# drops repeats), and runs TEST_PARALLEL test binaries at once: most of them wait on
-# servers and sleeps, so on 2 cores three at once use the CPU that two leave idle.
+# root does not reach them, so the default package list names both modules.
 #
 #   make test                  real servers up, go test -race -count=1 on both modules, servers down
 #   make test PKGS=./provider/... TESTFLAGS='-run CAS -v'
@@ -29,10 +26,7 @@
 
 SHELL        := /bin/bash
 GO           ?= go
-SLOW_PKGS    := ./provider/redisprovider ./provider/ddbprovider ./state/redisstate ./state/tiered \
-                ./state/ddbstate ./examples/custombackend/sqlite ./examples/counters
-PKGS         ?= $(SLOW_PKGS) ./... ./examples/...
-TEST_PARALLEL ?= 3
+PKGS         ?= ./... ./examples/...
 TESTFLAGS    ?=
 TEST_TIMEOUT ?= 30m
 COUNT        ?= 5
@@ -52,7 +46,7 @@ build:
 
 test:
 	bash scripts/ensure-cc.sh
-	bash scripts/with-servers.sh $(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 sim:
 	bash scripts/sim.sh $(BACKEND) $(DURATION)
