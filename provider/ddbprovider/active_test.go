@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pipestate/pipestate/internal/testkit/foreignbody"
 	"github.com/pipestate/pipestate/internal/testkit/testenv"
 	"github.com/pipestate/pipestate/provider"
 	"github.com/pipestate/pipestate/provider/ddbprovider"
@@ -228,71 +228,28 @@ func TestCorruptActiveKey(t *testing.T) {
 }
 
 // TestActiveRunsBodyNamingAnotherRun: a run item whose body names another run
-// (a flipped byte in its runId, a body copied by hand) is corrupt. A paging of
-// ListActiveRuns, one run a page, skips and reports it and still ends (it paged
-// on from the body's RunID, over and over), and ReindexRun refuses it without
-// writing (it indexed the item under the other run's key).
+// is corrupt (see package foreignbody): before provider.Decode said so, a
+// paging of ListActiveRuns went on from the body's ID forever, and ReindexRun
+// indexed the item under the other run's key.
 func TestActiveRunsBodyNamingAnotherRun(t *testing.T) {
 	e := testEnv(t)
-	p := openOn(t, e.client, e)
-	ctx := t.Context()
-	ids := []string{"r1", "r2", "r3", "r4", "r5"}
-	for _, id := range ids {
-		if err := p.PutRunState(ctx, types.RunState{RunID: id, PipelineID: "p", Status: types.RunRunning}); err != nil {
-			t.Fatal(err)
-		}
+	key := func(id string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: "RUN#" + id}, "SK": &ddbtypes.AttributeValueMemberS{Value: "STATE"}}
 	}
-	key := map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: "RUN#r4"}, "SK": &ddbtypes.AttributeValueMemberS{Value: "STATE"}}
-	item := func() map[string]ddbtypes.AttributeValue {
-		out, err := e.client.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(e.table), Key: key, ConsistentRead: aws.Bool(true)})
+	item := func(ctx context.Context, id string) map[string]ddbtypes.AttributeValue {
+		out, err := e.client.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(e.table), Key: key(id), ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
-			t.Fatalf("GetItem RUN#r4: %v, %v", out, err)
+			t.Fatalf("GetItem RUN#%s: %v, %v", id, out, err)
 		}
 		return out.Item
 	}
-	it := item()
-	body := it["data"].(*ddbtypes.AttributeValueMemberS).Value
-	swapped := strings.Replace(body, `"runId":"r4"`, `"runId":"r2"`, 1)
-	if swapped == body {
-		t.Fatalf("no runId in the body %s", body)
-	}
-	it["data"] = &ddbtypes.AttributeValueMemberS{Value: swapped}
-	if _, err := e.client.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(e.table), Item: it}); err != nil {
-		t.Fatal(err)
-	}
-	var reported []string
-	rctx := provider.OnCorrupt(ctx, func(c *provider.CorruptError) { reported = append(reported, c.ID) })
-	var listed []string
-	cursor := ""
-	for page := 0; ; page++ {
-		if page > len(ids) {
-			t.Fatalf("paging did not end after %d pages: %v", page, listed)
-		}
-		runs, next, err := p.ListActiveRuns(rctx, provider.ActiveRunFilter{}, cursor, 1)
-		if err != nil {
+	rename := func(ctx context.Context, id, to string) {
+		it := item(ctx, id)
+		body := it["data"].(*ddbtypes.AttributeValueMemberS).Value
+		it["data"] = &ddbtypes.AttributeValueMemberS{Value: strings.Replace(body, `"runId":"`+id+`"`, `"runId":"`+to+`"`, 1)}
+		if _, err := e.client.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(e.table), Item: it}); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range runs {
-			listed = append(listed, r.RunID)
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
 	}
-	if want := []string{"r1", "r2", "r3", "r5"}; !slices.Equal(listed, want) {
-		t.Errorf("listed %v, want %v", listed, want)
-	}
-	if !slices.Contains(reported, "r4") {
-		t.Errorf("reported %v as corrupt, want r4", reported)
-	}
-	if _, err := p.GetRunState(ctx, "r4"); !errors.Is(err, provider.ErrCorrupt) {
-		t.Errorf("GetRunState r4 = %v, want ErrCorrupt", err)
-	}
-	if _, err := p.ReindexRun(ctx, "r4"); !errors.Is(err, provider.ErrCorrupt) {
-		t.Errorf("ReindexRun r4 = %v, want ErrCorrupt", err)
-	}
-	if after := item(); !reflect.DeepEqual(after, it) {
-		t.Errorf("ReindexRun wrote the corrupt item: %v, was %v", after, it)
-	}
+	foreignbody.Check(t, openOn(t, e.client, e), rename, func(ctx context.Context, id string) any { return item(ctx, id) })
 }
