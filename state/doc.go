@@ -111,8 +111,9 @@
 // item whose bookkeeping is corrupt (a DynamoDB ttl, rev or fence attribute of
 // another type or out of int64, a Redis fence memory that holds no fence: a
 // fenced merge over one fails closed, never accepting a stale fence). A DynamoDB
-// item without v, which Get reports corrupt, takes a merge as a missing value
-// does (the delta is written). A MergeUpdateOnce of an event already
+// item without v, which Get reports corrupt, takes a numeric store's merge as a
+// missing value does (the delta is written); a BytesStore's merge, which reads
+// the value before it writes, fails with ErrCorrupt. A MergeUpdateOnce of an event already
 // applied to the key may instead answer as a duplicate (the claim is checked
 // first). What the key remembered of fences (package fence) may be lost with a
 // value written by hand. Overwrite or delete the key to repair it. BytesStore values are opaque bytes to the store: a sketch that its
