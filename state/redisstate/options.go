@@ -58,7 +58,10 @@ func WithBackoff(base, max time.Duration) BytesOption {
 // WithDedupTTL sets how long a claimed event ID is remembered: a store's
 // MergeUpdateOnce claims and a Deduper's claims (default state.DefaultDedupTTL;
 // 0 = forever), independent of a value's ttl. d outside [0, state.MaxTTL] is an
-// error. Every constructor takes it.
+// error. Every constructor takes it. A claim must outlive the client's retries
+// of the call that made it (go-redis retries a call for up to MaxRetries read timeouts, 3s each by default): a retried MergeUpdateOnce whose first attempt
+// was applied, and whose claim expired in between, applies again. Keep d at
+// minutes or more.
 func WithDedupTTL(d time.Duration) Option {
 	return storeopt.Any(func(c *config) error { return c.SetDedupTTL(d) })
 }
