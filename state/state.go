@@ -44,7 +44,11 @@ type Deduper interface {
 	// (until the claim expires or is released).
 	MarkSeen(ctx context.Context, eventID string) (firstSeen bool, err error)
 	// Release gives up a claim so the event can be processed again; releasing an
-	// unclaimed ID is not an error.
+	// unclaimed ID is not an error. It names the ID, not the claim: a client's
+	// retry of a Release whose first attempt was applied and answered by a
+	// lost reply also removes a claim that another caller's MarkSeen made in
+	// between, and a third caller is first as well: after a Release under
+	// network faults, an event may be processed twice.
 	Release(ctx context.Context, eventID string) error
 	// Close releases what the deduper owns; later calls return ErrClosed.
 	Close() error
